@@ -1,0 +1,302 @@
+"""The per-vault SQLite ledger: files, chunks, cached embeddings and the sync journal.
+
+tantivy and FAISS are projections of this catalog. Every change to chunks is written in one
+transaction together with a journal row per touched chunk id; the derived indexes are then
+brought in line and the journal rows cleared. After a crash the journal says exactly which ids
+to re-sync (delete, and re-add if the chunk still exists), and that is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from .errors import IndexCorrupt
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,          -- JSON list, lowercased, nested tags as written
+    aliases TEXT NOT NULL,       -- JSON list
+    properties TEXT NOT NULL,    -- JSON object (frontmatter)
+    created TEXT,
+    modified REAL NOT NULL,      -- epoch seconds: frontmatter updated/modified, else file mtime
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    heading TEXT NOT NULL,       -- heading path joined with ' > '
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embed_hash TEXT NOT NULL     -- hash of the embedded text (header + chunk)
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal (chunk_id INTEGER PRIMARY KEY);
+"""
+
+
+@dataclass
+class FileRow:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass
+class ChunkRow:
+    id: int
+    path: str
+    title: str
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    tags: list[str]
+    aliases: list[str]
+    modified: float
+    embed_hash: str
+
+
+@dataclass
+class NewChunk:
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    embed_hash: str
+
+
+@dataclass
+class NoteRecord:
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    properties: dict[str, Any]
+    created: str | None
+    modified: float
+    chunks: list[NewChunk]
+    embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
+
+
+CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
+                 "f.aliases, f.modified, c.embed_hash")
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
+                    r[9], r[10])
+
+
+class Catalog:
+    def __init__(self, path: Path, readonly: bool = False):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
+                                      check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            if not readonly:
+                self.db.executescript(SCHEMA)
+            version = self.get_meta("schema_version")
+            if version is None and not readonly:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            elif version is not None and int(version) != SCHEMA_VERSION:
+                raise IndexCorrupt(f"{path}: index schema {version}, this hybrid reads "
+                                   f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"{path}: cannot read the catalog ({exc}); move it away and run "
+                               f"`hybrid index` to rebuild") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- meta -----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # a read-only open of a catalog that has no tables yet
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # --- files ----------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRow]:
+        rows = self.db.execute("SELECT id, path, size, mtime_ns, hash FROM files")
+        return {r[1]: FileRow(*r) for r in rows}
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self.db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def apply(self, notes: Iterable[NoteRecord], removed: Iterable[str]) -> list[int]:
+        """Replace the chunks of ``notes`` and drop ``removed`` files, in one transaction.
+        Every chunk id that disappears or appears is journaled. Returns the new chunk ids."""
+        new_ids: list[int] = []
+        now = time.time()
+        with self.transaction():
+            for path in removed:
+                self._drop_file(path)
+            for n in notes:
+                self._drop_file(n.path)
+                cur = self.db.execute(
+                    "INSERT INTO files(path, size, mtime_ns, hash, title, tags, aliases, properties,"
+                    " created, modified, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (n.path, n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags),
+                     json.dumps(n.aliases), json.dumps(n.properties), n.created, n.modified, now))
+                file_id = cur.lastrowid
+                for ord_, c in enumerate(n.chunks):
+                    cur = self.db.execute(
+                        "INSERT INTO chunks(file_id, ord, heading, start_line, end_line, text, embed_hash)"
+                        " VALUES (?,?,?,?,?,?,?)",
+                        (file_id, ord_, c.heading, c.start_line, c.end_line, c.text, c.embed_hash))
+                    new_ids.append(cur.lastrowid)
+            self.db.executemany("INSERT OR IGNORE INTO journal(chunk_id) VALUES (?)",
+                                [(i,) for i in new_ids])
+        return new_ids
+
+    def _drop_file(self, path: str) -> None:
+        row = self.db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+        if row is None:
+            return
+        self.db.execute("INSERT OR IGNORE INTO journal(chunk_id) SELECT id FROM chunks WHERE file_id=?",
+                        (row[0],))
+        self.db.execute("DELETE FROM chunks WHERE file_id=?", (row[0],))
+        self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    # --- chunks ---------------------------------------------------------------------------
+    def chunk_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def file_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                 f"WHERE c.id IN ({','.join('?' * len(part))})")
+            out.update((r[0], _chunk_row(r)) for r in self.db.execute(q, part))
+        return out
+
+    def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
+        if ids is not None:
+            ids = list(ids)
+            for i in range(0, len(ids), batch):
+                yield list(self.chunks(ids[i:i + batch]).values())
+            return
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                f"WHERE c.id > ? ORDER BY c.id LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            yield [_chunk_row(r) for r in rows]
+            last = rows[-1][0]
+
+    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                   since: float | None = None) -> set[int]:
+        """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
+        also matches its nested children) and was modified at or after ``since``."""
+        where, args = [], []
+        if folders:
+            where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
+            args.extend(_like_prefix(f.strip("/") + "/") for f in folders)
+        for tag in tags:
+            where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
+            args.extend([tag, _like_prefix(tag + "/")])
+        if since is not None:
+            where.append("f.modified >= ?")
+            args.append(since)
+        sql = "SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return {r[0] for r in self.db.execute(sql, args)}
+
+    # --- embeddings -----------------------------------------------------------------------
+    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
+        hashes = list(set(hashes))
+        found: set[str] = set()
+        for i in range(0, len(hashes), 500):
+            part = hashes[i:i + 500]
+            q = f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
+            found.update(r[0] for r in self.db.execute(q, [model, *part]))
+        return found
+
+    def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
+                                [(model, h, v) for h, v in items])
+
+    def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out = []
+        ids = list(chunk_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.text_hash=c.embed_hash "
+                 f"AND e.model=? WHERE c.id IN ({','.join('?' * len(part))})")
+            out.extend(self.db.execute(q, [model, *part]).fetchall())
+        return out
+
+    def all_chunk_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY id")]
+
+    # --- journal --------------------------------------------------------------------------
+    def journal(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT chunk_id FROM journal ORDER BY chunk_id")]
+
+    def clear_journal(self, ids: Sequence[int]) -> None:
+        with self.transaction():
+            self.db.executemany("DELETE FROM journal WHERE chunk_id=?", [(i,) for i in ids])
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        return False

@@ -1,0 +1,233 @@
+"""The ``hybrid`` command. stdout carries the payload (``--json`` prints JSON and nothing else);
+progress, warnings and errors go to stderr. User mistakes end in one ``error:`` line, exit 1."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextlib import contextmanager
+
+import click
+
+from .errors import HybridError
+
+
+class _StderrFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def _setup_logging(verbose: int) -> None:
+    logger = logging.getLogger("hybrid")
+    if not any(getattr(h, "_hybrid_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_StderrFormatter())
+        handler._hybrid_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
+    logger.propagate = False
+
+
+class _Group(click.Group):
+    """Turns domain errors into one line on stderr instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except HybridError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+def _open(ctx: click.Context):
+    import hybrid
+    if "hybrid" not in ctx.obj:
+        ctx.obj["hybrid"] = hybrid.open()
+    return ctx.obj["hybrid"]
+
+
+def _print_json(data) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+@click.version_option(package_name="hybrid", prog_name="hybrid")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
+    """Hybrid (BM25 + vector) search over markdown vaults, with cited passages.
+
+    \b
+    hybrid index ~/notes            register a vault and index it
+    hybrid query "tailscale subnet router" -n 5
+    hybrid get "home-lab/networking.md:12-40"
+    """
+    ctx.ensure_object(dict)
+    _setup_logging(verbose)
+
+
+# --- vaults -------------------------------------------------------------------------------
+@main.group(cls=_Group)
+def vault() -> None:
+    """Register, list and remove vaults."""
+
+
+@vault.command("add")
+@click.argument("path", type=click.Path(file_okay=False, path_type=str))
+@click.option("--name", help="Vault name (default: the folder name).")
+@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default **/*.md).")
+@click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
+@click.pass_context
+def vault_add(ctx, path, name, include, exclude):
+    """Register the folder PATH as a vault."""
+    v = _open(ctx).add_vault(path, name, include, exclude)
+    click.echo(f"registered vault {v.name!r} at {v.path}; run `hybrid index` to index it", err=True)
+
+
+@vault.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def vault_list(ctx, as_json):
+    """List registered vaults."""
+    vaults = _open(ctx).vaults
+    if as_json:
+        _print_json([{"name": v.name, "path": str(v.path), "include": v.include, "exclude": v.exclude,
+                      "embedder": v.embedder} for v in vaults])
+        return
+    for v in vaults:
+        click.echo(f"{v.name}\t{v.path}")
+
+
+@vault.command("remove")
+@click.argument("name")
+@click.option("--keep-index", is_flag=True, help="Leave the index files on disk.")
+@click.pass_context
+def vault_remove(ctx, name, keep_index):
+    """Unregister vault NAME and delete its index (never the notes)."""
+    v = _open(ctx).remove_vault(name, purge=not keep_index)
+    click.echo(f"removed vault {v.name!r}; the notes in {v.path} are untouched", err=True)
+
+
+# --- indexing -----------------------------------------------------------------------------
+@contextmanager
+def _progress(enabled: bool):
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=str))
+@click.option("--name", help="With PATH: the name to register it under.")
+@click.option("--vault", "vaults", multiple=True, help="Index only this vault (repeatable).")
+@click.option("--reembed", is_flag=True, help="Drop the vault's index and rebuild it with the configured embedder.")
+@click.option("--wait", type=float, default=0, show_default=True,
+              help="Seconds to wait for another indexer holding the vault's lock.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.pass_context
+def index(ctx, path, name, vaults, reembed, wait, as_json):
+    """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
+    h = _open(ctx)
+    if path:
+        v = h.add_vault(path, name)
+        vaults = (v.name,)
+    with _progress(sys.stderr.isatty()) as progress:
+        reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress)
+    if as_json:
+        _print_json([r.to_dict() for r in reports])
+        return
+    for r in reports:
+        click.echo(f"{r.vault}: {r.added} added, {r.updated} updated, {r.removed} removed, "
+                   f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
+                   f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s")
+
+
+# --- querying -----------------------------------------------------------------------------
+@main.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option("-n", "--top-k", default=8, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True)
+@click.option("--vault", "vaults", multiple=True, help="Search only this vault (repeatable).")
+@click.option("--folder", "folders", multiple=True, help="Only notes under this folder (repeatable: any).")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag or a nested child (repeatable: all).")
+@click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
+@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
+@click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
+@click.pass_context
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full):
+    """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
+    and inline filters tag:NAME folder:PATH since:DATE."""
+    hits = _open(ctx).search(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
+                             folders=folders, tags=tags, since=since)
+    if as_json:
+        _print_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        click.echo("no hits", err=True)
+        return
+    for i, h in enumerate(hits, 1):
+        arms = " ".join(f"{name}#{rank}" for name, rank in (("bm25", h.lexical_rank), ("vec", h.vector_rank)) if rank)
+        click.echo(click.style(f"{i}. {h.vault}:{h.path}:{h.start_line}-{h.end_line}", bold=True)
+                   + f"  {h.score:.4f}  {arms}")
+        click.echo(click.style(f"   {h.title}" + (f" › {h.heading}" if h.heading and h.heading != h.title else ""), fg="cyan"))
+        body = h.text if full else h.snippet
+        click.echo("   " + body.replace("\n", "\n   "))
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def get(ctx, ref, vault, as_json):
+    """Print a note, or lines of it: REF is PATH or PATH:START-END (1-based, inclusive)."""
+    note = _open(ctx).get(ref, vault)
+    if as_json:
+        _print_json(note.to_dict())
+    else:
+        click.echo(note.text)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status(ctx, as_json):
+    """Show each vault's index: notes, chunks, model, last indexed, size on disk."""
+    rows = _open(ctx).status()
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    if not rows:
+        click.echo("no vaults registered; run `hybrid index PATH`", err=True)
+        return
+    for r in rows:
+        state = "indexed" if r.indexed else "not indexed"
+        if not r.exists:
+            state += ", FOLDER MISSING"
+        if r.pending:
+            state += f", {r.pending} pending (run `hybrid index`)"
+        click.echo(f"{r.name}: {r.path} ({state})")
+        if r.indexed:
+            click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
+                       f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
+
+
+if __name__ == "__main__":
+    main()

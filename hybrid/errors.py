@@ -1,0 +1,40 @@
+"""Domain exceptions. The library raises these; the CLI and MCP server turn them into one line
+that names the fix. Nothing here is for programming errors (those stay ordinary exceptions)."""
+
+from __future__ import annotations
+
+
+class HybridError(Exception):
+    """Base class: a problem the user can fix. ``str(err)`` is a complete one-line message."""
+
+
+class ConfigError(HybridError):
+    """The config file or a setting is invalid."""
+
+
+class VaultError(HybridError):
+    """Unknown vault name, missing vault folder, or a bad registration."""
+
+
+class ModelUnavailable(HybridError):
+    """The configured embedding model is not installed or not reachable."""
+
+
+class EmbedderMismatch(HybridError):
+    """The index was built with another embedder than the one configured."""
+
+
+class QuerySyntaxError(HybridError):
+    """The query text cannot be parsed (unbalanced quote, nothing to search for, bad date)."""
+
+
+class IndexLocked(HybridError):
+    """Another process is indexing the same vault."""
+
+
+class PathRefused(HybridError):
+    """A path that would read outside a registered vault, or that does not exist in it."""
+
+
+class IndexCorrupt(HybridError):
+    """The on-disk index cannot be read; the message names the command that rebuilds it."""

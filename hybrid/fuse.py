@@ -1,0 +1,46 @@
+"""Rank fusion as small pure functions.
+
+Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009): a document's fused score is
+the sum over rankings of ``weight / (k + rank)``, ranks starting at 1. It needs no score
+calibration between BM25 and cosine similarity, which is why it is the default.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Mapping, Sequence, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+def rrf(rankings: Sequence[Sequence[K]], k: float = 60.0,
+        weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
+    """Fuse best-first rankings; returns (key, score) best-first. Ties keep first-seen order."""
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    scores: dict[K, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + w / (k + rank)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def ranks(ranking: Sequence[K]) -> dict[K, int]:
+    """1-based rank of each key in a best-first ranking."""
+    return {key: i for i, key in enumerate(ranking, start=1)}
+
+
+def merge_by_score(lists: Sequence[Sequence[tuple[K, float]]], limit: int) -> list[tuple[K, float]]:
+    """Merge several (key, score) lists of one arm (e.g. one per vault) by score."""
+    merged = [item for lst in lists for item in lst]
+    merged.sort(key=lambda kv: -kv[1])
+    return merged[:limit]
+
+
+def demote(scores: Sequence[tuple[K, float]], penalties: Mapping[K, float]) -> list[tuple[K, float]]:
+    """Multiply each score by ``1 - penalty`` and re-sort (used by the recency prior)."""
+    out = [(key, s * (1.0 - penalties.get(key, 0.0))) for key, s in scores]
+    out.sort(key=lambda kv: -kv[1])
+    return out

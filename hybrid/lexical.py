@@ -1,0 +1,263 @@
+"""The lexical arm: a tantivy BM25 index over chunks.
+
+Fields: ``title`` (title, aliases, file name), ``headings`` (heading path and tags), ``body``
+(chunk text) share one English-stemming analyzer; ``ident`` keeps identifiers whole
+(``orders-created``, ``10.0.0.0/24``, ``--advertise-routes``, ``obsidian://open``) plus their
+parts, lowercased and unstemmed, and serves exact-identifier and typo-tolerant matching;
+``folder``, ``tag`` and ``modified`` serve filters. Queries are built as query objects, never
+through tantivy's query-string parser, so no user text can be a syntax error here.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .catalog import ChunkRow
+from .errors import IndexCorrupt
+
+IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&]*[\w/]|-{0,2}\w")
+SPLIT_RE = re.compile(r"[=?&#]")
+WORD_RE = re.compile(r"[^\W_]+|\d+", re.U)
+FIELD_BOOSTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
+IDENT_BOOST = 3.0
+FUZZY_BOOST = 1.5
+FUZZY_MIN_LEN = 5
+
+
+def ident_tokens(text: str) -> list[str]:
+    """Identifier-preserving tokens: each whitespace-delimited identifier, its ``=?&#``-separated
+    parts, and its word parts, lowercased."""
+    out: list[str] = []
+    for tok in IDENT_RE.findall(text.lower()):
+        out.append(tok)
+        if not tok.isalnum():
+            parts = [p.strip("./:-") for p in SPLIT_RE.split(tok)]
+            out.extend(p for p in parts if p and p != tok)
+            out.extend(w for w in WORD_RE.findall(tok) if w != tok)
+    return out
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance(a, b) <= 1 (one insertion, deletion, substitution or
+    transposition of neighbours)."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    i = 0
+    while i < min(la, lb) and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        return a[i + 1:] == b[i + 1:] or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
+    return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
+
+
+def is_compound(tok: str) -> bool:
+    """True for identifiers with inner punctuation (worth an exact ``ident`` match)."""
+    return not tok.isalnum() and bool(re.search(r"\w", tok)) and len(tok) > 1
+
+
+@dataclass
+class LexicalQuery:
+    terms: list[str] = field(default_factory=list)      # free words as typed
+    phrases: list[str] = field(default_factory=list)    # required phrases
+    excludes: list[str] = field(default_factory=list)   # words or phrases that must not occur
+
+
+class LexicalIndex:
+    def __init__(self, directory: Path, create: bool = True):
+        import tantivy
+        self._t = tantivy
+        self.directory = directory
+        self.schema = self._schema()
+        exists = directory.exists() and any(directory.glob("meta.json"))
+        if not exists and not create:
+            raise IndexCorrupt(f"{directory}: no lexical index; run `hybrid index`")
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        except ValueError as exc:
+            raise IndexCorrupt(f"{directory}: cannot open the lexical index ({exc}); "
+                               f"run `hybrid index` to rebuild it") from None
+        self.stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                     .filter(tantivy.Filter.remove_long(40))
+                     .filter(tantivy.Filter.lowercase())
+                     .filter(tantivy.Filter.ascii_fold())
+                     .filter(tantivy.Filter.stemmer("english")).build())
+        self.index.register_tokenizer("hy_stem", self.stem)
+        self.index.register_tokenizer(
+            "hy_ident", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+
+    def _schema(self):
+        sb = self._t.SchemaBuilder()
+        sb.add_integer_field("chunk_id", stored=True, indexed=True, fast=True)
+        for name in ("title", "headings", "body"):
+            sb.add_text_field(name, tokenizer_name="hy_stem")
+        sb.add_text_field("ident", tokenizer_name="hy_ident")
+        sb.add_text_field("folder", tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("tag", tokenizer_name="raw", index_option="basic")
+        sb.add_integer_field("modified", indexed=True, fast=True)
+        return sb.build()
+
+    # --- writing --------------------------------------------------------------------------
+    def _doc(self, c: ChunkRow):
+        stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
+        folders = []
+        parts = c.path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folders.append("/".join(parts[:i]))
+        tags: list[str] = []
+        for t in c.tags:
+            segs = t.split("/")
+            tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
+        title = " ".join([c.title, stem, *c.aliases])
+        return self._t.Document(
+            chunk_id=c.id,
+            title=title,
+            headings=" ".join([c.heading, *c.tags]),
+            body=c.text,
+            ident=" ".join(ident_tokens(" ".join([c.text, c.heading, title, c.path]))),
+            folder=folders or [""],
+            tag=tags or [""],
+            modified=int(c.modified),
+        )
+
+    def apply(self, removed: Iterable[int], added: Iterable[ChunkRow]) -> None:
+        """Delete ``removed`` ids (and the ids of ``added``), add ``added``, commit. Idempotent."""
+        writer = self.index.writer(heap_size=64_000_000, num_threads=1)
+        try:
+            added = list(added)
+            for cid in set(removed) | {c.id for c in added}:
+                writer.delete_documents_by_term("chunk_id", cid)
+            for c in added:
+                writer.add_document(self._doc(c))
+            writer.commit()
+            writer.wait_merging_threads()
+        except BaseException:
+            try:
+                writer.rollback()
+            except Exception:
+                pass
+            raise
+        self.index.reload()
+
+    def rebuild(self, batches: Iterable[list[ChunkRow]]) -> None:
+        writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+        writer.delete_all_documents()
+        for batch in batches:
+            for c in batch:
+                writer.add_document(self._doc(c))
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+
+    def count(self) -> int:
+        self.index.reload()
+        return self.index.searcher().num_docs
+
+    @staticmethod
+    def destroy(directory: Path) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+    # --- querying -------------------------------------------------------------------------
+    def corrections(self, words: Sequence[str]) -> dict[str, str]:
+        """Typo repair: each word of 5+ letters that no chunk contains, mapped to the most
+        frequent indexed word within one edit that starts with the same letter."""
+        searcher = self.index.searcher()
+        out: dict[str, str] = {}
+        for word in dict.fromkeys(w.lower() for w in words):
+            if len(word) < FUZZY_MIN_LEN or not word.isalpha() or searcher.doc_freq("ident", word):
+                continue
+            best, best_df = None, 0
+            for term, df in searcher.terms_with_prefix("ident", word[0]):
+                if df > best_df and abs(len(term) - len(word)) <= 1 and within_one_edit(term, word):
+                    best, best_df = term, df
+            if best is not None:
+                out[word] = best
+        return out
+
+    def _text_clause(self, text: str, *, phrase: bool):
+        """Should-clauses matching ``text`` in title/headings/body (stemmed) and ident."""
+        Q, s = self._t.Query, self.schema
+        stems = [t for t in self.stem.analyze(text)]
+        clauses = []
+        idents = [t for t in ident_tokens(text) if is_compound(t)]
+        if phrase and len(stems) > 1:
+            for f, b in FIELD_BOOSTS.items():
+                clauses.append(Q.boost_query(Q.phrase_query(s, f, stems), b))
+            whole = IDENT_RE.findall(text.lower())
+            if len(whole) == 1:
+                clauses.append(Q.boost_query(Q.term_query(s, "ident", whole[0]), IDENT_BOOST))
+        else:
+            for st in dict.fromkeys(stems):
+                for f, b in FIELD_BOOSTS.items():
+                    clauses.append(Q.boost_query(Q.term_query(s, f, st), b))
+        for tok in dict.fromkeys(idents):
+            clauses.append(Q.boost_query(Q.term_query(s, "ident", tok), IDENT_BOOST))
+        return clauses
+
+    def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
+                    tags: Sequence[str] = (), since: float | None = None, scored: bool = True):
+        Q, s, Occur = self._t.Query, self.schema, self._t.Occur
+        parts = []
+        should = []
+        for term in q.terms:
+            should.extend(self._text_clause(term, phrase=False))
+        if fuzzy and q.terms:
+            searcher = self.index.searcher()
+            for word in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower())):
+                if len(word) >= FUZZY_MIN_LEN and not word.isdigit() \
+                        and searcher.doc_freq("ident", word) == 0:
+                    should.append(Q.boost_query(Q.fuzzy_term_query(s, "ident", word, 1, True, False),
+                                                FUZZY_BOOST))
+        if should:
+            occur = Occur.Should if q.phrases else Occur.Must
+            parts.append((occur, Q.boolean_query([(Occur.Should, c) for c in should])))
+        for ph in q.phrases:
+            clauses = self._text_clause(ph, phrase=True)
+            if clauses:
+                parts.append((Occur.Must, Q.boolean_query([(Occur.Should, c) for c in clauses])))
+        for ex in q.excludes:
+            clauses = self._text_clause(ex, phrase=True)
+            if clauses:
+                parts.append((Occur.MustNot, Q.boolean_query([(Occur.Should, c) for c in clauses])))
+        filters = self._filters(folders, tags, since)
+        if filters is not None:
+            parts.append((Occur.Must, filters))
+        if not any(o != Occur.MustNot for o, _ in parts):
+            parts.append((Occur.Must, Q.all_query()))
+        query = Q.boolean_query(parts)
+        return query if scored else Q.const_score_query(query, 1.0)
+
+    def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None):
+        Q, s, Occur = self._t.Query, self.schema, self._t.Occur
+        must = []
+        if folders:
+            must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f.strip("/")))
+                                         for f in folders]))
+        for t in tags:
+            must.append(Q.term_query(s, "tag", t))
+        if since is not None:
+            must.append(Q.range_query(s, "modified", self._t.FieldType.Integer, int(since), None))
+        if not must:
+            return None
+        return Q.const_score_query(Q.boolean_query([(Occur.Must, m) for m in must]), 0.0)
+
+    def search(self, q: LexicalQuery, limit: int, **opts) -> list[tuple[int, float]]:
+        """Top ``limit`` (chunk id, BM25 score) pairs."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        result = searcher.search(self.build_query(q, **opts), limit)
+        return [(searcher.doc(addr)["chunk_id"][0], float(score)) for score, addr in result.hits]
+
+    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
+        """Every chunk id the query matches (unranked), for restricting the vector arm."""
+        self.index.reload()
+        searcher = self.index.searcher()
+        result = searcher.search(self.build_query(q, scored=False, **opts), min(limit, max(1, searcher.num_docs)))
+        return {searcher.doc(addr)["chunk_id"][0] for _, addr in result.hits}

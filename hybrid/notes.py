@@ -1,0 +1,226 @@
+"""Discover markdown files in a vault and parse them into notes (frontmatter, tags, title)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+log = logging.getLogger("hybrid")
+
+# Tag rules follow Obsidian: starts after whitespace or line start, must contain a non-digit,
+# may be nested with '/'. Headings ("# Title") never match because a space follows the '#'.
+TAG_RE = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_\-/]*[A-Za-z_\-][A-Za-z0-9_\-/]*)", re.M)
+WIKILINK_RE = re.compile(r"!?\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
+H1_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a vault-relative glob (``**`` spans folders, ``*`` does not) to a regex."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+@dataclass
+class FileEntry:
+    path: str          # vault-relative, '/'-separated
+    abspath: Path
+    size: int
+    mtime_ns: int
+
+
+def discover(root: Path, include: list[str], exclude: list[str]) -> Iterator[FileEntry]:
+    """Yield the vault's matching files. Hidden folders (``.obsidian``, ``.trash``, ``.git`` …)
+    and hidden files are skipped; symlinks are followed only while they stay inside the vault,
+    and a folder reached twice (a symlink loop) is walked once."""
+    inc = [glob_to_regex(p) for p in include]
+    exc = [glob_to_regex(p) for p in exclude]
+    real_root = root.resolve()
+    seen: set[tuple[int, int]] = set()
+    stack = [(root, "")]
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            st = folder.stat()
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc_:
+            log.warning("%s: cannot list folder (%s); skipped", folder, exc_.strerror or exc_)
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            relpath = f"{rel}{entry.name}"
+            try:
+                if entry.is_symlink():
+                    target = Path(entry.path).resolve()
+                    if not target.is_relative_to(real_root):
+                        log.info("%s: symlink leads outside the vault; skipped", relpath)
+                        continue
+                st = entry.stat()  # follows symlinks
+            except (OSError, RuntimeError):
+                continue  # dangling link or a loop the resolver gave up on
+            if stat.S_ISDIR(st.st_mode):
+                subdirs.append((Path(entry.path), relpath + "/"))
+            elif stat.S_ISREG(st.st_mode):
+                if any(r.match(relpath) for r in inc) and not any(r.match(relpath) for r in exc):
+                    yield FileEntry(relpath, Path(entry.path), st.st_size, st.st_mtime_ns)
+        stack.extend(reversed(subdirs))
+
+
+@dataclass
+class Note:
+    path: str
+    title: str
+    lines: list[str]            # the whole file, split on newlines (line i is lines[i-1])
+    body_start: int             # 1-based line where the body starts (after frontmatter)
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    properties: dict[str, Any] = field(default_factory=dict)
+    links: list[str] = field(default_factory=list)
+    created: str | None = None
+    updated: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class BinaryFile(ValueError):
+    """The file holds binary data, not text."""
+
+
+def decode(data: bytes, path: str) -> tuple[str, list[str]]:
+    """Bytes → text. NUL bytes mean binary (raises); invalid UTF-8 is replaced and reported."""
+    if b"\x00" in data[:8192]:
+        raise BinaryFile(f"{path}: binary content in a markdown file; skipped")
+    warnings = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        warnings.append(f"{path}: invalid UTF-8 at byte {exc.start}; decoded with replacement characters")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), warnings
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v]
+    if isinstance(value, (list, tuple, set)):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _date(value: Any) -> str | None:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}", value):
+        return value.strip()
+    return None
+
+
+def normalize_tag(tag: str) -> str:
+    return tag.strip().lstrip("#").strip("/").lower()
+
+
+def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
+    """Return (frontmatter lines or None, 1-based line where the body starts)."""
+    if not lines or lines[0].strip() != "---":
+        return None, 1
+    for i in range(1, min(len(lines), 2000)):
+        if lines[i].strip() in ("---", "..."):
+            return lines[1:i], i + 2
+    return None, 1  # no closing fence: treat the whole file as body
+
+
+def parse_note(path: str, text: str) -> Note:
+    """Parse one note. Malformed frontmatter is reported in ``warnings``; the text is kept."""
+    import yaml
+
+    lines = text.split("\n")
+    fm_lines, body_start = split_frontmatter(lines)
+    meta: dict[str, Any] = {}
+    warnings: list[str] = []
+    if fm_lines is not None:
+        try:
+            loaded = yaml.safe_load("\n".join(fm_lines))
+            if isinstance(loaded, dict):
+                meta = loaded
+            elif loaded is not None:
+                warnings.append(f"{path}: frontmatter is not a mapping; ignored")
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 2}" if mark is not None else ""
+            warnings.append(f"{path}: malformed frontmatter{where}; indexed the text without it")
+    lower = {str(k).lower(): v for k, v in meta.items()}
+
+    body = lines[body_start - 1:]
+    tags = [normalize_tag(t) for t in _as_list(lower.get("tags") or lower.get("tag"))]
+    in_fence = False
+    title_h1 = None
+    for line in body:
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if title_h1 is None:
+            m = H1_RE.match(line)
+            if m:
+                title_h1 = m.group(1).strip()
+        tags.extend(normalize_tag(t) for t in TAG_RE.findall(line))
+    tags = list(dict.fromkeys(t for t in tags if t))
+
+    fm_title = lower.get("title")
+    stem = path.rsplit("/", 1)[-1]
+    stem = stem[:-3] if stem.lower().endswith(".md") else stem
+    title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and str(fm_title).strip() \
+        else title_h1 or stem
+    links = list(dict.fromkeys(m.strip() for m in WIKILINK_RE.findall("\n".join(body))))
+    return Note(
+        path=path,
+        title=title,
+        lines=lines,
+        body_start=body_start,
+        tags=tags,
+        aliases=_as_list(lower.get("aliases") or lower.get("alias")),
+        properties=_jsonable(meta),
+        links=links,
+        created=_date(lower.get("created") or lower.get("date")),
+        updated=_date(lower.get("updated") or lower.get("modified") or lower.get("lastmod")),
+        warnings=warnings,
+    )

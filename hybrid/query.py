@@ -1,0 +1,84 @@
+"""Query syntax: free words, ``"required phrases"``, ``-excluded`` words or ``-"phrases"``, and
+inline filters ``tag:NAME``, ``folder:PATH``, ``since:DATE``.
+
+``--flags`` are words, not exclusions (only ``-`` followed by a letter excludes). DATE is
+``YYYY-MM-DD`` or a relative age such as ``30d``, ``6w``, ``3m``, ``1y``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import dataclass, field
+
+from .errors import QuerySyntaxError
+from .notes import normalize_tag
+
+FILTER_RE = re.compile(r"^(tag|folder|since):(.+)$", re.I)
+RELATIVE_RE = re.compile(r"^(\d+)\s*([dwmy])$", re.I)
+
+
+@dataclass
+class ParsedQuery:
+    terms: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    excludes: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    since: float | None = None
+
+    @property
+    def text(self) -> str:
+        """What the vector arm embeds: the words and phrases, without operators or filters."""
+        return " ".join(self.phrases + self.terms)
+
+
+def parse_date(value: str) -> float:
+    """``YYYY-MM-DD`` (local midnight) or ``30d``/``6w``/``3m``/``1y`` ago → epoch seconds."""
+    value = value.strip()
+    m = RELATIVE_RE.match(value)
+    if m:
+        days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30.44, "y": 365.25}[m.group(2).lower()]
+        return time.time() - days * 86400
+    try:
+        return dt.datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        raise QuerySyntaxError(f"bad date {value!r}: use YYYY-MM-DD or an age like 30d, 6m, 1y") from None
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split query text into its parts. Raises QuerySyntaxError with a one-line reason."""
+    if text is None or not text.strip():
+        raise QuerySyntaxError("empty query: give some words to search for")
+    if text.count('"') % 2:
+        raise QuerySyntaxError('unbalanced quote in query: close the "phrase" or drop the quote')
+    q = ParsedQuery()
+    for m in re.finditer(r'(-?)"([^"]*)"|(\S+)', text):
+        neg, phrase, word = m.group(1), m.group(2), m.group(3)
+        if phrase is not None:
+            phrase = phrase.strip()
+            if phrase:
+                (q.excludes if neg else q.phrases).append(phrase)
+            continue
+        f = FILTER_RE.match(word)
+        if f:
+            key, value = f.group(1).lower(), f.group(2)
+            if key == "tag":
+                q.tags.append(normalize_tag(value))
+            elif key == "folder":
+                q.folders.append(value.strip("/"))
+            else:
+                q.since = parse_date(value)
+            continue
+        if len(word) > 1 and word[0] == "-" and word[1].isalpha():
+            q.excludes.append(word[1:])
+        else:
+            q.terms.append(word)
+    if not q.terms and not q.phrases:
+        if q.excludes:
+            raise QuerySyntaxError("query has only exclusions: add a word or phrase to search for")
+        if not (q.tags or q.folders or q.since):
+            raise QuerySyntaxError("empty query: give some words to search for")
+        raise QuerySyntaxError("query has only filters: add a word or phrase to search for")
+    return q

@@ -1,0 +1,216 @@
+"""The query pipeline: parse → lexical and vector arms per vault → merge → fuse → hits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+import urllib.parse
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from . import fuse
+from .catalog import ChunkRow
+from .errors import QuerySyntaxError
+from .lexical import LexicalQuery
+from .query import ParsedQuery
+
+if TYPE_CHECKING:
+    from .config import Vault
+    from .store import VaultStore
+
+MODES = ("lexical", "vector", "hybrid")
+
+
+@dataclass
+class Hit:
+    """One ranked passage with everything needed to cite and open it."""
+    vault: str
+    path: str
+    title: str
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    snippet: str
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    tags: list[str] = field(default_factory=list)
+    modified: str = ""
+    uri: str = ""
+    chunk_id: int = 0
+    text: str = ""
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+    @property
+    def citation(self) -> str:
+        return f"{self.vault}:{self.path}:{self.start_line}-{self.end_line}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def obsidian_uri(vault_folder: str, path: str) -> str:
+    file = path[:-3] if path.lower().endswith(".md") else path
+    return ("obsidian://open?vault=" + urllib.parse.quote(vault_folder, safe="")
+            + "&file=" + urllib.parse.quote(file, safe=""))
+
+
+def snippet(text: str, needles: Sequence[str], width: int = 300) -> str:
+    """About ``width`` characters of ``text`` around the densest cluster of query words,
+    cut at word boundaries, with ellipses where text was dropped."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= width:
+        return flat
+    low = flat.lower()
+    hits: list[tuple[int, str]] = []
+    for n in set(needles):
+        if len(n) < 2:
+            continue
+        for m in re.finditer(r"(?<!\w)" + re.escape(n), low):
+            hits.append((m.start(), n))
+    start = 0
+    if hits:
+        hits.sort()
+        best, j, counts = (-1, 0), 0, {}
+        for i, (pos, n) in enumerate(hits):
+            counts[n] = counts.get(n, 0) + 1
+            while hits[j][0] < pos - width * 0.8:
+                counts[hits[j][1]] -= 1
+                if not counts[hits[j][1]]:
+                    del counts[hits[j][1]]
+                j += 1
+            if len(counts) > best[0]:
+                best = (len(counts), hits[j][0])
+        start = max(0, best[1] - width // 6)
+        start = min(start, max(0, len(flat) - width))
+        if start:
+            space = flat.find(" ", start)
+            start = space + 1 if 0 <= space < start + 30 else start
+    end = min(len(flat), start + width)
+    if end < len(flat):
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+
+
+@dataclass
+class SearchOptions:
+    mode: str = "hybrid"
+    top_k: int = 8
+    folders: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    since: float | None = None
+
+
+def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQuery,
+               opts: SearchOptions, settings: dict,
+               query_vector: Callable[[str], "object"] | None) -> list[Hit]:
+    """Run one parsed query over the given vault stores. ``query_vector(embedder_id)`` returns
+    the query embedding for a vault's embedder (only called when the vector arm runs)."""
+    if opts.mode not in MODES:
+        raise QuerySyntaxError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
+    folders = list(opts.folders) + parsed.folders
+    tags = list(opts.tags) + parsed.tags
+    since = parsed.since if parsed.since is not None else opts.since
+    depth = max(settings["candidates"], opts.top_k)
+    if settings["fuzzy"]:
+        parsed = _spell(targets, parsed)
+    lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
+    lex_lists, vec_lists = [], []
+    needles: set[str] = set()
+    for vault, store in targets:
+        words = re.findall(r"\w[\w\-./]*\w|\w", parsed.text.lower())
+        needles.update(words)
+        needles.update(store.lexical.stem.analyze(parsed.text))
+        if opts.mode in ("lexical", "hybrid"):
+            hits = store.lexical.search(lq, depth, fuzzy=settings["fuzzy"], folders=folders,
+                                        tags=tags, since=since)
+            lex_lists.append([((vault.name, cid), s) for cid, s in hits])
+        if opts.mode in ("vector", "hybrid"):
+            allowed = None
+            if folders or tags or since is not None:
+                allowed = store.catalog.filter_ids(folders, tags, since)
+            if parsed.phrases:
+                must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
+                allowed = must if allowed is None else allowed & must
+            if parsed.excludes:
+                banned = set()
+                for ex in parsed.excludes:
+                    banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
+                if banned:
+                    allowed = (set(store.catalog.all_chunk_ids()) if allowed is None else allowed) - banned
+            qvec = query_vector(store.embedder_id or "")  # type: ignore[misc]
+            hits = store.vector.search(qvec, depth, allowed)
+            vec_lists.append([((vault.name, cid), s) for cid, s in hits])
+
+    lex = fuse.merge_by_score(lex_lists, depth)
+    vec = fuse.merge_by_score(vec_lists, depth)
+    if opts.mode == "lexical":
+        fused = lex
+    elif opts.mode == "vector":
+        fused = vec
+    else:
+        fused = fuse.rrf([[k for k, _ in lex], [k for k, _ in vec]], k=settings["rrf_k"],
+                         weights=[settings["weight_lexical"], settings["weight_vector"]])
+    rows = _hydrate(targets, [k for k, _ in fused])
+    fused = [(k, s) for k, s in fused if k in rows]  # ids gone since the arms ran are dropped
+    if settings["recency_months"]:
+        cutoff = time.time() - settings["recency_months"] * 30.44 * 86400
+        penalties = {k: settings["recency_penalty"] for k, _ in fused if rows[k].modified < cutoff}
+        fused = fuse.demote(fused, penalties)
+    lex_rank, lex_score = fuse.ranks([k for k, _ in lex]), dict(lex)
+    vec_rank, vec_score = fuse.ranks([k for k, _ in vec]), dict(vec)
+    folder_names = {v.name: v.path.name for v, _ in targets}
+    hits = []
+    for key, score in fused[:opts.top_k]:
+        r = rows[key]
+        hits.append(Hit(
+            vault=key[0], path=r.path, title=r.title,
+            heading_path=r.heading.split(" > ") if r.heading else [],
+            start_line=r.start_line, end_line=r.end_line,
+            snippet=snippet(r.text, sorted(needles), settings["snippet_chars"]),
+            score=round(float(score), 6),
+            lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
+            vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
+            tags=r.tags,
+            modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
+            uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text,
+        ))
+    return hits
+
+
+def _spell(targets, parsed: ParsedQuery) -> ParsedQuery:
+    """Replace misspelled free words by their correction, for both arms (the embedder reads
+    a misspelling as unrelated word pieces). Words no vault can correct are left alone."""
+    words = [w for t in parsed.terms for w in re.findall(r"[^\W\d_]+", t)]
+    fixes: dict[str, str] = {}
+    for _, store in targets:
+        for wrong, right in store.lexical.corrections(words).items():
+            fixes.setdefault(wrong, right)
+    if not fixes:
+        return parsed
+    terms = [re.sub(r"[^\W\d_]+", lambda m: fixes.get(m.group(0).lower(), m.group(0)), t)
+             for t in parsed.terms]
+    return replace(parsed, terms=terms)
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def _hydrate(targets, keys) -> dict[tuple[str, int], ChunkRow]:
+    by_vault: dict[str, list[int]] = {}
+    for v, cid in keys:
+        by_vault.setdefault(v, []).append(cid)
+    out = {}
+    for vault, store in targets:
+        ids = by_vault.get(vault.name)
+        if ids:
+            out.update(((vault.name, cid), row) for cid, row in store.catalog.chunks(ids).items())
+    return out

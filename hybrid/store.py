@@ -1,0 +1,110 @@
+"""One vault's on-disk index: the catalog plus its two derived projections, kept in step.
+
+Layout under the vault's index dir: ``catalog.sqlite`` (the ledger), ``lexical/`` (tantivy),
+``vectors.faiss`` (FAISS), ``index.lock`` (held by whoever writes).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from .catalog import Catalog
+from .errors import IndexCorrupt, IndexLocked
+from .lexical import LexicalIndex
+from .vector import VectorIndex
+
+log = logging.getLogger("hybrid")
+
+
+def checkpoint(name: str) -> None:
+    """Fault-injection point for the crash tests: ``HYBRID_FAULT=name`` kills the process
+    here with SIGKILL, exactly as a power cut or OOM killer would."""
+    if os.environ.get("HYBRID_FAULT") == name:
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class VaultStore:
+    def __init__(self, directory: Path, create: bool = True):
+        self.directory = directory
+        if not create and not (directory / "catalog.sqlite").exists():
+            raise IndexCorrupt("not indexed yet")
+        self.catalog = Catalog(directory / "catalog.sqlite")
+        self.lexical = LexicalIndex(directory / "lexical")
+        self.vector = VectorIndex(directory / "vectors.faiss")
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    @property
+    def embedder_id(self) -> str | None:
+        return self.catalog.get_meta("embedder")
+
+    def lock(self, timeout: float = 0):
+        """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(self.directory / "index.lock"), timeout=timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise IndexLocked(f"another `hybrid index` is writing {self.directory.name!r}; "
+                              f"wait for it to finish or pass --wait SECONDS") from None
+        return lock
+
+    def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, int]:
+        """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
+        counts and rebuild a projection from the catalog if it still disagrees (no re-embedding:
+        vectors come from the catalog's cache). Idempotent; safe to repeat after a crash."""
+        import numpy as np
+        stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
+        ids = self.catalog.journal()
+        if ids:
+            stats["journal"] = len(ids)
+            rows = [r for part in self.catalog.iter_chunks(ids, batch) for r in part]
+            self.lexical.apply(ids, rows)
+            checkpoint("after-lexical")
+            if model is not None:
+                live = [r.id for r in rows]
+                got = self.catalog.vectors(model, live)
+                dim = self._dim(got)
+                if dim:
+                    vec_ids = [i for i, _ in got]
+                    vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
+                    self.vector.apply(ids, vec_ids, vecs, dim)
+                elif self.vector.count():
+                    self.vector.apply(ids, [], None, self.vector.dim or 1)
+            checkpoint("after-vector")
+            self.catalog.clear_journal(ids)
+        n = self.catalog.chunk_count()
+        if self.lexical.count() != n:
+            log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
+                        self.directory.name, self.lexical.count(), n)
+            self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
+            stats["rebuilt_lexical"] = 1
+        if model is not None and self.vector.count() != n:
+            log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
+                        self.directory.name, self.vector.count(), n)
+            all_ids = self.catalog.all_chunk_ids()
+            got = self.catalog.vectors(model, all_ids)
+            dim = self._dim(got) or int(self.catalog.get_meta("dim") or 1)
+            vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
+            self.vector.rebuild([i for i, _ in got], vecs, dim)
+            stats["rebuilt_vector"] = 1
+        return stats
+
+    @staticmethod
+    def _dim(got: list[tuple[int, bytes]]) -> int:
+        return len(got[0][1]) // 4 if got else 0
+
+    def wipe(self) -> None:
+        """Delete everything but the lock (used by --reembed)."""
+        self.catalog.close()
+        for p in self.directory.iterdir():
+            if p.name == "index.lock":
+                continue
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        self.__init__(self.directory)

@@ -1,0 +1,28 @@
+import time
+
+import pytest
+
+from hybrid.errors import QuerySyntaxError
+from hybrid.query import parse_date, parse_query
+
+
+def test_parts():
+    q = parse_query('tailscale "subnet router" -wifi -"exit node" --advertise-routes tag:#Home-Lab folder:home/ since:2025-01-01')
+    assert q.terms == ["tailscale", "--advertise-routes"]
+    assert q.phrases == ["subnet router"]
+    assert q.excludes == ["wifi", "exit node"]
+    assert q.tags == ["home-lab"] and q.folders == ["home"]
+    assert q.since == parse_date("2025-01-01")
+    assert q.text == "subnet router tailscale --advertise-routes"
+
+
+@pytest.mark.parametrize("bad, msg", [("", "empty"), ("   ", "empty"), ('foo "bar', "unbalanced"),
+                                      ("-foo", "only exclusions"), ("tag:x", "only filters"),
+                                      ("x since:yesterday", "bad date")])
+def test_bad_queries(bad, msg):
+    with pytest.raises(QuerySyntaxError, match=msg):
+        parse_query(bad)
+
+
+def test_relative_dates():
+    assert abs(parse_date("30d") - (time.time() - 30 * 86400)) < 5
