@@ -41,6 +41,7 @@ class IndexReport:
     cache_hits: int = 0
     seconds: float = 0.0
     recovered: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -123,13 +124,19 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
         removed = [p for p in known if p not in present]
         report.removed = len(removed)
 
+        t1 = time.perf_counter()
         _embed_missing(store, embedder, pending, report, progress)
         checkpoint("before-catalog")
+        t2 = time.perf_counter()
         cat.apply(pending, removed)
         checkpoint("after-catalog")
         cat.set_meta("embedder", embedder.id)
         cat.set_meta("chunking", chunking)
+        t3 = time.perf_counter()
         store.sync_derived(embedder.id)
+        t4 = time.perf_counter()
+        report.stage_seconds = {"scan_parse_chunk": round(t1 - t0, 4), "embed": round(t2 - t1, 4),
+                                "catalog": round(t3 - t2, 4), "lexical_vector": round(t4 - t3, 4)}
         if report.chunks_embedded:
             cat.set_meta("dim", str(embedder.dim))
         cat.set_meta("last_indexed", str(time.time()))
@@ -197,7 +204,8 @@ def _embed_missing(store: VaultStore, embedder: Embedder, pending: list[NoteReco
             texts.setdefault(c.embed_hash, t)
     total_chunks = sum(len(r.chunks) for r in pending)
     cached = store.catalog.cached_hashes(embedder.id, texts)
-    todo = [(h, t) for h, t in texts.items() if h not in cached]
+    # Length-sorted so each batch pads to similar lengths (what encode() does within one call).
+    todo = sorted(((h, t) for h, t in texts.items() if h not in cached), key=lambda ht: len(ht[1]))
     report.cache_hits = total_chunks - len(todo)
     done = 0
     for i in range(0, len(todo), EMBED_GROUP):

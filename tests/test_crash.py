@@ -1,0 +1,131 @@
+"""SIGKILL a real `hybrid index` subprocess at named points and at random instants; the index
+must still open and answer, and the next `hybrid index` must finish the job exactly."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import hybrid
+from hybrid.store import VaultStore
+
+from conftest import SAMPLE_VAULT, write
+from test_index import consistent
+
+QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup"]
+
+
+def run_index(home, fault=None, wait=True):
+    env = dict(os.environ, HYBRID_HOME=str(home))
+    env.pop("HYBRID_FAULT", None)
+    if fault:
+        env["HYBRID_FAULT"] = fault
+    cmd = [sys.executable, "-m", "hybrid.cli", "index"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return p
+    out, err = p.communicate(timeout=300)
+    return p.returncode, out, err
+
+
+def setup_home(tmp_path, name, vault):
+    home = tmp_path / name
+    h = hybrid.open(home, embedder="hash:64")
+    h.config.settings["embedder"] = "hash:64"
+    h.add_vault(vault, "vault")  # saves config incl. the embedder setting
+    return home
+
+
+def snapshot(home):
+    """Everything observable about the index: chunk set and top hits per query."""
+    h = hybrid.open(home)
+    chunks = set()
+    store = VaultStore(h.config.vault("vault").index_dir)
+    for batch in store.catalog.iter_chunks():
+        chunks.update((c.path, c.heading, c.start_line, c.end_line, c.text) for c in batch)
+    store.close()
+    results = {q: [(x.path, x.start_line) for x in h.search(q, top_k=5)] for q in QUERIES}
+    h.close()
+    return chunks, results
+
+
+def answers_consistently(home):
+    """The index opens; every hit resolves to a chunk the catalog has, with its text."""
+    h = hybrid.open(home)
+    try:
+        for q in QUERIES:
+            for mode in ("lexical", "vector", "hybrid"):
+                for x in h.search(q, mode=mode, top_k=10):
+                    assert x.text and x.path and x.start_line <= x.end_line
+    finally:
+        h.close()
+
+
+def mutate(vault):
+    write(vault, "home-lab/networking.md", "# Networking\n\nWe replaced tailscale with wireguard.\n")
+    write(vault, "new/added.md", "# Added\n\nA brand new note about restic backup pruning.\n")
+    victims = sorted(p for p in vault.rglob("*.md") if "finance" in str(p))[:2]
+    for v in victims:
+        v.unlink()
+
+
+@pytest.mark.parametrize("fault", ["after-embed-batch", "before-catalog", "after-catalog",
+                                   "after-lexical", "after-vector"])
+def test_kill_at_named_points(tmp_path, fault):
+    vault = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, vault)
+    home = setup_home(tmp_path, "home", vault)
+    # first a killed initial index, then finish it
+    code, _, _ = run_index(home, fault)
+    assert code == -signal.SIGKILL
+    if (home / "data/vaults/vault/catalog.sqlite").exists():
+        h = hybrid.open(home)
+        try:
+            h.search("tailscale", mode="lexical")
+        except hybrid.HybridError:
+            pass  # "not indexed yet" is a clear answer too
+        h.close()
+    code, out, err = run_index(home)
+    assert code == 0, err
+    # then a killed incremental run over edits, deletes and additions
+    mutate(vault)
+    code, _, _ = run_index(home, fault)
+    assert code == -signal.SIGKILL
+    answers_consistently(home)
+    code, out, err = run_index(home)
+    assert code == 0, err
+    h = hybrid.open(home)
+    consistent(h)
+    h.close()
+
+    clean = setup_home(tmp_path, "clean", vault)
+    assert run_index(clean)[0] == 0
+    assert snapshot(home) == snapshot(clean)
+
+
+def test_kill_at_random_instants(tmp_path):
+    vault = tmp_path / "vault"
+    for i in range(4):
+        shutil.copytree(SAMPLE_VAULT, vault / f"copy{i}")
+    home = setup_home(tmp_path, "home", vault)
+    for delay in (0.6, 0.9, 1.2, 1.6, 2.2):
+        p = run_index(home, wait=False)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.communicate()
+        if (home / "data/vaults/vault/catalog.sqlite").exists():
+            try:
+                answers_consistently(home)
+            except hybrid.HybridError as exc:
+                assert "not indexed yet" in str(exc)
+    code, _, err = run_index(home)
+    assert code == 0, err
+    h = hybrid.open(home)
+    consistent(h)
+    h.close()
+    clean = setup_home(tmp_path, "clean", vault)
+    assert run_index(clean)[0] == 0
+    assert snapshot(home) == snapshot(clean)

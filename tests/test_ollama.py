@@ -1,0 +1,89 @@
+"""The Ollama backend against a small local server that speaks Ollama's /api/embed."""
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import hybrid
+from hybrid.embed import HashEmbedder
+from hybrid.errors import ModelUnavailable
+
+
+class FakeOllama(BaseHTTPRequestHandler):
+    models = {"nomic-embed-text", "nomic-embed-text:latest"}
+    seen: list = []
+    inner = HashEmbedder(48)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/api/embed":
+            return self._send(404, {"error": "not found"})
+        if body["model"] not in self.models:
+            return self._send(404, {"error": f"model \"{body['model']}\" not found, try pulling it first"})
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        FakeOllama.seen.extend(texts)
+        vecs = self.inner.embed_documents(texts).tolist()
+        self._send(200, {"model": body["model"], "embeddings": vecs})
+
+    def _send(self, code, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def ollama_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    FakeOllama.seen = []
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_index_and_search_through_ollama(ollama_server, vault):
+    h = hybrid.open(embedder="ollama:nomic-embed-text", ollama_host=ollama_server)
+    h.add_vault(vault, "vault")
+    r = h.index()[0]
+    assert r.chunks_embedded == r.chunks > 0
+    assert all(t.startswith("search_document: ") for t in FakeOllama.seen)
+    hits = h.search("tomatoes sun", mode="vector")
+    assert hits[0].path == "home/garden.md"
+    assert FakeOllama.seen[-1] == "search_query: tomatoes sun"
+    assert h.status()[0].embedder == "ollama:nomic-embed-text" and h.status()[0].dim == 48
+
+
+def test_missing_model_names_the_pull_command(ollama_server, vault):
+    h = hybrid.open(embedder="ollama:mxbai-embed-large", ollama_host=ollama_server)
+    h.add_vault(vault, "vault")
+    with pytest.raises(ModelUnavailable, match="ollama pull mxbai-embed-large"):
+        h.index()
+
+
+def test_unreachable_server_is_one_line_and_loses_nothing(ollama_server, vault):
+    h = hybrid.open(embedder="ollama:nomic-embed-text", ollama_host=ollama_server)
+    h.add_vault(vault, "vault")
+    h.index()
+    (vault / "new.md").write_text("# New\n\nfresh words\n")
+    down = hybrid.open(embedder="ollama:nomic-embed-text", ollama_host=f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(ModelUnavailable, match="cannot reach Ollama") as err:
+        down.index()
+    assert "\n" not in str(err.value)
+    assert [x.path for x in down.search("tomatoes", mode="lexical")] == ["home/garden.md"]
+    assert h.index()[0].added == 1
