@@ -186,7 +186,8 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full):
         arms = " ".join(f"{name}#{rank}" for name, rank in (("bm25", h.lexical_rank), ("vec", h.vector_rank)) if rank)
         click.echo(click.style(f"{i}. {h.vault}:{h.path}:{h.start_line}-{h.end_line}", bold=True)
                    + f"  {h.score:.4f}  {arms}")
-        click.echo(click.style(f"   {h.title}" + (f" › {h.heading}" if h.heading and h.heading != h.title else ""), fg="cyan"))
+        where = h.heading if h.heading_path[:1] == [h.title] else " › ".join(filter(None, [h.title, h.heading]))
+        click.echo(click.style(f"   {where}", fg="cyan"))
         body = h.text if full else h.snippet
         click.echo("   " + body.replace("\n", "\n   "))
 
