@@ -139,14 +139,11 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             if parsed.phrases:
                 must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
                 allowed = must if allowed is None else allowed & must
-            if parsed.excludes:
-                banned = set()
-                for ex in parsed.excludes:
-                    banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
-                if banned:
-                    allowed = (set(store.catalog.all_chunk_ids()) if allowed is None else allowed) - banned
+            banned: set[int] = set()
+            for ex in parsed.excludes:
+                banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
             qvec = query_vector(store.embedder_id or "")  # type: ignore[misc]
-            hits = store.vector.search(qvec, depth, allowed)
+            hits = store.vector.search(qvec, depth, allowed, banned)
             vec_lists.append([((vault.name, cid), s) for cid, s in hits])
 
     lex = fuse.merge_by_score(lex_lists, depth)

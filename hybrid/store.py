@@ -32,7 +32,8 @@ class VaultStore:
         self.directory = directory
         if not create and not (directory / "catalog.sqlite").exists():
             raise IndexCorrupt("not indexed yet")
-        self.catalog = Catalog(directory / "catalog.sqlite")
+        # Readers never write the catalog's schema, so they cannot queue behind an indexer.
+        self.catalog = Catalog(directory / "catalog.sqlite", readonly=not create)
         self.lexical = LexicalIndex(directory / "lexical")
         self.vector = VectorIndex(directory / "vectors.faiss")
 
@@ -64,7 +65,7 @@ class VaultStore:
         ids = self.catalog.journal()
         if ids:
             stats["journal"] = len(ids)
-            rows = [r for part in self.catalog.iter_chunks(ids, batch) for r in part]
+            rows = [r for part in self.catalog.iter_chunks(ids, batch) for r in part if not r.dead]
             self.lexical.apply(ids, rows)
             checkpoint("after-lexical")
             if model is not None:
@@ -78,7 +79,7 @@ class VaultStore:
                 elif self.vector.count():
                     self.vector.apply(ids, [], None, self.vector.dim or 1)
             checkpoint("after-vector")
-            self.catalog.clear_journal(ids)
+            self.catalog.purge(ids)
         n = self.catalog.chunk_count()
         if self.lexical.count() != n:
             log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",

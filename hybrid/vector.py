@@ -80,9 +80,10 @@ class VectorIndex:
         os.replace(tmp, self.path)
         self._index, self._mtime, self.dim = idx, self.path.stat().st_mtime_ns, idx.d
 
-    def search(self, query: "np.ndarray", k: int,
-               allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
-        """Top ``k`` (chunk id, cosine) pairs, restricted to ``allowed`` ids when given."""
+    def search(self, query: "np.ndarray", k: int, allowed: Collection[int] | None = None,
+               banned: Collection[int] = ()) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus
+        ``banned`` ones."""
         import faiss
         import numpy as np
         idx = self._load()
@@ -93,10 +94,15 @@ class VectorIndex:
                                f"{query.shape[-1]}; run `hybrid index --reembed`")
         params = None
         if allowed is not None:
+            allowed = set(allowed) - set(banned)
             if not allowed:
                 return []
-            sel = faiss.IDSelectorBatch(np.fromiter(allowed, dtype=np.int64))
-            params = faiss.SearchParameters(sel=sel)
+            ids_ = np.fromiter(allowed, dtype=np.int64)
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(ids_))
+        elif banned:
+            ids_ = np.fromiter(banned, dtype=np.int64)
+            inner = faiss.IDSelectorBatch(ids_)
+            params = faiss.SearchParameters(sel=faiss.IDSelectorNot(inner))
         scores, ids = idx.search(query.reshape(1, -1).astype(np.float32), min(k, idx.ntotal),
                                  params=params)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]

@@ -129,3 +129,24 @@ def test_kill_at_random_instants(tmp_path):
     clean = setup_home(tmp_path, "clean", vault)
     assert run_index(clean)[0] == 0
     assert snapshot(home) == snapshot(clean)
+
+
+def test_queries_keep_working_while_an_index_runs(tmp_path):
+    vault = tmp_path / "vault"
+    for i in range(3):
+        shutil.copytree(SAMPLE_VAULT, vault / f"copy{i}")
+    home = setup_home(tmp_path, "home", vault)
+    assert run_index(home)[0] == 0
+    for p in vault.rglob("*.md"):  # force a full re-chunk of every note
+        p.write_text(p.read_text(encoding="utf-8") + "\nappended line\n", encoding="utf-8")
+    proc = run_index(home, wait=False)
+    h = hybrid.open(home)
+    answered = 0
+    try:
+        while proc.poll() is None:
+            hits = h.search("tailscale subnet router", top_k=5)
+            assert hits and hits[0].path.endswith("networking.md"), hits[:1]
+            answered += 1
+    finally:
+        h.close()
+    assert proc.returncode == 0 and answered > 0

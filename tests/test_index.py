@@ -229,3 +229,15 @@ def test_multiple_vaults_are_merged(fake, vault, tmp_path):
     assert {h.vault for h in hits} == {"vault", "other"}
     assert {h.vault for h in fake.search("tailscale", vaults=["other"])} == {"other"}
     assert hits[0].uri.startswith("obsidian://open?vault=")
+
+
+def test_recency_prior_demotes_stale_notes(vault, hybrid_home):
+    write(vault, "old.md", "---\nupdated: 2019-01-01\n---\n# Old\n\ncompost compost bins\n")
+    write(vault, "new.md", "# New\n\ncompost bins\n")
+    h = hybrid.open(embedder="hash:64")
+    h.add_vault(vault, "vault")
+    h.index()
+    assert [x.path for x in h.search("compost", mode="lexical")][0] == "old.md"
+    h2 = hybrid.open(embedder="hash:64", recency_months=12, recency_penalty=0.5)
+    assert [x.path for x in h2.search("compost", mode="lexical")][0] == "new.md"
+    assert h2.search("compost", mode="lexical", top_k=1)[0].modified.startswith("20")

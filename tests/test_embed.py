@@ -1,0 +1,29 @@
+import pytest
+
+from hybrid.embed import make_embedder, minilm_path, spec_id
+from hybrid.errors import ConfigError, ModelUnavailable
+
+
+def test_local_sentence_transformers_directory(minilm):
+    st = make_embedder(f"st:{minilm_path()}")
+    assert st.id == spec_id(f"st:{minilm_path()}") and st.id.startswith("st:/")
+    assert st.dim == 384 and st.max_tokens == 254  # read from the files, model not loaded yet
+    assert st._model is None
+    st._model = minilm.model  # same weights; spare the test a second load
+    v = st.embed_query("tailscale subnet router")
+    assert v.shape == (384,) and abs(float((v ** 2).sum()) - 1) < 1e-4
+    assert st.count_tokens(["hello world"]) == [2]
+
+
+def test_missing_models_and_bad_specs_are_one_line(tmp_path):
+    with pytest.raises(ModelUnavailable, match="no sentence-transformers model"):
+        make_embedder(f"st:{tmp_path}")
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        make_embedder("openai:text-embedding-3")
+
+
+def test_minilm_document_and_query_vectors_agree(minilm):
+    docs = minilm.embed_documents(["Sourdough bread with 75% hydration", "Kafka consumer lag runbook"])
+    q = minilm.embed_query("how wet is my bread dough")
+    assert docs.shape == (2, 384)
+    assert float(docs[0] @ q) > float(docs[1] @ q)
