@@ -198,7 +198,7 @@ class Hybrid:
             st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
             if st.indexed:
                 from .catalog import Catalog
-                cat = Catalog(v.index_dir / "catalog.sqlite")
+                cat = Catalog(v.index_dir / "catalog.sqlite", readonly=True)
                 try:
                     st.notes, st.chunks = cat.file_count(), cat.chunk_count()
                     st.embedder = cat.get_meta("embedder")

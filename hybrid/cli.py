@@ -146,7 +146,9 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
     """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
     h = _open(ctx)
     if path:
-        v = h.add_vault(path, name)
+        from pathlib import Path
+        same = [v for v in h.vaults if v.path.resolve() == Path(path).expanduser().resolve()]
+        v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
         vaults = (v.name,)
     with _progress(sys.stderr.isatty()) as progress:
         reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress)

@@ -123,10 +123,8 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
         parsed = _spell(targets, parsed)
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
     lex_lists, vec_lists = [], []
-    needles: set[str] = set()
+    needles = set(re.findall(r"\w[\w\-./]*\w|\w", parsed.text.lower()))
     for vault, store in targets:
-        words = re.findall(r"\w[\w\-./]*\w|\w", parsed.text.lower())
-        needles.update(words)
         needles.update(store.lexical.stem.analyze(parsed.text))
         if opts.mode in ("lexical", "hybrid"):
             hits = store.lexical.search(lq, depth, fuzzy=settings["fuzzy"], folders=folders,

@@ -109,3 +109,10 @@ def test_bad_config_file_is_one_line(hybrid_home):
     write(hybrid_home, "config.toml", "[settings\n")
     r = hybrid_cmd(hybrid_home, "status")
     assert r.returncode == 1 and "not valid TOML" in r.stderr
+
+
+def test_index_path_again_reuses_its_registration(home, vault):
+    r = hybrid_cmd(home, "index", str(vault), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["vault"] == "vault"
+    r = hybrid_cmd(home, "index", str(vault), "--name", "other")
+    assert r.returncode == 1 and "already registered as vault 'vault'" in r.stderr
