@@ -61,6 +61,7 @@ class Hybrid:
         self.config = config
         self._embedders: dict[str, Embedder] = {}
         self._stores: dict[str, VaultStore] = {}
+        self._rerankers: dict[str, object] = {}
         self._lock = threading.RLock()
 
     # --- vaults ---------------------------------------------------------------------------
@@ -125,8 +126,10 @@ class Hybrid:
 
     def search(self, query: str, *, top_k: int = 8, mode: str = "hybrid",
                vaults: Sequence[str] | None = None, folders: Sequence[str] = (),
-               tags: Sequence[str] = (), since: str | float | None = None) -> list[Hit]:
-        """Search the named vaults (default: all) and return up to ``top_k`` hits, best first."""
+               tags: Sequence[str] = (), since: str | float | None = None,
+               rerank: bool = False) -> list[Hit]:
+        """Search the named vaults (default: all) and return up to ``top_k`` hits, best first.
+        ``rerank`` rescores the top fused candidates with the configured cross-encoder."""
         parsed = parse_query(query)
         if isinstance(since, str):
             since = parse_date(since)
@@ -148,8 +151,18 @@ class Hybrid:
             return cache[embedder_id]
 
         opts = SearchOptions(mode=mode, top_k=top_k, folders=tuple(folders),
-                             tags=tuple(t.lower().lstrip("#") for t in tags), since=since)
-        return run_search(targets, parsed, opts, self.config.settings, query_vector)
+                             tags=tuple(t.lower().lstrip("#") for t in tags), since=since, rerank=rerank)
+        rescore = self.reranker().scores if rerank else None
+        return run_search(targets, parsed, opts, self.config.settings, query_vector, rescore)
+
+    def reranker(self):
+        """The configured cross-encoder (loaded once); ModelUnavailable names the setting."""
+        from .rerank import Reranker
+        spec = self.config.settings["rerank_model"]
+        with self._lock:
+            if spec not in self._rerankers:
+                self._rerankers[spec] = Reranker(spec)
+            return self._rerankers[spec]
 
     def get(self, ref: str, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None) -> NoteText:

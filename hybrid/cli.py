@@ -172,12 +172,17 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
+@click.option("--rerank", is_flag=True, help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
+@click.option("--rerank-model", help="Cross-encoder directory or cached model name (overrides the setting).")
 @click.pass_context
-def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full):
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE."""
-    hits = _open(ctx).search(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
-                             folders=folders, tags=tags, since=since)
+    h = _open(ctx)
+    if rerank_model:
+        h.config.settings["rerank_model"] = rerank_model
+    hits = h.search(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
+                    folders=folders, tags=tags, since=since, rerank=rerank or bool(rerank_model))
     if as_json:
         _print_json([h.to_dict() for h in hits])
         return

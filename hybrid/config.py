@@ -60,6 +60,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("recency_months", 0, "Demote notes not modified for this many months (0 = off)."),
     Setting("recency_penalty", 0.1, "Fraction of the fused score taken off stale notes."),
     Setting("snippet_chars", 300, "Length of the snippet shown with each hit."),
+    Setting("rerank_model", "", "Cross-encoder for `--rerank`: a local directory or a model name "
+                                "already in the Hugging Face cache (empty = none)."),
+    Setting("rerank_top_n", 30, "How many fused candidates the cross-encoder rescores."),
 )
 SETTING_NAMES = {s.name for s in SETTINGS}
 VAULT_KEYS = {"path", "include", "exclude", "embedder"}
@@ -184,7 +187,7 @@ def _check_setting(name: str, value: Any, where: str) -> Any:
     elif isinstance(default, list):
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     else:
-        ok = isinstance(value, str) and value != ""
+        ok = isinstance(value, str) and (value != "" or name == "rerank_model")
     if not ok:
         raise ConfigError(f"{where}: setting {name!r} must be like {default!r}, got {value!r}")
     return value

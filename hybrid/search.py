@@ -37,6 +37,7 @@ class Hit:
     lexical_score: float | None = None
     vector_rank: int | None = None
     vector_score: float | None = None
+    rerank_score: float | None = None
     tags: list[str] = field(default_factory=list)
     modified: str = ""
     uri: str = ""
@@ -106,13 +107,19 @@ class SearchOptions:
     folders: Sequence[str] = ()
     tags: Sequence[str] = ()
     since: float | None = None
+    rerank: bool = False
+
+
+Rescorer = Callable[[str, Sequence[str]], list[float]]
 
 
 def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQuery,
                opts: SearchOptions, settings: dict,
-               query_vector: Callable[[str], "object"] | None) -> list[Hit]:
+               query_vector: Callable[[str], "object"] | None,
+               rescore: Rescorer | None = None) -> list[Hit]:
     """Run one parsed query over the given vault stores. ``query_vector(embedder_id)`` returns
-    the query embedding for a vault's embedder (only called when the vector arm runs)."""
+    the query embedding for a vault's embedder (only called when the vector arm runs);
+    ``rescore(query, passages)`` returns cross-encoder logits (only with ``opts.rerank``)."""
     if opts.mode not in MODES:
         raise QuerySyntaxError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
     folders = list(opts.folders) + parsed.folders
@@ -159,6 +166,19 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
         cutoff = time.time() - settings["recency_months"] * 30.44 * 86400
         penalties = {k: settings["recency_penalty"] for k, _ in fused if rows[k].modified < cutoff}
         fused = fuse.demote(fused, penalties)
+    ce: dict = {}
+    if opts.rerank and rescore is not None and fused:
+        from .lexical import IDENT_RE, is_compound
+        from .rerank import blend, pinned
+        depth = max(settings["rerank_top_n"], 1)
+        head = fused[:depth]
+        logits = rescore(parsed.text, [_passage(rows[k]) for k, _ in head])
+        ce = {k: round(x, 6) for (k, _), x in zip(head, logits)}
+        literals = parsed.phrases + [t for t in IDENT_RE.findall(" ".join(parsed.terms)) if is_compound(t)]
+        keep = pinned(literals, [rows[k].text for k, _ in head])
+        reranked = sorted(zip([k for k, _ in head], blend(logits, depth)), key=lambda kv: -kv[1])
+        reranked = head[:keep] + [kv for kv in reranked if kv[0] not in dict(head[:keep])]
+        fused = reranked + fused[len(head):]
     lex_rank, lex_score = fuse.ranks([k for k, _ in lex]), dict(lex)
     vec_rank, vec_score = fuse.ranks([k for k, _ in vec]), dict(vec)
     folder_names = {v.name: v.path.name for v, _ in targets}
@@ -173,11 +193,18 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             score=round(float(score), 6),
             lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
             vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
+            rerank_score=ce.get(key),
             tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
             uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text,
         ))
     return hits
+
+
+def _passage(row: ChunkRow) -> str:
+    """What the cross-encoder reads: where the chunk sits, then the chunk."""
+    where = " > ".join(p for p in [row.title, row.heading] if p)
+    return f"{where}\n{row.text}"
 
 
 def _spell(targets, parsed: ParsedQuery) -> ParsedQuery:
