@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from .errors import IndexCorrupt
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -57,6 +57,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("candidates", 60, "How many hits each arm contributes to fusion."),
     Setting("fuzzy", True, "Match a word of 5+ letters that is absent from the index within one "
                            "edit (typo tolerance)."),
+    Setting("stopwords", True, "Drop English function words from free-text queries in the BM25 arm "
+                               "(never from phrases or the index)."),
+    Setting("exact_first", True, "In hybrid mode, chunks containing every literal of the query "
+                                 "(identifiers like `orders-created`, codes like `K7QX2M`) rank first, "
+                                 "in fused order (BM25 order when the query is only literals)."),
     Setting("recency_months", 0, "Demote notes not modified for this many months (0 = off)."),
     Setting("recency_penalty", 0.1, "Fraction of the fused score taken off stale notes."),
     Setting("snippet_chars", 300, "Length of the snippet shown with each hit."),

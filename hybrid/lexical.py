@@ -19,20 +19,59 @@ from typing import Iterable, Sequence
 from .catalog import ChunkRow
 from .errors import IndexCorrupt
 
-IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&]*[\w/]|-{0,2}\w")
-SPLIT_RE = re.compile(r"[=?&#]")
+IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&\[\]()]*[\w/\])]|-{0,2}\w")
+SPLIT_RE = re.compile(r"[=?&#\[\]()]")
+BRACKETS = {")": "(", "]": "["}
 WORD_RE = re.compile(r"[^\W_]+|\d+", re.U)
+# Dropped from free-text queries (never from phrases, never from the index): question words and
+# function words that only add noise to BM25 for natural-language questions.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has
+have having he her here hers herself him himself his how i if in into is it its itself just me
+more most my myself no nor not now of off on once only or other our ours ourselves out over own
+same she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who whom
+why will with would you your yours yourself yourselves get got also
+""".split())
 FIELD_BOOSTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
 IDENT_BOOST = 3.0
 FUZZY_BOOST = 1.5
 FUZZY_MIN_LEN = 5
 
 
+def identifiers(text: str) -> list[str]:
+    """Identifier-shaped tokens of ``text`` as written: ``orders-created``, ``10.0.0.0/24``,
+    ``--advertise-routes=10.0.0.0/24``, ``error[E0502]``, ``pg_try_advisory_lock(42001)``.
+    Closing brackets without an opening one inside the token (prose like ``(see x)``) are
+    dropped."""
+    out = []
+    for tok in IDENT_RE.findall(text):
+        while tok and tok[-1] in BRACKETS and tok.count(tok[-1]) > tok.count(BRACKETS[tok[-1]]):
+            tok = tok[:-1]
+        if tok:
+            out.append(tok)
+    return out
+
+
+def literals(words: Sequence[str]) -> list[str]:
+    """The query tokens that name something verbatim: identifiers with inner punctuation
+    (``FORGE-1533``), letter-digit codes (``K7QX2M``) and all-caps names (``GOMEMLIMIT``)."""
+    out = []
+    for tok in identifiers(" ".join(words)):
+        core = tok.lstrip("-")
+        if is_compound(tok) or (core.isalnum() and len(core) >= 4 and (
+                (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
+                or (core.isupper() and core.isalpha()))):
+            out.append(tok)
+    return list(dict.fromkeys(out))
+
+
 def ident_tokens(text: str) -> list[str]:
-    """Identifier-preserving tokens: each whitespace-delimited identifier, its ``=?&#``-separated
-    parts, and its word parts, lowercased."""
+    """Identifier-preserving tokens: each whitespace-delimited identifier, its ``=?&#``- and
+    bracket-separated parts, and its word parts, lowercased."""
     out: list[str] = []
-    for tok in IDENT_RE.findall(text.lower()):
+    for tok in identifiers(text.lower()):
         out.append(tok)
         if not tok.isalnum():
             parts = [p.strip("./:-") for p in SPLIT_RE.split(tok)]
@@ -181,16 +220,19 @@ class LexicalIndex:
                 out[word] = best
         return out
 
-    def _text_clause(self, text: str, *, phrase: bool):
+    def _text_clause(self, text: str, *, phrase: bool, stopwords: bool = False):
         """Should-clauses matching ``text`` in title/headings/body (stemmed) and ident."""
         Q, s = self._t.Query, self.schema
+        if stopwords and not phrase:
+            kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
+            text = kept or text
         stems = [t for t in self.stem.analyze(text)]
         clauses = []
         idents = [t for t in ident_tokens(text) if is_compound(t)]
         if phrase and len(stems) > 1:
             for f, b in FIELD_BOOSTS.items():
                 clauses.append(Q.boost_query(Q.phrase_query(s, f, stems), b))
-            whole = IDENT_RE.findall(text.lower())
+            whole = identifiers(text.lower())
             if len(whole) == 1:
                 clauses.append(Q.boost_query(Q.term_query(s, "ident", whole[0]), IDENT_BOOST))
         else:
@@ -202,12 +244,16 @@ class LexicalIndex:
         return clauses
 
     def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
-                    tags: Sequence[str] = (), since: float | None = None, scored: bool = True):
+                    tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
+                    stopwords: bool = True):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         parts = []
         should = []
-        for term in q.terms:
-            should.extend(self._text_clause(term, phrase=False))
+        free = " ".join(q.terms)
+        if stopwords and not any(w.lower() not in STOPWORDS for w in q.terms):
+            stopwords = False  # a query of nothing but stopwords ("the who") keeps them
+        if free:
+            should.extend(self._text_clause(free, phrase=False, stopwords=stopwords))
         if fuzzy and q.terms:
             searcher = self.index.searcher()
             for word in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower())):

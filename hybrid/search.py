@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import fuse
 from .catalog import ChunkRow
 from .errors import QuerySyntaxError
-from .lexical import LexicalQuery
+from .lexical import LexicalQuery, literals
 from .query import ParsedQuery
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
         needles.update(store.lexical.stem.analyze(parsed.text))
         if opts.mode in ("lexical", "hybrid"):
             hits = store.lexical.search(lq, depth, fuzzy=settings["fuzzy"], folders=folders,
-                                        tags=tags, since=since)
+                                        tags=tags, since=since, stopwords=settings["stopwords"])
             lex_lists.append([((vault.name, cid), s) for cid, s in hits])
         if opts.mode in ("vector", "hybrid"):
             allowed = None
@@ -162,20 +162,24 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
                          weights=[settings["weight_lexical"], settings["weight_vector"]])
     rows = _hydrate(targets, [k for k, _ in fused])
     fused = [(k, s) for k, s in fused if k in rows]  # ids gone since the arms ran are dropped
+    if opts.mode == "hybrid" and settings["exact_first"]:
+        lits = literals(parsed.terms)
+        lookup = bool(lits) and len(lits) == len(parsed.terms)
+        fused = exact_first(fused, [k for k, _ in lex], rows, lits, lookup)
     if settings["recency_months"]:
         cutoff = time.time() - settings["recency_months"] * 30.44 * 86400
         penalties = {k: settings["recency_penalty"] for k, _ in fused if rows[k].modified < cutoff}
         fused = fuse.demote(fused, penalties)
     ce: dict = {}
     if opts.rerank and rescore is not None and fused:
-        from .lexical import IDENT_RE, is_compound
+        from .lexical import identifiers, is_compound
         from .rerank import blend, pinned
         depth = max(settings["rerank_top_n"], 1)
         head = fused[:depth]
         logits = rescore(parsed.text, [_passage(rows[k]) for k, _ in head])
         ce = {k: round(x, 6) for (k, _), x in zip(head, logits)}
-        literals = parsed.phrases + [t for t in IDENT_RE.findall(" ".join(parsed.terms)) if is_compound(t)]
-        keep = pinned(literals, [rows[k].text for k, _ in head])
+        lits = parsed.phrases + [t for t in identifiers(" ".join(parsed.terms)) if is_compound(t)]
+        keep = pinned(lits, [rows[k].text for k, _ in head])
         reranked = sorted(zip([k for k, _ in head], blend(logits, depth)), key=lambda kv: -kv[1])
         reranked = head[:keep] + [kv for kv in reranked if kv[0] not in dict(head[:keep])]
         fused = reranked + fused[len(head):]
@@ -199,6 +203,24 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text,
         ))
     return hits
+
+
+def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False):
+    """Verbatim identifiers survive fusion: lexical hits whose text contains every literal of the
+    query move above all others, their scores lifted by 1. Plain RRF would otherwise let
+    semantically close notes outrank the one that names the thing. They keep their fused order,
+    or BM25 order when the query is nothing but literals (a lookup, where term statistics and
+    title/heading matches say more than similarity)."""
+    if not lits:
+        return fused
+    needles = [x.lower() for x in lits]
+    chosen = {k for k in lex_keys if k in rows and
+              all(n in f"{rows[k].title}\n{rows[k].heading}\n{rows[k].text}".lower() for n in needles)}
+    if not chosen:
+        return fused
+    score = dict(fused)
+    order = [k for k in lex_keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
+    return [(k, 1.0 + score.get(k, 0.0)) for k in order] + [kv for kv in fused if kv[0] not in chosen]
 
 
 def _passage(row: ChunkRow) -> str:
