@@ -202,9 +202,12 @@ Progress = Callable[[str, int, int], None]
 
 def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
              configs: Sequence[RunConfig], settings: dict, problems: Problems, *,
-             include: Sequence[str] = ("**/*.md"), exclude: Sequence[str] = (),
+             include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
-             progress: Progress | None = None, workdir: Path | None = None) -> EvalResult:
+             progress: Progress | None = None, workdir: Path | None = None,
+             embedder=None) -> EvalResult:
+    """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` (default: built from
+    ``settings``) lets a caller share an already loaded model."""
     import hybrid
     from ranx import Qrels, Run, compare, evaluate
 
@@ -214,8 +217,8 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
         raise HybridError("no query has judgements on notes in the vault; nothing to evaluate "
                           "(see the warnings above)")
     from .embed import make_embedder
-    embedder = CachingEmbedder(make_embedder(settings["embedder"], ollama_host=settings["ollama_host"],
-                                             batch_size=settings["batch_size"]))
+    embedder = CachingEmbedder(embedder or make_embedder(settings["embedder"], ollama_host=settings["ollama_host"],
+                                                         batch_size=settings["batch_size"]))
     reranker = None
     if any(c.mode == "rerank" for c in configs):
         try:
