@@ -40,7 +40,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `ollama:<model>`, "
             "`st:<directory>` (a local sentence-transformers model), `hash:<dim>` (tests only)."),
     Setting("ollama_host", "http://127.0.0.1:11434", "Where the Ollama server listens."),
-    Setting("chunk_tokens", 200,
+    Setting("chunk_tokens", 128,
             "Target chunk size in the embedder's own tokens (header included); never more than "
             "the model reads."),
     Setting("chunk_overlap", 32, "Tokens of trailing context repeated at the start of the next "
@@ -51,10 +51,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("include", ["**/*.md"], "Globs (vault-relative) of files to index; a vault may "
                                     "override."),
     Setting("exclude", [], "Globs of files to leave out; a vault may add its own."),
-    Setting("rrf_k", 60, "Reciprocal-rank-fusion constant k."),
+    Setting("rrf_k", 10, "Reciprocal-rank-fusion constant k."),
     Setting("weight_lexical", 1.0, "Weight of the BM25 ranking in fusion."),
-    Setting("weight_vector", 1.0, "Weight of the vector ranking in fusion."),
-    Setting("candidates", 60, "How many hits each arm contributes to fusion."),
+    Setting("weight_vector", 1.5, "Weight of the vector ranking in fusion."),
+    Setting("candidates", 100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the same depth keeps it faithful)."),
     Setting("fuzzy", True, "Match a word of 5+ letters that is absent from the index within one "
                            "edit (typo tolerance)."),
     Setting("stopwords", True, "Drop English function words from free-text queries in the BM25 arm "

@@ -88,6 +88,8 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
             raise EmbedderMismatch(
                 f"vault {vault.name!r} was indexed with {stored}, but the configured embedder is "
                 f"{embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
+        if cat.get_meta("embedder") is None:
+            cat.set_meta("embedder", embedder.id)  # before any chunk exists, so none is unlabelled
         # Finish whatever an interrupted run left half done (cheap when nothing is pending).
         if cat.journal():
             report.recovered = store.sync_derived(stored or embedder.id)["journal"]

@@ -137,7 +137,7 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             hits = store.lexical.search(lq, depth, fuzzy=settings["fuzzy"], folders=folders,
                                         tags=tags, since=since, stopwords=settings["stopwords"])
             lex_lists.append([((vault.name, cid), s) for cid, s in hits])
-        if opts.mode in ("vector", "hybrid"):
+        if opts.mode in ("vector", "hybrid") and store.embedder_id:
             allowed = None
             if folders or tags or since is not None:
                 allowed = store.catalog.filter_ids(folders, tags, since)
@@ -147,7 +147,7 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             banned: set[int] = set()
             for ex in parsed.excludes:
                 banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
-            qvec = query_vector(store.embedder_id or "")  # type: ignore[misc]
+            qvec = query_vector(store.embedder_id)  # type: ignore[misc]
             hits = store.vector.search(qvec, depth, allowed, banned)
             vec_lists.append([((vault.name, cid), s) for cid, s in hits])
 

@@ -40,14 +40,16 @@ def setup_home(tmp_path, name, vault):
 
 
 def snapshot(home):
-    """Everything observable about the index: chunk set and top hits per query."""
+    """What must not depend on the index's history: the chunk set, and the vector arm's top
+    hits (exact search over the same vectors). BM25 scores may legitimately differ a little:
+    tantivy counts deleted documents in its term statistics until segments merge."""
     h = hybrid.open(home)
     chunks = set()
     store = VaultStore(h.config.vault("vault").index_dir)
     for batch in store.catalog.iter_chunks():
         chunks.update((c.path, c.heading, c.start_line, c.end_line, c.text) for c in batch)
     store.close()
-    results = {q: [(x.path, x.start_line) for x in h.search(q, top_k=5)] for q in QUERIES}
+    results = {q: {(x.path, x.start_line) for x in h.search(q, top_k=5, mode="vector")} for q in QUERIES}
     h.close()
     return chunks, results
 
