@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -59,7 +60,7 @@ def print_table(result: EvalResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     header, body = rows(result)
     t = Table(title=f"{len(result.queries)} queries, {len(result.results)} runs")
     for h in header:
