@@ -162,3 +162,32 @@ def test_floor_exact_answer_first(sample_eval):
 def test_floor_typo_answer_within_ten(sample_eval):
     runs, result = sample_eval
     assert result.by_category(runs["hybrid"], "answer@10")["typo"] >= 0.8
+
+
+@pytest.mark.parametrize("name, root", [("sample", SAMPLE_VAULT), ("obsidian-help", None)])
+def test_labelled_sets_point_at_real_notes_and_sections(name, root, counter):
+    """Every judged note exists, and every judged section is a heading chain our chunker produces
+    (otherwise no configuration could ever retrieve it)."""
+    from conftest import OBSIDIAN_HELP
+    from hybrid.chunk import Chunker
+    from hybrid.notes import decode, parse_note
+
+    root = root or OBSIDIAN_HELP
+    if not root.is_dir():
+        pytest.skip(f"{root} is absent")
+    p = Problems()
+    qs = load_queries(QRELS_DIR / f"{name}.queries.jsonl", p)
+    qrels = load_qrels(QRELS_DIR / f"{name}.qrels.json", p)
+    assert not p.counts, p.messages
+    assert set(qs) == set(qrels)
+    chunker = Chunker(counter, 254, 128, 32, True)
+    chunks = {}
+    for docs in qrels.values():
+        for doc in docs:
+            note = doc.split("#", 1)[0]
+            assert (root / note).is_file(), doc
+            if "#" in doc:
+                if note not in chunks:
+                    text, _ = decode((root / note).read_bytes(), note)
+                    chunks[note] = chunker.chunk(parse_note(note, text))
+                assert any(section_matches(doc, note, c.heading_path) for c in chunks[note]), doc
