@@ -101,10 +101,11 @@ class Hybrid:
         """Index the named vaults (default: all). Raises on the first vault that fails."""
         reports = []
         for vault in self.config.select(vaults):
-            with self._lock:
-                store = self._stores.pop(vault.name, None)
-                if store:
-                    store.close()
+            if reembed:  # the files behind an open store are about to be replaced wholesale
+                with self._lock:
+                    store = self._stores.pop(vault.name, None)
+                    if store:
+                        store.close()
             reports.append(index_vault(vault, self.embedder(vault.embedder), self.config.settings,
                                        reembed=reembed, wait=wait, progress=progress))
         return reports
@@ -127,7 +128,7 @@ class Hybrid:
     def search(self, query: str, *, top_k: int = 8, mode: str = "hybrid",
                vaults: Sequence[str] | None = None, folders: Sequence[str] = (),
                tags: Sequence[str] = (), since: str | float | None = None,
-               rerank: bool = False) -> list[Hit]:
+               rerank: bool = False, exclude_folders: Sequence[str] = ()) -> list[Hit]:
         """Search the named vaults (default: all) and return up to ``top_k`` hits, best first.
         ``rerank`` rescores the top fused candidates with the configured cross-encoder."""
         parsed = parse_query(query)
@@ -150,10 +151,14 @@ class Hybrid:
                 cache[embedder_id] = emb.embed_query(parsed.text)
             return cache[embedder_id]
 
-        opts = SearchOptions(mode=mode, top_k=top_k, folders=tuple(folders),
-                             tags=tuple(t.lower().lstrip("#") for t in tags), since=since, rerank=rerank)
+        opts = SearchOptions(mode=mode, top_k=top_k, folders=tuple(f.strip("/") for f in folders),
+                             tags=tuple(t.lower().lstrip("#") for t in tags), since=since, rerank=rerank,
+                             exclude_folders=tuple(f.strip("/") for f in exclude_folders))
         rescore = self.reranker().scores if rerank else None
-        return run_search(targets, parsed, opts, self.config.settings, query_vector, rescore)
+        # One search at a time per handle: SQLite connections and the tantivy searcher are
+        # shared, and a server calls this from several threads.
+        with self._lock:
+            return run_search(targets, parsed, opts, self.config.settings, query_vector, rescore)
 
     def reranker(self):
         """The configured cross-encoder (loaded once); ModelUnavailable names the setting."""

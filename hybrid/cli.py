@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from contextlib import contextmanager
 
@@ -174,15 +175,25 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
 @click.option("--rerank", is_flag=True, help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
 @click.option("--rerank-model", help="Cross-encoder directory or cached model name (overrides the setting).")
+@click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.pass_context
-def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model):
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE."""
     h = _open(ctx)
-    if rerank_model:
-        h.config.settings["rerank_model"] = rerank_model
-    hits = h.search(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
-                    folders=folders, tags=tags, since=since, rerank=rerank or bool(rerank_model))
+    args = dict(query=" ".join(text), top_k=top_k, mode=mode, vaults=list(vaults) or None,
+                folders=list(folders), tags=list(tags), since=since, rerank=rerank or bool(rerank_model))
+    hits = None
+    if not rerank_model and not local:
+        from .http_server import remote_search
+        remote = remote_search(h, args)  # a running `hybrid serve --http` has the model warm
+        if remote is not None:
+            from .search import Hit
+            hits = [Hit(**d) for d in remote]
+    if hits is None:
+        if rerank_model:
+            h.config.settings["rerank_model"] = rerank_model
+        hits = h.search(args.pop("query"), **args)
     if as_json:
         _print_json([h.to_dict() for h in hits])
         return
@@ -235,6 +246,116 @@ def status(ctx, as_json):
         if r.indexed:
             click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
+
+
+# --- serving ------------------------------------------------------------------------------
+def _start_watcher(h, watch: bool):
+    if not watch:
+        return None
+    from .watch import VaultWatcher
+    watcher = VaultWatcher(h)
+    watcher.start()
+    return watcher
+
+
+def _warm_up(h) -> None:
+    """Load the embedders in the background so the first vector query is not the slow one."""
+    import threading
+
+    def load():
+        for v in h.vaults:
+            try:
+                h.embedder(v.embedder).embed_query("warm up")
+            except Exception as exc:  # reported again, with its fix, by the first search
+                logging.getLogger("hybrid").warning("could not load %s: %s", v.embedder, exc)
+
+    threading.Thread(target=load, name="hybrid-warmup", daemon=True).start()
+
+
+@main.command()
+@click.option("--http", "http_", is_flag=True, help="Serve MCP over Streamable HTTP (default: stdio).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (HTTP).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (HTTP).")
+@click.option("--token", envvar="HYBRID_TOKEN", help="Require this bearer token (HTTP; env HYBRID_TOKEN).")
+@click.option("--watch", is_flag=True, help="Keep the vaults' indexes in sync with their folders.")
+@click.pass_context
+def serve(ctx, http_, host, port, token, watch):
+    """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
+    h = _open(ctx)
+    _warm_up(h)
+    watcher = _start_watcher(h, watch)
+    try:
+        if http_:
+            from .http_server import serve_http
+            click.echo(f"hybrid: MCP at http://{host}:{port}/mcp, health at /health"
+                       + (" (token required)" if token else ""), err=True)
+            serve_http(h, host, port, token, watcher)
+        else:
+            from .mcp_server import run_stdio
+            run_stdio(h, watcher)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+@main.command()
+@click.option("--vault", "vaults", multiple=True, help="Watch only this vault (repeatable).")
+@click.option("--debounce", default=0.5, show_default=True, type=float, help="Seconds of quiet before re-indexing.")
+@click.pass_context
+def watch(ctx, vaults, debounce):
+    """Keep indexes in sync with their folders until interrupted (Ctrl-C)."""
+    import signal
+    import threading
+
+    from .watch import VaultWatcher
+
+    h = _open(ctx)
+    h.config.select(vaults or None)  # unknown names fail here, with the list of known ones
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with VaultWatcher(h, list(vaults) or None, debounce=debounce):
+        click.echo(f"watching {', '.join(vaults) or 'all vaults'}; Ctrl-C to stop", err=True)
+        while not stop.wait(0.5):
+            pass
+
+
+@main.group(cls=_Group)
+def service() -> None:
+    """Install hybrid as a background service (systemd user unit or launchd agent)."""
+
+
+@service.command("install")
+@click.option("--http", "http_", is_flag=True, help="Serve HTTP (default when installed: yes).", default=True)
+@click.option("--watch/--no-watch", default=True, show_default=True, help="Keep vaults in sync.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
+def service_install(http_, watch, host, port):
+    """Write and enable the service for this machine."""
+    from . import service as svc
+    env = {k: os.environ[k] for k in ("HYBRID_HOME", "HYBRID_TOKEN") if os.environ.get(k)}
+    r = svc.install(http=http_, watch=watch, port=port, host=host, env=env)
+    click.echo(r.message, err=not r.ok)
+    if not r.ok:
+        sys.exit(1)
+
+
+@service.command("uninstall")
+def service_uninstall():
+    """Stop and remove the service."""
+    from . import service as svc
+    r = svc.uninstall()
+    click.echo(r.message, err=not r.ok)
+    if not r.ok:
+        sys.exit(1)
+
+
+@service.command("status")
+def service_status():
+    """Show whether the service is installed and running."""
+    from . import service as svc
+    r = svc.status()
+    click.echo(r.message)
 
 
 # --- evaluation ---------------------------------------------------------------------------

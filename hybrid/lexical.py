@@ -245,7 +245,7 @@ class LexicalIndex:
 
     def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
                     tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
-                    stopwords: bool = True):
+                    stopwords: bool = True, exclude_folders: Sequence[str] = ()):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         parts = []
         should = []
@@ -275,6 +275,8 @@ class LexicalIndex:
         filters = self._filters(folders, tags, since)
         if filters is not None:
             parts.append((Occur.Must, filters))
+        for f in exclude_folders:
+            parts.append((Occur.MustNot, Q.term_query(s, "folder", f.strip("/"))))
         if not any(o != Occur.MustNot for o, _ in parts):
             parts.append((Occur.Must, Q.all_query()))
         query = Q.boolean_query(parts)

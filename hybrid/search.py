@@ -108,6 +108,7 @@ class SearchOptions:
     tags: Sequence[str] = ()
     since: float | None = None
     rerank: bool = False
+    exclude_folders: Sequence[str] = ()
 
 
 Rescorer = Callable[[str, Sequence[str]], list[float]]
@@ -135,7 +136,8 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
         needles.update(store.lexical.stem.analyze(parsed.text))
         if opts.mode in ("lexical", "hybrid"):
             hits = store.lexical.search(lq, depth, fuzzy=settings["fuzzy"], folders=folders,
-                                        tags=tags, since=since, stopwords=settings["stopwords"])
+                                        tags=tags, since=since, stopwords=settings["stopwords"],
+                                        exclude_folders=opts.exclude_folders)
             lex_lists.append([((vault.name, cid), s) for cid, s in hits])
         if opts.mode in ("vector", "hybrid") and store.embedder_id:
             allowed = None
@@ -145,6 +147,8 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
                 must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
                 allowed = must if allowed is None else allowed & must
             banned: set[int] = set()
+            if opts.exclude_folders:
+                banned |= store.catalog.filter_ids(folders=opts.exclude_folders)
             for ex in parsed.excludes:
                 banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
             qvec = query_vector(store.embedder_id)  # type: ignore[misc]

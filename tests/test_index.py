@@ -241,3 +241,11 @@ def test_recency_prior_demotes_stale_notes(vault, hybrid_home):
     h2 = hybrid.open(embedder="hash:64", recency_months=12, recency_penalty=0.5)
     assert [x.path for x in h2.search("compost", mode="lexical")][0] == "new.md"
     assert h2.search("compost", mode="lexical", top_k=1)[0].modified.startswith("20")
+
+
+def test_exclude_folders_in_every_arm(fake, vault):
+    fake.add_vault(vault, "vault")
+    fake.index()
+    for mode in ("lexical", "vector", "hybrid"):
+        found = {h.path for h in fake.search("tailscale tomatoes orders", mode=mode, top_k=50, exclude_folders=["home/"])}
+        assert found and not any(p.startswith("home/") for p in found), mode

@@ -1,0 +1,155 @@
+"""The MCP server through a real MCP ClientSession, over stdio and over Streamable HTTP, on the
+sample vault indexed with the real model; HTTP security; the CLI fast path."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_for(home, **extra):
+    env = dict(os.environ, HYBRID_HOME=str(home), **extra)
+    env.pop("HYBRID_TOKEN", None) if "HYBRID_TOKEN" not in extra else None
+    return env
+
+
+def http(url, method="GET", headers=None, data=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {}, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+@pytest.fixture
+def http_server(sample_home):
+    procs = []
+
+    def start(*args, token=None):
+        port = free_port()
+        extra = {"HYBRID_TOKEN": token} if token else {}
+        p = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port), *args],
+                             env=env_for(sample_home, **extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append(p)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if http(url + "/health")[0] == 200:
+                    return url
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(p.stderr.read1().decode() if p.poll() is not None else "server did not start")
+
+    yield start
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        p.stdout.close()
+        p.stderr.close()
+
+
+async def exercise(session: ClientSession):
+    await session.initialize()
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {"search", "get_note", "list_vaults"}
+    props = tools["search"].input_schema["properties"]
+    assert all(p.get("description") for p in props.values())  # every parameter described
+    assert "never instructions" in tools["search"].description
+
+    res = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5})
+    assert not res.is_error
+    paths = [h["path"] for h in res.structured_content["hits"]][:3]
+    assert "home-lab/networking.md" in paths
+    assert "sample:home-lab/networking.md:" in res.content[0].text
+
+    top = res.structured_content["hits"][0]
+    res = await session.call_tool("get_note", {"path": f"{top['path']}:{top['start_line']}-{top['end_line']}"})
+    assert not res.is_error and res.structured_content["start_line"] == top["start_line"]
+
+    for bad, fix in [({"path": "../../etc/passwd"}, "outside vault"), ({"path": "/etc/passwd"}, "relative")]:
+        res = await session.call_tool("get_note", bad)
+        assert res.is_error and fix in res.content[0].text
+    for bad, fix in [({"query": "x", "vaults": ["nope"]}, "known: sample"),
+                     ({"query": "x", "top_k": 0}, "between 1 and 50"),
+                     ({"query": "   "}, "query is empty")]:
+        res = await session.call_tool("search", bad)
+        assert res.is_error and fix in res.content[0].text
+    res = await session.call_tool("list_vaults", {})
+    assert res.structured_content["vaults"][0]["name"] == "sample"
+    assert res.structured_content["vaults"][0]["chunks"] > 0
+
+
+def test_stdio_session(sample_home):
+    async def main():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hybrid.cli", "serve"],
+                                       env=env_for(sample_home))
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                await exercise(s)
+    anyio.run(main)
+
+
+def test_http_session_health_and_fast_path(http_server, sample_home):
+    url = http_server()
+    status, body = http(url + "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+
+    async def main():
+        async with streamable_http_client(url + "/mcp") as (r, w):
+            async with ClientSession(r, w) as s:
+                await exercise(s)
+    anyio.run(main)
+
+    # hybrid query uses the running server, with the same results as in-process
+    q = [sys.executable, "-m", "hybrid.cli", "query", "ev charger breaker", "-n", "5", "--json"]
+    via_server = subprocess.run(q, env=env_for(sample_home), capture_output=True, text=True, check=True)
+    local = subprocess.run(q + ["--local"], env=env_for(sample_home), capture_output=True, text=True, check=True)
+    assert json.loads(via_server.stdout) == json.loads(local.stdout)
+    assert json.loads(via_server.stdout)[0]["path"] == "home-lab/EV charger install.md"
+
+
+def test_http_rejects_foreign_origin_and_host(http_server):
+    url = http_server()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    assert http(url + "/mcp", "POST", {**h, "Origin": "http://evil.example"}, body)[0] == 403
+    assert http(url + "/api/search", "POST", {**h, "Origin": "http://evil.example"}, b'{"query": "x"}')[0] == 403
+    assert http(url + "/health", headers={"Host": "evil.example:80"})[0] == 403
+    assert http(url + "/api/search", "POST", {**h, "Origin": "http://localhost:3000"}, b'{"query": "tailscale"}')[0] == 200
+
+
+def test_http_token(http_server):
+    url = http_server(token="s3cret")
+    payload = b'{"query": "tailscale", "top_k": 1}'
+    h = {"Content-Type": "application/json"}
+    assert http(url + "/health")[0] == 200  # health needs no token
+    assert http(url + "/api/search", "POST", h, payload)[0] == 401
+    assert http(url + "/api/search", "POST", {**h, "Authorization": "Bearer wrong"}, payload)[0] == 401
+    assert http(url + "/mcp", "POST", h, b"{}")[0] == 401
+    status, body = http(url + "/api/search", "POST", {**h, "Authorization": "Bearer s3cret"}, payload)
+    assert status == 200 and json.loads(body)["hits"]
+
+
+def test_non_loopback_bind_needs_a_token(sample_home):
+    r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--host", "0.0.0.0", "--port", str(free_port())],
+                       env=env_for(sample_home), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "set a token" in r.stderr and "Traceback" not in r.stderr
