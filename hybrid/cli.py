@@ -189,7 +189,7 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
         remote = remote_search(h, args)  # a running `hybrid serve --http` has the model warm
         if remote is not None:
             from .search import Hit
-            hits = [Hit(**d) for d in remote]
+            hits = [Hit.from_dict(d) for d in remote]
     if hits is None:
         if rerank_model:
             h.config.settings["rerank_model"] = rerank_model
@@ -326,15 +326,15 @@ def service() -> None:
 
 
 @service.command("install")
-@click.option("--http", "http_", is_flag=True, help="Serve HTTP (default when installed: yes).", default=True)
 @click.option("--watch/--no-watch", default=True, show_default=True, help="Keep vaults in sync.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
-def service_install(http_, watch, host, port):
-    """Write and enable the service for this machine."""
+def service_install(watch, host, port):
+    """Write and enable the service: `hybrid serve --http` (a background service has no stdio
+    client), watching the vaults unless --no-watch."""
     from . import service as svc
     env = {k: os.environ[k] for k in ("HYBRID_HOME", "HYBRID_TOKEN") if os.environ.get(k)}
-    r = svc.install(http=http_, watch=watch, port=port, host=host, env=env)
+    r = svc.install(http=True, watch=watch, port=port, host=host, env=env)
     click.echo(r.message, err=not r.ok)
     if not r.ok:
         sys.exit(1)

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 import time
 import urllib.parse
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import fuse
@@ -53,7 +53,12 @@ class Hit:
         return f"{self.vault}:{self.path}:{self.start_line}-{self.end_line}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "citation": self.citation}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Hit":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def obsidian_uri(vault_folder: str, path: str) -> str:
