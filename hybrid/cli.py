@@ -459,9 +459,8 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
                           significance=significance, progress=progress)
     if out:
         from .evalreport import write_report
-        command = "hybrid " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("hybrid") else \
-            "hybrid eval " + " ".join(a for a in sys.argv[2:])
-        write_report(result, Path(out), command, settings)
+        import shlex
+        write_report(result, Path(out), "hybrid " + shlex.join(sys.argv[1:]), settings)
     if as_json:
         _print_json(result.to_dict())
     else:

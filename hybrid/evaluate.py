@@ -232,7 +232,6 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
     by_chunking: dict[tuple, list[RunConfig]] = {}
     for c in configs:
         by_chunking.setdefault(c.chunking, []).append(c)
-    done = 0
     for chunking, group in by_chunking.items():
         tokens, overlap, header = chunking
         home = Path(tempfile.mkdtemp(prefix="hybrid-eval-", dir=workdir))
@@ -269,7 +268,6 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
             means = {m: _mean(per_query[m].values()) for m in metrics}
             ans = {str(k): {q: answer_at(run[q], qrels[q], k) for q in run} for k in (1, 10)}
             result.results.append(ConfigResult(cfg, means, per_query, ans, run, time.perf_counter() - tc))
-            done += 1
         h.close()
     result.chunks_embedded = embedder.embedded
     if significance and len(result.results) > 1:

@@ -66,6 +66,19 @@ def answers_consistently(home):
         h.close()
 
 
+def finish_and_compare(tmp_path, home, vault):
+    """The next `hybrid index` completes, leaves the projections in step with the catalog, and
+    the result equals a clean index of the same folder."""
+    code, _, err = run_index(home)
+    assert code == 0, err
+    h = hybrid.open(home)
+    consistent(h)
+    h.close()
+    clean = setup_home(tmp_path, "clean", vault)
+    assert run_index(clean)[0] == 0
+    assert snapshot(home) == snapshot(clean)
+
+
 def mutate(vault):
     write(vault, "home-lab/networking.md", "# Networking\n\nWe replaced tailscale with wireguard.\n")
     write(vault, "new/added.md", "# Added\n\nA brand new note about restic backup pruning.\n")
@@ -97,15 +110,7 @@ def test_kill_at_named_points(tmp_path, fault):
     code, _, _ = run_index(home, fault)
     assert code == -signal.SIGKILL
     answers_consistently(home)
-    code, out, err = run_index(home)
-    assert code == 0, err
-    h = hybrid.open(home)
-    consistent(h)
-    h.close()
-
-    clean = setup_home(tmp_path, "clean", vault)
-    assert run_index(clean)[0] == 0
-    assert snapshot(home) == snapshot(clean)
+    finish_and_compare(tmp_path, home, vault)
 
 
 def test_kill_at_random_instants(tmp_path):
@@ -123,14 +128,7 @@ def test_kill_at_random_instants(tmp_path):
                 answers_consistently(home)
             except hybrid.HybridError as exc:
                 assert "not indexed yet" in str(exc)
-    code, _, err = run_index(home)
-    assert code == 0, err
-    h = hybrid.open(home)
-    consistent(h)
-    h.close()
-    clean = setup_home(tmp_path, "clean", vault)
-    assert run_index(clean)[0] == 0
-    assert snapshot(home) == snapshot(clean)
+    finish_and_compare(tmp_path, home, vault)
 
 
 def test_queries_keep_working_while_an_index_runs(tmp_path):
