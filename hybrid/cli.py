@@ -249,11 +249,11 @@ def status(ctx, as_json):
 
 
 # --- serving ------------------------------------------------------------------------------
-def _start_watcher(h, watch: bool):
+def _start_watcher(h, watch: bool, debounce: float):
     if not watch:
         return None
     from .watch import VaultWatcher
-    watcher = VaultWatcher(h)
+    watcher = VaultWatcher(h, debounce=debounce)
     watcher.start()
     return watcher
 
@@ -278,12 +278,14 @@ def _warm_up(h) -> None:
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (HTTP).")
 @click.option("--token", envvar="HYBRID_TOKEN", help="Require this bearer token (HTTP; env HYBRID_TOKEN).")
 @click.option("--watch", is_flag=True, help="Keep the vaults' indexes in sync with their folders.")
+@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
+              help="With --watch: seconds of quiet before re-indexing.")
 @click.pass_context
-def serve(ctx, http_, host, port, token, watch):
+def serve(ctx, http_, host, port, token, watch, debounce):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
     h = _open(ctx)
     _warm_up(h)
-    watcher = _start_watcher(h, watch)
+    watcher = _start_watcher(h, watch, debounce)
     try:
         if http_:
             from .http_server import serve_http
@@ -300,7 +302,7 @@ def serve(ctx, http_, host, port, token, watch):
 
 @main.command()
 @click.option("--vault", "vaults", multiple=True, help="Watch only this vault (repeatable).")
-@click.option("--debounce", default=0.5, show_default=True, type=float, help="Seconds of quiet before re-indexing.")
+@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60), help="Seconds of quiet before re-indexing.")
 @click.pass_context
 def watch(ctx, vaults, debounce):
     """Keep indexes in sync with their folders until interrupted (Ctrl-C)."""
