@@ -48,6 +48,7 @@ class VaultStatus:
     last_indexed: str | None = None
     pending: int = 0
     disk_bytes: int = 0
+    vector_index: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -224,6 +225,7 @@ class Hybrid:
                     ts = cat.get_meta("last_indexed")
                     st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
                     st.pending = len(cat.journal())
+                    st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
                 finally:
                     cat.close()
                 st.disk_bytes = sum(p.stat().st_size for p in v.index_dir.rglob("*") if p.is_file())
@@ -235,6 +237,16 @@ class Hybrid:
             for s in self._stores.values():
                 s.close()
             self._stores.clear()
+
+
+def _layout_text(meta: str | None, chunks: int) -> str:
+    """`exact (flat, float32)` or `approximate (IVF 2048 lists, nprobe 24, float16, recall@10 0.992)`."""
+    import json
+    lay = json.loads(meta) if meta else {"kind": "flat", "storage": "float32"}
+    if lay.get("kind") != "ivf":
+        return f"exact (flat, {lay.get('storage', 'float32')})" if chunks else ""
+    return (f"approximate (IVF {lay['nlist']} lists, nprobe {lay['nprobe']}, {lay['storage']}, "
+            f"calibrated recall@10 {lay.get('calibrated_recall')})")
 
 
 def open(home: str | Path | None = None, **settings) -> Hybrid:  # noqa: A001 - the public name

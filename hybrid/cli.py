@@ -246,6 +246,8 @@ def status(ctx, as_json):
         if r.indexed:
             click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
+            if r.vector_index:
+                click.echo(f"  vectors: {r.vector_index}")
 
 
 # --- serving ------------------------------------------------------------------------------

@@ -68,7 +68,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rerank_model", "", "Cross-encoder for `--rerank`: a local directory or a model name "
                                 "already in the Hugging Face cache (empty = none)."),
     Setting("rerank_top_n", 30, "How many fused candidates the cross-encoder rescores."),
+    Setting("ann_threshold", 50_000,
+            "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat one "
+            "(0 = always exact). Rebuilt automatically when the vault crosses it."),
+    Setting("ann_recall", 0.99,
+            "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
+            "when it is built (higher = slower queries)."),
+    Setting("vector_storage", "float32",
+            "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` (8-bit "
+            "scalar quantization, a quarter). Changing it rebuilds the vector index from the "
+            "catalog, without re-embedding."),
 )
+CHOICES = {"vector_storage": ("float32", "float16", "sq8")}
 SETTING_NAMES = {s.name for s in SETTINGS}
 VAULT_KEYS = {"path", "include", "exclude", "embedder"}
 
@@ -193,8 +204,13 @@ def _check_setting(name: str, value: Any, where: str) -> Any:
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     else:
         ok = isinstance(value, str) and (value != "" or name == "rerank_model")
+    if ok and name in CHOICES:
+        ok = value in CHOICES[name]
+    if ok and name == "ann_recall":
+        ok = 0 < value <= 1
     if not ok:
-        raise ConfigError(f"{where}: setting {name!r} must be like {default!r}, got {value!r}")
+        hint = f"one of {', '.join(CHOICES[name])}" if name in CHOICES else f"like {default!r}"
+        raise ConfigError(f"{where}: setting {name!r} must be {hint}, got {value!r}")
     return value
 
 

@@ -22,6 +22,7 @@ from .config import Vault
 from .embed import Embedder
 from .errors import EmbedderMismatch, VaultError
 from .store import VaultStore, checkpoint
+from .vector import VectorSpec
 
 log = logging.getLogger("hybrid")
 Progress = Callable[[str, int, int], None]
@@ -77,12 +78,14 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
                          f"changed in its index (fix the path with `hybrid vault add PATH --name {vault.name}`)")
     vault.index_dir.mkdir(parents=True, exist_ok=True)
     store = VaultStore(vault.index_dir)
+    store.spec = VectorSpec.from_settings(settings)
     lock = store.lock(wait)
     try:
         cat = store.catalog
         stored = store.embedder_id
         if reembed:
             store.wipe()
+            store.spec = VectorSpec.from_settings(settings)
             cat = store.catalog
         elif stored is not None and stored != embedder.id:
             raise EmbedderMismatch(

@@ -6,6 +6,7 @@ Layout under the vault's index dir: ``catalog.sqlite`` (the ledger), ``lexical/`
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 from .catalog import Catalog
 from .errors import IndexCorrupt, IndexLocked
 from .lexical import LexicalIndex
-from .vector import VectorIndex
+from .vector import VectorIndex, VectorSpec
 
 log = logging.getLogger("hybrid")
 
@@ -36,6 +37,7 @@ class VaultStore:
         self.catalog = Catalog(directory / "catalog.sqlite", readonly=not create)
         self.lexical = LexicalIndex(directory / "lexical")
         self.vector = VectorIndex(directory / "vectors.faiss")
+        self.spec = VectorSpec()  # the indexer sets it from the settings
 
     def close(self) -> None:
         self.catalog.close()
@@ -58,10 +60,12 @@ class VaultStore:
 
     def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, int]:
         """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
-        counts and rebuild a projection from the catalog if it still disagrees (no re-embedding:
-        vectors come from the catalog's cache). Idempotent; safe to repeat after a crash."""
+        counts and layout, rebuilding a projection from the catalog if it disagrees (no
+        re-embedding: vectors come from the catalog's cache). Idempotent; safe to repeat after
+        a crash: the journal is cleared only once both projections hold its changes."""
         import numpy as np
         stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
+        n = self.catalog.chunk_count()
         ids = self.catalog.journal()
         if ids:
             stats["journal"] = len(ids)
@@ -69,33 +73,50 @@ class VaultStore:
             self.lexical.apply(ids, rows)
             checkpoint("after-lexical")
             if model is not None:
-                live = [r.id for r in rows]
-                got = self.catalog.vectors(model, live)
-                dim = self._dim(got)
-                if dim:
-                    vec_ids = [i for i, _ in got]
-                    vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
-                    self.vector.apply(ids, vec_ids, vecs, dim)
-                elif self.vector.count():
-                    self.vector.apply(ids, [], None, self.vector.dim or 1)
+                if self._vector_needs_rebuild(n):
+                    stats["rebuilt_vector"] = self._rebuild_vector(model)
+                else:
+                    got = self.catalog.vectors(model, [r.id for r in rows])
+                    dim = self._dim(got)
+                    if dim:
+                        vec_ids = [i for i, _ in got]
+                        vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
+                        self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
+                    elif self.vector.count():
+                        self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
             checkpoint("after-vector")
             self.catalog.purge(ids)
-        n = self.catalog.chunk_count()
         if self.lexical.count() != n:
             log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
                         self.directory.name, self.lexical.count(), n)
             self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
             stats["rebuilt_lexical"] = 1
-        if model is not None and self.vector.count() != n:
-            log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
-                        self.directory.name, self.vector.count(), n)
-            all_ids = self.catalog.all_chunk_ids()
-            got = self.catalog.vectors(model, all_ids)
-            dim = self._dim(got) or int(self.catalog.get_meta("dim") or 1)
-            vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
-            self.vector.rebuild([i for i, _ in got], vecs, dim)
-            stats["rebuilt_vector"] = 1
+        if model is not None and not stats["rebuilt_vector"]:
+            if self.vector.count() != n:
+                log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
+                            self.directory.name, self.vector.count(), n)
+                stats["rebuilt_vector"] = self._rebuild_vector(model)
+            elif self._vector_needs_rebuild(n):
+                stats["rebuilt_vector"] = self._rebuild_vector(model)
         return stats
+
+    def _vector_needs_rebuild(self, n: int) -> bool:
+        if not self.vector.count():
+            return n > 0 and (self.spec.wants_ivf(n) or self.spec.storage != "float32")
+        layout = json.loads(self.catalog.get_meta("vector_layout") or "{}")
+        return self.vector.needs_rebuild(n, self.spec, layout.get("trained_on"))
+
+    def _rebuild_vector(self, model: str) -> int:
+        """Rebuild FAISS from the catalog's cached vectors with the layout the spec asks for."""
+        dim = int(self.catalog.get_meta("dim") or 0) or self.vector.dim or 0
+        if not dim:
+            row = self.catalog.vectors(model, self.catalog.all_chunk_ids()[:1])
+            dim = self._dim(row) or 1
+        ids, mat = self.catalog.vector_matrix(model, dim)
+        info = self.vector.rebuild(ids, mat, dim, self.spec)
+        log.info("%s: vector index built: %s", self.directory.name, info)
+        self.catalog.set_meta("vector_layout", json.dumps(info, sort_keys=True))
+        return 1
 
     @staticmethod
     def _dim(got: list[tuple[int, bytes]]) -> int:
