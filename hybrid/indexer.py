@@ -105,16 +105,24 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
         known = cat.files()
         present: set[str] = set()
         pending: list[NoteRecord] = []
+        t_scan = time.perf_counter()
         entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
-        for n, entry in enumerate(entries, 1):
-            if progress:
-                progress("scan", n, len(entries))
+        t_discovered = time.perf_counter()
+        to_read = []
+        for entry in entries:
             present.add(entry.path)
             row = known.get(entry.path)
             if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
                 report.unchanged += 1
-                continue
-            record = _read(entry, row, chunker, settings, report, rechunk_all)
+            else:
+                to_read.append((entry, row))
+        # Changed files are read, parsed and chunked on a background thread while this one
+        # embeds what is ready: the model's forward pass releases the GIL, so both overlap.
+        embedding = _EmbedQueue(store, embedder, report, progress)
+        reader = _ReadAhead(to_read, chunker, settings, report, rechunk_all)
+        for n, (entry, row, record) in enumerate(reader, 1):
+            if progress:
+                progress("scan", n, len(to_read))
             if record == "vanished":
                 present.discard(entry.path)
             elif record == "touched":
@@ -122,26 +130,30 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
                 report.unchanged += 1
             elif record is not None:
                 pending.append(record)
+                embedding.add(record)
                 if row is None:
                     report.added += 1
                 else:
                     report.updated += 1
+        embedding.finish()
         removed = [p for p in known if p not in present]
         report.removed = len(removed)
-
         t1 = time.perf_counter()
-        _embed_missing(store, embedder, pending, report, progress)
         checkpoint("before-catalog")
-        t2 = time.perf_counter()
+        t2 = t1
         cat.apply(pending, removed)
         checkpoint("after-catalog")
         cat.set_meta("embedder", embedder.id)
         cat.set_meta("chunking", chunking)
         t3 = time.perf_counter()
-        store.sync_derived(embedder.id)
-        t4 = time.perf_counter()
-        report.stage_seconds = {"scan_parse_chunk": round(t1 - t0, 4), "embed": round(t2 - t1, 4),
-                                "catalog": round(t3 - t2, 4), "lexical_vector": round(t4 - t3, 4)}
+        synced = store.sync_derived(embedder.id)
+        chunk_s = report.stage_seconds.get("chunk", 0.0)
+        report.stage_seconds = {
+            "open": round(t_scan - t0, 4), "discover": round(t_discovered - t_scan, 4),
+            "read_parse": round(reader.busy - chunk_s, 4), "chunk": round(chunk_s, 4),
+            "embed": round(embedding.busy, 4), "read_embed_wall": round(t1 - t_discovered, 4),
+            "catalog": round(t3 - t2, 4),
+            "tantivy": round(synced["lexical_seconds"], 4), "faiss": round(synced["vector_seconds"], 4)}
         if report.chunks_embedded:
             cat.set_meta("dim", str(embedder.dim))
         cat.set_meta("last_indexed", str(time.time()))
@@ -183,7 +195,9 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: dict, rep
     note = notes_mod.parse_note(entry.path, text)
     for w in warnings + note.warnings:
         _warn(report, w)
+    t = time.perf_counter()
     chunks = chunker.chunk(note)
+    report.stage_seconds["chunk"] = report.stage_seconds.get("chunk", 0.0) + time.perf_counter() - t
     if not chunks:
         log.info("%s: no text to index", entry.path)
     return NoteRecord(
@@ -201,24 +215,103 @@ def read_bytes(entry: notes_mod.FileEntry) -> bytes:
         return fh.read()
 
 
-def _embed_missing(store: VaultStore, embedder: Embedder, pending: list[NoteRecord],
-                   report: IndexReport, progress: Progress | None) -> None:
-    texts: dict[str, str] = {}
-    for rec in pending:
-        for c, t in zip(rec.chunks, rec.embed_texts):
-            texts.setdefault(c.embed_hash, t)
-    total_chunks = sum(len(r.chunks) for r in pending)
-    cached = store.catalog.cached_hashes(embedder.id, texts)
-    # Length-sorted so each batch pads to similar lengths (what encode() does within one call).
-    todo = sorted(((h, t) for h, t in texts.items() if h not in cached), key=lambda ht: len(ht[1]))
-    report.cache_hits = total_chunks - len(todo)
-    done = 0
-    for i in range(0, len(todo), EMBED_GROUP):
-        group = todo[i:i + EMBED_GROUP]
-        vecs = embedder.embed_documents([t for _, t in group])
-        store.catalog.put_embeddings(embedder.id, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
-        done += len(group)
-        report.chunks_embedded = done
-        if progress:
-            progress("embed", done, len(todo))
-        checkpoint("after-embed-batch")
+class _ReadAhead:
+    """Iterates (entry, row, _read result) in order, computed by a background thread that stays
+    at most ``depth`` files ahead. An exception there is re-raised here; leaving the loop early
+    (an error in the consumer) stops the thread."""
+
+    def __init__(self, items, chunker: Chunker, settings: dict, report: IndexReport, force: bool,
+                 depth: int = 64):
+        import queue
+        import threading
+        self.items, self.busy = items, 0.0
+        self._args = (chunker, settings, report, force)
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
+
+    def _put(self, item) -> bool:
+        import queue
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        t = time.perf_counter()
+        try:
+            for entry, row in self.items:
+                if not self._put(("ok", (entry, row, _read(entry, row, *self._args)))):
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._put(("error", exc))
+            return
+        finally:
+            self.busy = time.perf_counter() - t
+        self._put(("done", None))
+
+    def __iter__(self):
+        if not self.items:
+            return
+        self._thread.start()
+        try:
+            while True:
+                kind, value = self._q.get()
+                if kind == "done":
+                    break
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            self._stop.set()
+            self._thread.join()
+
+
+class _EmbedQueue:
+    """Embeds chunk texts that have no cached vector, a window at a time as records arrive, and
+    commits each group's vectors to the catalog's cache. Within a window texts are sorted by
+    length, so a batch pads to similar lengths (what encode() does within one call)."""
+
+    WINDOW = 2048
+
+    def __init__(self, store: VaultStore, embedder: Embedder, report: IndexReport,
+                 progress: Progress | None):
+        self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
+        self.waiting: dict[str, str] = {}
+        self.seen: set[str] = set()
+        self.total_chunks = 0
+        self.busy = 0.0
+
+    def add(self, record: NoteRecord) -> None:
+        self.total_chunks += len(record.chunks)
+        for c, t in zip(record.chunks, record.embed_texts):
+            if c.embed_hash not in self.seen:
+                self.seen.add(c.embed_hash)
+                self.waiting[c.embed_hash] = t
+        if len(self.waiting) >= self.WINDOW:
+            self._flush()
+
+    def finish(self) -> None:
+        self._flush()
+        self.report.cache_hits = self.total_chunks - self.report.chunks_embedded
+
+    def _flush(self) -> None:
+        if not self.waiting:
+            return
+        t = time.perf_counter()
+        cat, model = self.store.catalog, self.embedder.id
+        cached = cat.cached_hashes(model, self.waiting)
+        todo = sorted(((h, x) for h, x in self.waiting.items() if h not in cached), key=lambda hx: len(hx[1]))
+        self.waiting = {}
+        for i in range(0, len(todo), EMBED_GROUP):
+            group = todo[i:i + EMBED_GROUP]
+            vecs = self.embedder.embed_documents([x for _, x in group])
+            cat.put_embeddings(model, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
+            self.report.chunks_embedded += len(group)
+            if self.progress:
+                self.progress("embed", self.report.chunks_embedded, len(self.seen))
+            checkpoint("after-embed-batch")
+        self.busy += time.perf_counter() - t

@@ -64,14 +64,19 @@ class VaultStore:
         re-embedding: vectors come from the catalog's cache). Idempotent; safe to repeat after
         a crash: the journal is cleared only once both projections hold its changes."""
         import numpy as np
-        stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
+        import time
+        stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0,
+                 "lexical_seconds": 0.0, "vector_seconds": 0.0}
         n = self.catalog.chunk_count()
         ids = self.catalog.journal()
         if ids:
             stats["journal"] = len(ids)
+            t = time.perf_counter()
             rows = [r for part in self.catalog.iter_chunks(ids, batch) for r in part if not r.dead]
             self.lexical.apply(ids, rows)
+            stats["lexical_seconds"] += time.perf_counter() - t
             checkpoint("after-lexical")
+            t = time.perf_counter()
             if model is not None:
                 if self._vector_needs_rebuild(n):
                     stats["rebuilt_vector"] = self._rebuild_vector(model)
@@ -84,13 +89,17 @@ class VaultStore:
                         self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
                     elif self.vector.count():
                         self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
+            stats["vector_seconds"] += time.perf_counter() - t
             checkpoint("after-vector")
             self.catalog.purge(ids)
+        t = time.perf_counter()
         if self.lexical.count() != n:
             log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
                         self.directory.name, self.lexical.count(), n)
             self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
             stats["rebuilt_lexical"] = 1
+        stats["lexical_seconds"] += time.perf_counter() - t
+        t = time.perf_counter()
         if model is not None and not stats["rebuilt_vector"]:
             if self.vector.count() != n:
                 log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
@@ -98,6 +107,7 @@ class VaultStore:
                 stats["rebuilt_vector"] = self._rebuild_vector(model)
             elif self._vector_needs_rebuild(n):
                 stats["rebuilt_vector"] = self._rebuild_vector(model)
+        stats["vector_seconds"] += time.perf_counter() - t
         return stats
 
     def _vector_needs_rebuild(self, n: int) -> bool:

@@ -249,3 +249,55 @@ def test_exclude_folders_in_every_arm(fake, vault):
     for mode in ("lexical", "vector", "hybrid"):
         found = {h.path for h in fake.search("tailscale tomatoes orders", mode=mode, top_k=50, exclude_folders=["home/"])}
         assert found and not any(p.startswith("home/") for p in found), mode
+
+
+def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake, vault, monkeypatch):
+    """Files are parsed on a background thread while embedding runs. A failure in the reader
+    reaches the caller; a failure in the embedder stops the reader; either way the previous
+    index is untouched and no thread is left behind."""
+    import threading
+    import hybrid.indexer as indexer
+    import hybrid.notes as notes
+
+    fake.add_vault(vault, "v")
+    fake.index()
+    before = {h.path for h in fake.search("garden tomatoes sun", mode="lexical")}
+    for i in range(40):
+        write(vault, f"bulk/n{i}.md", f"# Bulk {i}\n\nfiller words number {i} " * 30)
+    monkeypatch.setattr(indexer._EmbedQueue, "WINDOW", 8)  # several embed windows while reading
+
+    real_parse = notes.parse_note
+
+    def broken_parse(path, text):
+        if path == "bulk/n30.md":
+            raise RuntimeError("parser bug on n30")
+        return real_parse(path, text)
+
+    monkeypatch.setattr(indexer.notes_mod, "parse_note", broken_parse)
+    with pytest.raises(RuntimeError, match="parser bug on n30"):
+        fake.index()
+    assert not [t for t in threading.enumerate() if t.name == "hybrid-read"]
+    assert fake.status()[0].notes == 4
+
+    monkeypatch.setattr(indexer.notes_mod, "parse_note", real_parse)
+    emb = fake.embedder("hash:64")
+    calls = {"n": 0}
+    real_embed = emb.embed_documents
+
+    def failing(texts):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise hybrid.errors.ModelUnavailable("model went away")
+        return real_embed(texts)
+
+    monkeypatch.setattr(emb, "embed_documents", failing)
+    with pytest.raises(hybrid.HybridError, match="model went away"):
+        fake.index()
+    assert not [t for t in threading.enumerate() if t.name == "hybrid-read"]
+    assert {h.path for h in fake.search("garden tomatoes sun", mode="lexical")} == before
+
+    monkeypatch.setattr(emb, "embed_documents", real_embed)
+    rep = fake.index()[0]
+    assert rep.added == 40 and fake.status()[0].notes == 44
+    assert rep.cache_hits > 0  # the windows embedded before the failure were kept
+    assert rep.stage_seconds["embed"] > 0 and rep.stage_seconds["read_parse"] > 0

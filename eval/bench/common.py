@@ -1,0 +1,133 @@
+"""Shared pieces of the scale benchmarks (issue #5). Never imported by the engine or by pytest.
+
+The ``bench`` embedder isolates index costs from embedding costs at sizes the real model cannot
+embed in reasonable time on two cores (1M chunks would take ~5 hours): documents get 384-d
+feature-hashing vectors (deterministic, instant, and structured by shared words the way text
+embeddings are structured by shared meaning), while queries are embedded by the real bundled
+MiniLM model, so query latency includes the true cost of the model's forward pass. Vector
+*rankings* are meaningless under it; only timings and memory are measured with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import time
+import urllib.request
+from pathlib import Path
+
+BENCH_SPEC = "bench"
+BENCH_ID = "bench:hash384-docs+minilm-queries"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class BenchEmbedder:
+    id = BENCH_ID
+    max_tokens = 254
+
+    def __init__(self):
+        from hybrid.embed import HashEmbedder, WordPieceCounter, minilm_path
+        self._docs = HashEmbedder(384)
+        self._counter = WordPieceCounter(minilm_path() / "tokenizer.json")
+        self._model = None
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def count_tokens(self, texts):
+        return self._counter(texts)
+
+    def embed_documents(self, texts):
+        return self._docs.embed_documents(texts)
+
+    def embed_query(self, text):
+        if self._model is None:
+            from hybrid.embed import make_embedder
+            self._model = make_embedder("minilm")
+        return self._model.embed_query(text)
+
+
+def install() -> None:
+    """Teach this process's ``hybrid`` the ``bench`` embedder spec."""
+    import hybrid.api as api
+    make, spec_id = api.make_embedder, api.spec_id
+
+    def make_embedder(spec, **kw):
+        return BenchEmbedder() if spec == BENCH_SPEC else make(spec, **kw)
+
+    def bench_spec_id(spec):
+        return BENCH_ID if spec == BENCH_SPEC else spec_id(spec)
+
+    api.make_embedder, api.spec_id = make_embedder, bench_spec_id
+
+
+def pct(values, p: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def summary_ms(seconds: list[float]) -> dict:
+    ms = [s * 1000 for s in seconds]
+    return {"p50": round(pct(ms, 50), 2), "p95": round(pct(ms, 95), 2), "p99": round(pct(ms, 99), 2),
+            "n": len(ms)}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def hwm_mb(pid: int) -> float:
+    """Peak resident set of a running process (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, payload: dict) -> dict:
+    req = urllib.request.Request(url, data=json.dumps(payload).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def wait_healthy(url: str, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url + "/health", timeout=2)
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise SystemExit(f"server at {url} did not start")
+            time.sleep(0.2)
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def bench_env(home: Path) -> dict:
+    env = dict(os.environ, HYBRID_HOME=str(home))
+    env.pop("HYBRID_TOKEN", None)
+    return env

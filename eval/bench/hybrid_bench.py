@@ -1,0 +1,36 @@
+"""`hybrid` CLI with the ``bench`` embedder spec installed (see common.py), for subprocess
+measurements: full index, serve, cold queries. With ``HYBRID_BENCH_USAGE=1`` it prints one JSON
+line to stderr at exit: wall seconds, CPU seconds (user+sys) and peak RSS of this process.
+
+    HYBRID_HOME=... .venv/bin/python eval/bench/hybrid_bench.py index --json
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _usage() -> None:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print("BENCH_USAGE " + json.dumps({"wall_s": round(time.perf_counter() - T0, 3),
+                                       "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+                                       "peak_rss_mb": round(ru.ru_maxrss / 1024, 1)}),
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if os.environ.get("HYBRID_BENCH_USAGE"):
+        atexit.register(_usage)
+    import common
+    common.install()
+    from hybrid.cli import main
+    main()

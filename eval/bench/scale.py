@@ -1,0 +1,232 @@
+"""Engine at scale (issue #5): generated vaults of growing size, indexed with the ``bench``
+embedder (common.py: hashed document vectors, real MiniLM query embeddings).
+
+Per vault size it measures: the full index as a subprocess (per-stage seconds, CPU busy, peak
+RSS), bytes on disk per chunk, no-op and one-note-changed re-index (medians), warm in-process
+query latency p50/p95/p99 per mode (lexical, vector, hybrid, hybrid+filters), the same through
+the HTTP server (``POST /api/search``) with the server's RSS, and cold ``hybrid query``
+processes (lexical in-process; hybrid via the server; hybrid in-process).
+
+    .venv/bin/python eval/bench/scale.py --notes 1500,15000 [--queries 200] [--out eval/bench/out/scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import genvault  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+WRAPPER = [sys.executable, str(HERE / "hybrid_bench.py")]
+HYBRID = [str(Path(sys.executable).with_name("hybrid"))]
+MODES = {"lexical": {"mode": "lexical"}, "vector": {"mode": "vector"}, "hybrid": {"mode": "hybrid"},
+         "hybrid+filters": {"mode": "hybrid", "folders": ["work"]}}
+
+
+def vault_for(notes: int, work: Path) -> Path:
+    """Generated once per size and reused (byte-identical for a given size and seed)."""
+    root = work / f"vault-{notes}"
+    stamp = root / ".complete"
+    if not stamp.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        genvault.generate(root, notes)
+        stamp.write_text("ok")
+    return root
+
+
+def queries_from(vault: Path, n: int, seed: int = 3) -> list[str]:
+    """Two to four consecutive words from a random sentence of a random note: the vocabulary
+    and term statistics real keyword queries against such a vault would have."""
+    rng = random.Random(seed)
+    files = sorted(vault.rglob("*.md"))
+    out: list[str] = []
+    while len(out) < n:
+        text = rng.choice(files).read_text(encoding="utf-8")
+        words = re.findall(r"[a-z]{3,}", text.split("---")[-1].lower())
+        if len(words) < 6:
+            continue
+        k = rng.randint(2, 4)
+        i = rng.randrange(len(words) - k)
+        out.append(" ".join(words[i:i + k]))
+    return out
+
+
+def usage(stderr: str) -> dict:
+    for line in stderr.splitlines():
+        if line.startswith("BENCH_USAGE "):
+            return json.loads(line[len("BENCH_USAGE "):])
+    return {}
+
+
+def full_index(home: Path, vault: Path) -> dict:
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text(f'[settings]\nembedder = "{common.BENCH_SPEC}"\n\n'
+                                      f'[vaults.scale]\npath = "{vault}"\n', encoding="utf-8")
+    env = dict(common.bench_env(home), HYBRID_BENCH_USAGE="1")
+    t = time.perf_counter()
+    out = subprocess.run(WRAPPER + ["index", "--json"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if out.returncode:
+        raise SystemExit(f"index failed: {out.stderr[-2000:]}")
+    report = json.loads(out.stdout)[0]
+    use = usage(out.stderr)
+    idx = home / "data" / "indexes" / "scale"
+    if not idx.exists():
+        idx = next(p.parent for p in home.rglob("catalog.sqlite"))
+    parts = {"catalog": common.dir_bytes(idx) - common.dir_bytes(idx / "lexical")
+             - (idx / "vectors.faiss").stat().st_size,
+             "tantivy": common.dir_bytes(idx / "lexical"), "faiss": (idx / "vectors.faiss").stat().st_size}
+    chunks = report["chunks"]
+    return {"notes": report["added"], "chunks": chunks, "wall_s": round(wall, 2),
+            "stage_seconds": report["stage_seconds"], "cpu_busy_cores": round(use["cpu_s"] / use["wall_s"], 2),
+            "peak_rss_mb": use["peak_rss_mb"], "bytes_per_chunk": round(common.dir_bytes(idx) / chunks),
+            "bytes_per_chunk_parts": {k: round(v / chunks) for k, v in parts.items()},
+            "index_dir": str(idx)}
+
+
+def reindex(home: Path, vault: Path, repeat: int) -> dict:
+    import hybrid
+    h = hybrid.open(home)
+    h.index()  # settle (e.g. a layout rebuild the full run scheduled)
+    noop = [h.index()[0].seconds for _ in range(repeat)]
+    files = sorted(vault.rglob("*.md"))
+    one = []
+    for i in range(repeat):
+        target = files[(i * 7919) % len(files)]
+        original = target.read_bytes()
+        target.write_bytes(original + f"\nEdited for the benchmark, pass {i}.\n".encode())
+        try:
+            one.append(h.index()[0].seconds)
+        finally:
+            target.write_bytes(original)
+        h.index()
+    h.close()
+    return {"noop_s": round(statistics.median(noop), 4), "one_change_s": round(statistics.median(one), 4),
+            "repeat": repeat}
+
+
+def warm_queries(home: Path, queries: list[str]) -> dict:
+    import hybrid
+    h = hybrid.open(home)
+    h.search("warm up the model", mode="hybrid")
+    out = {}
+    for name, args in MODES.items():
+        for q in queries[:5]:
+            h.search(q, **args)
+        times = []
+        for q in queries:
+            t = time.perf_counter()
+            h.search(q, top_k=8, **args)
+            times.append(time.perf_counter() - t)
+        out[name] = common.summary_ms(times)
+    h.close()
+    return out
+
+
+def cold(cmd: list[str], env: dict, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        if res.returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed: {res.stderr[-1000:]}")
+    return round(statistics.median(times), 3)
+
+
+def served(home: Path, queries: list[str], cold_repeat: int) -> dict:
+    env = common.bench_env(home)
+    port = common.free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(WRAPPER + ["serve", "--http", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out: dict = {}
+    try:
+        common.wait_healthy(url)
+        common.post(url + "/api/search", {"query": "warm up the model", "top_k": 5})
+        for name, args in MODES.items():
+            for q in queries[:5]:
+                common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
+            times = []
+            for q in queries:
+                t = time.perf_counter()
+                common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
+                times.append(time.perf_counter() - t)
+            out[name] = common.summary_ms(times)
+        out["server_rss_mb"] = round(common.rss_mb(server.pid), 1)
+        out["server_peak_rss_mb"] = round(common.hwm_mb(server.pid), 1)
+        q = queries[0]
+        out["cold_cli_hybrid_via_server_s"] = cold(HYBRID + ["query", q, "--json"], env, cold_repeat)
+        out["cold_cli_lexical_via_server_s"] = cold(HYBRID + ["query", q, "--mode", "lexical", "--json"], env,
+                                                    cold_repeat)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return out
+
+
+def cold_local(home: Path, query: str, repeat: int) -> dict:
+    env = common.bench_env(home)
+    return {
+        "cold_cli_lexical_local_s": cold(HYBRID + ["query", query, "--mode", "lexical", "--local", "--json"],
+                                         env, repeat),
+        "cold_cli_hybrid_local_s": cold(WRAPPER + ["query", query, "--local", "--json"], env, max(1, repeat // 2)),
+        "cold_cli_vector_local_s": cold(WRAPPER + ["query", query, "--mode", "vector", "--local", "--json"],
+                                        env, max(1, repeat // 2)),
+    }
+
+
+def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int = 5,
+        log=print) -> list[dict]:
+    common.install()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for notes in sizes:
+        vault = vault_for(notes, work)
+        home = work / f"home-{notes}"
+        log(f"[scale] {notes} notes: full index")
+        rec = {"vault_notes": notes, **full_index(home, vault)}
+        log(f"[scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
+        rec["reindex"] = reindex(home, vault, repeat)
+        qs = queries_from(vault, queries)
+        log("[scale]   warm queries in-process")
+        rec["warm"] = warm_queries(home, qs)
+        log("[scale]   cold CLI")
+        rec["cold"] = cold_local(home, qs[0], repeat)
+        log("[scale]   through the HTTP server")
+        rec["http"] = served(home, qs, repeat)
+        import hybrid
+        rec["vector_index"] = hybrid.open(home).status()[0].vector_index
+        results.append(rec)
+        (out_dir / "results.json").write_text(json.dumps(results, indent=2))
+        log(f"[scale]   hybrid p50 {rec['warm']['hybrid']['p50']} ms warm, "
+            f"{rec['http']['hybrid']['p50']} ms via HTTP")
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--notes", default="1500,15000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
+    ap.add_argument("--out", type=Path, default=HERE / "out" / "scale")
+    args = ap.parse_args()
+    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat)
+    print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
