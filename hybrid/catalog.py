@@ -254,9 +254,19 @@ class Catalog:
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None) -> set[int]:
+                   since: float | None = None, among: Sequence[int] | None = None) -> set[int]:
         """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
-        also matches its nested children) and was modified at or after ``since``."""
+        also matches its nested children) and was modified at or after ``since``; only those
+        in ``among`` when given (a cheap membership test for a few candidates)."""
+        if among is not None:
+            out: set[int] = set()
+            ids = list(among)
+            for i in range(0, len(ids), 900):
+                out |= self._filter_ids(folders, tags, since, ids[i:i + 900])
+            return out
+        return self._filter_ids(folders, tags, since, None)
+
+    def _filter_ids(self, folders, tags, since, _in) -> set[int]:
         where, args = [], []
         if folders:
             where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
@@ -267,6 +277,9 @@ class Catalog:
         if since is not None:
             where.append("f.modified >= ?")
             args.append(since)
+        if _in is not None:
+            where.append(f"c.id IN ({','.join('?' * len(_in))})")
+            args.extend(_in)
         sql = "SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id"
         if where:
             sql += " WHERE " + " AND ".join(where)

@@ -73,7 +73,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(0 = always exact). Rebuilt automatically when the vault crosses it."),
     Setting("ann_recall", 0.99,
             "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
-            "when it is built (higher = slower queries)."),
+            "when it is built, as a fraction of what the stored codes allow (sq8 codes alone "
+            "reach ~0.98); higher = slower queries."),
     Setting("vector_storage", "float32",
             "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` (8-bit "
             "scalar quantization, a quarter). Changing it rebuilds the vector index from the "

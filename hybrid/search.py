@@ -145,19 +145,22 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
                                         exclude_folders=opts.exclude_folders)
             lex_lists.append([((vault.name, cid), s) for cid, s in hits])
         if opts.mode in ("vector", "hybrid") and store.embedder_id:
-            allowed = None
-            if folders or tags or since is not None:
-                allowed = store.catalog.filter_ids(folders, tags, since)
-            if parsed.phrases:
-                must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
-                allowed = must if allowed is None else allowed & must
             banned: set[int] = set()
             if opts.exclude_folders:
                 banned |= store.catalog.filter_ids(folders=opts.exclude_folders)
             for ex in parsed.excludes:
                 banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
             qvec = query_vector(store.embedder_id)  # type: ignore[misc]
-            hits = store.vector.search(qvec, depth, allowed, banned)
+            filtered = bool(folders or tags or since is not None)
+            hits = None
+            if filtered and not parsed.phrases:
+                hits = _post_filtered(store, qvec, depth, banned, folders, tags, since)
+            if hits is None:
+                allowed = store.catalog.filter_ids(folders, tags, since) if filtered else None
+                if parsed.phrases:
+                    must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
+                    allowed = must if allowed is None else allowed & must
+                hits = store.vector.search(qvec, depth, allowed, banned)
             vec_lists.append([((vault.name, cid), s) for cid, s in hits])
 
     lex = fuse.merge_by_score(lex_lists, depth)
@@ -212,6 +215,24 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text,
         ))
     return hits
+
+
+def _post_filtered(store, qvec, depth: int, banned: set[int], folders, tags, since):
+    """A note filter that keeps many chunks is cheapest applied after the search: take the
+    nearest ``10·depth`` (then ``40·depth``) chunks unfiltered and keep those the catalog says
+    pass. Listing every passing id up front (hundreds of thousands in a big vault, per query)
+    costs far more. Returns None when too few pass; the caller then searches with the full id
+    list, which is what a selective filter needs anyway."""
+    total = store.vector.count()
+    for wide in (10 * depth, 40 * depth):
+        cand = store.vector.search(qvec, wide, None, banned)
+        keep = store.catalog.filter_ids(folders, tags, since, among=[i for i, _ in cand])
+        got = [(i, s) for i, s in cand if i in keep]
+        if len(got) >= depth:
+            return got[:depth]
+        if wide >= total and store.vector.exact:
+            return got  # every vector was looked at: nothing more passes
+    return None
 
 
 def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False):

@@ -139,3 +139,36 @@ def test_bad_vector_settings_are_one_line_errors():
         hybrid.open(vector_storage="int4")
     with pytest.raises(hybrid.HybridError, match="ann_recall"):
         hybrid.open(ann_recall=1.5)
+
+
+@pytest.mark.parametrize("share", [2, 40])  # a broad filter (1 note in 2) and a narrow one (1 in 40)
+def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybrid_home, share):
+    """Broad note filters are applied to an oversampled unfiltered search, narrow ones through
+    an id selector; both must give the exact filtered top-k."""
+    import numpy as np
+    from hybrid.search import _post_filtered
+    root = tmp_path / "v"
+    for i in range(400):
+        folder = "keep" if i % share == 0 else "other"
+        p = root / folder / f"n{i:03}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"# Note {i}\n\nalpha{i % 13} beta{i % 7} gamma{i % 5} shared words here\n")
+    h = hybrid.open(embedder="hash:256")
+    h.add_vault(root, "v")
+    h.index()
+    store = h._store(h.vaults[0])
+    q = h.embedder("hash:256").embed_query("alpha3 beta2 words")
+    allowed = store.catalog.filter_ids(folders=["keep"])
+    truth = store.vector.search(q, 1000, allowed)  # exact: the selector path over a flat index
+    depth = 10
+    got = _post_filtered(store, q, depth, set(), ["keep"], [], None)
+    if share == 2:
+        assert got is not None  # the broad filter took the cheap path
+    else:
+        assert got is None or len(got) == len(allowed)
+    hits = h.search("alpha3 beta2 words", mode="vector", folders=["keep"], top_k=depth)
+    assert all(x.path.startswith("keep/") for x in hits)
+    assert [x.chunk_id for x in hits] == [i for i, _ in truth[:depth]]
+    if got is not None:
+        assert [i for i, _ in got][:depth] == [i for i, _ in truth[:depth]]
+        assert np.allclose([s for _, s in got][:depth], [s for _, s in truth[:depth]])

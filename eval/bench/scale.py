@@ -125,12 +125,12 @@ def warm_queries(home: Path, queries: list[str]) -> dict:
     for name, args in MODES.items():
         for q in queries[:5]:
             h.search(q, **args)
-        times = []
+        times, answered = [], 0
         for q in queries:
             t = time.perf_counter()
-            h.search(q, top_k=8, **args)
+            answered += bool(h.search(q, top_k=8, **args))
             times.append(time.perf_counter() - t)
-        out[name] = common.summary_ms(times)
+        out[name] = {**common.summary_ms(times), "answered": answered}
     h.close()
     return out
 
@@ -159,12 +159,12 @@ def served(home: Path, queries: list[str], cold_repeat: int) -> dict:
         for name, args in MODES.items():
             for q in queries[:5]:
                 common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
-            times = []
+            times, answered = [], 0
             for q in queries:
                 t = time.perf_counter()
-                common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
+                answered += bool(common.post(url + "/api/search", {"query": q, "top_k": 8, **args})["hits"])
                 times.append(time.perf_counter() - t)
-            out[name] = common.summary_ms(times)
+            out[name] = {**common.summary_ms(times), "answered": answered}
         out["server_rss_mb"] = round(common.rss_mb(server.pid), 1)
         out["server_peak_rss_mb"] = round(common.hwm_mb(server.pid), 1)
         q = queries[0]
