@@ -8,10 +8,18 @@
         print(hit.citation, hit.heading, hit.snippet)
 """
 
-from .api import Hybrid, NoteText, VaultStatus, open
-from .errors import HybridError
-from .indexer import IndexReport
-from .search import Hit
+import os
+
+# torch and FAISS each bring an OpenMP runtime whose idle threads spin for the CPU. On a busy
+# two-core machine that turned a 12 ms query embedding into 490 ms (measured; eval/bench/
+# report.md); sleeping idle threads cost ~nothing when the machine is idle. Set before either
+# library loads; a value the user chose is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from .api import Hybrid, NoteText, VaultStatus, open  # noqa: E402
+from .errors import HybridError  # noqa: E402
+from .indexer import IndexReport  # noqa: E402
+from .search import Hit  # noqa: E402
 
 __all__ = ["open", "Hybrid", "Hit", "IndexReport", "NoteText", "VaultStatus", "HybridError"]
 __version__ = "0.1.0"

@@ -241,16 +241,16 @@ class _ReadAhead:
         return False
 
     def _run(self) -> None:
-        t = time.perf_counter()
         try:
             for entry, row in self.items:
-                if not self._put(("ok", (entry, row, _read(entry, row, *self._args)))):
+                t = time.perf_counter()
+                result = _read(entry, row, *self._args)
+                self.busy += time.perf_counter() - t  # time spent reading, not waiting to hand over
+                if not self._put(("ok", (entry, row, result))):
                     return
         except BaseException as exc:  # handed to the consumer, which raises it
             self._put(("error", exc))
             return
-        finally:
-            self.busy = time.perf_counter() - t
         self._put(("done", None))
 
     def __iter__(self):

@@ -27,3 +27,17 @@ def test_minilm_document_and_query_vectors_agree(minilm):
     q = minilm.embed_query("how wet is my bread dough")
     assert docs.shape == (2, 384)
     assert float(docs[0] @ q) > float(docs[1] @ q)
+
+
+def test_openmp_threads_sleep_when_idle():
+    """Importing hybrid asks OpenMP (torch, FAISS) for passive waits unless the user chose:
+    spinning idle threads made query embedding 40x slower on a busy 2-core machine."""
+    import subprocess
+    import sys
+    code = "import os, hybrid; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ACTIVE"

@@ -20,10 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _usage() -> None:
+    """Peak RSS from VmHWM: ru_maxrss of an exec'd child starts at its parent's high-water mark."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
+    hwm = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))
     print("BENCH_USAGE " + json.dumps({"wall_s": round(time.perf_counter() - T0, 3),
                                        "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
-                                       "peak_rss_mb": round(ru.ru_maxrss / 1024, 1)}),
+                                       "peak_rss_mb": round(hwm / 1024, 1)}),
           file=sys.stderr)
 
 
