@@ -124,3 +124,34 @@ def test_heading_inside_fence_is_not_a_heading(counter):
     chunks = chunker(counter).chunk(parse_note("f.md", text))
     assert [c.heading for c in chunks] == ["Real"]
     assert "# not a heading" in chunks[0].text
+
+
+def test_token_estimates_are_exact_so_the_recount_can_be_skipped(counter):
+    """The chunker re-counts only chunks whose estimate (header + blocks) nears the model's
+    limit. That is safe only if the estimate equals the real count: check it on the sample
+    vault and on generated notes with lists, fences, tables and wikilinks."""
+    import sys
+    from pathlib import Path
+
+    import hybrid
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval" / "bench"))
+    import genvault
+
+    seen: list[tuple[str, int]] = []
+
+    class Recording(Chunker):
+        def _enforce_limit(self, chunks, estimates):
+            seen.extend((c.embed_text, e) for c, e in zip(chunks, estimates))
+            return super()._enforce_limit(chunks, estimates)
+
+    ch = Recording(counter, 254, 128, 32, True)
+    sample = Path(hybrid.__file__).parent / "sample_vault"
+    for p in sorted(sample.rglob("*.md")):
+        ch.chunk(parse_note(p.name, p.read_text(encoding="utf-8")))
+    gen = genvault.Generator(60, seed=3)
+    for i in range(60):
+        rel, text = gen.note(i)
+        ch.chunk(parse_note(rel, text))
+    assert len(seen) > 300
+    exact = counter([t for t, _ in seen])
+    assert [e for _, e in seen] == exact

@@ -176,7 +176,7 @@ def test_file_vanishing_mid_run_is_treated_as_deleted(fake, vault, monkeypatch):
 
     def vanish(entry):
         if entry.path == "journal.md":
-            entry.abspath.unlink()
+            os.unlink(entry.abspath)
         return real(entry)
 
     monkeypatch.setattr(indexer, "read_bytes", vanish)
