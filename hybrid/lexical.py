@@ -166,15 +166,16 @@ class LexicalIndex:
             modified=int(c.modified),
         )
 
-    def apply(self, removed: Iterable[int], added: Iterable[ChunkRow]) -> None:
-        """Delete ``removed`` ids (and the ids of ``added``), add ``added``, commit. Idempotent."""
+    def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
+        """Delete ``removed`` ids, add the chunks of ``added`` (batches; their ids must be among
+        ``removed``, as the journal guarantees, so a replay never duplicates), commit. Idempotent."""
         writer = self.index.writer(heap_size=64_000_000, num_threads=1)
         try:
-            added = list(added)
-            for cid in set(removed) | {c.id for c in added}:
+            for cid in set(removed):
                 writer.delete_documents_by_term("chunk_id", cid)
-            for c in added:
-                writer.add_document(self._doc(c))
+            for batch in added:
+                for c in batch:
+                    writer.add_document(self._doc(c))
             writer.commit()
             writer.wait_merging_threads()
         except BaseException:

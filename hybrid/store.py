@@ -72,8 +72,15 @@ class VaultStore:
         if ids:
             stats["journal"] = len(ids)
             t = time.perf_counter()
-            rows = [r for part in self.catalog.iter_chunks(ids, batch) for r in part if not r.dead]
-            self.lexical.apply(ids, rows)
+            live: list[int] = []
+
+            def batches():  # streamed: a million journaled chunks never sit in memory at once
+                for part in self.catalog.iter_chunks(ids, batch):
+                    rows = [r for r in part if not r.dead]
+                    live.extend(r.id for r in rows)
+                    yield rows
+
+            self.lexical.apply(ids, batches())
             stats["lexical_seconds"] += time.perf_counter() - t
             checkpoint("after-lexical")
             t = time.perf_counter()
@@ -81,7 +88,7 @@ class VaultStore:
                 if self._vector_needs_rebuild(n):
                     stats["rebuilt_vector"] = self._rebuild_vector(model)
                 else:
-                    got = self.catalog.vectors(model, [r.id for r in rows])
+                    got = self.catalog.vectors(model, live)
                     dim = self._dim(got)
                     if dim:
                         vec_ids = [i for i, _ in got]
