@@ -37,7 +37,8 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("embedder", "minilm",
-            "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `ollama:<model>`, "
+            "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `minilm-onnx` / `minilm-int8` "
+            "(the same model on ONNX Runtime, fp32 or int8; `pip install 'hybrid[onnx]'`), `ollama:<model>`, "
             "`st:<directory>` (a local sentence-transformers model), `hash:<dim>` (tests only)."),
     Setting("ollama_host", "http://127.0.0.1:11434", "Where the Ollama server listens."),
     Setting("chunk_tokens", 128,

