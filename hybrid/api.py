@@ -138,19 +138,23 @@ class Hybrid:
         if top_k < 1:
             raise VaultError("top_k must be at least 1")
         targets = [(v, self._store(v)) for v in self.config.select(vaults)]
-        cache: dict[str, object] = {}
+        # Resolved here, on the caller's thread: run_search embeds the query on a worker
+        # thread, which must not need this handle's lock (held around run_search).
+        embedders: dict[str, Embedder] = {}
+        if mode in ("vector", "hybrid"):
+            for vault, store in targets:
+                eid = store.embedder_id
+                if eid and eid not in embedders:
+                    emb = self.embedder(vault.embedder)
+                    if emb.id != eid:
+                        from .errors import EmbedderMismatch
+                        raise EmbedderMismatch(
+                            f"vault {vault.name!r} was indexed with {eid}, but the configured "
+                            f"embedder is {emb.id}; run `hybrid index --vault {vault.name} --reembed`")
+                    embedders[eid] = emb
 
-        def query_vector(embedder_id: str):
-            if embedder_id not in cache:
-                vault = next(v for v, s in targets if (s.embedder_id or "") == embedder_id)
-                emb = self.embedder(vault.embedder)
-                if emb.id != embedder_id:
-                    from .errors import EmbedderMismatch
-                    raise EmbedderMismatch(
-                        f"vault {vault.name!r} was indexed with {embedder_id}, but the configured "
-                        f"embedder is {emb.id}; run `hybrid index --vault {vault.name} --reembed`")
-                cache[embedder_id] = emb.embed_query(parsed.text)
-            return cache[embedder_id]
+        def query_vector(embedder_id: str, text: str):
+            return embedders[embedder_id].embed_query(text)
 
         opts = SearchOptions(mode=mode, top_k=top_k, folders=tuple(f.strip("/") for f in folders),
                              tags=tuple(t.lower().lstrip("#") for t in tags), since=since, rerank=rerank,

@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import time
 import urllib.parse
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -121,10 +122,11 @@ Rescorer = Callable[[str, Sequence[str]], list[float]]
 
 def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQuery,
                opts: SearchOptions, settings: dict,
-               query_vector: Callable[[str], "object"] | None,
+               query_vector: Callable[[str, str], "object"] | None,
                rescore: Rescorer | None = None) -> list[Hit]:
-    """Run one parsed query over the given vault stores. ``query_vector(embedder_id)`` returns
-    the query embedding for a vault's embedder (only called when the vector arm runs);
+    """Run one parsed query over the given vault stores. ``query_vector(embedder_id, text)``
+    returns the embedding of ``text`` for a vault's embedder (only called when the vector arm
+    runs; on a worker thread, so the model's forward pass overlaps the lexical arm);
     ``rescore(query, passages)`` returns cross-encoder logits (only with ``opts.rerank``)."""
     if opts.mode not in MODES:
         raise QuerySyntaxError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
@@ -136,6 +138,12 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
         parsed = _spell(targets, parsed)
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
     lex_lists, vec_lists = [], []
+    vectors: dict[str, Future] = {}
+    if opts.mode in ("vector", "hybrid") and query_vector is not None:
+        for _, store in targets:  # typo-corrected text: the model reads a misspelling as noise
+            eid = store.embedder_id
+            if eid and eid not in vectors:
+                vectors[eid] = _embedding_pool().submit(query_vector, eid, parsed.text)
     needles = set(re.findall(r"\w[\w\-./]*\w|\w", parsed.text.lower()))
     for vault, store in targets:
         needles.update(store.lexical.stem.analyze(parsed.text))
@@ -150,7 +158,7 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
                 banned |= store.catalog.filter_ids(folders=opts.exclude_folders)
             for ex in parsed.excludes:
                 banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
-            qvec = query_vector(store.embedder_id)  # type: ignore[misc]
+            qvec = vectors[store.embedder_id].result()
             filtered = bool(folders or tags or since is not None)
             hits = None
             if filtered and not parsed.phrases:
@@ -215,6 +223,19 @@ def run_search(targets: Sequence[tuple["Vault", "VaultStore"]], parsed: ParsedQu
             uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text,
         ))
     return hits
+
+
+_POOL = None
+
+
+def _embedding_pool():
+    """One worker thread for query embeddings (torch releases the GIL during the forward pass,
+    so the lexical arm runs meanwhile)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hybrid-query-embed")
+    return _POOL
 
 
 def _post_filtered(store, qvec, depth: int, banned: set[int], folders, tags, since):

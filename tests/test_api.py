@@ -37,3 +37,27 @@ def test_bad_setting_override_is_a_config_error(tmp_path):
         hybrid.open(tmp_path, chunk_size=3)
     with pytest.raises(hybrid.HybridError, match="must be like"):
         hybrid.open(tmp_path, fuzzy="yes")
+
+
+def test_vector_arm_embeds_the_typo_corrected_query(fake, vault, monkeypatch):
+    """The spell repair applies to both arms: the model must read `tomatoes`, not `tomatos`
+    (before, the vector arm embedded the raw text). The embedding runs on a worker thread."""
+    import threading
+    fake.add_vault(vault, "v")
+    fake.index()
+    emb = fake.embedder("hash:64")
+    seen = []
+    real = emb.embed_query
+
+    def recording(text):
+        seen.append((text, threading.current_thread().name))
+        return real(text)
+
+    monkeypatch.setattr(emb, "embed_query", recording)
+    hits = fake.search("tomatos sunlight", mode="hybrid")
+    assert hits and hits[0].path == "home/garden.md"
+    assert seen and "tomatoes" in seen[0][0] and "tomatos" not in seen[0][0]
+    assert seen[0][1].startswith("hybrid-query-embed")
+    seen.clear()
+    fake.search("garden", mode="lexical")
+    assert seen == []  # the lexical mode never embeds

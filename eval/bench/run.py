@@ -165,6 +165,10 @@ def main() -> None:
     ap.add_argument("--report", type=Path, default=HERE / "report.md")
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--skip", default="", help="comma list of sections to skip: model,scale,vectors")
+    ap.add_argument("--reuse-index", action="store_true",
+                    help="scale: keep the indexes an earlier run built (their index figures are reused)")
+    ap.add_argument("--reuse-json", action="store_true",
+                    help="model, vectors: report the results an earlier run saved under eval/bench/out/")
     args = ap.parse_args()
     prof = PROFILES[args.profile]
     skip = set(filter(None, args.skip.split(",")))
@@ -175,13 +179,19 @@ def main() -> None:
     env["help_s"] = help_time(5)
     print(f"[bench] profile {args.profile}; `hybrid --help` {env['help_s']} s", flush=True)
     model = scale = vec = None
+    if args.reuse_json:
+        model = json.loads((out_raw / "model.json").read_text())
+        vec = [r for d in ("clustered", "uniform") if (out_raw / f"vectors-{d}" / "results.json").exists()
+               for r in json.loads((out_raw / f"vectors-{d}" / "results.json").read_text())["results"]]
+        skip |= {"model", "vectors"}
     if "model" not in skip:
         import model as model_bench
         model = model_bench.run(prof["model_notes"], work=args.work)
         (out_raw / "model.json").write_text(json.dumps(model, indent=2))
     if "scale" not in skip:
         import scale as scale_bench
-        scale = scale_bench.run(prof["notes"], prof["queries"], out_raw / "scale", args.work, prof["repeat"])
+        scale = scale_bench.run(prof["notes"], prof["queries"], out_raw / "scale", args.work, prof["repeat"],
+                                reuse=args.reuse_index)
     if "vectors" not in skip:
         import vectors as vector_bench
         v = prof["vectors"]
@@ -207,7 +217,7 @@ def main() -> None:
                   "under it mean nothing; only time and memory are measured.", "", scale_markdown(scale), ""]
         parts += [f"![{n}]({n})" for n in names] + [""]
     if vec:
-        import vectors as vector_bench
+        import vectors as vector_bench  # noqa: F811
         vector_bench.plot(vec, fig_dir)
         parts += ["## Vector index alone", "", vector_bench.markdown(vec), ""]
     args.report.write_text("\n".join(parts) + "\n", encoding="utf-8")

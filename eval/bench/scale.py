@@ -189,15 +189,23 @@ def cold_local(home: Path, query: str, repeat: int) -> dict:
 
 
 def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int = 5,
-        log=print) -> list[dict]:
+        log=print, reuse: bool = False) -> list[dict]:
+    """``reuse``: keep an index a previous run built for the same size (its full-index figures
+    are read back) and measure everything else again."""
     common.install()
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for notes in sizes:
         vault = vault_for(notes, work)
         home = work / f"home-{notes}"
-        log(f"[scale] {notes} notes: full index")
-        rec = {"vault_notes": notes, **full_index(home, vault)}
+        saved = home / "bench-index.json"
+        if reuse and saved.exists():
+            log(f"[scale] {notes} notes: reusing the index built earlier ({saved})")
+            rec = {"vault_notes": notes, **json.loads(saved.read_text())}
+        else:
+            log(f"[scale] {notes} notes: full index")
+            rec = {"vault_notes": notes, **full_index(home, vault)}
+            saved.write_text(json.dumps({k: v for k, v in rec.items() if k != "vault_notes"}))
         log(f"[scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
         rec["reindex"] = reindex(home, vault, repeat)
         qs = queries_from(vault, queries)
@@ -223,8 +231,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--out", type=Path, default=HERE / "out" / "scale")
+    ap.add_argument("--reuse-index", action="store_true", help="keep indexes built by an earlier run")
     args = ap.parse_args()
-    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat)
+    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat,
+              reuse=args.reuse_index)
     print(json.dumps(res, indent=2))
 
 
