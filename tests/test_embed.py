@@ -41,3 +41,11 @@ def test_openmp_threads_sleep_when_idle():
     out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+def test_query_embedding_leaves_the_thread_setting_alone(minilm):
+    """Queries run on one thread; document batches must keep every core afterwards."""
+    import torch
+    before = torch.get_num_threads()
+    minilm.embed_query("a short question")
+    assert torch.get_num_threads() == before
