@@ -201,7 +201,12 @@ def main() -> None:
                                     out_raw / f"vectors-{dist}")
     env["load_after"] = os.getloadavg()[0]
 
-    cmd = "`.venv/bin/python eval/bench/run.py" + (f" --profile {args.profile}" if args.profile != "standard" else "") + "`"
+    flags = (f" --profile {args.profile}" if args.profile != "standard" else "") + \
+        (" --reuse-index" if args.reuse_index else "") + (" --reuse-json" if args.reuse_json else "")
+    cmd = "`.venv/bin/python eval/bench/run.py" + flags + "`"
+    if args.reuse_index or args.reuse_json:
+        cmd += (" (reusing what an earlier run of the same profile built or measured: the full-index "
+                "figures and/or the model and vector sections; everything else measured again)")
     parts = ["# Scale benchmark", "", f"Command: {cmd} (profile `{args.profile}`). Run {env['date']} on "
              f"{env['cpus']} cores ({env['machine']}), Python {env['python']}, FAISS {env['faiss']}; load average "
              f"{env['load_before']:.2f} before, {env['load_after']:.2f} after. Timings are medians/percentiles "
