@@ -280,18 +280,21 @@ def _passage(row: ChunkRow) -> str:
     return f"{where}\n{row.text}"
 
 
+# A whole word of letters: `alpha17` or `snake_case` are identifiers, never "corrected".
+WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
+
+
 def _spell(targets, parsed: ParsedQuery) -> ParsedQuery:
     """Replace misspelled free words by their correction, for both arms (the embedder reads
     a misspelling as unrelated word pieces). Words no vault can correct are left alone."""
-    words = [w for t in parsed.terms for w in re.findall(r"[^\W\d_]+", t)]
+    words = [w for t in parsed.terms for w in WORD_RE.findall(t)]
     fixes: dict[str, str] = {}
     for _, store in targets:
         for wrong, right in store.lexical.corrections(words).items():
             fixes.setdefault(wrong, right)
     if not fixes:
         return parsed
-    terms = [re.sub(r"[^\W\d_]+", lambda m: fixes.get(m.group(0).lower(), m.group(0)), t)
-             for t in parsed.terms]
+    terms = [WORD_RE.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), t) for t in parsed.terms]
     return replace(parsed, terms=terms)
 
 

@@ -61,3 +61,15 @@ def test_vector_arm_embeds_the_typo_corrected_query(fake, vault, monkeypatch):
     seen.clear()
     fake.search("garden", mode="lexical")
     assert seen == []  # the lexical mode never embeds
+
+
+def test_identifiers_are_not_spell_corrected(fake, vault, monkeypatch):
+    """`gardn42` is an identifier, not a misspelling: neither arm may rewrite its letters."""
+    fake.add_vault(vault, "v")
+    fake.index()
+    emb = fake.embedder("hash:64")
+    seen = []
+    real = emb.embed_query
+    monkeypatch.setattr(emb, "embed_query", lambda text: seen.append(text) or real(text))
+    fake.search("gardn42 tomatos", mode="vector")
+    assert seen == ["gardn42 tomatoes"]
