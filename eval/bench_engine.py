@@ -31,16 +31,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "eval" / "bench"))
+from common import pct, record_texts  # noqa: E402,F401  (pct is also used by bench_server.py)
+
 DEFAULT_VAULT = ROOT.parent / "shared" / "vaults" / "obsidian-help"
-
-
-def pct(values, p):
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * p / 100
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def run(cmd, env, repeat=1):
@@ -113,14 +107,7 @@ def main() -> None:
 
     emb = make_embedder("minilm")
     emb.embed_documents(["warm up"] * 8)
-    seen: list[str] = []
-    real = emb.embed_documents
-
-    def recording(texts):
-        seen.extend(texts)
-        return real(texts)
-
-    emb.embed_documents = recording  # type: ignore[method-assign]
+    seen = record_texts(emb)
     h = hybrid.open(tmp / "home-api")
     h._embedders[emb.id] = emb
     h.add_vault(vault, "bench")

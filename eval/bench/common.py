@@ -64,6 +64,21 @@ def install() -> None:
     api.make_embedder, api.spec_id = make_embedder, bench_spec_id
 
 
+def record_texts(embedder) -> list[str]:
+    """Make ``embedder.embed_documents`` remember every text it embeds (so a bare-model baseline
+    can embed the very same texts); returns the list it fills."""
+    seen: list[str] = []
+    real = embedder.embed_documents
+
+    def recording(texts):
+        seen.extend(texts)
+        return real(texts)
+
+    embedder.embed_documents = recording
+    embedder.bare_embed_documents = real
+    return seen
+
+
 def pct(values, p: float) -> float:
     values = sorted(values)
     if not values:

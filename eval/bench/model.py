@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 import genvault  # noqa: E402
 
 
@@ -38,14 +39,7 @@ def run(notes: int = 400, embedder: str = "minilm", work: Path | None = None, lo
         genvault.generate(vault, notes, seed=11)
         emb = make_embedder(embedder)
         emb.embed_documents(["warm up"] * 8)
-        seen: list[str] = []
-        real = emb.embed_documents
-
-        def recording(texts):
-            seen.extend(texts)
-            return real(texts)
-
-        emb.embed_documents = recording  # type: ignore[method-assign]
+        seen = common.record_texts(emb)
         h = hybrid.open(tmp / "home", embedder=embedder)
         h._embedders[emb.id] = emb
         h.add_vault(vault, "bench")
@@ -62,7 +56,7 @@ def run(notes: int = 400, embedder: str = "minilm", work: Path | None = None, lo
                          normalize_embeddings=True, show_progress_bar=False)
             baseline = "SentenceTransformer.encode"
         else:
-            real(seen)
+            emb.bare_embed_documents(seen)
             baseline = "embedder.embed_documents (no pipeline)"
         bare_wall = time.perf_counter() - w0
         bare_cpu = cpu_seconds() - c0
