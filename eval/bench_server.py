@@ -21,13 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "eval"))
 from bench_engine import pct, queries_from  # noqa: E402
-from common import free_port, post, rss_mb  # noqa: E402  (bench_engine put eval/bench on the path)
+from common import free_port, post, rss_mb, wait_healthy  # noqa: E402  (bench_engine put eval/bench on the path)
 
 
 def main() -> None:
@@ -50,15 +49,7 @@ def main() -> None:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     res: dict = {"vault": str(args.vault)}
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise SystemExit("server did not start")
-                time.sleep(0.2)
+        wait_healthy(url, timeout=120)
         qs = queries_from(vault, args.queries)
         post(url + "/api/search", {"query": "warm up the model", "top_k": 5})
 
