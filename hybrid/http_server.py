@@ -1,69 +1,180 @@
 """The long-lived HTTP server: MCP over Streamable HTTP at ``/mcp``, ``GET /health``, and
 ``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running).
 
-Security: binds 127.0.0.1 by default; rejects a ``Host`` that is not the bound address or a
-loopback name and an ``Origin`` that is not loopback (DNS rebinding, 403); with a token
-(``--token`` / ``HYBRID_TOKEN``; required for a non-loopback bind) every request but
-``/health`` needs ``Authorization: Bearer <token>`` (401).
+Security: binds 127.0.0.1 by default. Every request (``/health`` included) must carry a ``Host``
+that is exactly ``localhost``, a loopback IP literal (127.0.0.0/8, ::1), the bound address or a
+name given with ``--allow-host`` / ``HYBRID_ALLOWED_HOSTS``; an ``Origin``, when sent, must name
+one of those hosts (``Origin: null`` is refused): 403 otherwise, which defeats DNS rebinding and
+cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` (415), so a
+browser cannot send it without a CORS preflight, which this server never grants. Bodies over
+``limits.MAX_BODY_BYTES`` get 413 before they are read in full. With a token (``--token`` /
+``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` needs
+``Authorization: Bearer <token>`` (401).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import os
+import re
+import signal
+import threading
 import time
-import urllib.parse
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .errors import HybridError
+from .limits import MAX_BODY_BYTES, BadSearchArgs, check_search
 
 if TYPE_CHECKING:
     from .api import Hybrid
 
 log = logging.getLogger("hybrid")
-LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+SEARCH_FIELDS = {"query", "top_k", "mode", "vaults", "folders", "tags", "since", "rerank", "exclude_folders"}
+WILDCARD_BINDS = {"0.0.0.0", "::"}
+# host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it
+_HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::(?P<port>[0-9]{1,5}))?$")
+_ORIGIN_RE = re.compile(r"^https?://(?P<host>[^/?#@]+)$")
+
+
+def normalize_host(value: str) -> str | None:
+    """The bare lower-case name or canonical IP of a Host header, Origin host, ``--host`` or
+    ``--allow-host`` value ('[::1]:8765' → '::1', 'LocalHost:80' → 'localhost'); None when it is
+    not a plain host[:port], so anything odd is refused rather than guessed at."""
+    v = value.strip().lower()
+    try:
+        return str(ipaddress.ip_address(v))  # a bare IP, e.g. --host ::1
+    except ValueError:
+        pass
+    m = _HOST_RE.match(v)
+    if not m:
+        return None
+    try:
+        ip = ipaddress.ip_address(m["v6"] or m["name"])
+    except ValueError:
+        return None if m["v6"] else m["name"]
+    return str(ip) if (ip.version == 6) == bool(m["v6"]) else None  # brackets are for IPv6 only
 
 
 def is_loopback(host: str) -> bool:
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+    """Exactly 'localhost' or a loopback IP literal (with or without port or brackets). Names
+    that merely look like one, such as '127.evil.com', are not: an attacker controls their DNS."""
+    name = normalize_host(host)
+    if name is None:
+        return False
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
-def _hostname(value: str) -> str:
-    """'localhost:8765' → 'localhost'; '[::1]:8765' → '[::1]'."""
-    if value.startswith("["):
-        return value.split("]")[0] + "]"
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+def allowed_names(bind_host: str, extra: Iterable[str] = ()) -> set[str]:
+    """Host names accepted besides loopback ones: the bound address (unless a wildcard, which no
+    client puts in a Host header) and the ``--allow-host`` names. A bad name is a user error."""
+    names = set()
+    for value in [bind_host, *extra]:
+        name = normalize_host(value)
+        if name is None:
+            raise HybridError(f"{value!r} is not a host name or IP address (for --allow-host / "
+                              f"HYBRID_ALLOWED_HOSTS give a bare name like mybox.lan or 192.168.1.5)")
+        if name not in WILDCARD_BINDS:
+            names.add(name)
+    return names
+
+
+def _url_host(name: str) -> str:
+    return f"[{name}]" if ":" in name else name
 
 
 class Guard:
-    """ASGI middleware: Host/Origin validation and the bearer token."""
+    """ASGI middleware in front of every route: Host/Origin validation, the bearer token, and the
+    body-size cap (checked on Content-Length and on the bytes actually streamed)."""
 
-    def __init__(self, app, bind_host: str, token: str | None):
+    def __init__(self, app, bind_host: str, token: str | None, allowed_hosts: Iterable[str] = (),
+                 max_body: int = MAX_BODY_BYTES):
         self.app = app
-        self.bind_host = bind_host
+        self.names = allowed_names(bind_host, allowed_hosts)
         self.token = token
+        self.max_body = max_body
+
+    def host_ok(self, value: str) -> bool:
+        name = normalize_host(value)
+        return name is not None and (is_loopback(name) or name in self.names)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = _hostname(headers.get("host", ""))
-        if not (is_loopback(host) or host == self.bind_host):
-            return await _plain(send, 403, f"Host {host!r} is not allowed")
+        refusal = self.refusal(headers, scope["path"])
+        if refusal:
+            return await _plain(send, *refusal)
+        body = await _read_body(headers, receive, self.max_body)
+        if body is None:
+            return None
+        if isinstance(body, tuple):
+            return await _plain(send, *body)
+        return await self.app(scope, _replay(body, receive), send)
+
+    def refusal(self, headers: dict[str, str], path: str) -> tuple | None:
+        """(status, message[, headers]) when the request must be refused before it is read."""
+        host = headers.get("host", "")
+        if not self.host_ok(host):
+            return 403, f"Host {host[:100]!r} is not allowed (start the server with --allow-host NAME to accept it)"
         origin = headers.get("origin")
-        if origin and origin != "null":
-            o = urllib.parse.urlsplit(origin).hostname or ""
-            if not (is_loopback(o) or o == self.bind_host):
-                return await _plain(send, 403, f"Origin {origin!r} is not allowed")
-        if self.token and scope["path"] != "/health":
+        if origin is not None:
+            m = _ORIGIN_RE.match(origin.strip().lower())
+            if not (m and self.host_ok(m["host"])):
+                return 403, f"Origin {origin[:100]!r} is not allowed"
+        if self.token and path != "/health":
             auth = headers.get("authorization", "")
             given = auth[7:] if auth.lower().startswith("bearer ") else ""
             if not hmac.compare_digest(given.encode(), self.token.encode()):
-                return await _plain(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
-        return await self.app(scope, receive, send)
+                return 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}
+        return None
+
+
+async def _read_body(headers: dict[str, str], receive, limit: int) -> bytes | tuple | None:
+    """The whole request body, or (status, message) as soon as it is known to be too big: a
+    declared Content-Length over the limit is refused unread, a streamed one once it crosses it.
+    None: the client went away mid-body, so there is no one to answer."""
+    declared = headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            return 400, "bad Content-Length header"
+        if int(declared) > limit:
+            return 413, f"request body too large (limit {limit} bytes)"
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return 413, f"request body too large (limit {limit} bytes)"
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    """A receive() that hands the app the already-read body once, then the real stream (for
+    http.disconnect, which long-lived MCP responses wait on)."""
+    sent = False
+
+    async def replayed():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replayed
 
 
 async def _plain(send, status: int, text: str, extra: dict[str, str] | None = None):
@@ -78,8 +189,28 @@ def server_file(h: "Hybrid") -> Path:
     return h.config.data / "server.json"
 
 
+def search_args(body: bytes) -> dict:
+    """The keyword arguments of ``Hybrid.search`` from an /api/search body. BadSearchArgs (→ 400)
+    for anything but a JSON object of known fields with the documented types and ranges, so a
+    wrong value is refused before it reaches the engine or waits for its lock."""
+    try:
+        args = json.loads(body)
+    except (ValueError, RecursionError):  # RecursionError: '[[[[…' nested past the parser's depth
+        raise BadSearchArgs("body must be a JSON object") from None
+    if not isinstance(args, dict):
+        raise BadSearchArgs("body must be a JSON object")
+    unknown = set(args) - SEARCH_FIELDS
+    if unknown:
+        raise BadSearchArgs(f"unknown fields {[k[:40] for k in sorted(unknown)[:5]]}; known: {', '.join(sorted(SEARCH_FIELDS))}")
+    if "query" not in args:
+        raise BadSearchArgs("query is required")
+    check_search(**args)
+    return args
+
+
 def build_app(h: "Hybrid", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-              watcher=None):
+              watcher=None, allowed_hosts: Iterable[str] = ()):
+    """The ASGI app: the MCP server's routes plus /health and /api/search, behind the Guard."""
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -88,6 +219,7 @@ def build_app(h: "Hybrid", host: str = "127.0.0.1", port: int = 8765, token: str
 
     server = build_server(h, watcher)
     started = time.time()
+    guard = Guard(None, host, token, allowed_hosts)  # validates the names before anything starts
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request):
@@ -98,58 +230,126 @@ def build_app(h: "Hybrid", host: str = "127.0.0.1", port: int = 8765, token: str
     @server.custom_route("/api/search", methods=["POST"])
     async def api_search(request: Request):
         import anyio
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":  # anything else is a CORS "simple request": no preflight
+            return JSONResponse({"error": "Content-Type must be application/json"}, status_code=415)
         try:
-            args = await request.json()
-            if not isinstance(args, dict):
-                raise ValueError
-        except ValueError:
-            return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        allowed = {"query", "top_k", "mode", "vaults", "folders", "tags", "since", "rerank", "exclude_folders"}
-        if set(args) - allowed:
-            return JSONResponse({"error": f"unknown fields {sorted(set(args) - allowed)}"}, status_code=400)
+            args = search_args(await request.body())
+        except BadSearchArgs as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
         try:
-            hits = await anyio.to_thread.run_sync(lambda: h.search(args.pop("query", ""), **args))
+            hits = await anyio.to_thread.run_sync(lambda: h.search(**args))
         except HybridError as exc:
             return JSONResponse({"error": str(exc)}, status_code=422)
-        except TypeError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"hits": [h_.to_dict() for h_ in hits]})
 
-    # Our Guard does Host/Origin checks for every route; the SDK's own check would reject
-    # loopback aliases it does not know, so it only gets the bound address too.
+    # The SDK checks Host/Origin on /mcp too; it gets the same names as the Guard (which checks
+    # every route, and more strictly: the SDK only compares strings).
+    names = [_url_host(n) for n in sorted({"127.0.0.1", "localhost", "::1"} | guard.names)]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{n}:*" for n in ("127.0.0.1", "localhost", "[::1]", host)] + [host],
-        allowed_origins=[f"http://{n}:*" for n in ("127.0.0.1", "localhost", "[::1]", host)])
-    app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host)
-    return Guard(app, host, token)
+        allowed_hosts=names + [f"{n}:*" for n in names],
+        allowed_origins=[f"{s}://{n}{p}" for s in ("http", "https") for n in names for p in ("", ":*")])
+    guard.app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
+                                           host=host, max_request_body_size=MAX_BODY_BYTES)
+    return guard
 
 
-def serve_http(h: "Hybrid", host: str, port: int, token: str | None, watcher=None) -> None:
-    """Run until interrupted; while up, the server's address is recorded for ``hybrid query``."""
+def _server_class():
+    """uvicorn's Server, calling ``on_listen`` once its socket is bound. The address file is
+    written only then, so a second server that fails to bind (port taken) leaves the running
+    one's file alone."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def __init__(self, config, on_listen):
+            super().__init__(config)
+            self.on_listen = on_listen
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets)  # sys.exit()s when it cannot bind
+            self.on_listen()
+    return Server
+
+
+@contextmanager
+def _graceful_signals(server):
+    """SIGTERM and SIGHUP end the server gracefully, so ``finally`` blocks run. uvicorn handles
+    SIGTERM itself but re-raises it after shutting down: under the default handler the process
+    would die right there and leave server.json behind. SIGHUP (terminal closed) it ignores."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        server.should_exit = True
+    sigs = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, stop) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def serve_http(h: "Hybrid", host: str, port: int, token: str | None, watcher=None,
+               allowed_hosts: Iterable[str] = ()) -> None:
+    """Run until interrupted or terminated. While listening, the address is recorded in
+    server.json for ``hybrid query``; it is removed on every exit Python sees (return, error,
+    Ctrl-C, SIGTERM, SIGHUP). Only a hard abort escapes that, hence the caps in limits.py."""
     import uvicorn
 
     if not is_loopback(host) and not token:
         raise HybridError(f"binding {host} exposes your notes to the network: set a token with "
                           f"--token or HYBRID_TOKEN")
-    app = build_app(h, host, port, token, watcher)
+    allowed_hosts = list(allowed_hosts)
+    app = build_app(h, host, port, token, watcher, allowed_hosts)
+    if not is_loopback(host) and not allowed_hosts:
+        log.warning("only loopback Host names are accepted: for clients on the network, add "
+                    "--allow-host NAME (or HYBRID_ALLOWED_HOSTS) with the name or IP they use")
     info = server_file(h)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token))
+    try:
+        with _graceful_signals(server):
+            server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown
+        pass
+    finally:
+        _remove_info(info)
+
+
+def _write_info(info: Path, host: str, port: int, token: str | None) -> None:
+    """Record where this server listens (atomically: a reader never sees half a file)."""
     info.parent.mkdir(parents=True, exist_ok=True)
-    url_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    if host in ("0.0.0.0", "::"):
-        url_host = "127.0.0.1"
-    tmp = info.with_suffix(".tmp")
+    url_host = "127.0.0.1" if host in WILDCARD_BINDS else _url_host(host.strip("[]"))
+    tmp = info.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"url": f"http://{url_host}:{port}", "pid": os.getpid(),
                                "token": bool(token)}), encoding="utf-8")
     os.replace(tmp, info)
+
+
+def _remove_info(info: Path) -> None:
+    """Remove the address file if it is still this process's (another server may own it now)."""
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
-    finally:
-        try:
-            if json.loads(info.read_text()).get("pid") == os.getpid():
-                info.unlink()
-        except (OSError, ValueError):
-            pass
+        if json.loads(info.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            info.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _error_text(exc) -> str:
+    """The server's one-line {"error": …} message, or the status if the body is not that."""
+    try:
+        return str(json.loads(exc.read())["error"]).splitlines()[0]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return f"the server refused the search (HTTP {exc.code})"
+
+
+# The request itself was refused: searching in-process would fail the same way (same checks in
+# Hybrid.search) or, worse, hide the reason. Anything else (401 without HYBRID_TOKEN, 5xx, an
+# unrelated program on the port) falls back to searching in-process.
+REFUSED = {400, 413, 415, 422}
 
 
 def remote_search(h: "Hybrid", args: dict, timeout: float = 2.0) -> list[dict] | None:
@@ -160,9 +360,10 @@ def remote_search(h: "Hybrid", args: dict, timeout: float = 2.0) -> list[dict] |
 
     try:
         info = json.loads(server_file(h).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        url = str(info["url"])
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    req = urllib.request.Request(info["url"] + "/api/search", data=json.dumps(args).encode(),
+    req = urllib.request.Request(url + "/api/search", data=json.dumps(args).encode(),
                                  headers={"Content-Type": "application/json"}, method="POST")
     token = os.environ.get("HYBRID_TOKEN")
     if token:
@@ -171,10 +372,10 @@ def remote_search(h: "Hybrid", args: dict, timeout: float = 2.0) -> list[dict] |
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read())["hits"]
     except urllib.error.HTTPError as exc:
-        if exc.code == 422:  # the server understood and refused: same error as in-process
-            raise HybridError(json.loads(exc.read()).get("error", "search failed")) from None
-        log.info("server at %s answered %s; searching in-process", info["url"], exc.code)
+        if exc.code in REFUSED:
+            raise HybridError(_error_text(exc)) from None
+        log.info("server at %s answered %s; searching in-process", url, exc.code)
         return None
-    except (OSError, ValueError, KeyError):
-        log.info("no server answering at %s; searching in-process", info.get("url"))
+    except (OSError, ValueError, KeyError, TypeError):
+        log.info("no server answering at %s; searching in-process", url)
         return None
