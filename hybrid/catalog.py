@@ -13,15 +13,22 @@ still finds the rows behind every id the indexes give it: readers see the last s
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from .errors import IndexCorrupt
+from .db import Connection, Transaction
+from .errors import DiskFull, IndexCorrupt
 
+log = logging.getLogger("hybrid")
 SCHEMA_VERSION = 2
+# Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
+# for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
+EMBED_CACHE_MIN = 1000
+WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -126,34 +133,46 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
 class Catalog:
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
+        self.fresh = False  # True when this open created the schema (an empty or new file)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
-                                      check_same_thread=False)
+                                      check_same_thread=False, factory=Connection)
+            self.db.where = path
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            if not readonly:
-                self.db.executescript(SCHEMA)
             version = self.get_meta("schema_version")
+            if not readonly:
+                self.db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+                self.db.executescript(SCHEMA)
             if version is None and not readonly:
+                self.fresh = True
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             elif version is not None and int(version) != SCHEMA_VERSION:
                 raise IndexCorrupt(f"{path}: index schema {version}, this hybrid reads "
                                    f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
-        except sqlite3.DatabaseError as exc:
-            raise IndexCorrupt(f"{path}: cannot read the catalog ({exc}); move it away and run "
-                               f"`hybrid index` to rebuild") from None
+        except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
+            self.close()
+            raise IndexCorrupt(f"{path}: cannot open the catalog ({exc}); check that folder's "
+                               f"permissions and free space") from None
+        except (IndexCorrupt, DiskFull):  # damaged (CatalogCorrupt) or disk full
+            self.close()
+            raise
 
     def close(self) -> None:
-        self.db.close()
+        db = getattr(self, "db", None)
+        if db is not None:
+            db.close()
 
     # --- meta -----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        except sqlite3.OperationalError:
-            return None  # a read-only open of a catalog that has no tables yet
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None  # an empty file, or a read-only open before the schema exists
+            raise
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -217,7 +236,7 @@ class Catalog:
             self.db.executemany("DELETE FROM journal WHERE chunk_id=?", [(i,) for i in synced])
 
     def transaction(self):
-        return _Transaction(self.db)
+        return Transaction(self.db)
 
     # --- chunks ---------------------------------------------------------------------------
     def chunk_count(self) -> int:
@@ -336,19 +355,46 @@ class Catalog:
     def journal(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT chunk_id FROM journal ORDER BY chunk_id")]
 
+    # --- housekeeping ---------------------------------------------------------------------
+    def reclaim_embeddings(self, model: str, force: bool = False) -> int:
+        """Delete cached vectors no live chunk uses under ``model`` (edited-away texts, other
+        models) once they may exceed max(EMBED_CACHE_MIN, live chunks), or always with ``force``.
+        Without this every edit leaves its old vectors behind for ever. The trigger is an upper
+        bound read in O(1) (rows at the last reclaim plus rowids issued since), so runs under
+        it never scan the table. Returns the rows deleted."""
+        live = self.chunk_count()
+        top = self.db.execute("SELECT max(id) FROM embeddings").fetchone()[0] or 0
+        base = json.loads(self.get_meta("embeddings_reclaimed") or '{"rows": 0, "top": 0}')
+        bound = base["rows"] + max(0, top - base["top"])
+        if not force and bound - live <= max(EMBED_CACHE_MIN, live):
+            return 0
+        with self.transaction():
+            cur = self.db.execute(
+                "DELETE FROM embeddings WHERE model != ? OR text_hash NOT IN "
+                "(SELECT embed_hash FROM chunks WHERE dead=0)", (model,))
+            deleted = max(0, cur.rowcount)
+            rows = self.db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            self.set_meta("embeddings_reclaimed", json.dumps({"rows": rows, "top": top}))
+        if deleted:
+            log.info("%s: reclaimed %d unused cached embeddings", self.path.parent.name, deleted)
+        return deleted
+
+    def checkpoint_wal(self) -> None:
+        """Fold the WAL into the database file and truncate it (after big writes the WAL would
+        otherwise stay at its largest size). Skipped, not waited for, while a reader pins it."""
+        self.db.execute("PRAGMA busy_timeout=200")
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.OperationalError:
+            pass  # busy: the next run tries again
+        finally:
+            self.db.execute("PRAGMA busy_timeout=30000")
+
+    def vacuum(self) -> None:
+        """Rewrite the database without its free pages, then truncate the WAL."""
+        self.db.execute("VACUUM")
+        self.checkpoint_wal()
+
 
 def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-
-    def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def __exit__(self, exc_type, exc, tb):
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
-        return False

@@ -38,3 +38,12 @@ class PathRefused(HybridError):
 
 class IndexCorrupt(HybridError):
     """The on-disk index cannot be read; the message names the command that rebuilds it."""
+
+
+class CatalogCorrupt(IndexCorrupt):
+    """The catalog (the ledger) is unreadable: empty, not SQLite, or damaged. The indexer moves
+    it aside and rebuilds it from the notes."""
+
+
+class DiskFull(HybridError):
+    """A write failed for lack of disk space; the message names the folder to free space in."""

@@ -20,8 +20,9 @@ from .catalog import NewChunk, NoteRecord
 from .chunk import Chunker
 from .config import Vault
 from .embed import Embedder
-from .errors import EmbedderMismatch, VaultError
-from .store import VaultStore, checkpoint
+from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
+from .store import (VaultStore, checkpoint, lock_dir, open_writer, quarantine_catalog,
+                    recover_reembed, reembed_beside)
 from .vector import VectorSpec
 
 log = logging.getLogger("hybrid")
@@ -44,6 +45,7 @@ class IndexReport:
     recovered: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    error: str | None = None   # set when this vault could not be indexed (the others were)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,6 +61,7 @@ def _warn(report: IndexReport, message: str) -> None:
 
 
 def _modified(note: notes_mod.Note, mtime_ns: int) -> float:
+    """The note's ``updated`` date when it is a usable one, else the file's mtime."""
     if note.updated:
         from .query import parse_date
         try:
@@ -75,100 +78,132 @@ def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bo
     report = IndexReport(vault.name)
     if not vault.path.is_dir():
         raise VaultError(f"vault {vault.name!r}: folder {vault.path} is missing; nothing was "
-                         f"changed in its index (fix the path with `hybrid vault add PATH --name {vault.name}`)")
-    vault.index_dir.mkdir(parents=True, exist_ok=True)
-    store = VaultStore(vault.index_dir)
-    store.spec = VectorSpec.from_settings(settings)
-    lock = store.lock(wait)
+                         f"changed in its index (if the notes moved: `hybrid vault move {vault.name} NEW_PATH`)")
+    lock = lock_dir(vault.index_dir, wait)
     try:
-        cat = store.catalog
-        stored = store.embedder_id
-        if reembed:
-            store.wipe()
-            store.spec = VectorSpec.from_settings(settings)
-            cat = store.catalog
-        elif stored is not None and stored != embedder.id:
-            raise EmbedderMismatch(
-                f"vault {vault.name!r} was indexed with {stored}, but the configured embedder is "
-                f"{embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
-        if cat.get_meta("embedder") is None:
-            cat.set_meta("embedder", embedder.id)  # before any chunk exists, so none is unlabelled
-        # Finish whatever an interrupted run left half done (cheap when nothing is pending).
-        if cat.journal():
-            report.recovered = store.sync_derived(stored or embedder.id)["journal"]
-        chunking = json.dumps({"tokens": settings["chunk_tokens"], "overlap": settings["chunk_overlap"],
-                               "header": settings["context_header"], "version": 1})
-        rechunk_all = cat.get_meta("chunking") not in (None, chunking)
-        chunker = Chunker(embedder.count_tokens, embedder.max_tokens, settings["chunk_tokens"],
-                          settings["chunk_overlap"], settings["context_header"])
-
-        known = cat.files()
-        present: set[str] = set()
-        pending: list[NoteRecord] = []
-        t_scan = time.perf_counter()
-        entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
-        t_discovered = time.perf_counter()
-        to_read = []
-        for entry in entries:
-            present.add(entry.path)
-            row = known.get(entry.path)
-            if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
-                report.unchanged += 1
-            else:
-                to_read.append((entry, row))
-        # Changed files are read, parsed and chunked on a background thread while this one
-        # embeds what is ready: the model's forward pass releases the GIL, so both overlap.
-        embedding = _EmbedQueue(store, embedder, report, progress)
-        reader = _ReadAhead(to_read, chunker, settings, report, rechunk_all)
-        for n, (entry, row, record) in enumerate(reader, 1):
-            if progress:
-                progress("scan", n, len(to_read))
-            if record == "vanished":
-                present.discard(entry.path)
-            elif record == "touched":
-                cat.touch_file(entry.path, entry.size, entry.mtime_ns)
-                report.unchanged += 1
-            elif record is not None:
-                pending.append(record)
-                embedding.add(record)
-                if row is None:
-                    report.added += 1
-                else:
-                    report.updated += 1
-        embedding.finish()
-        removed = [p for p in known if p not in present]
-        report.removed = len(removed)
-        t1 = time.perf_counter()
-        checkpoint("before-catalog")
-        t2 = t1
-        cat.apply(pending, removed)
-        checkpoint("after-catalog")
-        cat.set_meta("embedder", embedder.id)
-        cat.set_meta("chunking", chunking)
-        t3 = time.perf_counter()
-        synced = store.sync_derived(embedder.id)
-        chunk_s = report.stage_seconds.get("chunk", 0.0)
-        report.stage_seconds = {
-            "open": round(t_scan - t0, 4), "discover": round(t_discovered - t_scan, 4),
-            "read_parse": round(reader.busy - chunk_s, 4), "chunk": round(chunk_s, 4),
-            "embed": round(embedding.busy, 4), "read_embed_wall": round(t1 - t_discovered, 4),
-            "catalog": round(t3 - t2, 4),
-            "tantivy": round(synced["lexical_seconds"], 4), "faiss": round(synced["vector_seconds"], 4)}
-        if report.chunks_embedded:
-            cat.set_meta("dim", str(embedder.dim))
-        cat.set_meta("last_indexed", str(time.time()))
-        report.chunks = cat.chunk_count()
+        if reembed:  # built beside the old index, which answers until the swap
+            recover_reembed(vault.index_dir)
+            reembed_beside(vault.index_dir,
+                           lambda store: _sync(store, vault, embedder, settings, report, progress, t0))
+        else:
+            report = _sync_healing(vault, embedder, settings, report, progress, t0)
     finally:
         lock.release()
-        store.close()
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
+
+
+def _sync_healing(vault: Vault, embedder: Embedder, settings: dict, report: IndexReport,
+                  progress: Progress | None, t0: float) -> IndexReport:
+    """``_sync`` on the vault's own store. A catalog found damaged on the way (at open or
+    mid-run) is moved aside and the run starts over from the notes: the catalog is a cache of
+    notes and embeddings, so nothing is lost but the time to embed again."""
+    store = open_writer(vault.index_dir)
+    try:
+        try:
+            _sync(store, vault, embedder, settings, report, progress, t0)
+            return report
+        except CatalogCorrupt as exc:
+            store.close()
+            moved = quarantine_catalog(vault.index_dir)
+            fresh = IndexReport(vault.name, warnings=[*report.warnings])
+            store = VaultStore(vault.index_dir)
+            store.heal_note(f"{vault.index_dir.name}: the catalog is unreadable ({exc}); moved it "
+                            f"to {moved.name} and rebuilding the index from the notes")
+            _sync(store, vault, embedder, settings, fresh, progress, t0)
+            return fresh
+    finally:
+        store.close()
+
+
+def _sync(store: VaultStore, vault: Vault, embedder: Embedder, settings: dict,
+          report: IndexReport, progress: Progress | None, t0: float) -> None:
+    """Bring ``store`` up to date with the vault's folder (the caller holds the lock), then
+    reclaim unused cached embeddings past their bound and truncate the WAL."""
+    store.spec = VectorSpec.from_settings(settings)
+    cat = store.catalog
+    stored = store.embedder_id
+    if stored is not None and stored != embedder.id:
+        raise EmbedderMismatch(
+            f"vault {vault.name!r} was indexed with {stored}, but the configured embedder is "
+            f"{embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
+    if cat.get_meta("embedder") is None:
+        cat.set_meta("embedder", embedder.id)  # before any chunk exists, so none is unlabelled
+    # Finish whatever an interrupted run left half done (cheap when nothing is pending).
+    if cat.journal():
+        report.recovered = store.sync_derived(stored or embedder.id)["journal"]
+    chunking = json.dumps({"tokens": settings["chunk_tokens"], "overlap": settings["chunk_overlap"],
+                           "header": settings["context_header"], "version": 2})
+    rechunk_all = cat.get_meta("chunking") not in (None, chunking)
+    chunker = Chunker(embedder.count_tokens, embedder.max_tokens, settings["chunk_tokens"],
+                      settings["chunk_overlap"], settings["context_header"])
+
+    known = cat.files()
+    present: set[str] = set()
+    pending: list[NoteRecord] = []
+    t_scan = time.perf_counter()
+    entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
+    t_discovered = time.perf_counter()
+    to_read = []
+    for entry in entries:
+        present.add(entry.path)
+        row = known.get(entry.path)
+        if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
+            report.unchanged += 1
+        else:
+            to_read.append((entry, row))
+    # Changed files are read, parsed and chunked on a background thread while this one
+    # embeds what is ready: the model's forward pass releases the GIL, so both overlap.
+    embedding = _EmbedQueue(store, embedder, report, progress)
+    reader = _ReadAhead(to_read, chunker, settings, report, rechunk_all)
+    for n, (entry, row, record) in enumerate(reader, 1):
+        if progress:
+            progress("scan", n, len(to_read))
+        if record == "vanished":
+            present.discard(entry.path)
+        elif record == "touched":
+            cat.touch_file(entry.path, entry.size, entry.mtime_ns)
+            report.unchanged += 1
+        elif record is not None:
+            pending.append(record)
+            embedding.add(record)
+            if row is None:
+                report.added += 1
+            else:
+                report.updated += 1
+    embedding.finish()
+    removed = [p for p in known if p not in present]
+    report.removed = len(removed)
+    t1 = time.perf_counter()
+    checkpoint("before-catalog")
+    t2 = t1
+    cat.apply(pending, removed)
+    checkpoint("after-catalog")
+    cat.set_meta("embedder", embedder.id)
+    cat.set_meta("chunking", chunking)
+    t3 = time.perf_counter()
+    synced = store.sync_derived(embedder.id)
+    chunk_s = report.stage_seconds.get("chunk", 0.0)
+    report.stage_seconds = {
+        "open": round(t_scan - t0, 4), "discover": round(t_discovered - t_scan, 4),
+        "read_parse": round(reader.busy - chunk_s, 4), "chunk": round(chunk_s, 4),
+        "embed": round(embedding.busy, 4), "read_embed_wall": round(t1 - t_discovered, 4),
+        "catalog": round(t3 - t2, 4),
+        "tantivy": round(synced["lexical_seconds"], 4), "faiss": round(synced["vector_seconds"], 4)}
+    if report.chunks_embedded:
+        cat.set_meta("dim", str(embedder.dim))
+    cat.set_meta("last_indexed", str(time.time()))
+    report.chunks = cat.chunk_count()
+    store.reclaim(embedder.id)
+    report.warnings.extend(w for w in store.warnings if w not in report.warnings)
 
 
 def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: dict, report: IndexReport,
           force: bool):
     """Read, hash and chunk one changed file. Returns a NoteRecord, "touched" (same content,
-    new stat), "vanished" (deleted since the scan) or None (skipped: previous chunks stay)."""
+    new stat), "vanished" (deleted since the scan) or None (skipped: previous chunks stay).
+    Any failure of one file (unreadable, binary, or an exception while decoding, parsing or
+    chunking it) is one warning naming the file and counts in ``report.skipped``."""
     if entry.size > settings["max_file_bytes"]:
         report.skipped += 1
         _warn(report, f"{entry.path}: {entry.size:,} bytes is over max_file_bytes "
@@ -187,11 +222,23 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: dict, rep
     if row is not None and row.hash == digest and not force:
         return "touched"
     try:
-        text, warnings = notes_mod.decode(data, entry.path)
+        return _record(entry, data, digest, chunker, report)
     except notes_mod.BinaryFile as exc:
         report.skipped += 1
         _warn(report, str(exc))
-        return None
+    except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
+        report.skipped += 1
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        _warn(report, f"{entry.path}: cannot index ({type(exc).__name__}: {first}); "
+                      "kept its previous chunks")
+    return None
+
+
+def _record(entry: notes_mod.FileEntry, data: bytes, digest: str, chunker: Chunker,
+            report: IndexReport) -> NoteRecord:
+    """Decode, parse and chunk one file's bytes into the record the catalog stores. Whatever it
+    raises is caught by ``_read`` and costs only this file."""
+    text, warnings = notes_mod.decode(data, entry.path)
     note = notes_mod.parse_note(entry.path, text)
     for w in warnings + note.warnings:
         _warn(report, w)
@@ -217,8 +264,9 @@ def read_bytes(entry: notes_mod.FileEntry) -> bytes:
 
 class _ReadAhead:
     """Iterates (entry, row, _read result) in order, computed by a background thread that stays
-    at most ``depth`` files ahead. An exception there is re-raised here; leaving the loop early
-    (an error in the consumer) stops the thread."""
+    at most ``depth`` files ahead. An exception there (a bug in the reader itself: one file's
+    failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
+    error in the consumer) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: dict, report: IndexReport, force: bool,
                  depth: int = 64):

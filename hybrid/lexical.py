@@ -10,14 +10,29 @@ through tantivy's query-string parser, so no user text can be a syntax error her
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import re
-import shutil
+import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from .catalog import ChunkRow
-from .errors import IndexCorrupt
+from .db import disk_full, is_disk_full
+from .errors import HybridError, IndexCorrupt
+
+log = logging.getLogger("hybrid")
+# The files tantivy writes in its folder: segment files are named by a 32-hex segment id.
+TANTIVY_FILE_RE = re.compile(r"^(meta\.json|\.managed\.json|\.tantivy-[a-z-]+\.lock|"
+                             r"[0-9a-f]{32}(\.\d+)?\.(idx|term|pos|store|fast|fieldnorm|del|"
+                             r"positions|fieldnorms))$")
+FOOTER_MAGIC = 1337  # tantivy's file footer: body | JSON {version, crc} | u32 len | u32 magic
+# A tantivy error that means the files on disk are unreadable (not a bad query or a bug).
+UNREADABLE_HINTS = ("IO error", "corrupt", "Failed to open", "Footer", "magic", "does not exist",
+                    "Meta file", "deserializ")
 
 IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&\[\]()]*[\w/\])]|-{0,2}\w")
 SPLIT_RE = re.compile(r"[=?&#\[\]()]")
@@ -118,11 +133,8 @@ class LexicalIndex:
         if not exists and not create:
             raise IndexCorrupt(f"{directory}: no lexical index; run `hybrid index`")
         directory.mkdir(parents=True, exist_ok=True)
-        try:
+        with self._guard("open"):
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
-        except ValueError as exc:
-            raise IndexCorrupt(f"{directory}: cannot open the lexical index ({exc}); "
-                               f"run `hybrid index` to rebuild it") from None
         self.stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
                      .filter(tantivy.Filter.remove_long(40))
                      .filter(tantivy.Filter.lowercase())
@@ -131,6 +143,68 @@ class LexicalIndex:
         self.index.register_tokenizer("hy_stem", self.stem)
         self.index.register_tokenizer(
             "hy_ident", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+
+    @contextlib.contextmanager
+    def _guard(self, doing: str):
+        """Turn tantivy's failures into one-line errors: ENOSPC into DiskFull; unreadable files
+        (an error naming IO or corruption, or a Rust panic while decoding them) into
+        IndexCorrupt, whose fix (`hybrid index`) rebuilds the index from the catalog."""
+        try:
+            yield
+        except (KeyboardInterrupt, SystemExit, GeneratorExit, HybridError):
+            raise
+        except BaseException as exc:  # pyo3's PanicException derives from BaseException
+            if is_disk_full(exc):
+                raise disk_full(self.directory, exc) from None
+            panic = type(exc).__name__ == "PanicException"
+            if panic or (isinstance(exc, (ValueError, OSError))
+                         and any(h in str(exc) for h in UNREADABLE_HINTS)):
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+                raise IndexCorrupt(f"{self.directory}: cannot {doing} the lexical index ({first}); "
+                                   f"run `hybrid index` to rebuild it from the catalog") from None
+            raise
+
+    def verify(self, verified: dict[str, list[int]] | None = None) -> dict[str, list[int]]:
+        """Raise IndexCorrupt unless meta.json parses and every file of every committed segment
+        is whole: tantivy ends each file with a CRC32 of its body, which catches damage that
+        opening the index does not (a garbled term dictionary, postings or field norms).
+
+        ``verified`` maps file names to the (size, mtime_ns) they had when last found whole;
+        such files are not read again (a no-op index run must not read a 400 MB index). Returns
+        the map for the files checked now."""
+        try:
+            meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+            segments = {seg["segment_id"].replace("-", "") for seg in meta["segments"]}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexCorrupt(f"{self.directory}/meta.json: unreadable ({exc}); run `hybrid "
+                               f"index` to rebuild the lexical index") from None
+        verified, now = verified or {}, {}
+        for path in sorted(self.directory.iterdir()):
+            if path.name.split(".")[0] not in segments:
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                st = None
+            ident = [st.st_size, st.st_mtime_ns] if st else None
+            if ident is None or (verified.get(path.name) != ident and not _footer_ok(path)):
+                raise IndexCorrupt(f"{path}: checksum mismatch; run `hybrid index` to rebuild "
+                                   f"the lexical index")
+            now[path.name] = ident
+        with self._guard("read"):
+            self.count()
+        return now
+
+    def deleted_docs(self) -> int:
+        """Deleted documents still held in segments. tantivy counts them in BM25's statistics
+        (document count, document frequencies) until their segment merges, so scores drift from
+        a clean build's as they pile up."""
+        try:
+            meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0
+        return sum((seg.get("deletes") or {}).get("num_deleted_docs", 0)
+                   for seg in meta.get("segments", []))
 
     def _schema(self):
         sb = self._t.SchemaBuilder()
@@ -169,45 +243,67 @@ class LexicalIndex:
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete ``removed`` ids, add the chunks of ``added`` (batches; their ids must be among
         ``removed``, as the journal guarantees, so a replay never duplicates), commit. Idempotent."""
-        writer = self.index.writer(heap_size=64_000_000, num_threads=1)
-        try:
-            for cid in set(removed):
-                writer.delete_documents_by_term("chunk_id", cid)
-            for batch in added:
-                for c in batch:
-                    writer.add_document(self._doc(c))
-            writer.commit()
-            writer.wait_merging_threads()
-        except BaseException:
+        with self._guard("write"):
+            writer = self.index.writer(heap_size=64_000_000, num_threads=1)
             try:
-                writer.rollback()
-            except Exception:
-                pass
-            raise
-        self.index.reload()
+                # Every delete is queued before any add: tantivy applies a delete only to the
+                # documents added before it, so a replay can never delete what it re-adds.
+                for cid in set(removed):
+                    writer.delete_documents_by_term("chunk_id", cid)
+                for batch in added:
+                    for c in batch:
+                        writer.add_document(self._doc(c))
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException:
+                try:
+                    writer.rollback()
+                except BaseException:  # noqa: BLE001 - the first error is the one to report
+                    pass
+                del writer  # frees tantivy's writer lock now, not when the traceback goes
+                raise
+            self.index.reload()
 
     def rebuild(self, batches: Iterable[list[ChunkRow]]) -> None:
-        writer = self.index.writer(heap_size=128_000_000, num_threads=1)
-        writer.delete_all_documents()
-        for batch in batches:
-            for c in batch:
-                writer.add_document(self._doc(c))
-        writer.commit()
-        writer.wait_merging_threads()
-        self.index.reload()
+        """Replace every document by those of ``batches`` in one commit (readers see the old
+        index until it lands); the result holds no deleted documents."""
+        with self._guard("write"):
+            writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+            try:
+                writer.delete_all_documents()
+                for batch in batches:
+                    for c in batch:
+                        writer.add_document(self._doc(c))
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException:
+                try:
+                    writer.rollback()
+                except BaseException:  # noqa: BLE001
+                    pass
+                del writer
+                raise
+            self.index.reload()
 
     def count(self) -> int:
-        self.index.reload()
-        return self.index.searcher().num_docs
+        with self._guard("read"):
+            self.index.reload()
+            return self.index.searcher().num_docs
 
     @staticmethod
-    def destroy(directory: Path) -> None:
-        shutil.rmtree(directory, ignore_errors=True)
+    def destroy(directory: Path) -> list[str]:
+        """Delete tantivy's own files in ``directory``, then the folder if that empties it.
+        Anything else is left where it is; the names left are returned (and logged)."""
+        return remove_known(directory, TANTIVY_FILE_RE)
 
     # --- querying -------------------------------------------------------------------------
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
         """Typo repair: each word of 5+ letters that no chunk contains, mapped to the most
         frequent indexed word within one edit that starts with the same letter."""
+        with self._guard("read"):
+            return self._corrections(words)
+
+    def _corrections(self, words: Sequence[str]) -> dict[str, str]:
         searcher = self.index.searcher()
         out: dict[str, str] = {}
         for word in dict.fromkeys(w.lower() for w in words):
@@ -299,14 +395,69 @@ class LexicalIndex:
 
     def search(self, q: LexicalQuery, limit: int, **opts) -> list[tuple[int, float]]:
         """Top ``limit`` (chunk id, BM25 score) pairs."""
-        self.index.reload()
-        searcher = self.index.searcher()
-        result = searcher.search(self.build_query(q, **opts), limit)
-        return [(searcher.doc(addr)["chunk_id"][0], float(score)) for score, addr in result.hits]
+        with self._guard("read"):
+            self.index.reload()
+            searcher = self.index.searcher()
+            result = searcher.search(self.build_query(q, **opts), limit)
+            return [(searcher.doc(addr)["chunk_id"][0], float(score)) for score, addr in result.hits]
 
     def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
         """Every chunk id the query matches (unranked), for restricting the vector arm."""
-        self.index.reload()
-        searcher = self.index.searcher()
-        result = searcher.search(self.build_query(q, scored=False, **opts), min(limit, max(1, searcher.num_docs)))
-        return {searcher.doc(addr)["chunk_id"][0] for _, addr in result.hits}
+        with self._guard("read"):
+            self.index.reload()
+            searcher = self.index.searcher()
+            result = searcher.search(self.build_query(q, scored=False, **opts),
+                                     min(limit, max(1, searcher.num_docs)))
+            return {searcher.doc(addr)["chunk_id"][0] for _, addr in result.hits}
+
+
+def _footer_ok(path: Path, block: int = 1 << 22) -> bool:
+    """Whether ``path`` ends in a tantivy footer whose CRC32 matches the file's body (read in
+    blocks: a segment's store file can be hundreds of MB)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size < 8:
+                return False
+            fh.seek(size - 8)
+            length, magic = struct.unpack("<II", fh.read(8))
+            if magic != FOOTER_MAGIC or length + 8 > size:
+                return False
+            body = size - 8 - length
+            fh.seek(body)
+            want = json.loads(fh.read(length))["crc"]
+            fh.seek(0)
+            crc, left = 0, body
+            while left:
+                chunk = fh.read(min(block, left))
+                if not chunk:
+                    return False
+                crc, left = zlib.crc32(chunk, crc), left - len(chunk)
+            return crc == want
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return False
+
+
+def remove_known(directory: Path, known: "re.Pattern[str]") -> list[str]:
+    """Delete the files of ``directory`` whose names ``known`` matches, then the folder if that
+    empties it. Never touches anything else: the names left are logged and returned. (A
+    tantivy reader still open elsewhere may recreate its lock file meanwhile: hence the retry.)"""
+    for _ in range(3):
+        if not directory.is_dir():
+            return []
+        left = []
+        for p in sorted(directory.iterdir()):
+            if known.match(p.name) and not p.is_dir():
+                p.unlink(missing_ok=True)
+            else:
+                left.append(p.name)
+        if left:
+            log.warning("%s: left %d file(s) hybrid did not create: %s", directory, len(left),
+                        ", ".join(left[:5]))
+            return left
+        try:
+            directory.rmdir()
+            return []
+        except OSError:
+            continue  # something appeared since the listing
+    return [p.name for p in directory.iterdir()] if directory.is_dir() else []

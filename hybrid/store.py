@@ -1,7 +1,13 @@
 """One vault's on-disk index: the catalog plus its two derived projections, kept in step.
 
 Layout under the vault's index dir: ``catalog.sqlite`` (the ledger), ``lexical/`` (tantivy),
-``vectors.faiss`` (FAISS), ``index.lock`` (held by whoever writes).
+``vectors.faiss`` (FAISS). Beside it: ``<dir>.lock`` (held by whoever writes; outside the dir so
+it survives the folder swap of a re-embed) and, during a re-embed, ``<dir>.reembed-tmp``.
+
+The derived indexes are projections of the catalog, so a writer that finds one unreadable
+deletes its files and rebuilds it from the catalog; an unreadable catalog is moved aside (to
+``catalog.sqlite.corrupt-<time>``) and rebuilt from the notes. A re-embed builds a complete new
+index beside the old one and swaps folders when it is done, so until then the old one answers.
 """
 
 from __future__ import annotations
@@ -9,15 +15,31 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
+import re
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from .catalog import Catalog
-from .errors import IndexCorrupt, IndexLocked
-from .lexical import LexicalIndex
+from .errors import CatalogCorrupt, IndexCorrupt, IndexLocked
+from .lexical import TANTIVY_FILE_RE, LexicalIndex, remove_known
 from .vector import VectorIndex, VectorSpec
 
 log = logging.getLogger("hybrid")
+T = TypeVar("T")
+# Every name hybrid creates in an index dir; nothing else there is ever deleted.
+KNOWN_FILE_RE = re.compile(r"^(catalog\.sqlite(-wal|-shm|-journal)?|"
+                           r"catalog\.sqlite\.corrupt-[0-9T-]+(-wal)?|"
+                           r"vectors\.faiss|vectors\.tmp|index\.lock)$")
+REEMBED_TMP, REEMBED_READY, REEMBED_OLD = ".reembed-tmp", ".reembed-ready", ".reembed-old"
+# Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
+# merges, so after edits scores drift from a clean build's. The index is rebuilt from the
+# catalog when any are left in a small index (a rebuild there costs ~0.1-0.25 s), or when they
+# exceed LEXICAL_DRIFT of the live documents. (A note edited again and again leaves at most one
+# stale copy: the segments of its later versions are dropped whole once fully deleted.)
+LEXICAL_EXACT_BELOW = 1000
+LEXICAL_DRIFT = 0.05
 
 
 def checkpoint(name: str) -> None:
@@ -28,19 +50,256 @@ def checkpoint(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def sibling(directory: Path, suffix: str) -> Path:
+    return directory.with_name(directory.name + suffix)
+
+
+def lock_dir(directory: Path, timeout: float = 0):
+    """The writer lock of an index dir; raises IndexLocked naming the holder when it cannot be had."""
+    from filelock import FileLock, Timeout
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(sibling(directory, ".lock")), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise IndexLocked(f"another `hybrid index` is writing {directory.name!r}; "
+                          f"wait for it to finish or pass --wait SECONDS") from None
+    return lock
+
+
+def _remove_tree(directory: Path) -> list[str]:
+    """Delete hybrid's own files in one index folder (see KNOWN_FILE_RE, and tantivy's files in
+    ``lexical/``), then the folder if that empties it. Returns the names left behind."""
+    if not directory.is_dir():
+        return []
+    left = [f"lexical/{n}" for n in remove_known(directory / "lexical", TANTIVY_FILE_RE)]
+    for p in sorted(directory.iterdir()):
+        if p.name == "lexical" and p.is_dir():
+            continue
+        if KNOWN_FILE_RE.match(p.name) and not p.is_dir():
+            p.unlink(missing_ok=True)
+        else:
+            left.append(p.name)
+    if left:
+        log.warning("%s: left %d entr%s hybrid did not create: %s", directory, len(left),
+                    "y" if len(left) == 1 else "ies", ", ".join(left[:5]))
+    else:
+        directory.rmdir()
+    return left
+
+
+def purge_index_dir(directory: Path) -> list[str]:
+    """Remove a vault's index: hybrid's known files in ``directory`` (catalog and its -wal/-shm,
+    moved-aside catalogs, ``lexical/``, ``vectors.faiss``/``.tmp``, ``index.lock``), the
+    re-embed folders beside it and its lock file, then ``directory`` itself if that leaves it
+    empty. Anything else is left and logged. Returns what was left (paths relative to the
+    parent folder); empty when everything went."""
+    left = [f"{directory.name}/{n}" for n in _remove_tree(directory)]
+    for suffix in (REEMBED_TMP, REEMBED_READY, REEMBED_OLD):
+        other = sibling(directory, suffix)
+        left.extend(f"{other.name}/{n}" for n in _remove_tree(other))
+    sibling(directory, ".lock").unlink(missing_ok=True)
+    return left
+
+
+def recover_reembed(directory: Path) -> None:
+    """Finish or undo what an interrupted re-embed left (the caller holds the lock): a complete
+    build (``.reembed-ready``) is swapped in; an old folder already swapped out is removed, or
+    put back if the swap never completed; an incomplete build (``.reembed-tmp``) is removed."""
+    ready, old = sibling(directory, REEMBED_READY), sibling(directory, REEMBED_OLD)
+    if old.exists() and directory.exists() and not ready.exists():
+        _remove_tree(old)
+    elif old.exists() and not directory.exists() and not ready.exists():
+        os.rename(old, directory)
+    if ready.exists():
+        log.warning("%s: finishing an interrupted re-embed (swapping the new index in)", directory.name)
+        _swap_in(directory)
+    _remove_tree(sibling(directory, REEMBED_TMP))
+
+
+def _swap_in(directory: Path) -> None:
+    """Replace ``directory`` by its complete ``.reembed-ready`` sibling: two renames, each
+    atomic; a crash between them is finished by ``recover_reembed``."""
+    ready, old = sibling(directory, REEMBED_READY), sibling(directory, REEMBED_OLD)
+    if directory.exists():
+        if old.exists():
+            _remove_tree(old)
+        os.rename(directory, old)
+    checkpoint("reembed-mid-swap")
+    os.rename(ready, directory)
+    _fsync_dir(directory.parent)
+    _remove_tree(old)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def reembed_beside(directory: Path, build: Callable[["VaultStore"], T]) -> T:
+    """Run ``build`` on an empty store in ``<dir>.reembed-tmp`` and, once it returns, swap that
+    folder in for ``directory`` (the caller holds the lock). Until the swap the old index keeps
+    answering; if ``build`` fails or the process dies, the old one stays."""
+    tmp, ready = sibling(directory, REEMBED_TMP), sibling(directory, REEMBED_READY)
+    _remove_tree(tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
+    store = VaultStore(tmp)
+    try:
+        result = build(store)
+    finally:
+        store.close()
+    checkpoint("reembed-before-swap")
+    os.rename(tmp, ready)
+    _swap_in(directory)
+    return result
+
+
+def open_writer(directory: Path) -> "VaultStore":
+    """Open a vault's store for the indexer, which holds the lock: finish an interrupted
+    re-embed, and move an unreadable catalog aside (it is rebuilt from the notes)."""
+    recover_reembed(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        if _empty_catalog(directory):
+            raise CatalogCorrupt("it is an empty file")
+        return VaultStore(directory)
+    except CatalogCorrupt as exc:
+        moved = quarantine_catalog(directory)
+        store = VaultStore(directory)
+        store.heal_note(f"{directory.name}: the catalog is unreadable ({exc}); moved it to "
+                        f"{moved.name} and rebuilding the index from the notes")
+        return store
+
+
+def _empty_catalog(directory: Path) -> bool:
+    """A zero-byte catalog with no WAL content (SQLite would read it as a new, empty database,
+    silently orphaning the derived indexes). With a WAL beside it, it is a first index whose
+    pages are all still in the WAL, which SQLite reads correctly."""
+    cat, wal = directory / "catalog.sqlite", directory / "catalog.sqlite-wal"
+    try:
+        return cat.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0)
+    except FileNotFoundError:
+        return False
+
+
+def quarantine_catalog(directory: Path) -> Path:
+    """Move ``catalog.sqlite`` (and its WAL, which belongs to it) aside to
+    ``catalog.sqlite.corrupt-<time>``; drop its -shm (a cache SQLite rebuilds)."""
+    src = directory / "catalog.sqlite"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    dst = directory / f"catalog.sqlite.corrupt-{stamp}"
+    n = 1
+    while dst.exists():
+        n += 1
+        dst = directory / f"catalog.sqlite.corrupt-{stamp}-{n}"
+    os.replace(src, dst)
+    wal = directory / "catalog.sqlite-wal"
+    if wal.exists():
+        os.replace(wal, directory / f"{dst.name}-wal")
+    (directory / "catalog.sqlite-shm").unlink(missing_ok=True)
+    return dst
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class VaultStore:
     def __init__(self, directory: Path, create: bool = True):
-        self.directory = directory
+        """``create``: a writer's open (the indexer's, under the lock), which creates what is
+        missing and heals unreadable derived indexes; otherwise a reader's, which never
+        writes the catalog's schema, so it cannot queue behind an indexer."""
+        self.writable = create
+        self.warnings: list[str] = []
         if not create and not (directory / "catalog.sqlite").exists():
+            ready = sibling(directory, REEMBED_READY)  # a re-embed killed mid-swap: its
+            if (ready / "catalog.sqlite").exists():    # complete new index answers meanwhile
+                directory = ready
+        self.directory = directory
+        catalog = directory / "catalog.sqlite"
+        if not create and not catalog.exists():
             raise IndexCorrupt("not indexed yet")
-        # Readers never write the catalog's schema, so they cannot queue behind an indexer.
-        self.catalog = Catalog(directory / "catalog.sqlite", readonly=not create)
-        self.lexical = LexicalIndex(directory / "lexical")
+        self.catalog = Catalog(catalog, readonly=not create)
+        if not create and self.catalog.get_meta("schema_version") is None:
+            self.catalog.close()  # an empty file: a first index that has not got far yet
+            raise IndexCorrupt("not indexed yet")
+        self._identity = _file_identity(catalog)
+        self._lexical: LexicalIndex | None = None
         self.vector = VectorIndex(directory / "vectors.faiss")
         self.spec = VectorSpec()  # the indexer sets it from the settings
+        if create and self.catalog.fresh:
+            self._drop_derived()  # projections of a catalog that no longer exists
 
     def close(self) -> None:
         self.catalog.close()
+
+    def stale(self) -> bool:
+        """Whether the catalog this store reads was replaced on disk since it was opened (a
+        re-embed swapped folders, or the indexer rebuilt an unreadable catalog): a long-lived
+        reader should then reopen."""
+        return _file_identity(self.directory / "catalog.sqlite") != self._identity
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """Opened on first use, so a command that does not need tantivy (a re-embed) is never
+        stopped by it; a writer that finds it unreadable rebuilds it."""
+        if self._lexical is None:
+            self._lexical = self._open_lexical()
+        return self._lexical
+
+    def _open_lexical(self) -> LexicalIndex:
+        path = self.directory / "lexical"
+        if not self.writable:
+            return LexicalIndex(path)
+        try:
+            lex = LexicalIndex(path)
+            known = json.loads(self.catalog.get_meta("lexical_verified") or "{}")
+            checked = lex.verify(known)
+            if checked != known:
+                self.catalog.set_meta("lexical_verified", json.dumps(checked, sort_keys=True))
+            return lex
+        except IndexCorrupt as exc:
+            problem = str(exc)
+        lex = None  # close tantivy's handle on the damaged files before they go
+        self.heal_note(f"{self.directory.name}: lexical index unreadable ({problem}); "
+                       f"rebuilding it from the catalog")
+        LexicalIndex.destroy(path)
+        return LexicalIndex(path)
+
+    def _check_vector(self) -> None:
+        """On the writer path: an unreadable FAISS file is deleted, to be rebuilt from the
+        catalog's cached vectors by the count check."""
+        try:
+            self.vector.count()
+        except IndexCorrupt as exc:
+            self.heal_note(f"{self.directory.name}: vector index unreadable ({exc}); "
+                           f"rebuilding it from the catalog")
+            self.vector.destroy()
+
+    def _drop_derived(self) -> None:
+        if (self.directory / "lexical").exists() or self.vector.path.exists():
+            log.info("%s: new catalog; dropping the old derived indexes", self.directory.name)
+        self._lexical = None
+        LexicalIndex.destroy(self.directory / "lexical")
+        self.vector.destroy()
+
+    def heal_note(self, message: str) -> None:
+        """Record (for the index report) and log a repair made on the way."""
+        self.warnings.append(message)
+        log.warning("%s", message)
 
     @property
     def embedder_id(self) -> str | None:
@@ -48,15 +307,7 @@ class VaultStore:
 
     def lock(self, timeout: float = 0):
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
-        from filelock import FileLock, Timeout
-
-        lock = FileLock(str(self.directory / "index.lock"), timeout=timeout)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise IndexLocked(f"another `hybrid index` is writing {self.directory.name!r}; "
-                              f"wait for it to finish or pass --wait SECONDS") from None
-        return lock
+        return lock_dir(self.directory, timeout)
 
     def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, int]:
         """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
@@ -67,6 +318,8 @@ class VaultStore:
         import time
         stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0,
                  "lexical_seconds": 0.0, "vector_seconds": 0.0}
+        if self.writable:
+            self._check_vector()
         n = self.catalog.chunk_count()
         ids = self.catalog.journal()
         if ids:
@@ -105,6 +358,11 @@ class VaultStore:
                         self.directory.name, self.lexical.count(), n)
             self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
             stats["rebuilt_lexical"] = 1
+        elif self._lexical_drifted(n):
+            log.info("%s: compacting the lexical index (%d deleted documents in its statistics)",
+                     self.directory.name, self.lexical.deleted_docs())
+            self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
+            stats["rebuilt_lexical"] = 1
         stats["lexical_seconds"] += time.perf_counter() - t
         t = time.perf_counter()
         if model is not None and not stats["rebuilt_vector"]:
@@ -116,6 +374,11 @@ class VaultStore:
                 stats["rebuilt_vector"] = self._rebuild_vector(model)
         stats["vector_seconds"] += time.perf_counter() - t
         return stats
+
+    def _lexical_drifted(self, n: int) -> bool:
+        """Whether deleted documents weigh on BM25 enough to compact (see LEXICAL_DRIFT)."""
+        deleted = self.lexical.deleted_docs()
+        return deleted > 0 and (n <= LEXICAL_EXACT_BELOW or deleted > LEXICAL_DRIFT * n)
 
     def _vector_needs_rebuild(self, n: int) -> bool:
         if not self.vector.count():
@@ -140,10 +403,62 @@ class VaultStore:
         return len(got[0][1]) // 4 if got else 0
 
     def wipe(self) -> None:
-        """Delete everything but the lock (used by --reembed)."""
+        """Delete this store's own files (never the lock, never unknown files) and reopen empty."""
         self.catalog.close()
-        for p in self.directory.iterdir():
-            if p.name == "index.lock":
-                continue
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        self._lexical = None
+        _remove_tree(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
         self.__init__(self.directory)
+
+    def reclaim(self, model: str | None, force: bool = False) -> int:
+        """End-of-run housekeeping: drop unused cached embeddings past the cache bound (all of
+        them with ``force``) and truncate the WAL. Returns the embeddings deleted."""
+        deleted = self.catalog.reclaim_embeddings(model, force) if model else 0
+        self.catalog.checkpoint_wal()
+        return deleted
+
+
+@dataclass
+class VacuumReport:
+    vault: str
+    embeddings_removed: int = 0     # cached vectors no live chunk used
+    lexical_compacted: bool = False  # tantivy rebuilt without its deleted documents
+    bytes_before: int = 0            # the index folder's size before and after
+    bytes_after: int = 0
+
+    @property
+    def reclaimed_bytes(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "reclaimed_bytes": self.reclaimed_bytes}
+
+
+def _folder_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
+    """Reclaim a vault index's disk space under the writer lock: delete every unused cached
+    embedding, compact tantivy if it holds deleted documents, VACUUM the catalog and truncate
+    its WAL. Readers keep working throughout (they see the old pages until they are done)."""
+    if not (directory / "catalog.sqlite").exists():
+        raise IndexCorrupt(f"vault {name!r} is not indexed yet: run `hybrid index --vault {name}`")
+    report = VacuumReport(name)
+    lock = lock_dir(directory, wait)
+    try:
+        recover_reembed(directory)
+        report.bytes_before = _folder_bytes(directory)
+        store = VaultStore(directory)
+        try:
+            report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            if not store.catalog.journal() and store.lexical.deleted_docs():
+                store.lexical.rebuild(store.catalog.iter_chunks())
+                report.lexical_compacted = True
+            store.catalog.vacuum()
+        finally:
+            store.close()
+        report.bytes_after = _folder_bytes(directory)
+    finally:
+        lock.release()
+    return report

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Iterable
 
+from .db import disk_full, is_disk_full
 from .errors import IndexCorrupt
 
 if TYPE_CHECKING:
@@ -200,9 +201,10 @@ class VectorIndex:
         if self._index is None or mtime != self._mtime:
             try:
                 self._index = faiss.read_index(str(self.path))
-            except RuntimeError as exc:
-                raise IndexCorrupt(f"{self.path}: cannot read the vector index ({exc}); "
-                                   f"run `hybrid index` to rebuild it") from None
+            except (RuntimeError, MemoryError, ValueError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:160]
+                raise IndexCorrupt(f"{self.path}: cannot read the vector index ({first}); "
+                                   f"run `hybrid index` to rebuild it from the catalog") from None
             self._mtime = mtime
             self.dim = self._index.d
         return self._index
@@ -270,13 +272,29 @@ class VectorIndex:
         return info
 
     def _save(self, idx) -> None:
+        """Write to ``vectors.tmp``, fsync, rename over the index: readers and crashes see the
+        old file or the new one. A failed write (disk full: DiskFull naming the folder) removes
+        the partial temp file and leaves the old index in place."""
         import faiss
         tmp = self.path.with_suffix(".tmp")
-        faiss.write_index(idx, str(tmp))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            faiss.write_index(idx, str(tmp))
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except (RuntimeError, OSError) as exc:
+            tmp.unlink(missing_ok=True)
+            if is_disk_full(exc):
+                raise disk_full(self.path, exc) from None
+            raise
         self._index, self._mtime, self.dim = idx, self.path.stat().st_mtime_ns, idx.d
+
+    def destroy(self) -> None:
+        """Delete the index file and its temp file (nothing else): it is rebuilt from the
+        catalog's cached vectors."""
+        for p in (self.path, self.path.with_suffix(".tmp")):
+            p.unlink(missing_ok=True)
+        self._index, self._mtime = None, None
 
     def search(self, query: "np.ndarray", k: int, allowed: Collection[int] | None = None,
                banned: Collection[int] = ()) -> list[tuple[int, float]]:

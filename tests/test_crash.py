@@ -33,9 +33,8 @@ def run_index(home, fault=None, wait=True):
 
 def setup_home(tmp_path, name, vault):
     home = tmp_path / name
-    h = hybrid.open(home, embedder="hash:64")
-    h.config.settings["embedder"] = "hash:64"
-    h.add_vault(vault, "vault")  # saves config incl. the embedder setting
+    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')  # for the subprocesses
+    hybrid.open(home).add_vault(vault, "vault")
     return home
 
 

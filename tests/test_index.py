@@ -257,7 +257,6 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
     index is untouched and no thread is left behind."""
     import threading
     import hybrid.indexer as indexer
-    import hybrid.notes as notes
 
     fake.add_vault(vault, "v")
     fake.index()
@@ -266,20 +265,20 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
         write(vault, f"bulk/n{i}.md", f"# Bulk {i}\n\nfiller words number {i} " * 30)
     monkeypatch.setattr(indexer._EmbedQueue, "WINDOW", 8)  # several embed windows while reading
 
-    real_parse = notes.parse_note
+    real_read = indexer._read
 
-    def broken_parse(path, text):
-        if path == "bulk/n30.md":
-            raise RuntimeError("parser bug on n30")
-        return real_parse(path, text)
+    def broken_read(entry, *args):  # a bug in the reader itself, outside the per-file net
+        if entry.path == "bulk/n30.md":
+            raise RuntimeError("reader bug on n30")
+        return real_read(entry, *args)
 
-    monkeypatch.setattr(indexer.notes_mod, "parse_note", broken_parse)
-    with pytest.raises(RuntimeError, match="parser bug on n30"):
+    monkeypatch.setattr(indexer, "_read", broken_read)
+    with pytest.raises(RuntimeError, match="reader bug on n30"):
         fake.index()
     assert not [t for t in threading.enumerate() if t.name == "hybrid-read"]
     assert fake.status()[0].notes == 4
 
-    monkeypatch.setattr(indexer.notes_mod, "parse_note", real_parse)
+    monkeypatch.setattr(indexer, "_read", real_read)
     emb = fake.embedder("hash:64")
     calls = {"n": 0}
     real_embed = emb.embed_documents
