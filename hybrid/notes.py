@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import os
 import re
 import stat
@@ -16,8 +17,10 @@ log = logging.getLogger("hybrid")
 # Tag rules follow Obsidian: starts after whitespace or line start, must contain a non-digit,
 # may be nested with '/'. Headings ("# Title") never match because a space follows the '#'.
 TAG_RE = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_\-/]*[A-Za-z_\-][A-Za-z0-9_\-/]*)", re.M)
-WIKILINK_RE = re.compile(r"!?\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
-H1_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+# No part of a link spans '[' or a line break, so every '[[' is scanned only up to the next
+# '[': a line of ten thousand unclosed '[[' stays linear.
+WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+H1_RE = re.compile(r"#\s+(.*)")
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
@@ -133,24 +136,46 @@ def _as_list(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """Frontmatter → JSON-safe values. Whatever YAML produced must be storable: ints beyond 64
+    bits, NaN/infinity and unknown types become strings, and nesting is cut at a depth that the
+    loader already refuses, so a self-referencing value cannot recurse without end."""
+    if depth > FRONTMATTER_MAX_DEPTH:
+        return None
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
+    if isinstance(value, int):
+        return value if -2**63 <= value < 2**63 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
     return str(value)
 
 
 def _date(value: Any) -> str | None:
+    """A real calendar date (``YYYY-MM-DD…``) or None: placeholders such as ``0000-00-00`` or
+    ``2024-02-30`` stay in the properties as text but are no date."""
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}", value):
+        try:
+            dt.date.fromisoformat(value[:10])
+        except ValueError:
+            return None
         return value.strip()
     return None
+
+
+def heading_text(rest: str) -> str:
+    """A heading's text without its closing ``#`` sequence: string operations, not a regex
+    with a lazy group and trailing ``\\s*#*\\s*``, which backtracks cubically on a heading
+    followed by thousands of spaces."""
+    return rest.rstrip().rstrip("#").rstrip()
 
 
 def normalize_tag(tag: str) -> str:
@@ -167,25 +192,134 @@ def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
     return None, 1  # no closing fence: treat the whole file as body
 
 
-def parse_note(path: str, text: str) -> Note:
-    """Parse one note. Malformed frontmatter is reported in ``warnings``; the text is kept."""
+FRONTMATTER_MAX_BYTES = 64 * 1024  # larger frontmatter is ignored (the body is still indexed)
+FRONTMATTER_MAX_DEPTH = 32         # nesting deeper than this is refused
+# Size of the frontmatter with every alias expanded (characters of scalars plus one per node):
+# plain YAML never exceeds its own length, so only alias tricks (a "billion laughs") reach this.
+FRONTMATTER_MAX_EXPANDED = 2 * FRONTMATTER_MAX_BYTES
+
+
+class FrontmatterRefused(ValueError):
+    """Frontmatter that is too large, too deep or expands too far through aliases."""
+
+
+def _yaml_loader():
+    """A safe YAML loader (libyaml's when present) whose impossible timestamps (``0000-00-00``,
+    ``2024-02-30``) and over-long integers stay text instead of raising ValueError: one
+    template placeholder must not cost the note its frontmatter."""
     import yaml
 
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type, misc]
+        pass
+
+    def lenient(construct):
+        def constructor(loader, node):
+            try:
+                return construct(loader, node)
+            except ValueError:
+                return loader.construct_scalar(node)
+        return constructor
+
+    for tag, construct in (("tag:yaml.org,2002:timestamp", base.construct_yaml_timestamp),
+                           ("tag:yaml.org,2002:int", base.construct_yaml_int)):
+        Loader.add_constructor(tag, lenient(construct))
+    return Loader
+
+
+_LOADER = None
+
+
+def _expanded_size(root) -> int:
+    """Size of the node graph with aliases expanded, without expanding it: each node's size is
+    computed once (post-order, iterative) and shared. A cycle (``&a [*a]``) or nesting deeper
+    than FRONTMATTER_MAX_DEPTH raises FrontmatterRefused."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 0, False)]
+    open_: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        if depth > FRONTMATTER_MAX_DEPTH:
+            raise FrontmatterRefused(f"nested deeper than {FRONTMATTER_MAX_DEPTH} levels")
+        if isinstance(node, yaml.ScalarNode):
+            sizes[id(node)] = len(node.value) + 1
+            continue
+        children = [x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode) \
+            else list(node.value)
+        if done:
+            open_.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_:
+            raise FrontmatterRefused("an alias refers to itself")
+        open_.add(id(node))
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def load_frontmatter(text: str) -> Any:
+    """Parse frontmatter YAML within bounds: at most FRONTMATTER_MAX_BYTES, nesting at most
+    FRONTMATTER_MAX_DEPTH, and at most FRONTMATTER_MAX_EXPANDED once aliases are expanded, so
+    293 bytes of nested aliases cannot become 39 MB of properties. Raises FrontmatterRefused
+    (or yaml.YAMLError for malformed text)."""
+    global _LOADER
+    if len(text) > FRONTMATTER_MAX_BYTES:
+        raise FrontmatterRefused(f"{len(text):,} characters is over {FRONTMATTER_MAX_BYTES:,}")
+    if _LOADER is None:
+        _LOADER = _yaml_loader()
+    loader = _LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > FRONTMATTER_MAX_EXPANDED:
+            raise FrontmatterRefused("aliases expand it beyond "
+                                     f"{FRONTMATTER_MAX_EXPANDED:,} characters")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _read_frontmatter(path: str, fm_lines: list[str], warnings: list[str]) -> dict[str, Any]:
+    """The frontmatter mapping, or {} with a warning naming the file: malformed, refused, or
+    anything else the YAML library raises stays this note's problem."""
+    import yaml
+
+    try:
+        loaded = load_frontmatter("\n".join(fm_lines))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        warnings.append(f"{path}: malformed frontmatter{where}; indexed the text without it")
+        return {}
+    except FrontmatterRefused as exc:
+        warnings.append(f"{path}: frontmatter refused ({exc}); indexed the text without it")
+        return {}
+    except Exception as exc:  # RecursionError from the pure-Python parser, and the unforeseen
+        warnings.append(f"{path}: unreadable frontmatter ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); "
+                        "indexed the text without it")
+        return {}
+    if isinstance(loaded, dict):
+        return loaded
+    if loaded is not None:
+        warnings.append(f"{path}: frontmatter is not a mapping; ignored")
+    return {}
+
+
+def parse_note(path: str, text: str) -> Note:
+    """Parse one note. Malformed or refused frontmatter is reported in ``warnings``; the text
+    is kept."""
     lines = text.split("\n")
     fm_lines, body_start = split_frontmatter(lines)
-    meta: dict[str, Any] = {}
     warnings: list[str] = []
-    if fm_lines is not None:
-        try:
-            loaded = yaml.safe_load("\n".join(fm_lines))
-            if isinstance(loaded, dict):
-                meta = loaded
-            elif loaded is not None:
-                warnings.append(f"{path}: frontmatter is not a mapping; ignored")
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 2}" if mark is not None else ""
-            warnings.append(f"{path}: malformed frontmatter{where}; indexed the text without it")
+    meta = _read_frontmatter(path, fm_lines, warnings) if fm_lines is not None else {}
     lower = {str(k).lower(): v for k, v in meta.items()}
 
     body = lines[body_start - 1:]
@@ -200,8 +334,8 @@ def parse_note(path: str, text: str) -> Note:
             continue
         if title_h1 is None:
             m = H1_RE.match(line)
-            if m:
-                title_h1 = m.group(1).strip()
+            if m and heading_text(m.group(1)):
+                title_h1 = heading_text(m.group(1))
         tags.extend(normalize_tag(t) for t in TAG_RE.findall(line))
     tags = list(dict.fromkeys(t for t in tags if t))
 
