@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import sqlite3
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -12,11 +13,11 @@ from typing import Sequence
 
 from .config import Config, Vault, load_config, override
 from .embed import Embedder, make_embedder, spec_id
-from .errors import IndexCorrupt, PathRefused, VaultError
+from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from .indexer import IndexReport, Progress, index_vault
 from .query import parse_date, parse_query
 from .search import Hit, SearchOptions, run_search
-from .store import VaultStore
+from .store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -49,6 +50,7 @@ class VaultStatus:
     pending: int = 0
     disk_bytes: int = 0
     vector_index: str = ""
+    error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,8 +60,9 @@ class Hybrid:
     """A handle on the configured vaults. Keeps embedders and open indexes warm between calls,
     so a long-lived process pays model loading once."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, overrides: dict | None = None):
         self.config = config
+        self._overrides = dict(overrides or {})
         self._embedders: dict[str, Embedder] = {}
         self._stores: dict[str, VaultStore] = {}
         self._rerankers: dict[str, object] = {}
@@ -68,24 +71,110 @@ class Hybrid:
     # --- vaults ---------------------------------------------------------------------------
     @property
     def vaults(self) -> list[Vault]:
+        self.refresh()
         return self.config.all_vaults()
+
+    def refresh(self) -> bool:
+        """Re-read the registry when another process changed the config file (a long-lived
+        server must see vaults added, removed, renamed or moved since it started). Stores of
+        vaults that are gone or point elsewhere are closed. Returns whether anything changed.
+        A config that became invalid keeps the last good one, with a warning."""
+        from .config import ConfigError, file_stat
+        if file_stat(self.config.path) == self.config.loaded_stat:
+            return False
+        with self._lock:
+            if file_stat(self.config.path) == self.config.loaded_stat:
+                return False
+            try:
+                fresh = load_config(self.config.path.parent, data=self.config.data)
+                override(fresh, **self._overrides)
+            except ConfigError as exc:
+                log.warning("config changed but cannot be used (%s); keeping the previous one", exc)
+                self.config.loaded_stat = file_stat(self.config.path)
+                return False
+            self._adopt(fresh)
+            return True
+
+    def _adopt(self, fresh: Config) -> None:
+        """Take ``fresh``'s vaults (and file settings), closing stores whose vault changed."""
+        for name in list(self._stores):
+            old = self.config.vaults.get(name)
+            if fresh.vaults.get(name) != old:
+                self._stores.pop(name).close()
+        self.config.vaults = fresh.vaults
+        self.config.loaded_stat = fresh.loaded_stat
+        for key in set(fresh.settings) - set(self._overrides):
+            self.config.settings[key] = fresh.settings[key]
 
     def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
                   exclude: Sequence[str] = ()) -> Vault:
-        vault = self.config.add_vault(Path(path), name, list(include), list(exclude))
-        self.config.save()
+        """Register ``path``. Refuses a name that is taken by another folder (``move_vault``
+        re-points one) and a folder registered under another name."""
+        with self.config.edit() as cfg:
+            vault = cfg.add_vault(Path(path), name, list(include), list(exclude))
+        return self.config.vault(vault.name)
+
+    def remove_vault(self, name: str, purge: bool = True, wait: float = 0) -> Vault:
+        """Unregister vault ``name`` and (``purge``) delete its index: only the files the index
+        is made of, never anything else in that folder, and never the notes. Refused while an
+        indexer holds the vault's lock (``wait`` seconds for it)."""
+        self.refresh()
+        vault = self.config.vault(name)
+        with self._index_lock(vault, wait):
+            with self.config.edit() as cfg:
+                cfg.remove_vault(name)
+            self._close_store(name)
+            if purge:
+                from .store import purge_index_dir
+                purge_index_dir(vault.index_dir)
         return vault
 
-    def remove_vault(self, name: str, purge: bool = True) -> Vault:
-        vault = self.config.remove_vault(name)
-        self.config.save()
-        store = self._stores.pop(name, None)
-        if store:
-            store.close()
-        if purge and vault.index_dir.exists():
-            import shutil
-            shutil.rmtree(vault.index_dir)
-        return vault
+    def rename_vault(self, old: str, new: str, wait: float = 0) -> Vault:
+        """Rename a vault, keeping its index (its folder is renamed with it)."""
+        self.refresh()
+        vault = self.config.vault(old)
+        target = self.config.index_dir(new)
+        with self._index_lock(vault, wait):
+            if new not in self.config.vaults and target.exists():
+                raise VaultError(f"{target} already exists (an index kept by `vault remove "
+                                 f"--keep-index`?); move it away or pick another name")
+            with self.config.edit() as cfg:
+                cfg.rename_vault(old, new)
+                self._close_store(old)
+                if vault.index_dir.exists():
+                    vault.index_dir.rename(target)
+        from .store import sibling
+        sibling(vault.index_dir, ".lock").unlink(missing_ok=True)  # no vault has that name now
+        return self.config.vault(new)
+
+    def move_vault(self, name: str, path: str | Path) -> Vault:
+        """Point vault ``name`` at another folder (its notes moved there); the index is kept and
+        the next ``index`` re-reads only what differs."""
+        with self.config.edit() as cfg:
+            cfg.move_vault(name, Path(path))
+        self._close_store(name)
+        return self.config.vault(name)
+
+    def _close_store(self, name: str) -> None:
+        with self._lock:
+            store = self._stores.pop(name, None)
+            if store:
+                store.close()
+
+    def _index_lock(self, vault: Vault, wait: float):
+        """The vault's writer lock (what `hybrid index` holds), so registry changes that touch
+        the index folder never pull it from under a running indexer."""
+        import contextlib
+        from .errors import IndexLocked
+        from .store import lock_dir
+        if not vault.index_dir.is_dir():
+            return contextlib.nullcontext()
+        try:
+            lock = lock_dir(vault.index_dir, wait)
+        except IndexLocked:
+            raise IndexLocked(f"vault {vault.name!r} is being indexed; try again when it finishes "
+                              f"(or pass --wait SECONDS)") from None
+        return _Releasing(lock)
 
     def embedder(self, spec: str) -> Embedder:
         with self._lock:
@@ -98,23 +187,51 @@ class Hybrid:
 
     # --- indexing -------------------------------------------------------------------------
     def index(self, vaults: Sequence[str] | None = None, *, reembed: bool = False, wait: float = 0,
-              progress: Progress | None = None) -> list[IndexReport]:
-        """Index the named vaults (default: all). Raises on the first vault that fails."""
-        reports = []
+              progress: Progress | None = None, keep_going: bool = False) -> list[IndexReport]:
+        """Index the named vaults (default: all). One vault that fails (its folder missing,
+        another indexer at work) never stops the others: every vault is tried, then the first
+        failure is raised; with ``keep_going`` nothing is raised and a failed vault's report
+        carries its ``error`` instead."""
+        self.refresh()
+        reports: list[IndexReport] = []
+        first: HybridError | None = None
         for vault in self.config.select(vaults):
-            if reembed:  # the files behind an open store are about to be replaced wholesale
-                with self._lock:
-                    store = self._stores.pop(vault.name, None)
-                    if store:
-                        store.close()
-            reports.append(index_vault(vault, self.embedder(vault.embedder), self.config.settings,
-                                       reembed=reembed, wait=wait, progress=progress))
+            try:
+                reports.append(self._index_one(vault, reembed, wait, progress))
+            except HybridError as exc:
+                first = first or exc
+                reports.append(IndexReport(vault.name, error=str(exc)))
+        if first is not None and not keep_going:
+            raise first
         return reports
+
+    def _index_one(self, vault: Vault, reembed: bool, wait: float,
+                   progress: Progress | None) -> IndexReport:
+        if reembed:  # the files behind an open store are about to be replaced wholesale
+            self._close_store(vault.name)
+        return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
+                           reembed=reembed, wait=wait, progress=progress)
+
+    def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list["VacuumReport"]:
+        """Reclaim disk space in the named vaults' indexes (default: all): unused cached
+        embeddings, tantivy's deleted documents, SQLite's free pages and WAL. Returns one
+        report per vault (rows removed, bytes before and after). Takes the writer lock, waiting
+        up to ``wait`` seconds for a running `hybrid index`."""
+        from .store import vacuum_index
+        self.refresh()
+        out = []
+        for vault in self.config.select(vaults):
+            self._close_store(vault.name)  # this handle's own connection must not pin old pages
+            out.append(vacuum_index(vault.index_dir, vault.name, wait))
+        return out
 
     # --- querying -------------------------------------------------------------------------
     def _store(self, vault: Vault) -> VaultStore:
         with self._lock:
             store = self._stores.get(vault.name)
+            if store is not None and store.stale():  # re-embedded or rebuilt since it was opened
+                self._stores.pop(vault.name).close()
+                store = None
             if store is None:
                 try:
                     store = VaultStore(vault.index_dir, create=False)
@@ -131,12 +248,17 @@ class Hybrid:
                tags: Sequence[str] = (), since: str | float | None = None,
                rerank: bool = False, exclude_folders: Sequence[str] = ()) -> list[Hit]:
         """Search the named vaults (default: all) and return up to ``top_k`` hits, best first.
-        ``rerank`` rescores the top fused candidates with the configured cross-encoder."""
+        ``rerank`` rescores the top fused candidates with the configured cross-encoder.
+        Arguments are checked against :mod:`hybrid.limits` (BadSearchArgs: wrong type, ``top_k``
+        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), here so that every entry point does."""
+        from .limits import check_search
+        check_search(query, top_k=top_k, mode=mode, vaults=vaults, folders=folders, tags=tags,
+                     since=since, rerank=rerank, exclude_folders=exclude_folders)
+        top_k = int(top_k)
         parsed = parse_query(query)
         if isinstance(since, str):
             since = parse_date(since)
-        if top_k < 1:
-            raise VaultError("top_k must be at least 1")
+        self.refresh()  # a long-lived server sees vaults registered since it started
         targets = [(v, self._store(v)) for v in self.config.select(vaults)]
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
@@ -185,24 +307,13 @@ class Hybrid:
         if m.group("start"):
             start = int(m.group("start"))
             end = int(m.group("end") or m.group("start"))
-        if vault is None:
-            vaults = self.config.select(None)
-            if len(vaults) > 1:
-                names = ", ".join(v.name for v in vaults)
-                raise VaultError(f"several vaults are registered ({names}): name one with --vault")
-            v = vaults[0]
-        else:
-            v = self.config.vault(vault)
-        root = v.path.resolve()
-        if Path(path).is_absolute() or "\x00" in path:
-            raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
-        target = (root / path).resolve()
-        if not target.is_relative_to(root) or target == root:
-            raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
-        if not target.is_file():
-            raise PathRefused(f"{path!r}: no such note in vault {v.name!r}")
-        from .notes import decode
-        text, _ = decode(target.read_bytes(), path)
+        v = self._one_vault(vault)
+        target, rel = self._note_file(v, path)
+        from .notes import BinaryFile, decode
+        try:
+            text, _ = decode(target.read_bytes(), rel)
+        except (OSError, BinaryFile):
+            raise PathRefused(f"{path!r} is not a readable note in vault {v.name!r}") from None
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -213,26 +324,65 @@ class Hybrid:
         body = "\n".join(lines[s - 1:e])
         if max_chars is not None and len(body) > max_chars:
             body = body[:max_chars]
-        return NoteText(v.name, target.relative_to(root).as_posix(), s, e, len(lines), body)
+        return NoteText(v.name, rel, s, e, len(lines), body)
+
+    def _one_vault(self, name: str | None) -> Vault:
+        self.refresh()
+        if name is not None:
+            return self.config.vault(name)
+        vaults = self.config.select(None)
+        if len(vaults) > 1:
+            names = ", ".join(v.name for v in vaults)
+            raise VaultError(f"several vaults are registered ({names}): name one with --vault")
+        return vaults[0]
+
+    def _note_file(self, v: Vault, path: str) -> tuple[Path, str]:
+        """The file behind vault-relative ``path``, if indexing would pick it up: inside the
+        vault after symlinks, no hidden part (``.env``, ``.git/config``, ``.obsidian/plugins/…``
+        where plugins keep API keys), matched by the vault's include globs and none of its
+        excludes, not over ``max_file_bytes``. Anything else is refused with the same words
+        whether or not it exists."""
+        import posixpath
+        from .notes import glob_to_regex
+        if not path or Path(path).is_absolute() or "\x00" in path or "\\" in path:
+            raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
+        rel = posixpath.normpath(path)
+        if rel == ".." or rel.startswith("../"):
+            raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
+        root = v.path.resolve()
+        target = (root / rel).resolve()
+        refused = PathRefused(f"{path!r} is not a note in vault {v.name!r} (only indexed files "
+                              f"can be read: no hidden folders, include/exclude applied)")
+        if not target.is_relative_to(root) or target == root:
+            raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
+        parts = rel.split("/") + list(target.relative_to(root).parts)
+        if rel == "." or any(p.startswith(".") for p in parts):
+            raise refused
+        if not any(glob_to_regex(g).match(rel) for g in v.include) \
+                or any(glob_to_regex(g).match(rel) for g in v.exclude):
+            raise refused
+        try:
+            st = target.stat()
+        except OSError:
+            raise PathRefused(f"{path!r}: no such note in vault {v.name!r}") from None
+        import stat as stat_
+        if not stat_.S_ISREG(st.st_mode):
+            raise refused
+        if st.st_size > self.config.settings["max_file_bytes"]:
+            raise PathRefused(f"{path!r} is over max_file_bytes "
+                              f"({self.config.settings['max_file_bytes']:,}); not read")
+        return target, rel
 
     def status(self) -> list[VaultStatus]:
         out = []
         for v in self.vaults:
             st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
             if st.indexed:
-                from .catalog import Catalog
-                cat = Catalog(v.index_dir / "catalog.sqlite", readonly=True)
                 try:
-                    st.notes, st.chunks = cat.file_count(), cat.chunk_count()
-                    st.embedder = cat.get_meta("embedder")
-                    st.dim = int(cat.get_meta("dim") or 0) or None
-                    ts = cat.get_meta("last_indexed")
-                    st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
-                    st.pending = len(cat.journal())
-                    st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
-                finally:
-                    cat.close()
-                st.disk_bytes = sum(p.stat().st_size for p in v.index_dir.rglob("*") if p.is_file())
+                    _fill_status(st, v.index_dir)
+                except (IndexCorrupt, sqlite3.DatabaseError) as exc:
+                    # One damaged vault must not hide the others; `hybrid index` heals it.
+                    st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             out.append(st)
         return out
 
@@ -241,6 +391,37 @@ class Hybrid:
             for s in self._stores.values():
                 s.close()
             self._stores.clear()
+
+
+class _Releasing:
+    """Context manager that releases an already acquired lock."""
+
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self.lock
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
+
+
+def _fill_status(st: VaultStatus, index_dir: Path) -> None:
+    """Counts, model, last run and layout of one vault, read from its catalog."""
+    from .catalog import Catalog
+    cat = Catalog(index_dir / "catalog.sqlite", readonly=True)
+    try:
+        st.notes, st.chunks = cat.file_count(), cat.chunk_count()
+        st.embedder = cat.get_meta("embedder")
+        st.dim = int(cat.get_meta("dim") or 0) or None
+        ts = cat.get_meta("last_indexed")
+        st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
+        st.pending = len(cat.journal())
+        st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
+    finally:
+        cat.close()
+    st.disk_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
 
 
 def _layout_text(meta: str | None, chunks: int) -> str:
@@ -258,4 +439,4 @@ def open(home: str | Path | None = None, **settings) -> Hybrid:  # noqa: A001 - 
     config dir). Keyword arguments override settings for this handle only."""
     config = load_config(Path(home) if home is not None else None)
     override(config, **settings)
-    return Hybrid(config)
+    return Hybrid(config, settings)

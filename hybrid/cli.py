@@ -106,11 +106,35 @@ def vault_list(ctx, as_json):
 @vault.command("remove")
 @click.argument("name")
 @click.option("--keep-index", is_flag=True, help="Leave the index files on disk.")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
 @click.pass_context
-def vault_remove(ctx, name, keep_index):
-    """Unregister vault NAME and delete its index (never the notes)."""
-    v = _open(ctx).remove_vault(name, purge=not keep_index)
+def vault_remove(ctx, name, keep_index, wait):
+    """Unregister vault NAME and delete its index files (never the notes)."""
+    v = _open(ctx).remove_vault(name, purge=not keep_index, wait=wait)
     click.echo(f"removed vault {v.name!r}; the notes in {v.path} are untouched", err=True)
+
+
+@vault.command("rename")
+@click.argument("old")
+@click.argument("new")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
+@click.pass_context
+def vault_rename(ctx, old, new, wait):
+    """Rename vault OLD to NEW, keeping its index."""
+    v = _open(ctx).rename_vault(old, new, wait=wait)
+    click.echo(f"renamed vault {old!r} to {v.name!r}", err=True)
+
+
+@vault.command("move")
+@click.argument("name")
+@click.argument("path", type=click.Path(file_okay=False, path_type=str))
+@click.pass_context
+def vault_move(ctx, name, path):
+    """Point vault NAME at the folder PATH (the notes moved); the index is kept."""
+    v = _open(ctx).move_vault(name, path)
+    click.echo(f"vault {v.name!r} now reads {v.path}; run `hybrid index` to catch up", err=True)
 
 
 # --- indexing -----------------------------------------------------------------------------
@@ -152,14 +176,19 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
         v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
         vaults = (v.name,)
     with _progress(sys.stderr.isatty()) as progress:
-        reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress)
+        reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress,
+                          keep_going=True)
     if as_json:
         _print_json([r.to_dict() for r in reports])
-        return
     for r in reports:
-        click.echo(f"{r.vault}: {r.added} added, {r.updated} updated, {r.removed} removed, "
-                   f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
-                   f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s")
+        if r.error:
+            click.echo(f"error: {r.error}", err=True)
+        elif not as_json:
+            click.echo(f"{r.vault}: {r.added} added, {r.updated} updated, {r.removed} removed, "
+                       f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
+                       f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s")
+    if any(r.error for r in reports):
+        ctx.exit(1)
 
 
 # --- querying -----------------------------------------------------------------------------
@@ -183,6 +212,8 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
     h = _open(ctx)
     args = dict(query=" ".join(text), top_k=top_k, mode=mode, vaults=list(vaults) or None,
                 folders=list(folders), tags=list(tags), since=since, rerank=rerank or bool(rerank_model))
+    from .limits import check_search
+    check_search(**args)  # before asking a server: "query is too long" beats the server's 413
     hits = None
     if not rerank_model and not local:
         from .http_server import remote_search
@@ -242,12 +273,31 @@ def status(ctx, as_json):
             state += ", FOLDER MISSING"
         if r.pending:
             state += f", {r.pending} pending (run `hybrid index`)"
+        if r.error:
+            state += f", UNREADABLE: {r.error}"
         click.echo(f"{r.name}: {r.path} ({state})")
-        if r.indexed:
+        if r.indexed and not r.error:
             click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+
+
+@main.command()
+@click.option("--vault", "vaults", multiple=True, help="Only this vault (repeatable).")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer working on a vault.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def vacuum(ctx, vaults, wait, as_json):
+    """Reclaim disk space: unused cached embeddings, deleted documents, free database pages."""
+    reports = _open(ctx).vacuum(vaults or None, wait=wait)
+    if as_json:
+        _print_json([r.to_dict() for r in reports])
+        return
+    for r in reports:
+        click.echo(f"{r.vault}: {r.embeddings_removed} unused embeddings removed, "
+                   f"{r.bytes_before / 1e6:.1f} MB -> {r.bytes_after / 1e6:.1f} MB")
 
 
 # --- serving ------------------------------------------------------------------------------
@@ -279,11 +329,14 @@ def _warm_up(h) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (HTTP).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (HTTP).")
 @click.option("--token", envvar="HYBRID_TOKEN", help="Require this bearer token (HTTP; env HYBRID_TOKEN).")
+@click.option("--allow-host", "allow_hosts", multiple=True,
+              help="Also accept this Host name or IP, e.g. the LAN name clients use with --host 0.0.0.0 "
+                   "(HTTP; repeatable; env HYBRID_ALLOWED_HOSTS, comma-separated).")
 @click.option("--watch", is_flag=True, help="Keep the vaults' indexes in sync with their folders.")
 @click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
               help="With --watch: seconds of quiet before re-indexing.")
 @click.pass_context
-def serve(ctx, http_, host, port, token, watch, debounce):
+def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
     h = _open(ctx)
     _warm_up(h)
@@ -293,7 +346,9 @@ def serve(ctx, http_, host, port, token, watch, debounce):
             from .http_server import serve_http
             click.echo(f"hybrid: MCP at http://{host}:{port}/mcp, health at /health"
                        + (" (token required)" if token else ""), err=True)
-            serve_http(h, host, port, token, watcher)
+            env_hosts = os.environ.get("HYBRID_ALLOWED_HOSTS", "").split(",")
+            serve_http(h, host, port, token, watcher,
+                       allowed_hosts=[*allow_hosts, *(n.strip() for n in env_hosts if n.strip())])
         else:
             from .mcp_server import run_stdio
             run_stdio(h, watcher)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,23 @@ from typing import Any
 from .errors import ConfigError, VaultError
 
 APP_NAME = "hybrid"
+# A vault name becomes a folder name under the data dir, so it must never be a path: no '/',
+# no leading '.', nothing that resolves elsewhere ('..', '/tmp/v').
 VAULT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+CONFIG_LOCK_TIMEOUT = 30.0
+# Beside each index folder <name> live <name>.lock and, during a re-embed, <name>.reembed-*.
+RESERVED_SUFFIX_RE = re.compile(r"\.(lock|reembed-[a-z]+)$", re.I)
+
+
+def check_vault_name(name: object, where: str = "vault name") -> str:
+    """``name`` if it is a safe vault name, else VaultError naming the rule."""
+    if not isinstance(name, str) or not VAULT_NAME_RE.match(name) or ".." in name:
+        raise VaultError(f"{where} {name!r} is not allowed: use up to 64 letters, digits, '-', '_' "
+                         f"or '.', starting with a letter or digit")
+    if RESERVED_SUFFIX_RE.search(name):
+        raise VaultError(f"{where} {name!r} is not allowed: names ending in .lock or "
+                         f".reembed-… are hybrid's own files beside the index folders")
+    return name
 
 
 @dataclass(frozen=True)
@@ -123,6 +140,7 @@ class Config:
     vaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: Path = field(default_factory=config_path)
     data: Path = field(default_factory=data_dir)
+    loaded_stat: tuple[int, int] | None = None
 
     def __getitem__(self, name: str) -> Any:
         return self.settings[name]
@@ -139,8 +157,18 @@ class Config:
             include=list(raw.get("include") or self.settings["include"]),
             exclude=list(self.settings["exclude"]) + list(raw.get("exclude") or []),
             embedder=str(raw.get("embedder") or self.settings["embedder"]),
-            index_dir=self.data / "vaults" / name,
+            index_dir=self.index_dir(name),
         )
+
+    def index_dir(self, name: str) -> Path:
+        """Where vault ``name`` keeps its index: ``<data>/vaults/<name>``, checked to lie inside
+        that folder, so no name can make the indexer write into (or wipe) anything else."""
+        check_vault_name(name)
+        base = (self.data / "vaults").resolve()
+        target = (base / name).resolve()
+        if target.parent != base:
+            raise VaultError(f"vault name {name!r} does not give a folder inside {base}; refused")
+        return target
 
     def all_vaults(self) -> list[Vault]:
         return [self.vault(n) for n in sorted(self.vaults)]
@@ -159,12 +187,14 @@ class Config:
         path = Path(path).expanduser().resolve()
         if not path.is_dir():
             raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")
-        name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", path.name).strip("-.") or "vault"
-        if not VAULT_NAME_RE.match(name):
-            raise VaultError(f"bad vault name {name!r}: use letters, digits, '-', '_' or '.'")
-        for other, raw in self.vaults.items():
-            if other != name and Path(raw["path"]).expanduser().resolve() == path:
-                raise VaultError(f"{path} is already registered as vault {other!r}")
+        name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", path.name).strip("-.")[:64] or "vault"
+        check_vault_name(name)
+        self._check_folder(path, name)
+        if name in self.vaults and self._folder(name) != path:
+            raise VaultError(
+                f"vault {name!r} is already registered at {self._folder(name)}; to point it at "
+                f"{path} run `hybrid vault move {name} {path}`, or `hybrid vault remove {name}` "
+                f"first, or pick another --name")
         entry: dict[str, Any] = dict(self.vaults.get(name, {}))
         entry["path"] = str(path)
         if include:
@@ -174,10 +204,66 @@ class Config:
         self.vaults[name] = entry
         return self.vault(name)
 
+    def _folder(self, name: str) -> Path:
+        return Path(self.vaults[name]["path"]).expanduser().resolve()
+
+    def _check_folder(self, path: Path, name: str) -> None:
+        """A folder serves one vault, and never the data dir or anything inside it (an index
+        written into the notes, or notes inside an index that a wipe would delete)."""
+        for other in self.vaults:
+            if other != name and self._folder(other) == path:
+                raise VaultError(f"{path} is already registered as vault {other!r}")
+        data = self.data.resolve()
+        if path.is_relative_to(data):
+            raise VaultError(f"{path} is inside hybrid's data folder {data}; refused")
+
     def remove_vault(self, name: str) -> Vault:
         vault = self.vault(name)
         del self.vaults[name]
         return vault
+
+    def rename_vault(self, old: str, new: str) -> tuple[Vault, Vault]:
+        """Rename the registration (the caller moves the index folder)."""
+        before = self.vault(old)
+        check_vault_name(new)
+        if new in self.vaults:
+            raise VaultError(f"vault {new!r} already exists; pick another name")
+        self.vaults = {(new if k == old else k): v for k, v in self.vaults.items()}
+        return before, self.vault(new)
+
+    def move_vault(self, name: str, path: Path) -> Vault:
+        """Point vault ``name`` at another folder (the notes moved); its index is kept and the
+        next index run only re-reads what differs."""
+        self.vault(name)
+        path = Path(path).expanduser().resolve()
+        if not path.is_dir():
+            raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")
+        self._check_folder(path, name)
+        self.vaults[name] = {**self.vaults[name], "path": str(path)}
+        return self.vault(name)
+
+    @contextmanager
+    def edit(self):
+        """Change the registry safely with other processes: under a lock on the config file,
+        re-read it, let the caller change that fresh copy, write it atomically, and adopt its
+        vaults here. (An atomic replace alone loses updates: two writers that both read the
+        old file each write back only their own change.)"""
+        from filelock import FileLock, Timeout
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path) + ".lock", timeout=CONFIG_LOCK_TIMEOUT)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise ConfigError(f"{self.path} is locked by another hybrid process; try again") from None
+        try:
+            fresh = load_config(self.path.parent, data=self.data)
+            yield fresh
+            fresh.save()
+            self.vaults = fresh.vaults
+            self.loaded_stat = fresh.loaded_stat
+        finally:
+            lock.release()
 
     def save(self) -> None:
         import tomli_w
@@ -189,9 +275,23 @@ class Config:
         if self.vaults:
             doc["vaults"] = self.vaults
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".toml.tmp")
-        tmp.write_text(tomli_w.dumps(doc), encoding="utf-8")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(tomli_w.dumps(doc))
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, self.path)
+        self.loaded_stat = file_stat(self.path)
+
+
+def file_stat(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, size) of the config file, or None when absent: how a long-lived process
+    notices that another one changed the registry."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _check_setting(name: str, value: Any, where: str) -> Any:
@@ -216,24 +316,34 @@ def _check_setting(name: str, value: Any, where: str) -> Any:
     return value
 
 
-def load_config(home: Path | None = None) -> Config:
+def load_config(home: Path | None = None, data: Path | None = None) -> Config:
     """Read the config file (a missing file means defaults and no vaults). ``home`` plays the
-    part of ``HYBRID_HOME``."""
+    part of ``HYBRID_HOME``; ``data`` overrides where indexes live."""
     if home is not None:
         home = Path(home).expanduser()
-        cfg = Config(path=home / "config.toml", data=home / "data")
+        cfg = Config(path=home / "config.toml", data=data or home / "data")
     else:
-        cfg = Config()
+        cfg = Config() if data is None else Config(data=data)
     path = cfg.path
-    if not path.exists():
+    cfg.loaded_stat = file_stat(path)
+    if cfg.loaded_stat is None:
         return cfg
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or delete the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror or exc})") from None
     for name, value in (doc.get("settings") or {}).items():
         cfg.settings[name] = _check_setting(name, value, str(path))
-    for name, raw in (doc.get("vaults") or {}).items():
+    vaults = doc.get("vaults") or {}
+    if not isinstance(vaults, dict):
+        raise ConfigError(f"{path}: [vaults] must be a table of vaults")
+    for name, raw in vaults.items():
+        try:
+            check_vault_name(name)
+        except VaultError as exc:
+            raise ConfigError(f"{path}: {exc}; rename that [vaults.…] table") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
             raise ConfigError(f"{path}: vault {name!r} needs a `path` string")
         unknown = set(raw) - VAULT_KEYS

@@ -78,8 +78,9 @@ class VaultWatcher:
         self.h = h
         # None means every registered vault, possibly none yet (a server started on a fresh
         # install must not fail); an unknown name raises VaultError.
-        chosen = h.config.select(vaults) if vaults else h.config.all_vaults()
+        chosen = h.config.select(vaults) if vaults else h.vaults
         self.vaults = {v.name: v for v in chosen}
+        self._follow_registry = not vaults  # "all vaults" includes ones registered later
         self.debounce, self.on_indexed = debounce, on_indexed
         self.rescan = rescan if rescan > 0 else float("inf")  # 0 turns the rescan off
         # A folder that never falls quiet is still synced this long after its first event.
@@ -163,6 +164,8 @@ class VaultWatcher:
     # --- scheduling -----------------------------------------------------------------------
     def _schedule(self, name: str, delay: float) -> None:
         with self._cond:
+            if name not in self.vaults:
+                return  # an event in flight for a vault forgotten meanwhile
             now = time.monotonic()
             first = self._first.setdefault(name, now)
             # Each event pushes the run back, so a burst (a git checkout) becomes one run.
@@ -198,6 +201,8 @@ class VaultWatcher:
         except Exception as exc:  # VaultError (folder gone), IndexLocked (another writer), ...
             error = str(exc) or type(exc).__name__
         with self._cond:
+            if name not in self._state:
+                return  # unregistered while it ran
             st = self._state[name]
             repeated = error is not None and st["last_error"] == error
             st["runs"] += 1
@@ -226,7 +231,12 @@ class VaultWatcher:
     def _monitor(self) -> None:
         """Every second: re-establish lost watches and start rescans that are due."""
         while not self._stopping.wait(min(CHECK_EVERY, self.rescan)):
-            for name in self.vaults:
+            if self._follow_registry:
+                try:
+                    self._follow()
+                except Exception as exc:
+                    log.warning("watch: cannot re-read the vault registry: %s", exc)
+            for name in list(self.vaults):
                 try:
                     self._check_watch(name)
                 except Exception as exc:
@@ -237,6 +247,41 @@ class VaultWatcher:
                         self._next_rescan[name] = time.monotonic() + self.rescan
                 if due:  # catches whatever the OS dropped (inotify queue overflow, say)
                     self._schedule(name, 0)
+
+    def _follow(self) -> None:
+        """Adopt registry changes made since the watcher started: watch vaults registered
+        since, forget removed ones, and re-watch a vault pointed at another folder."""
+        now = {v.name: v for v in self.h.vaults}  # re-reads the config file when it changed
+        for name in [n for n in self.vaults if n not in now]:
+            self._forget(name)
+            log.info("watch %s: no longer registered; stopped watching", name)
+        for name, v in now.items():
+            old = self.vaults.get(name)
+            if old is not None and old.path == v.path and old.include == v.include:
+                continue
+            if old is not None:
+                self._forget(name)
+            with self._cond:
+                self.vaults[name] = v
+                self._state[name] = {"watching": False, "last_indexed": None, "last_error": None,
+                                     "runs": 0}
+            self._check_watch(name)
+            self._schedule(name, 0)
+
+    def _forget(self, name: str) -> None:
+        current = self._watches.pop(name, None)
+        if current is not None:
+            try:
+                self._observer.unschedule(current[0])
+            except (KeyError, OSError):
+                pass
+        with self._cond:
+            self.vaults.pop(name, None)
+            self._state.pop(name, None)
+            self._due.pop(name, None)
+            self._first.pop(name, None)
+            self._failures.pop(name, None)
+            self._next_rescan.pop(name, None)
 
     def _check_watch(self, name: str) -> None:
         """Watch the vault folder if it exists; drop a watch that died or that watches a folder

@@ -195,3 +195,18 @@ def test_no_vaults_registered_is_not_an_error(fake):
     with VaultWatcher(fake) as w:
         assert w.state() == {} and w.wait_idle(WAIT)
     assert not watcher_threads()
+
+
+def test_watcher_follows_the_registry(fake, vault, tmp_path):
+    """A server started before a vault was registered watches it once it is (issue #9), and
+    lets go of a vault that is removed."""
+    import hybrid
+    with VaultWatcher(fake, debounce=DEBOUNCE) as w:
+        other = hybrid.open(embedder="hash:64")
+        other.add_vault(vault, "vault")
+        assert until(lambda: w.state().get("vault", {}).get("watching"))
+        assert until(lambda: w.state()["vault"]["last_indexed"])
+        write(vault, "later/note.md", "# Later\n\nA capybara note.\n")
+        assert until(lambda: "later/note.md" in hit_paths(fake, "capybara"))
+        other.remove_vault("vault", wait=WAIT)  # the watcher may be mid-run: wait for it
+        assert until(lambda: "vault" not in w.state())
