@@ -164,12 +164,9 @@ class Hybrid:
     def _index_lock(self, vault: Vault, wait: float):
         """The vault's writer lock (what `hybrid index` holds), so registry changes that touch
         the index folder never pull it from under a running indexer."""
-        import contextlib
         from .errors import IndexLocked
         from .store import lock_dir
-        if not vault.index_dir.is_dir():
-            return contextlib.nullcontext()
-        try:
+        try:  # the lock file lives beside the index folder: held even before that exists
             lock = lock_dir(vault.index_dir, wait)
         except IndexLocked:
             raise IndexLocked(f"vault {vault.name!r} is being indexed; try again when it finishes "
@@ -343,7 +340,7 @@ class Hybrid:
         excludes, not over ``max_file_bytes``. Anything else is refused with the same words
         whether or not it exists."""
         import posixpath
-        from .notes import glob_to_regex
+        from .notes import glob_to_regex, target_allowed
         if not path or Path(path).is_absolute() or "\x00" in path or "\\" in path:
             raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
         rel = posixpath.normpath(path)
@@ -358,8 +355,10 @@ class Hybrid:
         parts = rel.split("/") + list(target.relative_to(root).parts)
         if rel == "." or any(p.startswith(".") for p in parts):
             raise refused
+        exclude = [glob_to_regex(g) for g in v.exclude]
         if not any(glob_to_regex(g).match(rel) for g in v.include) \
-                or any(glob_to_regex(g).match(rel) for g in v.exclude):
+                or any(r.match(rel) for r in exclude) \
+                or not target_allowed(str(root / rel), root, exclude):
             raise refused
         try:
             st = target.stat()

@@ -339,6 +339,11 @@ def _warm_up(h) -> None:
 def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
     h = _open(ctx)
+    if http_:
+        from .http_server import is_loopback
+        if not is_loopback(host) and not token:  # before anything starts or is announced
+            raise HybridError(f"binding {host} exposes your notes to the network: set a token "
+                              f"with --token or HYBRID_TOKEN")
     _warm_up(h)
     watcher = _start_watcher(h, watch, debounce)
     try:

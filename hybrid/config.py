@@ -36,7 +36,7 @@ RESERVED_SUFFIX_RE = re.compile(r"\.(lock|reembed-[a-z]+)$", re.I)
 
 def check_vault_name(name: object, where: str = "vault name") -> str:
     """``name`` if it is a safe vault name, else VaultError naming the rule."""
-    if not isinstance(name, str) or not VAULT_NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not VAULT_NAME_RE.fullmatch(name) or ".." in name:
         raise VaultError(f"{where} {name!r} is not allowed: use up to 64 letters, digits, '-', '_' "
                          f"or '.', starting with a letter or digit")
     if RESERVED_SUFFIX_RE.search(name):

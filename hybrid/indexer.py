@@ -144,6 +144,12 @@ def _sync(store: VaultStore, vault: Vault, embedder: Embedder, settings: dict,
     t_scan = time.perf_counter()
     entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
     t_discovered = time.perf_counter()
+    if not entries and known:
+        # An empty folder where notes were is far more often a drive or share that is not
+        # mounted than a user who deleted every note: keep the index (and its embeddings).
+        raise VaultError(f"vault {vault.name!r}: folder {vault.path} has no notes now, but the "
+                         f"index has {len(known):,}; nothing was removed (a drive not mounted?). "
+                         f"If the notes really are gone, run `hybrid vault remove {vault.name}`")
     to_read = []
     for entry in entries:
         present.add(entry.path)

@@ -34,6 +34,7 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
     through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
     if not isinstance(query, str):
         raise BadSearchArgs(f"query must be a string (got {type(query).__name__})")
+    _check_text("query", query)
     if len(query) > MAX_QUERY_CHARS:
         raise BadSearchArgs(f"query is too long ({len(query)} characters; the limit is "
                             f"{MAX_QUERY_CHARS}): search for a few distinctive words instead")
@@ -46,6 +47,8 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
         _check_strings(name, value)
     if since is not None and not (isinstance(since, str) or _is_number(since)):
         raise BadSearchArgs(f"since must be a date like 2024-01-31 or an age like 30d (got {_show(since)})")
+    if isinstance(since, str):
+        _check_text("since", since)
     if not isinstance(rerank, bool):
         raise BadSearchArgs(f"rerank must be true or false (got {type(rerank).__name__})")
 
@@ -67,6 +70,17 @@ def _check_strings(name: str, value) -> None:
     for item in value:
         if not isinstance(item, str):
             raise BadSearchArgs(f"{name} must be a list of strings (found {type(item).__name__})")
+        _check_text(name, item)
+
+
+def _check_text(name: str, value: str) -> None:
+    """Text the indexes can take: a lone surrogate (JSON's "\\ud800", or a command-line
+    argument that was not UTF-8) cannot be encoded, and tantivy refuses it deep inside."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadSearchArgs(f"{name} is not valid text (invalid UTF-8 or an unpaired "
+                            f"surrogate); retype it") from None
 
 
 def _is_number(value) -> bool:

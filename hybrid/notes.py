@@ -50,17 +50,35 @@ class FileEntry:
     mtime_ns: int
 
 
+def hidden(rel: str) -> bool:
+    """Whether a vault-relative path has a hidden part (``.obsidian/…``, ``.env``, ``.git/…``)."""
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def target_allowed(abspath: str, real_root: Path, exclude: list[re.Pattern[str]]) -> bool:
+    """For a file reached through a symlink: whether the file it really is lies inside the
+    vault, in no hidden folder and not excluded. Judging only the link's own name would let
+    ``notes/x.md -> ../.git/config`` (or a link into an excluded folder) be indexed and read."""
+    real = os.path.realpath(abspath)
+    try:
+        rel = Path(real).relative_to(real_root).as_posix()
+    except ValueError:
+        return False
+    return not hidden(rel) and not any(r.match(rel) for r in exclude)
+
+
 def discover(root: Path, include: list[str], exclude: list[str]) -> Iterator[FileEntry]:
     """Yield the vault's matching files. Hidden folders (``.obsidian``, ``.trash``, ``.git`` …)
     and hidden files are skipped; symlinks are followed only while they stay inside the vault,
-    and a folder reached twice (a symlink loop) is walked once."""
+    and a file reached through one only when the file it really is would be indexed itself
+    (``target_allowed``); a folder reached twice (a symlink loop) is walked once."""
     inc = [glob_to_regex(p) for p in include]
     exc = [glob_to_regex(p) for p in exclude]
     real_root = root.resolve()
     seen: set[tuple[int, int]] = set()
-    stack = [(root, "")]
+    stack = [(root, "", False)]
     while stack:
-        folder, rel = stack.pop()
+        folder, rel, linked = stack.pop()
         try:
             st = folder.stat()
             if (st.st_dev, st.st_ino) in seen:
@@ -76,18 +94,20 @@ def discover(root: Path, include: list[str], exclude: list[str]) -> Iterator[Fil
                 continue
             relpath = f"{rel}{entry.name}"
             try:
-                if entry.is_symlink():
-                    target = Path(entry.path).resolve()
-                    if not target.is_relative_to(real_root):
-                        log.info("%s: symlink leads outside the vault; skipped", relpath)
-                        continue
+                is_link = entry.is_symlink()
+                if is_link and not Path(entry.path).resolve().is_relative_to(real_root):
+                    log.info("%s: symlink leads outside the vault; skipped", relpath)
+                    continue
                 st = entry.stat()  # follows symlinks
             except (OSError, RuntimeError):
                 continue  # dangling link or a loop the resolver gave up on
             if stat.S_ISDIR(st.st_mode):
-                subdirs.append((Path(entry.path), relpath + "/"))
+                subdirs.append((Path(entry.path), relpath + "/", linked or is_link))
             elif stat.S_ISREG(st.st_mode):
                 if any(r.match(relpath) for r in inc) and not any(r.match(relpath) for r in exc):
+                    if (linked or is_link) and not target_allowed(entry.path, real_root, exc):
+                        log.info("%s: links to a hidden or excluded file; skipped", relpath)
+                        continue
                     yield FileEntry(relpath, entry.path, st.st_size, st.st_mtime_ns)
         stack.extend(reversed(subdirs))
 

@@ -123,13 +123,24 @@ def _swap_in(directory: Path) -> None:
     atomic; a crash between them is finished by ``recover_reembed``."""
     ready, old = sibling(directory, REEMBED_READY), sibling(directory, REEMBED_OLD)
     if directory.exists():
-        if old.exists():
-            _remove_tree(old)
+        _clear_old(old)
         os.rename(directory, old)
     checkpoint("reembed-mid-swap")
     os.rename(ready, directory)
     _fsync_dir(directory.parent)
     _remove_tree(old)
+
+
+def _clear_old(old: Path) -> None:
+    """Make room for the swap: remove an earlier ``.reembed-old`` folder, and when it still
+    holds files hybrid did not create (a ``.DS_Store`` someone left in the index folder), move
+    it aside under a unique name instead of deleting them, so no swap is ever jammed by it."""
+    if old.exists():
+        _remove_tree(old)
+    if old.exists():
+        keep = old.with_name(f"{old.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        os.rename(old, keep)
+        log.warning("%s: kept files hybrid did not create in %s", old.parent, keep)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -217,6 +228,18 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _check_kinds(directory: Path) -> None:
+    """Each of hybrid's names must be what hybrid makes (a folder ``lexical``, files for the
+    rest). Something else under those names was not made by hybrid, so it is not deleted:
+    one line says what to move away."""
+    for name, want_dir in (("lexical", True), ("catalog.sqlite", False), ("vectors.faiss", False)):
+        path = directory / name
+        if path.exists() and path.is_dir() != want_dir:
+            kind = "a folder" if path.is_dir() else "a file"
+            raise IndexCorrupt(f"{path} is {kind}, which hybrid did not create there; move it "
+                               f"away and run `hybrid index`")
+
+
 class VaultStore:
     def __init__(self, directory: Path, create: bool = True):
         """``create``: a writer's open (the indexer's, under the lock), which creates what is
@@ -229,6 +252,7 @@ class VaultStore:
             if (ready / "catalog.sqlite").exists():    # complete new index answers meanwhile
                 directory = ready
         self.directory = directory
+        _check_kinds(directory)
         catalog = directory / "catalog.sqlite"
         if not create and not catalog.exists():
             raise IndexCorrupt("not indexed yet")

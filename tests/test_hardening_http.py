@@ -202,6 +202,7 @@ BAD_BODIES = [
     ({"query": "x" * (MAX_QUERY_CHARS + 1)}, "too long"), ({"top_k": 3}, "query is required"),
     ({"query": "x", "evil": 1}, "unknown fields"), ([], "JSON object"), (b"not json", "JSON object"),
     (b"[" * 60_000, "JSON object"), (b'{"query": "x", "top_k": ' + b"9" * 5000 + b"}", "JSON object"),
+    (b'{"query": "\\ud800"}', "not valid text"), (b'{"query": "x", "folders": ["\\udfff"]}', "not valid text"),
 ]
 
 

@@ -302,3 +302,107 @@ def test_cli_vacuum(hybrid_home, vault):
     (rep,) = __import__("json").loads(r.stdout)
     assert rep["vault"] == "vault" and rep["bytes_after"] <= rep["bytes_before"]
     assert cli(hybrid_home, "query", "garden", "--mode", "lexical").returncode == 0
+
+
+# --- found by the black-box re-check ---------------------------------------------------------
+def test_symlinks_to_hidden_or_excluded_files_are_neither_indexed_nor_read(fake, vault):
+    write(vault, ".env", "AWS_KEY=AKIASECRETLEAK\n")
+    write(vault, ".git/config", "[remote]\nurl = SECRETGITURL\n")
+    write(vault, "archive/old.md", "# Old\n\nSECRETARCHIVED words\n")
+    (vault / "notes").mkdir()
+    (vault / "notes/envlink.md").symlink_to("../.env")
+    (vault / "notes/gitcfg.md").symlink_to("../.git/config")
+    (vault / "notes/archlink.md").symlink_to("../archive/old.md")
+    (vault / "notes/archdir").symlink_to("../archive")
+    (vault / "notes/gardenlink.md").symlink_to("../home/garden.md")  # an allowed target
+    fake.add_vault(vault, "vault", exclude=["archive/**"])
+    fake.index()
+    for secret in ("akiasecretleak", "secretgiturl", "secretarchived"):
+        assert fake.search(secret, mode="lexical") == []
+    for ref in ("notes/envlink.md", "notes/gitcfg.md", "notes/archlink.md", "notes/archdir/old.md"):
+        with pytest.raises(PathRefused):
+            fake.get(ref, "vault")
+    assert "notes/gardenlink.md" in {h.path for h in fake.search("tomatoes", mode="lexical")}
+    assert fake.get("notes/gardenlink.md", "vault").text.startswith("# Garden")
+
+
+@pytest.mark.parametrize("args", [dict(query="\ud800"), dict(query="ok", folders=["\udfff"]),
+                                  dict(query="ok", tags=["a\ud800"]), dict(query="ok", vaults=["\ud800"])])
+def test_unpaired_surrogates_are_a_clean_error(fake, vault, args):
+    from hybrid.limits import BadSearchArgs
+    fake.add_vault(vault, "vault")
+    fake.index()
+    with pytest.raises(BadSearchArgs, match="not valid text"):
+        fake.search(**args)
+
+
+def test_cli_query_with_non_utf8_bytes_is_one_error_line(hybrid_home, vault):
+    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0
+    env = dict(os.environ, HYBRID_HOME=str(hybrid_home))
+    r = subprocess.run([sys.executable.encode(), b"-m", b"hybrid.cli", b"query", b"--local", b"hello \xff"],
+                       env=env, capture_output=True, timeout=300)
+    assert r.returncode == 1 and r.stderr.startswith(b"error: ") and b"Traceback" not in r.stderr
+
+
+def test_remove_waits_for_a_first_reembed_before_the_folder_exists(fake, vault):
+    from hybrid.store import lock_dir
+    fake.add_vault(vault, "big")
+    idx = fake.config.vault("big").index_dir
+    lock = lock_dir(idx)  # what an indexer holds while it builds <name>.reembed-tmp
+    try:
+        assert not idx.exists()
+        with pytest.raises(IndexLocked):
+            fake.remove_vault("big")
+        with pytest.raises(IndexLocked):
+            fake.rename_vault("big", "other")
+    finally:
+        lock.release()
+    assert "big" in load_config().vaults
+
+
+def test_a_stray_file_in_the_index_folder_never_jams_reembed(fake, vault):
+    fake.add_vault(vault, "vault")
+    fake.index()
+    idx = fake.config.vault("vault").index_dir
+    write(idx, ".DS_Store", "finder junk")
+    for _ in range(3):
+        fake.index(reembed=True)
+    assert fake.search("tomatoes", mode="lexical")
+    kept = list(idx.parent.rglob(".DS_Store"))
+    assert kept and all(p.read_text() == "finder junk" for p in kept)  # moved aside, never deleted
+
+
+@pytest.mark.parametrize("name,make", [("vectors.faiss", "dir"), ("lexical", "file")])
+def test_hybrid_names_of_the_wrong_kind_are_one_error_line(hybrid_home, vault, name, make):
+    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0
+    target = hybrid_home / "data" / "vaults" / "vault" / name
+    shutil.rmtree(target) if target.is_dir() else target.unlink()
+    target.mkdir() if make == "dir" else target.write_text("mine")
+    for args in (["index"], ["query", "tomatoes", "--mode", "lexical", "--local"]):
+        r = cli(hybrid_home, *args)
+        assert r.returncode == 1 and "error: " in r.stderr and "Traceback" not in r.stderr
+        assert "move it away" in r.stderr
+    assert target.exists()  # not ours: left where it is
+
+
+def test_vault_name_with_a_trailing_newline_is_refused(fake, vault):
+    with pytest.raises(VaultError, match="not allowed"):
+        fake.add_vault(vault, "nl\n")
+
+
+def test_an_emptied_vault_folder_keeps_its_index(fake, vault, tmp_path):
+    """An unmounted drive shows an empty mount point: that must not delete every note."""
+    fake.add_vault(vault, "vault")
+    fake.index()
+    hidden_away = tmp_path / "away"
+    shutil.move(str(vault), str(hidden_away))
+    vault.mkdir()  # the empty mount point
+    with pytest.raises(VaultError, match="no notes now"):
+        fake.index()
+    assert fake.status()[0].notes == 4 and fake.search("tomatoes", mode="lexical")
+    vault.rmdir()
+    shutil.move(str(hidden_away), str(vault))
+    r = fake.index()[0]
+    assert r.chunks_embedded == 0 and r.removed == 0
