@@ -21,8 +21,8 @@ from .chunk import Chunker
 from .config import Vault
 from .embed import Embedder
 from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
-from .store import (VaultStore, checkpoint, lock_dir, open_writer, quarantine_catalog,
-                    recover_reembed, reembed_beside)
+from .store import (VaultStore, checkpoint, lock_dir, open_writer, recover_reembed,
+                    reembed_beside, reopen_without_catalog)
 from .vector import VectorSpec
 
 log = logging.getLogger("hybrid")
@@ -105,11 +105,8 @@ def _sync_healing(vault: Vault, embedder: Embedder, settings: dict, report: Inde
             return report
         except CatalogCorrupt as exc:
             store.close()
-            moved = quarantine_catalog(vault.index_dir)
             fresh = IndexReport(vault.name, warnings=[*report.warnings])
-            store = VaultStore(vault.index_dir)
-            store.heal_note(f"{vault.index_dir.name}: the catalog is unreadable ({exc}); moved it "
-                            f"to {moved.name} and rebuilding the index from the notes")
+            store = reopen_without_catalog(vault.index_dir, exc)
             _sync(store, vault, embedder, settings, fresh, progress, t0)
             return fresh
     finally:

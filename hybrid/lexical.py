@@ -173,8 +173,7 @@ class LexicalIndex:
         such files are not read again (a no-op index run must not read a 400 MB index). Returns
         the map for the files checked now."""
         try:
-            meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
-            segments = {seg["segment_id"].replace("-", "") for seg in meta["segments"]}
+            segments = {seg["segment_id"].replace("-", "") for seg in self._meta()["segments"]}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexCorrupt(f"{self.directory}/meta.json: unreadable ({exc}); run `hybrid "
                                f"index` to rebuild the lexical index") from None
@@ -200,11 +199,15 @@ class LexicalIndex:
         (document count, document frequencies) until their segment merges, so scores drift from
         a clean build's as they pile up."""
         try:
-            meta = json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+            meta = self._meta()
         except (OSError, ValueError):
             return 0
         return sum((seg.get("deletes") or {}).get("num_deleted_docs", 0)
                    for seg in meta.get("segments", []))
+
+    def _meta(self) -> dict:
+        """tantivy's meta.json: the committed segments and their deleted-document counts."""
+        return json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
 
     def _schema(self):
         sb = self._t.SchemaBuilder()
@@ -243,34 +246,27 @@ class LexicalIndex:
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete ``removed`` ids, add the chunks of ``added`` (batches; their ids must be among
         ``removed``, as the journal guarantees, so a replay never duplicates), commit. Idempotent."""
-        with self._guard("write"):
-            writer = self.index.writer(heap_size=64_000_000, num_threads=1)
-            try:
-                # Every delete is queued before any add: tantivy applies a delete only to the
-                # documents added before it, so a replay can never delete what it re-adds.
-                for cid in set(removed):
-                    writer.delete_documents_by_term("chunk_id", cid)
-                for batch in added:
-                    for c in batch:
-                        writer.add_document(self._doc(c))
-                writer.commit()
-                writer.wait_merging_threads()
-            except BaseException:
-                try:
-                    writer.rollback()
-                except BaseException:  # noqa: BLE001 - the first error is the one to report
-                    pass
-                del writer  # frees tantivy's writer lock now, not when the traceback goes
-                raise
-            self.index.reload()
+        self._write(64_000_000, added, delete_ids=removed)
 
     def rebuild(self, batches: Iterable[list[ChunkRow]]) -> None:
         """Replace every document by those of ``batches`` in one commit (readers see the old
         index until it lands); the result holds no deleted documents."""
+        self._write(128_000_000, batches, delete_all=True)
+
+    def _write(self, heap_size: int, batches: Iterable[list[ChunkRow]], *,
+               delete_ids: Iterable[int] = (), delete_all: bool = False) -> None:
+        """One commit: the deletes, then the chunks of ``batches``. Every delete is queued
+        before any add: tantivy applies a delete only to documents added before it, so a replay
+        can never delete what it re-adds. On error the writer is rolled back and dropped at
+        once, which frees tantivy's writer lock (a retry in this process would otherwise find it
+        busy while the traceback keeps the writer alive)."""
         with self._guard("write"):
-            writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+            writer = self.index.writer(heap_size=heap_size, num_threads=1)
             try:
-                writer.delete_all_documents()
+                if delete_all:
+                    writer.delete_all_documents()
+                for cid in set(delete_ids):
+                    writer.delete_documents_by_term("chunk_id", cid)
                 for batch in batches:
                     for c in batch:
                         writer.add_document(self._doc(c))
@@ -279,7 +275,7 @@ class LexicalIndex:
             except BaseException:
                 try:
                     writer.rollback()
-                except BaseException:  # noqa: BLE001
+                except BaseException:  # noqa: BLE001 - the first error is the one to report
                     pass
                 del writer
                 raise
@@ -460,4 +456,5 @@ def remove_known(directory: Path, known: "re.Pattern[str]") -> list[str]:
             return []
         except OSError:
             continue  # something appeared since the listing
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     return [p.name for p in directory.iterdir()] if directory.is_dir() else []

@@ -73,20 +73,9 @@ def _remove_tree(directory: Path) -> list[str]:
     ``lexical/``), then the folder if that empties it. Returns the names left behind."""
     if not directory.is_dir():
         return []
-    left = [f"lexical/{n}" for n in remove_known(directory / "lexical", TANTIVY_FILE_RE)]
-    for p in sorted(directory.iterdir()):
-        if p.name == "lexical" and p.is_dir():
-            continue
-        if KNOWN_FILE_RE.match(p.name) and not p.is_dir():
-            p.unlink(missing_ok=True)
-        else:
-            left.append(p.name)
-    if left:
-        log.warning("%s: left %d entr%s hybrid did not create: %s", directory, len(left),
-                    "y" if len(left) == 1 else "ies", ", ".join(left[:5]))
-    else:
-        directory.rmdir()
-    return left
+    inner = [f"lexical/{n}" for n in remove_known(directory / "lexical", TANTIVY_FILE_RE)]
+    left = remove_known(directory, KNOWN_FILE_RE)
+    return inner + [n for n in left if not (n == "lexical" and inner)]
 
 
 def purge_index_dir(directory: Path) -> list[str]:
@@ -184,11 +173,17 @@ def open_writer(directory: Path) -> "VaultStore":
             raise CatalogCorrupt("it is an empty file")
         return VaultStore(directory)
     except CatalogCorrupt as exc:
-        moved = quarantine_catalog(directory)
-        store = VaultStore(directory)
-        store.heal_note(f"{directory.name}: the catalog is unreadable ({exc}); moved it to "
-                        f"{moved.name} and rebuilding the index from the notes")
-        return store
+        return reopen_without_catalog(directory, exc)
+
+
+def reopen_without_catalog(directory: Path, problem: Exception) -> "VaultStore":
+    """Move the unreadable catalog aside and open a fresh store in its place (the caller holds
+    the lock; the notes rebuild it), noting the repair for the index report."""
+    moved = quarantine_catalog(directory)
+    store = VaultStore(directory)
+    store.heal_note(f"{directory.name}: the catalog is unreadable ({problem}); moved it to "
+                    f"{moved.name} and rebuilding the index from the notes")
+    return store
 
 
 def _empty_catalog(directory: Path) -> bool:
@@ -425,14 +420,6 @@ class VaultStore:
     @staticmethod
     def _dim(got: list[tuple[int, bytes]]) -> int:
         return len(got[0][1]) // 4 if got else 0
-
-    def wipe(self) -> None:
-        """Delete this store's own files (never the lock, never unknown files) and reopen empty."""
-        self.catalog.close()
-        self._lexical = None
-        _remove_tree(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.__init__(self.directory)
 
     def reclaim(self, model: str | None, force: bool = False) -> int:
         """End-of-run housekeeping: drop unused cached embeddings past the cache bound (all of

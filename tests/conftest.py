@@ -77,3 +77,20 @@ def sample(sample_home, minilm):
     h._embedders[minilm.id] = minilm
     yield h
     h.close()
+
+
+def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
+    """Make ``embedder.embed_documents`` raise ModelUnavailable("model went away") on its
+    ``call``-th call (a model that dies mid-run). Returns the call counter; undo with
+    ``monkeypatch.undo()`` or by setting ``embed_documents`` back to ``counter["real"]``."""
+    import hybrid.errors
+    counter = {"n": 0, "real": embedder.embed_documents}
+
+    def failing(texts):
+        counter["n"] += 1
+        if counter["n"] == call:
+            raise hybrid.errors.ModelUnavailable("model went away")
+        return counter["real"](texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", failing)
+    return counter

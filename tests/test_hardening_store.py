@@ -17,7 +17,7 @@ from hybrid.errors import DiskFull, IndexCorrupt
 from hybrid.lexical import LexicalQuery
 from hybrid.store import VaultStore, purge_index_dir
 
-from conftest import SAMPLE_VAULT, write
+from conftest import SAMPLE_VAULT, fail_embedding_at, write
 from test_index import consistent
 
 QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup",
@@ -160,22 +160,13 @@ def test_failed_reembed_leaves_the_old_index_answering(tmp_path, monkeypatch):
     before = answers(h)
     monkeypatch.setattr(indexer, "EMBED_GROUP", 16)
     emb = h.embedder("hash:64")
-    calls = {"n": 0}
-    real = emb.embed_documents
-
-    def dies_midway(texts):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise hybrid.errors.ModelUnavailable("model went away")
-        return real(texts)
-
-    monkeypatch.setattr(emb, "embed_documents", dies_midway)
+    calls = fail_embedding_at(monkeypatch, emb, 5)
     with pytest.raises(hybrid.HybridError, match="model went away"):
         h.index(reembed=True)
     assert calls["n"] == 5
     assert answers(h) == before
     assert consistent(h) > 0
-    monkeypatch.setattr(emb, "embed_documents", real)
+    monkeypatch.setattr(emb, "embed_documents", calls["real"])
     # the next (plain) index finds the abandoned build and removes it
     h.index()
     assert not store_mod.sibling(index_dir(h), ".reembed-tmp").exists()
@@ -238,21 +229,17 @@ def test_reembed_killed_keeps_an_answering_index(tmp_path, fault):
 
 # --- 3. only hybrid's own files are ever deleted -------------------------------------------
 
-def test_purge_and_wipe_delete_only_known_files(tmp_path, caplog):
+def test_purge_deletes_only_known_files(tmp_path, caplog):
     h = indexed(tmp_path, sample_copy(tmp_path))
     h.close()
     d = index_dir(h)
     (d / "notes-backup.md").write_text("mine")
     (d / "lexical" / "README.txt").write_text("mine too")
-    store = VaultStore(d)
     with caplog.at_level(logging.WARNING, logger="hybrid"):
-        store.wipe()
-    store.close()
+        left = purge_index_dir(d)
     assert (d / "notes-backup.md").read_text() == "mine"
     assert (d / "lexical" / "README.txt").read_text() == "mine too"
     assert "notes-backup.md" in caplog.text
-    with caplog.at_level(logging.WARNING, logger="hybrid"):
-        left = purge_index_dir(d)
     assert sorted(left) == ["vault/lexical/README.txt", "vault/notes-backup.md"]
     assert sorted(p.name for p in d.iterdir()) == ["lexical", "notes-backup.md"]
     assert [p.name for p in (d / "lexical").iterdir()] == ["README.txt"]

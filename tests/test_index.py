@@ -9,7 +9,7 @@ import hybrid
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
 from hybrid.store import VaultStore
 
-from conftest import write
+from conftest import fail_embedding_at, write
 
 
 def paths(hits):
@@ -280,22 +280,13 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
 
     monkeypatch.setattr(indexer, "_read", real_read)
     emb = fake.embedder("hash:64")
-    calls = {"n": 0}
-    real_embed = emb.embed_documents
-
-    def failing(texts):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise hybrid.errors.ModelUnavailable("model went away")
-        return real_embed(texts)
-
-    monkeypatch.setattr(emb, "embed_documents", failing)
+    calls = fail_embedding_at(monkeypatch, emb, 2)
     with pytest.raises(hybrid.HybridError, match="model went away"):
         fake.index()
     assert not [t for t in threading.enumerate() if t.name == "hybrid-read"]
     assert {h.path for h in fake.search("garden tomatoes sun", mode="lexical")} == before
 
-    monkeypatch.setattr(emb, "embed_documents", real_embed)
+    monkeypatch.setattr(emb, "embed_documents", calls["real"])
     rep = fake.index()[0]
     assert rep.added == 40 and fake.status()[0].notes == 44
     assert rep.cache_hits > 0  # the windows embedded before the failure were kept
