@@ -11,15 +11,31 @@
 import os
 
 # torch and FAISS each bring an OpenMP runtime whose idle threads spin for the CPU. On a busy
-# two-core machine that turned a 12 ms query embedding into 490 ms (measured; eval/bench/
-# report.md); sleeping idle threads cost ~nothing when the machine is idle. Set before either
+# two-core machine that turned a 12 ms query embedding into 490 ms (measured; eval/reports/
+# scale/report.md); sleeping idle threads cost ~nothing when the machine is idle. Set before either
 # library loads; a value the user chose is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .api import Hybrid, NoteText, VaultStatus, open  # noqa: E402
 from .errors import HybridError  # noqa: E402
+from .hits import Hit  # noqa: E402
 from .indexer import IndexReport  # noqa: E402
-from .search import Hit  # noqa: E402
+from .request import SearchRequest  # noqa: E402
+from .settings import Settings  # noqa: E402
 
-__all__ = ["open", "Hybrid", "Hit", "IndexReport", "NoteText", "VaultStatus", "HybridError"]
-__version__ = "0.1.0"
+__all__ = ["open", "Hybrid", "Hit", "IndexReport", "NoteText", "VaultStatus", "HybridError",
+           "SearchRequest", "Settings"]
+
+
+def __getattr__(name: str) -> str:
+    """``hybrid.__version__``: the installed distribution's version, looked up on first use
+    (importlib.metadata costs ~30 ms of imports that ``hybrid --help`` need not pay)."""
+    if name == "__version__":
+        from importlib import metadata
+        try:
+            version = metadata.version("hybrid")
+        except metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+            version = "0+unknown"
+        globals()["__version__"] = version
+        return version
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,16 +7,17 @@ import logging
 import re
 import sqlite3
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 from .config import Config, Vault, load_config, override
-from .embed import Embedder, make_embedder, spec_id
+from .embedders import Embedder, make_embedder, make_reranker, spec_id
 from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from .indexer import IndexReport, Progress, index_vault
-from .query import parse_date, parse_query
-from .search import Hit, SearchOptions, run_search
+from .request import SearchRequest, as_request
+from .search import Hit, run_search
 from .store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
@@ -56,17 +57,43 @@ class VaultStatus:
         return asdict(self)
 
 
+EmbedderFactory = Callable[[str], Embedder]
+RerankerFactory = Callable[[str], Any]
+
+
 class Hybrid:
     """A handle on the configured vaults. Keeps embedders and open indexes warm between calls,
-    so a long-lived process pays model loading once."""
+    so a long-lived process pays model loading once.
 
-    def __init__(self, config: Config, overrides: dict | None = None):
+    Models can be injected instead of built from the settings: ``embedders`` are instances used
+    for every vault whose embedder spec resolves to their ``id``; ``embedder_factory(spec)``
+    builds any other (default: the registry in :mod:`hybrid.embedders`); ``reranker`` is a
+    cross-encoder instance (used whatever ``rerank_model`` says) or a factory ``(spec) ->
+    reranker``. Tests, ``hybrid eval`` and benchmarks share loaded models this way."""
+
+    def __init__(self, config: Config, overrides: dict | None = None, *,
+                 embedders: Iterable[Embedder] = (), embedder_factory: EmbedderFactory | None = None,
+                 reranker: Any = None):
         self.config = config
         self._overrides = dict(overrides or {})
-        self._embedders: dict[str, Embedder] = {}
+        self._embedders: dict[str, Embedder] = {e.id: e for e in embedders}
+        self._embedder_factory = embedder_factory
         self._stores: dict[str, VaultStore] = {}
-        self._rerankers: dict[str, object] = {}
+        self._rerankers: dict[str, Any] = {}
+        self._reranker = reranker
         self._lock = threading.RLock()
+
+    @property
+    def settings(self):
+        """This handle's settings (frozen; change them with :meth:`override`)."""
+        return self.config.settings
+
+    def override(self, **settings: Any) -> None:
+        """Change settings for this handle only (checked; ConfigError for a bad one). They
+        outlive a reload of the config file, as ``hybrid.open(**settings)`` ones do."""
+        with self._lock:
+            override(self.config, **settings)
+            self._overrides.update(settings)
 
     # --- vaults ---------------------------------------------------------------------------
     @property
@@ -103,8 +130,7 @@ class Hybrid:
                 self._stores.pop(name).close()
         self.config.vaults = fresh.vaults
         self.config.loaded_stat = fresh.loaded_stat
-        for key in set(fresh.settings) - set(self._overrides):
-            self.config.settings[key] = fresh.settings[key]
+        self.config.settings = fresh.settings  # with this handle's overrides (see refresh)
 
     def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
                   exclude: Sequence[str] = ()) -> Vault:
@@ -174,12 +200,17 @@ class Hybrid:
         return _Releasing(lock)
 
     def embedder(self, spec: str) -> Embedder:
+        """The embedder for ``spec``: an injected one with that id, else built once (by the
+        injected factory or the registry) and kept."""
         with self._lock:
             key = spec_id(spec)
             if key not in self._embedders:
-                s = self.config.settings
-                self._embedders[key] = make_embedder(spec, ollama_host=s["ollama_host"],
-                                                     batch_size=s["batch_size"])
+                if self._embedder_factory is not None:
+                    self._embedders[key] = self._embedder_factory(spec)
+                else:
+                    s = self.config.settings
+                    self._embedders[key] = make_embedder(spec, ollama_host=s.ollama_host,
+                                                         batch_size=s.batch_size)
             return self._embedders[key]
 
     # --- indexing -------------------------------------------------------------------------
@@ -209,7 +240,7 @@ class Hybrid:
         return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
                            reembed=reembed, wait=wait, progress=progress)
 
-    def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list["VacuumReport"]:
+    def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
         """Reclaim disk space in the named vaults' indexes (default: all): unused cached
         embeddings, tantivy's deleted documents, SQLite's free pages and WAL. Returns one
         report per vault (rows removed, bytes before and after). Takes the writer lock, waiting
@@ -240,57 +271,56 @@ class Hybrid:
                 self._stores[vault.name] = store
             return store
 
-    def search(self, query: str, *, top_k: int = 8, mode: str = "hybrid",
-               vaults: Sequence[str] | None = None, folders: Sequence[str] = (),
-               tags: Sequence[str] = (), since: str | float | None = None,
-               rerank: bool = False, exclude_folders: Sequence[str] = ()) -> list[Hit]:
-        """Search the named vaults (default: all) and return up to ``top_k`` hits, best first.
-        ``rerank`` rescores the top fused candidates with the configured cross-encoder.
-        Arguments are checked against :mod:`hybrid.limits` (BadSearchArgs: wrong type, ``top_k``
-        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), here so that every entry point does."""
-        from .limits import check_search
-        check_search(query, top_k=top_k, mode=mode, vaults=vaults, folders=folders, tags=tags,
-                     since=since, rerank=rerank, exclude_folders=exclude_folders)
-        top_k = int(top_k)
-        parsed = parse_query(query)
-        if isinstance(since, str):
-            since = parse_date(since)
+    def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
+        """Search and return up to ``top_k`` hits, best first. ``query`` is the query text with
+        the options as keywords (``top_k=8``, ``mode="hybrid"``, ``vaults=None`` for all,
+        ``folders``, ``tags``, ``since``, ``rerank``, ``exclude_folders``), or a ready
+        :class:`~hybrid.request.SearchRequest`. Arguments are checked against
+        :mod:`hybrid.limits` when the request is made (BadSearchArgs: wrong type, ``top_k``
+        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), so every entry point is."""
+        request = as_request(query, options)
+        request.parsed  # noqa: B018 - a query syntax error is reported before any index opens
         self.refresh()  # a long-lived server sees vaults registered since it started
-        targets = [(v, self._store(v)) for v in self.config.select(vaults)]
+        targets = [(v, self._store(v)) for v in self.config.select(request.vaults)]
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
-        embedders: dict[str, Embedder] = {}
-        if mode in ("vector", "hybrid"):
-            for vault, store in targets:
-                eid = store.embedder_id
-                if eid and eid not in embedders:
-                    emb = self.embedder(vault.embedder)
-                    if emb.id != eid:
-                        from .errors import EmbedderMismatch
-                        raise EmbedderMismatch(
-                            f"vault {vault.name!r} was indexed with {eid}, but the configured "
-                            f"embedder is {emb.id}; run `hybrid index --vault {vault.name} --reembed`")
-                    embedders[eid] = emb
+        embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
 
         def query_vector(embedder_id: str, text: str):
             return embedders[embedder_id].embed_query(text)
 
-        opts = SearchOptions(mode=mode, top_k=top_k, folders=tuple(f.strip("/") for f in folders),
-                             tags=tuple(t.lower().lstrip("#") for t in tags), since=since, rerank=rerank,
-                             exclude_folders=tuple(f.strip("/") for f in exclude_folders))
-        rescore = self.reranker().scores if rerank else None
+        rescore = self.reranker().scores if request.rerank else None
         # One search at a time per handle: SQLite connections and the tantivy searcher are
         # shared, and a server calls this from several threads.
         with self._lock:
-            return run_search(targets, parsed, opts, self.config.settings, query_vector, rescore)
+            return run_search(targets, request, self.config.settings, query_vector, rescore)
+
+    def _query_embedders(self, targets) -> dict[str, Embedder]:
+        """The embedder of each distinct model the targets were indexed with; EmbedderMismatch
+        when the configured one is another model."""
+        embedders: dict[str, Embedder] = {}
+        for vault, store in targets:
+            eid = store.embedder_id
+            if eid and eid not in embedders:
+                emb = self.embedder(vault.embedder)
+                if emb.id != eid:
+                    from .errors import EmbedderMismatch
+                    raise EmbedderMismatch(
+                        f"vault {vault.name!r} was indexed with {eid}, but the configured "
+                        f"embedder is {emb.id}; run `hybrid index --vault {vault.name} --reembed`")
+                embedders[eid] = emb
+        return embedders
 
     def reranker(self):
-        """The configured cross-encoder (loaded once); ModelUnavailable names the setting."""
-        from .rerank import Reranker
-        spec = self.config.settings["rerank_model"]
+        """The cross-encoder: the injected one, else the configured ``rerank_model`` (loaded
+        once); ModelUnavailable names the setting."""
+        given = self._reranker
+        if given is not None and hasattr(given, "scores") and not isinstance(given, type):
+            return given  # an instance, not a factory
+        factory, spec = given or make_reranker, self.config.settings.rerank_model
         with self._lock:
             if spec not in self._rerankers:
-                self._rerankers[spec] = Reranker(spec)
+                self._rerankers[spec] = factory(spec)
             return self._rerankers[spec]
 
     def get(self, ref: str, vault: str | None = None, start: int | None = None,
@@ -340,6 +370,7 @@ class Hybrid:
         excludes, not over ``max_file_bytes``. Anything else is refused with the same words
         whether or not it exists."""
         import posixpath
+
         from .notes import glob_to_regex, target_allowed
         if not path or Path(path).is_absolute() or "\x00" in path or "\\" in path:
             raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
@@ -367,9 +398,9 @@ class Hybrid:
         import stat as stat_
         if not stat_.S_ISREG(st.st_mode):
             raise refused
-        if st.st_size > self.config.settings["max_file_bytes"]:
+        if st.st_size > self.config.settings.max_file_bytes:
             raise PathRefused(f"{path!r} is over max_file_bytes "
-                              f"({self.config.settings['max_file_bytes']:,}); not read")
+                              f"({self.config.settings.max_file_bytes:,}); not read")
         return target, rel
 
     def status(self) -> list[VaultStatus]:
@@ -433,9 +464,13 @@ def _layout_text(meta: str | None, chunks: int) -> str:
             f"calibrated recall@10 {lay.get('calibrated_recall')})")
 
 
-def open(home: str | Path | None = None, **settings) -> Hybrid:  # noqa: A001 - the public name
+def open(home: str | Path | None = None, *, embedders: Iterable[Embedder] = (),  # noqa: A001
+         embedder_factory: EmbedderFactory | None = None, reranker: Any = None,
+         **settings: Any) -> Hybrid:
     """Open hybrid with the config under ``home`` (default: ``HYBRID_HOME`` or the platform
-    config dir). Keyword arguments override settings for this handle only."""
+    config dir). Keyword arguments override settings for this handle only; ``embedders``,
+    ``embedder_factory`` and ``reranker`` inject models (see :class:`Hybrid`)."""
     config = load_config(Path(home) if home is not None else None)
     override(config, **settings)
-    return Hybrid(config, settings)
+    return Hybrid(config, settings, embedders=embedders, embedder_factory=embedder_factory,
+                  reranker=reranker)

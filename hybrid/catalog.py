@@ -16,9 +16,13 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from .db import Connection, Transaction
 from .errors import DiskFull, IndexCorrupt
@@ -286,10 +290,11 @@ class Catalog:
         return self._filter_ids(folders, tags, since, None)
 
     def _filter_ids(self, folders, tags, since, _in) -> set[int]:
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if folders:
             where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
-            args.extend(_like_prefix(f.strip("/") + "/") for f in folders)
+            args.extend(_like_prefix(f + "/") for f in folders)
         for tag in tags:
             where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
             args.extend([tag, _like_prefix(tag + "/")])
@@ -329,7 +334,7 @@ class Catalog:
             out.extend(self.db.execute(q, [model, *part]).fetchall())
         return out
 
-    def vector_matrix(self, model: str, dim: int) -> tuple["np.ndarray", "np.ndarray"]:
+    def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, float32 matrix) of every live chunk's cached vector, read in one pass into a
         preallocated array (a million vectors cost their 1.5 GB once, not three times over)."""
         import numpy as np

@@ -3,59 +3,18 @@ progress, warnings and errors go to stderr. User mistakes end in one ``error:`` 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-from contextlib import contextmanager
 
 import click
 
+from .cli_eval import eval_cmd
+from .cli_support import Group, open_handle, print_json, progress_bar, setup_logging
 from .errors import HybridError
 
 
-class _StderrFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}"
-
-
-def _setup_logging(verbose: int) -> None:
-    logger = logging.getLogger("hybrid")
-    if not any(getattr(h, "_hybrid_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_StderrFormatter())
-        handler._hybrid_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
-    logger.propagate = False
-
-
-class _Group(click.Group):
-    """Turns domain errors into one line on stderr instead of a traceback."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except HybridError as exc:
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(1)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            ctx.exit(130)
-
-
-def _open(ctx: click.Context):
-    import hybrid
-    if "hybrid" not in ctx.obj:
-        ctx.obj["hybrid"] = hybrid.open()
-    return ctx.obj["hybrid"]
-
-
-def _print_json(data) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -68,11 +27,11 @@ def main(ctx: click.Context, verbose: int) -> None:
     hybrid get "home-lab/networking.md:12-40"
     """
     ctx.ensure_object(dict)
-    _setup_logging(verbose)
+    setup_logging(verbose)
 
 
 # --- vaults -------------------------------------------------------------------------------
-@main.group(cls=_Group)
+@main.group(cls=Group)
 def vault() -> None:
     """Register, list and remove vaults."""
 
@@ -85,7 +44,7 @@ def vault() -> None:
 @click.pass_context
 def vault_add(ctx, path, name, include, exclude):
     """Register the folder PATH as a vault."""
-    v = _open(ctx).add_vault(path, name, include, exclude)
+    v = open_handle(ctx).add_vault(path, name, include, exclude)
     click.echo(f"registered vault {v.name!r} at {v.path}; run `hybrid index` to index it", err=True)
 
 
@@ -94,9 +53,9 @@ def vault_add(ctx, path, name, include, exclude):
 @click.pass_context
 def vault_list(ctx, as_json):
     """List registered vaults."""
-    vaults = _open(ctx).vaults
+    vaults = open_handle(ctx).vaults
     if as_json:
-        _print_json([{"name": v.name, "path": str(v.path), "include": v.include, "exclude": v.exclude,
+        print_json([{"name": v.name, "path": str(v.path), "include": v.include, "exclude": v.exclude,
                       "embedder": v.embedder} for v in vaults])
         return
     for v in vaults:
@@ -111,7 +70,7 @@ def vault_list(ctx, as_json):
 @click.pass_context
 def vault_remove(ctx, name, keep_index, wait):
     """Unregister vault NAME and delete its index files (never the notes)."""
-    v = _open(ctx).remove_vault(name, purge=not keep_index, wait=wait)
+    v = open_handle(ctx).remove_vault(name, purge=not keep_index, wait=wait)
     click.echo(f"removed vault {v.name!r}; the notes in {v.path} are untouched", err=True)
 
 
@@ -123,7 +82,7 @@ def vault_remove(ctx, name, keep_index, wait):
 @click.pass_context
 def vault_rename(ctx, old, new, wait):
     """Rename vault OLD to NEW, keeping its index."""
-    v = _open(ctx).rename_vault(old, new, wait=wait)
+    v = open_handle(ctx).rename_vault(old, new, wait=wait)
     click.echo(f"renamed vault {old!r} to {v.name!r}", err=True)
 
 
@@ -133,31 +92,11 @@ def vault_rename(ctx, old, new, wait):
 @click.pass_context
 def vault_move(ctx, name, path):
     """Point vault NAME at the folder PATH (the notes moved); the index is kept."""
-    v = _open(ctx).move_vault(name, path)
+    v = open_handle(ctx).move_vault(name, path)
     click.echo(f"vault {v.name!r} now reads {v.path}; run `hybrid index` to catch up", err=True)
 
 
 # --- indexing -----------------------------------------------------------------------------
-@contextmanager
-def _progress(enabled: bool):
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, int] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update
-
-
 @main.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=str))
 @click.option("--name", help="With PATH: the name to register it under.")
@@ -169,17 +108,17 @@ def _progress(enabled: bool):
 @click.pass_context
 def index(ctx, path, name, vaults, reembed, wait, as_json):
     """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
-    h = _open(ctx)
+    h = open_handle(ctx)
     if path:
         from pathlib import Path
         same = [v for v in h.vaults if v.path.resolve() == Path(path).expanduser().resolve()]
         v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
         vaults = (v.name,)
-    with _progress(sys.stderr.isatty()) as progress:
+    with progress_bar(sys.stderr.isatty()) as progress:
         reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress,
                           keep_going=True)
     if as_json:
-        _print_json([r.to_dict() for r in reports])
+        print_json([r.to_dict() for r in reports])
     for r in reports:
         if r.error:
             click.echo(f"error: {r.error}", err=True)
@@ -202,31 +141,33 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
-@click.option("--rerank", is_flag=True, help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
+@click.option("--rerank", is_flag=True,
+              help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
 @click.option("--rerank-model", help="Cross-encoder directory or cached model name (overrides the setting).")
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.pass_context
 def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE."""
-    h = _open(ctx)
-    args = dict(query=" ".join(text), top_k=top_k, mode=mode, vaults=list(vaults) or None,
-                folders=list(folders), tags=list(tags), since=since, rerank=rerank or bool(rerank_model))
-    from .limits import check_search
-    check_search(**args)  # before asking a server: "query is too long" beats the server's 413
+    h = open_handle(ctx)
+    from .request import SearchRequest
+    # Checked before asking a server: "query is too long" beats the server's 413.
+    request = SearchRequest(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
+                            folders=folders, tags=tags, since=since,
+                            rerank=rerank or bool(rerank_model))
     hits = None
     if not rerank_model and not local:
         from .http_server import remote_search
-        remote = remote_search(h, args)  # a running `hybrid serve --http` has the model warm
+        remote = remote_search(h, request)  # a running `hybrid serve --http` has the model warm
         if remote is not None:
-            from .search import Hit
+            from .hits import Hit
             hits = [Hit.from_dict(d) for d in remote]
     if hits is None:
         if rerank_model:
-            h.config.settings["rerank_model"] = rerank_model
-        hits = h.search(args.pop("query"), **args)
+            h.override(rerank_model=rerank_model)
+        hits = h.search(request)
     if as_json:
-        _print_json([h.to_dict() for h in hits])
+        print_json([h.to_dict() for h in hits])
         return
     if not hits:
         click.echo("no hits", err=True)
@@ -248,9 +189,9 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
 @click.pass_context
 def get(ctx, ref, vault, as_json):
     """Print a note, or lines of it: REF is PATH or PATH:START-END (1-based, inclusive)."""
-    note = _open(ctx).get(ref, vault)
+    note = open_handle(ctx).get(ref, vault)
     if as_json:
-        _print_json(note.to_dict())
+        print_json(note.to_dict())
     else:
         click.echo(note.text)
 
@@ -260,9 +201,9 @@ def get(ctx, ref, vault, as_json):
 @click.pass_context
 def status(ctx, as_json):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk."""
-    rows = _open(ctx).status()
+    rows = open_handle(ctx).status()
     if as_json:
-        _print_json([r.to_dict() for r in rows])
+        print_json([r.to_dict() for r in rows])
         return
     if not rows:
         click.echo("no vaults registered; run `hybrid index PATH`", err=True)
@@ -291,9 +232,9 @@ def status(ctx, as_json):
 @click.pass_context
 def vacuum(ctx, vaults, wait, as_json):
     """Reclaim disk space: unused cached embeddings, deleted documents, free database pages."""
-    reports = _open(ctx).vacuum(vaults or None, wait=wait)
+    reports = open_handle(ctx).vacuum(vaults or None, wait=wait)
     if as_json:
-        _print_json([r.to_dict() for r in reports])
+        print_json([r.to_dict() for r in reports])
         return
     for r in reports:
         click.echo(f"{r.vault}: {r.embeddings_removed} unused embeddings removed, "
@@ -338,7 +279,7 @@ def _warm_up(h) -> None:
 @click.pass_context
 def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
-    h = _open(ctx)
+    h = open_handle(ctx)
     if http_:
         from .http_server import is_loopback
         if not is_loopback(host) and not token:  # before anything starts or is announced
@@ -364,7 +305,8 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
 
 @main.command()
 @click.option("--vault", "vaults", multiple=True, help="Watch only this vault (repeatable).")
-@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60), help="Seconds of quiet before re-indexing.")
+@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
+              help="Seconds of quiet before re-indexing.")
 @click.pass_context
 def watch(ctx, vaults, debounce):
     """Keep indexes in sync with their folders until interrupted (Ctrl-C)."""
@@ -373,7 +315,7 @@ def watch(ctx, vaults, debounce):
 
     from .watch import VaultWatcher
 
-    h = _open(ctx)
+    h = open_handle(ctx)
     h.config.select(vaults or None)  # unknown names fail here, with the list of known ones
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -384,7 +326,7 @@ def watch(ctx, vaults, debounce):
             pass
 
 
-@main.group(cls=_Group)
+@main.group(cls=Group)
 def service() -> None:
     """Install hybrid as a background service (systemd user unit or launchd agent)."""
 
@@ -423,114 +365,8 @@ def service_status():
     click.echo(r.message)
 
 
-# --- evaluation ---------------------------------------------------------------------------
-def _csv(value: str, cast, what: str) -> list:
-    try:
-        return [cast(v.strip()) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: expected a comma-separated list of {what}") from None
-
-
-def _bool(v: str) -> bool:
-    if v.lower() in ("on", "true", "1", "yes"):
-        return True
-    if v.lower() in ("off", "false", "0", "no"):
-        return False
-    raise ValueError(v)
-
-
-def _weights(v: str) -> tuple[float, float]:
-    a, _, b = v.partition(":")
-    return float(a), float(b or 1)
-
-
-@main.command("eval")
-@click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
-@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str), help="Queries: TSV or JSONL.")
-@click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str), help="Judgements: TREC or ranx JSON.")
-@click.option("--beir", type=click.Path(file_okay=False, path_type=str), help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/test.tsv).")
-@click.option("--modes", default="lexical,vector,hybrid,rerank", show_default=True)
-@click.option("--chunk-tokens", help="Comma list (default: the chunk_tokens setting).")
-@click.option("--chunk-overlap", help="Comma list (default: the chunk_overlap setting).")
-@click.option("--context-header", help="Comma list of on/off (default: the setting).")
-@click.option("--rrf-k", help="Comma list (default: the rrf_k setting).")
-@click.option("--weights", help="Comma list of LEXICAL:VECTOR weights, e.g. 1:1,1:0.5.")
-@click.option("--metrics", default=",".join(("ndcg@10", "recall@5", "recall@10", "recall@100", "mrr@10", "map@100")), show_default=True)
-@click.option("--significance", is_flag=True, help="Paired t-test of every run against the first.")
-@click.option("--rerank-model", help="Cross-encoder for the rerank mode (overrides the setting).")
-@click.option("--embedder", help="Embedder spec (overrides the setting).")
-@click.option("--limit", type=int, help="Evaluate only the first N queries.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=str), help="Write report.md, results.json, runs and plots here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
-@click.pass_context
-def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
-             context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, out, as_json):
-    """Measure retrieval quality on labelled queries (default: the sample vault and qrels/sample)."""
-    import tempfile
-    from pathlib import Path
-
-    from .evalio import Problems, load_beir, load_qrels, load_queries, reconcile
-    from .evaluate import grid, run_eval
-    from .notes import discover
-
-    h = _open(ctx)
-    settings = dict(h.config.settings)
-    if rerank_model:
-        settings["rerank_model"] = rerank_model
-    if embedder:
-        settings["embedder"] = embedder
-    problems = Problems()
-    include, exclude = settings["include"], settings["exclude"]
-    if beir:
-        vault_path = Path(tempfile.mkdtemp(prefix="hybrid-beir-")) / "vault"
-        queries, qrels, _ = load_beir(Path(beir), vault_path, problems)
-        qrels_name = f"{beir}/qrels/test.tsv"
-    else:
-        root = Path(__file__).resolve().parent
-        if vault_ref is None:
-            vault_path = root / "sample_vault"
-            queries_path = queries_path or str(root.parent / "qrels" / "sample.queries.jsonl")
-            qrels_path = qrels_path or str(root.parent / "qrels" / "sample.qrels.json")
-        elif vault_ref in h.config.vaults:
-            v = h.config.vault(vault_ref)
-            vault_path, include, exclude = v.path, v.include, v.exclude
-        else:
-            vault_path = Path(vault_ref).expanduser()
-        if not vault_path.is_dir():
-            raise click.ClickException(f"vault {vault_ref or vault_path} is neither a folder nor a registered vault")
-        if not queries_path or not qrels_path:
-            raise click.ClickException("pass --queries and --qrels (or --beir DIR)")
-        queries = load_queries(Path(queries_path), problems)
-        qrels = load_qrels(Path(qrels_path), problems)
-        qrels_name = qrels_path
-    if limit:
-        queries = dict(list(queries.items())[:limit])
-        qrels = {q: d for q, d in qrels.items() if q in queries}
-    notes = {e.path for e in discover(vault_path, include, exclude)}
-    if not notes:
-        raise click.ClickException(f"{vault_path}: no notes (empty vault, or include globs match nothing)")
-    queries, qrels = reconcile(queries, qrels, notes, problems, qrels_name)
-    configs = grid(
-        _csv(modes, str, "modes"),
-        _csv(chunk_tokens, int, "integers") if chunk_tokens else [settings["chunk_tokens"]],
-        _csv(chunk_overlap, int, "integers") if chunk_overlap else [settings["chunk_overlap"]],
-        _csv(context_header, _bool, "on/off") if context_header else [settings["context_header"]],
-        _csv(rrf_k, float, "numbers") if rrf_k else [settings["rrf_k"]],
-        _csv(weights, _weights, "LEXICAL:VECTOR pairs") if weights else [(settings["weight_lexical"], settings["weight_vector"])],
-    )
-    with _progress(sys.stderr.isatty()) as progress:
-        result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
-                          exclude=exclude, metrics=_csv(metrics, str, "metric names"),
-                          significance=significance, progress=progress)
-    if out:
-        from .evalreport import write_report
-        import shlex
-        write_report(result, Path(out), "hybrid " + shlex.join(sys.argv[1:]), settings)
-    if as_json:
-        _print_json(result.to_dict())
-    else:
-        from .evalreport import print_table
-        print_table(result)
+# --- evaluation (its own module: the command is as big as the rest) ------------------------
+main.add_command(eval_cmd, "eval")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Settings table, vault registry and on-disk locations.
 
-Everything the user can configure is declared once in ``SETTINGS``; the README documents each one
-and a test checks that it does. The config file is TOML::
+Everything the user can configure is declared once, in :class:`hybrid.settings.Settings`; the
+README documents each one and a test checks that it does. The config file is TOML::
 
     [settings]
     chunk_tokens = 200
@@ -18,12 +18,16 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, VaultError
+from .settings import SETTINGS, Setting, Settings
+
+__all__ = ["SETTINGS", "Setting", "Settings", "Config", "Vault", "load_config", "override"]
 
 APP_NAME = "hybrid"
 # A vault name becomes a folder name under the data dir, so it must never be a path: no '/',
@@ -45,61 +49,6 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
     return name
 
 
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    help: str
-
-
-SETTINGS: tuple[Setting, ...] = (
-    Setting("embedder", "minilm",
-            "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `minilm-onnx` / `minilm-int8` "
-            "(the same model on ONNX Runtime, fp32 or int8; `pip install 'hybrid[onnx]'`), `ollama:<model>`, "
-            "`st:<directory>` (a local sentence-transformers model), `hash:<dim>` (tests only)."),
-    Setting("ollama_host", "http://127.0.0.1:11434", "Where the Ollama server listens."),
-    Setting("chunk_tokens", 128,
-            "Target chunk size in the embedder's own tokens (header included); never more than "
-            "the model reads."),
-    Setting("chunk_overlap", 32, "Tokens of trailing context repeated at the start of the next "
-                                 "chunk when a long section is split."),
-    Setting("context_header", True, "Prefix each embedded chunk with `title > heading path`."),
-    Setting("batch_size", 32, "Texts per embedding batch."),
-    Setting("max_file_bytes", 5_000_000, "Larger notes are skipped with a warning."),
-    Setting("include", ["**/*.md"], "Globs (vault-relative) of files to index; a vault may "
-                                    "override."),
-    Setting("exclude", [], "Globs of files to leave out; a vault may add its own."),
-    Setting("rrf_k", 10, "Reciprocal-rank-fusion constant k."),
-    Setting("weight_lexical", 1.0, "Weight of the BM25 ranking in fusion."),
-    Setting("weight_vector", 1.5, "Weight of the vector ranking in fusion."),
-    Setting("candidates", 100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the same depth keeps it faithful)."),
-    Setting("fuzzy", True, "Match a word of 5+ letters that is absent from the index within one "
-                           "edit (typo tolerance)."),
-    Setting("stopwords", True, "Drop English function words from free-text queries in the BM25 arm "
-                               "(never from phrases or the index)."),
-    Setting("exact_first", True, "In hybrid mode, chunks containing every literal of the query "
-                                 "(identifiers like `orders-created`, codes like `K7QX2M`) rank first, "
-                                 "in fused order (BM25 order when the query is only literals)."),
-    Setting("recency_months", 0, "Demote notes not modified for this many months (0 = off)."),
-    Setting("recency_penalty", 0.1, "Fraction of the fused score taken off stale notes."),
-    Setting("snippet_chars", 300, "Length of the snippet shown with each hit."),
-    Setting("rerank_model", "", "Cross-encoder for `--rerank`: a local directory or a model name "
-                                "already in the Hugging Face cache (empty = none)."),
-    Setting("rerank_top_n", 30, "How many fused candidates the cross-encoder rescores."),
-    Setting("ann_threshold", 50_000,
-            "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat one "
-            "(0 = always exact). Rebuilt automatically when the vault crosses it."),
-    Setting("ann_recall", 0.99,
-            "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
-            "when it is built, as a fraction of what the stored codes allow (sq8 codes alone "
-            "reach ~0.98); higher = slower queries."),
-    Setting("vector_storage", "float32",
-            "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` (8-bit "
-            "scalar quantization, a quarter). Changing it rebuilds the vector index from the "
-            "catalog, without re-embedding."),
-)
-CHOICES = {"vector_storage": ("float32", "float16", "sq8")}
-SETTING_NAMES = {s.name for s in SETTINGS}
 VAULT_KEYS = {"path", "include", "exclude", "embedder"}
 
 
@@ -136,14 +85,11 @@ class Vault:
 
 @dataclass
 class Config:
-    settings: dict[str, Any] = field(default_factory=lambda: {s.name: s.default for s in SETTINGS})
+    settings: Settings = field(default_factory=Settings)
     vaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: Path = field(default_factory=config_path)
     data: Path = field(default_factory=data_dir)
     loaded_stat: tuple[int, int] | None = None
-
-    def __getitem__(self, name: str) -> Any:
-        return self.settings[name]
 
     def vault(self, name: str) -> Vault:
         if name not in self.vaults:
@@ -154,9 +100,9 @@ class Config:
         return Vault(
             name=name,
             path=Path(raw["path"]).expanduser(),
-            include=list(raw.get("include") or self.settings["include"]),
-            exclude=list(self.settings["exclude"]) + list(raw.get("exclude") or []),
-            embedder=str(raw.get("embedder") or self.settings["embedder"]),
+            include=list(raw.get("include") or self.settings.include),
+            exclude=list(self.settings.exclude) + list(raw.get("exclude") or []),
+            embedder=str(raw.get("embedder") or self.settings.embedder),
             index_dir=self.index_dir(name),
         )
 
@@ -173,7 +119,7 @@ class Config:
     def all_vaults(self) -> list[Vault]:
         return [self.vault(n) for n in sorted(self.vaults)]
 
-    def select(self, names: list[str] | tuple[str, ...] | None) -> list[Vault]:
+    def select(self, names: Sequence[str] | None) -> list[Vault]:
         """The named vaults, or all of them; an unknown name raises VaultError."""
         if not names:
             if not self.vaults:
@@ -267,8 +213,7 @@ class Config:
 
     def save(self) -> None:
         import tomli_w
-        defaults = {s.name: s.default for s in SETTINGS}
-        changed = {k: v for k, v in self.settings.items() if defaults.get(k) != v}
+        changed = self.settings.changed()
         doc: dict[str, Any] = {}
         if changed:
             doc["settings"] = changed
@@ -294,28 +239,6 @@ def file_stat(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def _check_setting(name: str, value: Any, where: str) -> Any:
-    if name not in SETTING_NAMES:
-        raise ConfigError(f"{where}: unknown setting {name!r} (known: {', '.join(sorted(SETTING_NAMES))})")
-    default = next(s.default for s in SETTINGS if s.name == name)
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, (int, float)):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-    elif isinstance(default, list):
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-    else:
-        ok = isinstance(value, str) and (value != "" or name == "rerank_model")
-    if ok and name in CHOICES:
-        ok = value in CHOICES[name]
-    if ok and name == "ann_recall":
-        ok = 0 < value <= 1
-    if not ok:
-        hint = f"one of {', '.join(CHOICES[name])}" if name in CHOICES else f"like {default!r}"
-        raise ConfigError(f"{where}: setting {name!r} must be {hint}, got {value!r}")
-    return value
-
-
 def load_config(home: Path | None = None, data: Path | None = None) -> Config:
     """Read the config file (a missing file means defaults and no vaults). ``home`` plays the
     part of ``HYBRID_HOME``; ``data`` overrides where indexes live."""
@@ -334,8 +257,10 @@ def load_config(home: Path | None = None, data: Path | None = None) -> Config:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or delete the file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config ({exc.strerror or exc})") from None
-    for name, value in (doc.get("settings") or {}).items():
-        cfg.settings[name] = _check_setting(name, value, str(path))
+    table = doc.get("settings") or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [settings] must be a table of settings")
+    cfg.settings = Settings.from_mapping(table, str(path))
     vaults = doc.get("vaults") or {}
     if not isinstance(vaults, dict):
         raise ConfigError(f"{path}: [vaults] must be a table of vaults")
@@ -354,7 +279,6 @@ def load_config(home: Path | None = None, data: Path | None = None) -> Config:
 
 
 def override(cfg: Config, **values: Any) -> Config:
-    """Apply programmatic setting overrides (``hybrid.open(chunk_tokens=128)``)."""
-    for name, value in values.items():
-        cfg.settings[name] = _check_setting(name, value, "override")
+    """Apply programmatic setting overrides (``hybrid.open(chunk_tokens=128)``), checked."""
+    cfg.settings = Settings.from_mapping(values, "override", cfg.settings)
     return cfg

@@ -8,6 +8,9 @@ section (the chain of headings down to the answering one).
 
 Nothing here raises on a bad line: each problem is recorded with file and line, counted, and
 the line skipped; the caller reports the counts.
+
+The bundled sample set (``sample_set()``) is package data, so ``hybrid eval`` without arguments
+works from an installed wheel as well as from a checkout.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import HybridError
+
+DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "recall@100", "mrr@10", "map@100")
 
 log = logging.getLogger("hybrid")
 
@@ -40,6 +45,18 @@ class Problems:
         self.counts[kind] += 1
         self.messages.append(message)
         log.warning("%s", message)
+
+
+def sample_set() -> tuple[Path, Path, Path]:
+    """``(vault, queries, qrels)`` of the bundled labelled set: ``hybrid/sample_vault/`` and
+    ``hybrid/data/sample.queries.jsonl`` / ``sample.qrels.json``, found through
+    ``importlib.resources`` (hybrid is installed as files, never zipped: the vault is indexed in
+    place like any folder)."""
+    from importlib import resources
+    root = resources.files("hybrid")
+    data = root / "data"
+    return (Path(str(root / "sample_vault")), Path(str(data / "sample.queries.jsonl")),
+            Path(str(data / "sample.qrels.json")))
 
 
 def _open_text(path: Path) -> list[str]:
@@ -96,7 +113,8 @@ def load_qrels(path: Path, problems: Problems) -> dict[str, dict[str, int]]:
                 continue
             for doc, grade in docs.items():
                 if isinstance(grade, bool) or not isinstance(grade, (int, float)):
-                    problems.add("malformed_qrels_lines", f"{path}: qid {qid!r} doc {doc!r}: grade {grade!r} is not a number; skipped")
+                    problems.add("malformed_qrels_lines",
+                                 f"{path}: qid {qid!r} doc {doc!r}: grade {grade!r} is not a number; skipped")
                     continue
                 if grade > 0:
                     out.setdefault(str(qid), {})[str(doc)] = int(grade)
@@ -145,11 +163,13 @@ def reconcile(queries: dict[str, Query], qrels: dict[str, dict[str, int]], notes
             if note_of(doc) in notes:
                 good[doc] = grade
             else:
-                problems.add("qrels_missing_notes", f"{qrels_name}: qid {qid!r}: {note_of(doc)!r} is not in the vault; judgement ignored")
+                problems.add("qrels_missing_notes",
+                             f"{qrels_name}: qid {qid!r}: {note_of(doc)!r} is not in the vault; judgement ignored")
         if good:
             kept_q[qid] = good
         else:
-            problems.add("queries_without_judgements", f"{qrels_name}: qid {qid!r}: no judged note exists in the vault; query skipped")
+            problems.add("queries_without_judgements",
+                         f"{qrels_name}: qid {qid!r}: no judged note exists in the vault; query skipped")
     for qid in sorted(set(queries) - set(qrels)):
         problems.add("queries_without_judgements", f"query {qid!r} has no judgements; skipped")
     return {q: queries[q] for q in queries if q in kept_q}, kept_q
@@ -200,5 +220,6 @@ def load_beir(directory: Path, vault_dir: Path, problems: Problems, split: str =
             if doc in id_to_path:
                 qrels.setdefault(qid, {})[id_to_path[doc]] = grade
             else:
-                problems.add("qrels_missing_notes", f"{qrels_file}: qid {qid!r}: document {doc!r} is not in the corpus; ignored")
+                problems.add("qrels_missing_notes",
+                             f"{qrels_file}: qid {qid!r}: document {doc!r} is not in the corpus; ignored")
     return queries, qrels, len(id_to_path)

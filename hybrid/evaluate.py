@@ -16,15 +16,17 @@ import itertools
 import logging
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
-from .evalio import Problems, Query, note_of
+from .api import open as open_hybrid
+from .embedders import make_embedder, make_reranker
 from .errors import HybridError, ModelUnavailable
+from .evalio import DEFAULT_METRICS, Problems, Query
+from .settings import Settings, replace
 
 log = logging.getLogger("hybrid")
-DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "recall@100", "mrr@10", "map@100")
 MODES = ("lexical", "vector", "hybrid", "rerank")
 DEPTH = 100
 
@@ -45,9 +47,11 @@ class RunConfig:
 
     @property
     def name(self) -> str:
+        """Run name, also the TREC run file's name: no ``:`` (not allowed in Windows file names),
+        so the weights read ``w1-1.5`` (lexical 1, vector 1.5)."""
         base = f"{self.mode}-c{self.chunk_tokens}-o{self.chunk_overlap}-h{int(self.context_header)}"
         if self.mode in ("hybrid", "rerank"):
-            base += f"-k{self.rrf_k:g}-w{self.weight_lexical:g}:{self.weight_vector:g}"
+            base += f"-k{self.rrf_k:g}-w{self.weight_lexical:g}-{self.weight_vector:g}"
         return base
 
 
@@ -201,29 +205,25 @@ Progress = Callable[[str, int, int], None]
 
 
 def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
-             configs: Sequence[RunConfig], settings: dict, problems: Problems, *,
+             configs: Sequence[RunConfig], settings: Settings, problems: Problems, *,
              include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
              progress: Progress | None = None, workdir: Path | None = None,
-             embedder=None) -> EvalResult:
-    """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` (default: built from
-    ``settings``) lets a caller share an already loaded model."""
-    import hybrid
-    from ranx import Qrels, Run, compare, evaluate
+             embedder=None, reranker=None) -> EvalResult:
+    """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
+    (default: built from ``settings``) let a caller share already loaded models."""
+    from ranx import Qrels
 
     t0 = time.perf_counter()
     result = EvalResult([], queries, qrels, problems, metrics=tuple(metrics))
     if not queries:
         raise HybridError("no query has judgements on notes in the vault; nothing to evaluate "
                           "(see the warnings above)")
-    from .embed import make_embedder
-    embedder = CachingEmbedder(embedder or make_embedder(settings["embedder"], ollama_host=settings["ollama_host"],
-                                                         batch_size=settings["batch_size"]))
-    reranker = None
-    if any(c.mode == "rerank" for c in configs):
+    cached = CachingEmbedder(embedder or make_embedder(
+        settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size))
+    if any(c.mode == "rerank" for c in configs) and reranker is None:
         try:
-            from .rerank import Reranker
-            reranker = Reranker(settings.get("rerank_model", ""))
+            reranker = make_reranker(settings.rerank_model)
         except ModelUnavailable as exc:
             log.warning("rerank skipped: %s", exc)
             result.skipped_modes.append("rerank")
@@ -234,48 +234,70 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
         by_chunking.setdefault(c.chunking, []).append(c)
     for chunking, group in by_chunking.items():
         tokens, overlap, header = chunking
+        chunked = replace(settings, chunk_tokens=tokens, chunk_overlap=overlap,
+                          context_header=header, recency_months=0)
         home = Path(tempfile.mkdtemp(prefix="hybrid-eval-", dir=workdir))
-        h = hybrid.open(home, **{**settings, "chunk_tokens": tokens, "chunk_overlap": overlap,
-                                 "context_header": header, "recency_months": 0})
-        h._embedders[embedder.id] = embedder
-        if reranker is not None:
-            h._rerankers[h.config.settings["rerank_model"]] = reranker
-        h.config.add_vault(vault_path, "eval", list(include), list(exclude))
-        ti = time.perf_counter()
-        report = h.index(["eval"], progress=progress)[0]
-        result.index_seconds[f"c{tokens}-o{overlap}-h{int(header)}"] = round(time.perf_counter() - ti, 2)
-        if report.chunks == 0:
-            raise HybridError(f"{vault_path}: no notes to index (empty vault, or include globs match nothing)")
-        for cfg in group:
-            tc = time.perf_counter()
-            h.config.settings.update(rrf_k=cfg.rrf_k, weight_lexical=cfg.weight_lexical,
-                                     weight_vector=cfg.weight_vector)
-            run: dict[str, dict[str, float]] = {}
-            for i, (qid, q) in enumerate(queries.items(), 1):
-                try:
-                    hits = h.search(q.text, top_k=DEPTH, mode="hybrid" if cfg.mode == "rerank" else cfg.mode,
-                                    rerank=cfg.mode == "rerank")
-                except HybridError as exc:
-                    problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
-                    hits = []
-                run[qid] = aggregate(hits, qrels[qid]) or {"__none__": 0.0}
-                if progress:
-                    progress(f"queries {cfg.name}", i, len(queries))
-            scores = evaluate(qr, Run(run, name=cfg.name), list(metrics), return_mean=False, make_comparable=True)
-            order = list(qr.keys())  # ranx returns per-query scores in the qrels' (sorted) order
-            per_query = {m: dict(zip(order, map(float, scores[m]))) for m in metrics} \
-                if len(metrics) > 1 else {metrics[0]: dict(zip(order, map(float, scores)))}
-            means = {m: _mean(per_query[m].values()) for m in metrics}
-            ans = {str(k): {q: answer_at(run[q], qrels[q], k) for q in run} for k in (1, 10)}
-            result.results.append(ConfigResult(cfg, means, per_query, ans, run, time.perf_counter() - tc))
-        h.close()
-    result.chunks_embedded = embedder.embedded
+        h = open_hybrid(home, embedders=[cached], reranker=reranker, **chunked.as_dict())
+        try:
+            _index_for_eval(h, vault_path, include, exclude, chunking, result, progress)
+            for cfg in group:
+                result.results.append(_score_config(h, cfg, queries, qrels, qr, metrics, problems, progress))
+        finally:
+            h.close()
+    result.chunks_embedded = cached.embedded
     if significance and len(result.results) > 1:
-        runs = [Run(r.run, name=r.config.name) for r in result.results]
-        rep = compare(qr, runs, metrics=list(metrics), stat_test="student", max_p=0.05, make_comparable=True)
-        d = rep.to_dict()
-        result.significance = {name: {other: {m: float(p) for m, p in ps.items()}
-                                      for other, ps in d[name]["comparisons"].items()}
-                               for name in d["model_names"]}
+        result.significance = _significance(result.results, qr, metrics)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _index_for_eval(h, vault_path: Path, include: Sequence[str], exclude: Sequence[str],
+                    chunking: tuple[int, int, bool], result: EvalResult,
+                    progress: Progress | None) -> None:
+    """Register the evaluated vault in the temporary home and index it with one chunking."""
+    tokens, overlap, header = chunking
+    h.config.add_vault(vault_path, "eval", list(include), list(exclude))
+    ti = time.perf_counter()
+    report = h.index(["eval"], progress=progress)[0]
+    result.index_seconds[f"c{tokens}-o{overlap}-h{int(header)}"] = round(time.perf_counter() - ti, 2)
+    if report.chunks == 0:
+        raise HybridError(f"{vault_path}: no notes to index (empty vault, or include globs match nothing)")
+
+
+def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
+                  qr, metrics: Sequence[str], problems: Problems,
+                  progress: Progress | None) -> ConfigResult:
+    """Run every query under ``cfg`` (its fusion settings applied to the handle) and score the
+    note-level run with ranx."""
+    from ranx import Run, evaluate
+    tc = time.perf_counter()
+    h.override(rrf_k=cfg.rrf_k, weight_lexical=cfg.weight_lexical, weight_vector=cfg.weight_vector)
+    run: dict[str, dict[str, float]] = {}
+    for i, (qid, q) in enumerate(queries.items(), 1):
+        try:
+            hits = h.search(q.text, top_k=DEPTH, mode="hybrid" if cfg.mode == "rerank" else cfg.mode,
+                            rerank=cfg.mode == "rerank")
+        except HybridError as exc:
+            problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
+            hits = []
+        run[qid] = aggregate(hits, qrels[qid]) or {"__none__": 0.0}
+        if progress:
+            progress(f"queries {cfg.name}", i, len(queries))
+    scores = evaluate(qr, Run(run, name=cfg.name), list(metrics), return_mean=False, make_comparable=True)
+    order = list(qr.keys())  # ranx returns per-query scores in the qrels' (sorted) order
+    per_query = {m: dict(zip(order, map(float, scores[m]))) for m in metrics} \
+        if len(metrics) > 1 else {metrics[0]: dict(zip(order, map(float, scores)))}
+    means = {m: _mean(per_query[m].values()) for m in metrics}
+    ans = {str(k): {q: answer_at(run[q], qrels[q], k) for q in run} for k in (1, 10)}
+    return ConfigResult(cfg, means, per_query, ans, run, time.perf_counter() - tc)
+
+
+def _significance(results: Sequence[ConfigResult], qr, metrics: Sequence[str]) -> dict:
+    """Paired t-test p-values of every run against every other (ranx ``compare``)."""
+    from ranx import Run, compare
+    runs = [Run(r.run, name=r.config.name) for r in results]
+    rep = compare(qr, runs, metrics=list(metrics), stat_test="student", max_p=0.05, make_comparable=True)
+    d = rep.to_dict()
+    return {name: {other: {m: float(p) for m, p in ps.items()}
+                   for other, ps in d[name]["comparisons"].items()}
+            for name in d["model_names"]}

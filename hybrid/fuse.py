@@ -7,7 +7,8 @@ calibration between BM25 and cosine similarity, which is why it is the default.
 
 from __future__ import annotations
 
-from typing import Hashable, Mapping, Sequence, TypeVar
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 

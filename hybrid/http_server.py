@@ -23,18 +23,19 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from .errors import HybridError
-from .limits import MAX_BODY_BYTES, BadSearchArgs, check_search
+from .limits import MAX_BODY_BYTES, BadSearchArgs
+from .request import SearchRequest
 
 if TYPE_CHECKING:
     from .api import Hybrid
 
 log = logging.getLogger("hybrid")
-SEARCH_FIELDS = {"query", "top_k", "mode", "vaults", "folders", "tags", "since", "rerank", "exclude_folders"}
 WILDCARD_BINDS = {"0.0.0.0", "::"}
 # host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it
 _HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::(?P<port>[0-9]{1,5}))?$")
@@ -185,30 +186,11 @@ async def _plain(send, status: int, text: str, extra: dict[str, str] | None = No
     await send({"type": "http.response.body", "body": body})
 
 
-def server_file(h: "Hybrid") -> Path:
+def server_file(h: Hybrid) -> Path:
     return h.config.data / "server.json"
 
 
-def search_args(body: bytes) -> dict:
-    """The keyword arguments of ``Hybrid.search`` from an /api/search body. BadSearchArgs (→ 400)
-    for anything but a JSON object of known fields with the documented types and ranges, so a
-    wrong value is refused before it reaches the engine or waits for its lock."""
-    try:
-        args = json.loads(body)
-    except (ValueError, RecursionError):  # RecursionError: '[[[[…' nested past the parser's depth
-        raise BadSearchArgs("body must be a JSON object") from None
-    if not isinstance(args, dict):
-        raise BadSearchArgs("body must be a JSON object")
-    unknown = set(args) - SEARCH_FIELDS
-    if unknown:
-        raise BadSearchArgs(f"unknown fields {[k[:40] for k in sorted(unknown)[:5]]}; known: {', '.join(sorted(SEARCH_FIELDS))}")
-    if "query" not in args:
-        raise BadSearchArgs("query is required")
-    check_search(**args)
-    return args
-
-
-def build_app(h: "Hybrid", host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
               watcher=None, allowed_hosts: Iterable[str] = ()):
     """The ASGI app: the MCP server's routes plus /health and /api/search, behind the Guard."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -234,11 +216,11 @@ def build_app(h: "Hybrid", host: str = "127.0.0.1", port: int = 8765, token: str
         if media != "application/json":  # anything else is a CORS "simple request": no preflight
             return JSONResponse({"error": "Content-Type must be application/json"}, status_code=415)
         try:
-            args = search_args(await request.body())
+            search = SearchRequest.from_json(await request.body())
         except BadSearchArgs as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         try:
-            hits = await anyio.to_thread.run_sync(lambda: h.search(**args))
+            hits = await anyio.to_thread.run_sync(lambda: h.search(search))
         except HybridError as exc:
             return JSONResponse({"error": str(exc)}, status_code=422)
         return JSONResponse({"hits": [h_.to_dict() for h_ in hits]})
@@ -292,7 +274,7 @@ def _graceful_signals(server):
             signal.signal(s, handler)
 
 
-def serve_http(h: "Hybrid", host: str, port: int, token: str | None, watcher=None,
+def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
                allowed_hosts: Iterable[str] = ()) -> None:
     """Run until interrupted or terminated. While listening, the address is recorded in
     server.json for ``hybrid query``; it is removed on every exit Python sees (return, error,
@@ -352,7 +334,7 @@ def _error_text(exc) -> str:
 REFUSED = {400, 413, 415, 422}
 
 
-def remote_search(h: "Hybrid", args: dict, timeout: float = 2.0) -> list[dict] | None:
+def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> list[dict] | None:
     """Ask a running server (if its address file exists and it answers); None means: do it
     in-process. Uses only the standard library so a cold ``hybrid query`` stays fast."""
     import urllib.error
@@ -363,7 +345,7 @@ def remote_search(h: "Hybrid", args: dict, timeout: float = 2.0) -> list[dict] |
         url = str(info["url"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    req = urllib.request.Request(url + "/api/search", data=json.dumps(args).encode(),
+    req = urllib.request.Request(url + "/api/search", data=json.dumps(request.to_json()).encode(),
                                  headers={"Content-Type": "application/json"}, method="POST")
     token = os.environ.get("HYBRID_TOKEN")
     if token:

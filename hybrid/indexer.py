@@ -8,26 +8,41 @@ that has no cached vector and commit the vectors to the catalog's cache, batch b
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Any
 
 from . import notes as notes_mod
 from .catalog import NewChunk, NoteRecord
 from .chunk import Chunker
 from .config import Vault
-from .embed import Embedder
+from .embedders import Embedder
 from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
-from .store import (VaultStore, checkpoint, lock_dir, open_writer, recover_reembed,
-                    reembed_beside, reopen_without_catalog)
+from .settings import Settings
+from .store import (
+    VaultStore,
+    checkpoint,
+    lock_dir,
+    open_writer,
+    recover_reembed,
+    reembed_beside,
+    reopen_without_catalog,
+)
+from .timing import Stopwatch
 from .vector import VectorSpec
 
 log = logging.getLogger("hybrid")
 Progress = Callable[[str, int, int], None]
 EMBED_GROUP = 256
+# IndexReport.stage_seconds keys, in pipeline order (read_embed_wall: the overlapped
+# read_parse + chunk + embed stages' wall time).
+STAGES = ("open", "discover", "read_parse", "chunk", "embed", "read_embed_wall", "catalog",
+          "tantivy", "faiss")
 
 
 @dataclass
@@ -71,161 +86,224 @@ def _modified(note: notes_mod.Note, mtime_ns: int) -> float:
     return mtime_ns / 1e9
 
 
-def index_vault(vault: Vault, embedder: Embedder, settings: dict, *, reembed: bool = False,
+def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed: bool = False,
                 wait: float = 0, progress: Progress | None = None) -> IndexReport:
     """Bring one vault's index up to date with its folder. See the module docstring."""
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     report = IndexReport(vault.name)
     if not vault.path.is_dir():
         raise VaultError(f"vault {vault.name!r}: folder {vault.path} is missing; nothing was "
                          f"changed in its index (if the notes moved: `hybrid vault move {vault.name} NEW_PATH`)")
+    job = _Job(vault, embedder, settings, progress, clock)
     lock = lock_dir(vault.index_dir, wait)
     try:
         if reembed:  # built beside the old index, which answers until the swap
             recover_reembed(vault.index_dir)
-            reembed_beside(vault.index_dir,
-                           lambda store: _sync(store, vault, embedder, settings, report, progress, t0))
+            reembed_beside(vault.index_dir, lambda store: _sync(store, job, report))
         else:
-            report = _sync_healing(vault, embedder, settings, report, progress, t0)
+            report = _sync_healing(job, report)
     finally:
         lock.release()
-    report.seconds = round(time.perf_counter() - t0, 3)
+    report.seconds = round(clock.elapsed(), 3)
     return report
 
 
-def _sync_healing(vault: Vault, embedder: Embedder, settings: dict, report: IndexReport,
-                  progress: Progress | None, t0: float) -> IndexReport:
+@dataclass
+class _Job:
+    """What one index run works with, passed from stage to stage."""
+    vault: Vault
+    embedder: Embedder
+    settings: Settings
+    progress: Progress | None
+    clock: Stopwatch
+
+    @property
+    def chunking(self) -> str:
+        """The chunking parameters as recorded in the catalog: a change re-chunks every note."""
+        s = self.settings
+        return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
+                           "header": s.context_header, "version": 2})
+
+
+@dataclass
+class _Plan:
+    """The folder compared with the catalog: which files to read, which are still there."""
+    known: dict[str, Any]
+    present: set[str]
+    to_read: list[tuple[notes_mod.FileEntry, Any]]
+    rechunk_all: bool
+
+
+def _sync_healing(job: _Job, report: IndexReport) -> IndexReport:
     """``_sync`` on the vault's own store. A catalog found damaged on the way (at open or
     mid-run) is moved aside and the run starts over from the notes: the catalog is a cache of
     notes and embeddings, so nothing is lost but the time to embed again."""
-    store = open_writer(vault.index_dir)
+    store = open_writer(job.vault.index_dir)
     try:
         try:
-            _sync(store, vault, embedder, settings, report, progress, t0)
+            _sync(store, job, report)
             return report
         except CatalogCorrupt as exc:
             store.close()
-            fresh = IndexReport(vault.name, warnings=[*report.warnings])
-            store = reopen_without_catalog(vault.index_dir, exc)
-            _sync(store, vault, embedder, settings, fresh, progress, t0)
+            fresh = IndexReport(job.vault.name, warnings=[*report.warnings])
+            store = reopen_without_catalog(job.vault.index_dir, exc)
+            _sync(store, job, fresh)
             return fresh
     finally:
         store.close()
 
 
-def _sync(store: VaultStore, vault: Vault, embedder: Embedder, settings: dict,
-          report: IndexReport, progress: Progress | None, t0: float) -> None:
+def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
     """Bring ``store`` up to date with the vault's folder (the caller holds the lock), then
     reclaim unused cached embeddings past their bound and truncate the WAL."""
-    store.spec = VectorSpec.from_settings(settings)
-    cat = store.catalog
-    stored = store.embedder_id
-    if stored is not None and stored != embedder.id:
+    store.spec = VectorSpec.from_settings(job.settings)
+    _check_model(store, job, report)
+    if "open" not in job.clock.seconds:  # lock, open, model check, journal replay
+        job.clock.add("open", job.clock.elapsed())
+    with job.clock("discover"):
+        plan = _plan(store, job, report)
+    with job.clock("read_embed_wall"):
+        pending = _read_and_embed(store, job, plan, report)
+    report.removed = len([p for p in plan.known if p not in plan.present])
+    with job.clock("catalog"):
+        _apply(store, job, pending, [p for p in plan.known if p not in plan.present])
+    synced = store.sync_derived(job.embedder.id)
+    job.clock.add("tantivy", synced["lexical_seconds"])
+    job.clock.add("faiss", synced["vector_seconds"])
+    _finish(store, job, report)
+
+
+def _check_model(store: VaultStore, job: _Job, report: IndexReport) -> None:
+    """Refuse a vault indexed with another model; label a new catalog with this one; finish
+    whatever an interrupted run left in the journal (cheap when nothing is pending)."""
+    cat, stored, vault = store.catalog, store.embedder_id, job.vault
+    if stored is not None and stored != job.embedder.id:
         raise EmbedderMismatch(
             f"vault {vault.name!r} was indexed with {stored}, but the configured embedder is "
-            f"{embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
+            f"{job.embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
     if cat.get_meta("embedder") is None:
-        cat.set_meta("embedder", embedder.id)  # before any chunk exists, so none is unlabelled
-    # Finish whatever an interrupted run left half done (cheap when nothing is pending).
+        cat.set_meta("embedder", job.embedder.id)  # before any chunk exists, so none is unlabelled
     if cat.journal():
-        report.recovered = store.sync_derived(stored or embedder.id)["journal"]
-    chunking = json.dumps({"tokens": settings["chunk_tokens"], "overlap": settings["chunk_overlap"],
-                           "header": settings["context_header"], "version": 2})
-    rechunk_all = cat.get_meta("chunking") not in (None, chunking)
-    chunker = Chunker(embedder.count_tokens, embedder.max_tokens, settings["chunk_tokens"],
-                      settings["chunk_overlap"], settings["context_header"])
+        report.recovered = store.sync_derived(stored or job.embedder.id)["journal"]
 
-    known = cat.files()
-    present: set[str] = set()
-    pending: list[NoteRecord] = []
-    t_scan = time.perf_counter()
+
+def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
+    """List the folder and compare each file's size and mtime with the catalog's record; an
+    unchanged file is counted and not read (all are read when the chunking changed)."""
+    vault, known = job.vault, store.catalog.files()
+    rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking)
     entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
-    t_discovered = time.perf_counter()
     if not entries and known:
         # An empty folder where notes were is far more often a drive or share that is not
         # mounted than a user who deleted every note: keep the index (and its embeddings).
         raise VaultError(f"vault {vault.name!r}: folder {vault.path} has no notes now, but the "
                          f"index has {len(known):,}; nothing was removed (a drive not mounted?). "
                          f"If the notes really are gone, run `hybrid vault remove {vault.name}`")
-    to_read = []
+    plan = _Plan(known, set(), [], rechunk_all)
     for entry in entries:
-        present.add(entry.path)
+        plan.present.add(entry.path)
         row = known.get(entry.path)
         if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
             report.unchanged += 1
         else:
-            to_read.append((entry, row))
-    # Changed files are read, parsed and chunked on a background thread while this one
-    # embeds what is ready: the model's forward pass releases the GIL, so both overlap.
-    embedding = _EmbedQueue(store, embedder, report, progress)
-    reader = _ReadAhead(to_read, chunker, settings, report, rechunk_all)
-    for n, (entry, row, record) in enumerate(reader, 1):
-        if progress:
-            progress("scan", n, len(to_read))
-        if record == "vanished":
-            present.discard(entry.path)
-        elif record == "touched":
-            cat.touch_file(entry.path, entry.size, entry.mtime_ns)
+            plan.to_read.append((entry, row))
+    return plan
+
+
+def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexReport) -> list[NoteRecord]:
+    """Read, parse and chunk the changed files on a background thread while this one embeds
+    what is ready (the model's forward pass releases the GIL, so both overlap). Returns the
+    records to store; their vectors are already in the catalog's cache."""
+    s = job.settings
+    chunker = Chunker(job.embedder.count_tokens, job.embedder.max_tokens, s.chunk_tokens,
+                      s.chunk_overlap, s.context_header)
+    embedding = _EmbedQueue(store, job.embedder, report, job.progress)
+    reader = _ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock)
+    pending: list[NoteRecord] = []
+    for n, (entry, row, result) in enumerate(reader, 1):
+        if job.progress:
+            job.progress("scan", n, len(plan.to_read))
+        if result.status is ReadStatus.VANISHED:
+            plan.present.discard(entry.path)
+        elif result.status is ReadStatus.TOUCHED:
+            store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
             report.unchanged += 1
-        elif record is not None:
-            pending.append(record)
-            embedding.add(record)
+        elif result.record is not None:
+            pending.append(result.record)
+            embedding.add(result.record)
             if row is None:
                 report.added += 1
             else:
                 report.updated += 1
     embedding.finish()
-    removed = [p for p in known if p not in present]
-    report.removed = len(removed)
-    t1 = time.perf_counter()
+    job.clock.add("read_parse", reader.busy - job.clock.seconds.get("chunk", 0.0))
+    job.clock.add("embed", embedding.busy)
+    return pending
+
+
+def _apply(store: VaultStore, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
+    """Swap the changed notes' chunks and drop the removed notes in one catalog transaction
+    (journaling the touched ids for the derived indexes)."""
+    cat = store.catalog
     checkpoint("before-catalog")
-    t2 = t1
     cat.apply(pending, removed)
     checkpoint("after-catalog")
-    cat.set_meta("embedder", embedder.id)
-    cat.set_meta("chunking", chunking)
-    t3 = time.perf_counter()
-    synced = store.sync_derived(embedder.id)
-    chunk_s = report.stage_seconds.get("chunk", 0.0)
-    report.stage_seconds = {
-        "open": round(t_scan - t0, 4), "discover": round(t_discovered - t_scan, 4),
-        "read_parse": round(reader.busy - chunk_s, 4), "chunk": round(chunk_s, 4),
-        "embed": round(embedding.busy, 4), "read_embed_wall": round(t1 - t_discovered, 4),
-        "catalog": round(t3 - t2, 4),
-        "tantivy": round(synced["lexical_seconds"], 4), "faiss": round(synced["vector_seconds"], 4)}
+    cat.set_meta("embedder", job.embedder.id)
+    cat.set_meta("chunking", job.chunking)
+
+
+def _finish(store: VaultStore, job: _Job, report: IndexReport) -> None:
+    """Record the run (dimension, time, counts, stage timings), reclaim unused cached
+    embeddings past their bound, and gather the store's warnings."""
+    cat = store.catalog
     if report.chunks_embedded:
-        cat.set_meta("dim", str(embedder.dim))
+        cat.set_meta("dim", str(job.embedder.dim))
     cat.set_meta("last_indexed", str(time.time()))
     report.chunks = cat.chunk_count()
-    store.reclaim(embedder.id)
+    store.reclaim(job.embedder.id)
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
+    report.stage_seconds = {k: job.clock.rounded().get(k, 0.0) for k in STAGES}
 
 
-def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: dict, report: IndexReport,
-          force: bool):
-    """Read, hash and chunk one changed file. Returns a NoteRecord, "touched" (same content,
-    new stat), "vanished" (deleted since the scan) or None (skipped: previous chunks stay).
-    Any failure of one file (unreadable, binary, or an exception while decoding, parsing or
-    chunking it) is one warning naming the file and counts in ``report.skipped``."""
-    if entry.size > settings["max_file_bytes"]:
+class ReadStatus(enum.Enum):
+    CHANGED = "changed"      # new content: ``record`` holds its chunks
+    TOUCHED = "touched"      # same content, new stat
+    VANISHED = "vanished"    # deleted since the scan
+    SKIPPED = "skipped"      # could not be indexed (a warning says why); previous chunks stay
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What reading one changed file came to."""
+    status: ReadStatus
+    record: NoteRecord | None = None
+
+
+def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
+          force: bool, clock: Stopwatch) -> ReadResult:
+    """Read, hash and chunk one changed file. Any failure of one file (unreadable, binary, or
+    an exception while decoding, parsing or chunking it) is one warning naming the file and
+    counts in ``report.skipped``."""
+    skipped = ReadResult(ReadStatus.SKIPPED)
+    if entry.size > settings.max_file_bytes:
         report.skipped += 1
         _warn(report, f"{entry.path}: {entry.size:,} bytes is over max_file_bytes "
-                      f"({settings['max_file_bytes']:,}); skipped")
-        return None
+                      f"({settings.max_file_bytes:,}); skipped")
+        return skipped
     try:
         data = read_bytes(entry)
     except FileNotFoundError:
         log.info("%s: vanished while indexing; treated as deleted", entry.path)
-        return "vanished"
+        return ReadResult(ReadStatus.VANISHED)
     except OSError as exc:
         report.skipped += 1
         _warn(report, f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
-        return None
+        return skipped
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if row is not None and row.hash == digest and not force:
-        return "touched"
+        return ReadResult(ReadStatus.TOUCHED)
     try:
-        return _record(entry, data, digest, chunker, report)
+        return ReadResult(ReadStatus.CHANGED, _record(entry, data, digest, chunker, report, clock))
     except notes_mod.BinaryFile as exc:
         report.skipped += 1
         _warn(report, str(exc))
@@ -234,20 +312,19 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: dict, rep
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         _warn(report, f"{entry.path}: cannot index ({type(exc).__name__}: {first}); "
                       "kept its previous chunks")
-    return None
+    return skipped
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes, digest: str, chunker: Chunker,
-            report: IndexReport) -> NoteRecord:
+            report: IndexReport, clock: Stopwatch) -> NoteRecord:
     """Decode, parse and chunk one file's bytes into the record the catalog stores. Whatever it
     raises is caught by ``_read`` and costs only this file."""
     text, warnings = notes_mod.decode(data, entry.path)
     note = notes_mod.parse_note(entry.path, text)
     for w in warnings + note.warnings:
         _warn(report, w)
-    t = time.perf_counter()
-    chunks = chunker.chunk(note)
-    report.stage_seconds["chunk"] = report.stage_seconds.get("chunk", 0.0) + time.perf_counter() - t
+    with clock("chunk"):
+        chunks = chunker.chunk(note)
     if not chunks:
         log.info("%s: no text to index", entry.path)
     return NoteRecord(
@@ -271,12 +348,12 @@ class _ReadAhead:
     failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
     error in the consumer) stops the thread."""
 
-    def __init__(self, items, chunker: Chunker, settings: dict, report: IndexReport, force: bool,
-                 depth: int = 64):
+    def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
+                 clock: Stopwatch, depth: int = 64):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force)
+        self._args = (chunker, settings, report, force, clock)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)

@@ -16,9 +16,9 @@ import logging
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .catalog import ChunkRow
 from .db import disk_full, is_disk_full
@@ -319,7 +319,7 @@ class LexicalIndex:
         if stopwords and not phrase:
             kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
             text = kept or text
-        stems = [t for t in self.stem.analyze(text)]
+        stems: list[str | tuple[int, str]] = list(self.stem.analyze(text))
         clauses = []
         idents = [t for t in ident_tokens(text) if is_compound(t)]
         if phrase and len(stems) > 1:
@@ -369,7 +369,7 @@ class LexicalIndex:
         if filters is not None:
             parts.append((Occur.Must, filters))
         for f in exclude_folders:
-            parts.append((Occur.MustNot, Q.term_query(s, "folder", f.strip("/"))))
+            parts.append((Occur.MustNot, Q.term_query(s, "folder", f)))
         if not any(o != Occur.MustNot for o, _ in parts):
             parts.append((Occur.Must, Q.all_query()))
         query = Q.boolean_query(parts)
@@ -379,7 +379,7 @@ class LexicalIndex:
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         must = []
         if folders:
-            must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f.strip("/")))
+            must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f))
                                          for f in folders]))
         for t in tags:
             must.append(Q.term_query(s, "tag", t))
@@ -434,7 +434,7 @@ def _footer_ok(path: Path, block: int = 1 << 22) -> bool:
         return False
 
 
-def remove_known(directory: Path, known: "re.Pattern[str]") -> list[str]:
+def remove_known(directory: Path, known: re.Pattern[str]) -> list[str]:
     """Delete the files of ``directory`` whose names ``known`` matches, then the folder if that
     empties it. Never touches anything else: the names left are logged and returned. (A
     tantivy reader still open elsewhere may recreate its lock file meanwhile: hence the retry.)"""

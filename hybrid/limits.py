@@ -57,7 +57,7 @@ def _check_top_k(top_k, max_top_k: int) -> None:
     """An integer in range; bool is refused although Python counts it as an int."""
     if isinstance(top_k, bool) or not isinstance(top_k, Integral):
         raise BadSearchArgs(f"top_k must be an integer between 1 and {max_top_k} (got {_show(top_k)})")
-    if not 1 <= top_k <= max_top_k:
+    if not 1 <= int(top_k) <= max_top_k:
         raise BadSearchArgs(f"top_k must be between 1 and {max_top_k} (got {_show(top_k)})")
 
 

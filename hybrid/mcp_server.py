@@ -5,7 +5,7 @@ back as tool errors whose message names the fix; the server keeps running.
 """
 
 import logging
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -13,7 +13,8 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from .errors import HybridError
-from .limits import MAX_QUERY_CHARS, MAX_TOP_K_MCP, check_search
+from .limits import MAX_QUERY_CHARS, MAX_TOP_K_MCP
+from .request import SearchRequest
 
 if TYPE_CHECKING:
     from .api import Hybrid
@@ -30,21 +31,11 @@ INSTRUCTIONS = (
 TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
 
 
-def hit_dict(h) -> dict[str, Any]:
-    return {
-        "vault": h.vault, "path": h.path, "title": h.title, "heading_path": h.heading_path,
-        "start_line": h.start_line, "end_line": h.end_line, "citation": h.citation,
-        "snippet": h.snippet, "score": h.score, "lexical_rank": h.lexical_rank,
-        "vector_rank": h.vector_rank, "rerank_score": h.rerank_score, "tags": h.tags,
-        "modified": h.modified, "uri": h.uri,
-    }
-
-
 def render_hits(query: str, hits: list[dict]) -> str:
     """Compact text with citations, bounded in size."""
     if not hits:
         return f"No notes matched {query!r}. Try fewer or different keywords, or another mode."
-    lines = []
+    lines: list[str] = []
     for i, h in enumerate(hits, 1):
         where = " > ".join(h["heading_path"]) or h["title"]
         block = f"{i}. {h['citation']} — {where}\n   {h['snippet']}"
@@ -56,11 +47,19 @@ def render_hits(query: str, hits: list[dict]) -> str:
 
 
 def build_server(h: "Hybrid", watcher=None) -> MCPServer:
+    """The MCP server with its three tools bound to the handle ``h``."""
     server = MCPServer(name="hybrid", instructions=INSTRUCTIONS, log_level="WARNING")
+    _add_search(server, h)
+    _add_get_note(server, h)
+    _add_list_vaults(server, h, watcher)
+    return server
 
-    def fail(exc: Exception) -> ToolError:
-        return ToolError(str(exc))
 
+def fail(exc: Exception) -> ToolError:
+    return ToolError(str(exc))
+
+
+def _add_search(server: MCPServer, h: "Hybrid") -> None:
     @server.tool(description=(
         "Search the user's notes with hybrid BM25 + vector retrieval and return ranked passages "
         "with citations (vault, path, heading path, line range) and a snippet. Use it whenever the "
@@ -81,17 +80,20 @@ def build_server(h: "Hybrid", watcher=None) -> MCPServer:
     ) -> CallToolResult:
         if not isinstance(query, str) or not query.strip():
             raise ToolError("query is empty: pass the words or identifier to search for")
-        args = dict(top_k=top_k, mode=mode, vaults=vaults or None, folders=[folder] if folder else (),
-                    tags=tags or (), since=since, rerank=rerank, exclude_folders=exclude or ())
         try:
-            check_search(query, **args, max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
-            hits = h.search(query, **args)
+            request = SearchRequest(query, top_k=top_k, mode=mode, vaults=vaults or None,
+                                    folders=(folder,) if folder else (), tags=tags or (),
+                                    since=since, rerank=rerank, exclude_folders=exclude or (),
+                                    max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
+            hits = h.search(request)
         except HybridError as exc:
             raise fail(exc) from None
-        data = [hit_dict(x) for x in hits]
+        data = [x.to_dict(text=False) for x in hits]
         return CallToolResult(content=[TextContent(type="text", text=render_hits(query, data))],
                               structured_content={"query": query, "hits": data})
 
+
+def _add_get_note(server: MCPServer, h: "Hybrid") -> None:
     @server.tool(description=(
         "Read a note (or a line range of it) from a registered vault, e.g. to read a search hit "
         "in full before answering. Paths are vault-relative as returned by search; a citation "
@@ -117,6 +119,8 @@ def build_server(h: "Hybrid", watcher=None) -> MCPServer:
         header = f"{data['citation']} ({note.total_lines} lines{', truncated' if truncated else ''})\n"
         return CallToolResult(content=[TextContent(type="text", text=header + text)], structured_content=data)
 
+
+def _add_list_vaults(server: MCPServer, h: "Hybrid", watcher) -> None:
     @server.tool(description="List the registered vaults: name, folder, note and chunk counts, "
                              "last indexed time, embedding model and whether a watcher keeps it in sync.")
     def list_vaults() -> CallToolResult:
@@ -131,8 +135,6 @@ def build_server(h: "Hybrid", watcher=None) -> MCPServer:
                          f"{'watched' if r['watcher'].get('watching') else 'not watched'}"
                          for r in data) or "No vaults registered: run `hybrid index PATH`."
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"vaults": data})
-
-    return server
 
 
 def run_stdio(h: "Hybrid", watcher=None) -> None:

@@ -8,9 +8,10 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 log = logging.getLogger("hybrid")
 
@@ -231,7 +232,7 @@ def _yaml_loader():
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):  # type: ignore[valid-type, misc]
+    class Loader(base):
         pass
 
     def lenient(construct):

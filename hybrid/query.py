@@ -34,6 +34,11 @@ class ParsedQuery:
         return " ".join(self.phrases + self.terms)
 
 
+def normalize_folder(folder: str) -> str:
+    """A vault-relative folder as the indexes store it: no surrounding spaces or slashes."""
+    return folder.strip().strip("/")
+
+
 def parse_date(value: str) -> float:
     """``YYYY-MM-DD`` (local midnight) or ``30d``/``6w``/``3m``/``1y`` ago → epoch seconds."""
     value = value.strip()
@@ -67,7 +72,7 @@ def parse_query(text: str) -> ParsedQuery:
             if key == "tag":
                 q.tags.append(normalize_tag(value))
             elif key == "folder":
-                q.folders.append(value.strip("/"))
+                q.folders.append(normalize_folder(value))
             else:
                 q.since = parse_date(value)
             continue

@@ -1,22 +1,14 @@
-"""Optional cross-encoder rerank of the top fused candidates.
+"""How the cross-encoder's judgement is blended with the fusion order (pure functions).
 
-The model comes from a local directory or from a model name already in the local Hugging Face
-cache (setting ``rerank_model``); nothing downloads. The cross-encoder's judgement is blended
-with the fusion order instead of replacing it (see :func:`blend`), so that a confident exact
-match that fusion put first is not pushed down by a model that has never seen the identifier.
+The judgement is blended with the fusion order instead of replacing it (see :func:`blend`), so
+that a confident exact match that fusion put first is not pushed down by a model that has never
+seen the identifier. The model itself is built by ``hybrid.embedders.make_reranker``.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
-from pathlib import Path
-from typing import Sequence
-
-from .errors import ModelUnavailable
-
-log = logging.getLogger("hybrid")
+from collections.abc import Sequence
 
 # Weight kept by the fusion order at a given fused rank (1-based). The top of the fused list
 # is usually right already; the cross-encoder gets more say further down.
@@ -49,51 +41,3 @@ def pinned(query_literals: Sequence[str], texts: Sequence[str]) -> int:
         return 0
     top = texts[0].lower()
     return 1 if all(lit.lower() in top for lit in query_literals) else 0
-
-
-def resolve_model(spec: str) -> Path:
-    """A local directory, or a model name already in the Hugging Face cache."""
-    if not spec:
-        raise ModelUnavailable("no cross-encoder configured: set `rerank_model` under [settings] in "
-                               "config.toml (a local directory or a cached model name), or pass --rerank-model")
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise ModelUnavailable(f"{path} holds no cross-encoder (no config.json); point "
-                                   f"`rerank_model` at a folder saved with CrossEncoder.save()")
-        return path
-    try:
-        from huggingface_hub import snapshot_download
-        return Path(snapshot_download(spec, local_files_only=True))
-    except Exception:
-        raise ModelUnavailable(f"cross-encoder {spec!r} is neither a local directory nor in the local "
-                               f"Hugging Face cache; set `rerank_model` to a model directory on disk") from None
-
-
-class Reranker:
-    def __init__(self, spec: str, batch_size: int = 16):
-        self.path = resolve_model(spec)
-        self.id = spec
-        self.batch_size = batch_size
-        self._model = None
-        self._lock = threading.Lock()
-
-    @property
-    def model(self):
-        with self._lock:
-            if self._model is None:
-                from .embed import offline_hf
-                offline_hf()
-                from sentence_transformers import CrossEncoder
-                try:
-                    self._model = CrossEncoder(str(self.path), device="cpu", local_files_only=True)
-                except Exception as exc:
-                    raise ModelUnavailable(f"cannot load cross-encoder from {self.path}: {exc}") from None
-            return self._model
-
-    def scores(self, query: str, passages: Sequence[str]) -> list[float]:
-        if not passages:
-            return []
-        out = self.model.predict([(query, p) for p in passages], batch_size=self.batch_size,
-                                 show_progress_bar=False, convert_to_numpy=True)
-        return [float(x) for x in out.reshape(len(passages), -1)[:, -1]]

@@ -1,20 +1,18 @@
 """Run ``hybrid serve`` in the background: a systemd user unit (Linux) or a launchd LaunchAgent
-(macOS), written from the templates in ``service/`` and enabled with ``systemctl`` / ``launchctl``.
+(macOS), written from the package's templates and enabled with ``systemctl`` / ``launchctl``.
 
-Templates. ``service/hybrid.service`` and ``service/com.hybrid.server.plist`` (next to the
-``hybrid`` package in a source checkout) hold placeholders of the form ``@@name@@`` -- a syntax
-that clashes with neither systemd (``%`` specifiers, ``$`` variables) nor XML. A placeholder alone
-on its line whose value is empty removes the line. Substitution is one pass, so a value that
-happens to contain ``@@...@@`` is left as it is.
+Templates. ``hybrid/templates/hybrid.service`` and ``hybrid/templates/com.hybrid.server.plist``
+are package data (read with ``importlib.resources``, so an installed wheel has them too). They
+hold placeholders of the form ``@@name@@`` -- a syntax that clashes with neither systemd (``%``
+specifiers, ``$`` variables) nor XML. A placeholder alone on its line whose value is empty removes
+the line. Substitution is one pass, so a value that happens to contain ``@@...@@`` is left as it
+is.
 
 - ``hybrid.service``: ``@@exec_start@@`` (the quoted command line), ``@@working_directory@@``,
   ``@@environment@@`` (zero or more ``Environment="KEY=value"`` lines).
 - ``com.hybrid.server.plist``: ``@@program_arguments@@`` (``<string>`` elements),
   ``@@environment@@`` (``<key>``/``<string>`` pairs of the EnvironmentVariables dict),
   ``@@log_path@@`` (StandardOutPath and StandardErrorPath).
-
-A wheel does not ship ``service/``, so both templates are also embedded below
-(``SYSTEMD_TEMPLATE``, ``LAUNCHD_TEMPLATE``); a test keeps them identical to the files.
 
 Installing never raises for a missing or failing service manager (no ``systemctl``, no user
 session in a container, no GUI domain over SSH): the file is written and the returned
@@ -33,12 +31,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
 UNIT_NAME = "hybrid.service"
 LABEL = "com.hybrid.server"
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "service"
 SYSTEMD_TEMPLATE_NAME = "hybrid.service"
 LAUNCHD_TEMPLATE_NAME = "com.hybrid.server.plist"
 DEFAULT_PORT = 8765
@@ -46,62 +44,6 @@ DEFAULT_HOST = "127.0.0.1"
 
 Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
 
-# Keep these two byte-for-byte equal to service/hybrid.service and service/com.hybrid.server.plist
-# (tests/test_service.py checks it).
-SYSTEMD_TEMPLATE = """\
-# hybrid: local hybrid (BM25 + vector) search server, as a systemd user service.
-# Written by `hybrid service install`; run it again to change the settings,
-# `hybrid service uninstall` to remove it. Logs: journalctl --user -u hybrid.service
-[Unit]
-Description=hybrid local search server (MCP over stdio/HTTP on loopback)
-
-[Service]
-Type=simple
-ExecStart=@@exec_start@@
-WorkingDirectory=@@working_directory@@
-@@environment@@
-Restart=on-failure
-RestartSec=5
-NoNewPrivileges=yes
-StandardError=journal
-
-[Install]
-WantedBy=default.target
-"""
-
-LAUNCHD_TEMPLATE = """\
-<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<!-- hybrid: local hybrid (BM25 + vector) search server, as a launchd LaunchAgent.
-     Written by `hybrid service install`; run it again to change the settings,
-     `hybrid service uninstall` to remove it. -->
-<plist version="1.0">
-<dict>
-  <key>Label</key>
-  <string>com.hybrid.server</string>
-  <key>ProgramArguments</key>
-  <array>
-@@program_arguments@@
-  </array>
-  <key>EnvironmentVariables</key>
-  <dict>
-@@environment@@
-  </dict>
-  <key>RunAtLoad</key>
-  <true/>
-  <key>KeepAlive</key>
-  <true/>
-  <key>ProcessType</key>
-  <string>Background</string>
-  <key>StandardOutPath</key>
-  <string>@@log_path@@</string>
-  <key>StandardErrorPath</key>
-  <string>@@log_path@@</string>
-</dict>
-</plist>
-"""
-
-_EMBEDDED = {SYSTEMD_TEMPLATE_NAME: SYSTEMD_TEMPLATE, LAUNCHD_TEMPLATE_NAME: LAUNCHD_TEMPLATE}
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER_RE = re.compile(r"(?m)^@@(\w+)@@\n|@@(\w+)@@")
 _XML_INVALID_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -139,11 +81,8 @@ def executable() -> list[str]:
 
 # --- rendering --------------------------------------------------------------------------------
 def template(name: str) -> str:
-    """The template ``name`` from ``service/``, or its embedded copy when that is absent."""
-    path = TEMPLATE_DIR / name
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    return _EMBEDDED[name]
+    """The service template ``name``: package data under ``hybrid/templates/``."""
+    return resources.files("hybrid").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _fill(text: str, values: Mapping[str, str]) -> str:
@@ -456,10 +395,10 @@ def status(*, home: Path | None = None, system: str | None = None,
     elif rc != 0:
         shown, running = "not loaded", False
     else:
-        state = re.search(r"^\s*state = (.+)$", out, re.M)
+        found = re.search(r"^\s*state = (.+)$", out, re.M)
         pid = re.search(r"^\s*pid = (\d+)$", out, re.M)
-        running = state is None or state.group(1).strip() == "running"
-        shown = "loaded" + (f", state = {state.group(1).strip()}" if state else "") \
+        running = found is None or found.group(1).strip() == "running"
+        shown = "loaded" + (f", state = {found.group(1).strip()}" if found else "") \
                 + (f", pid = {pid.group(1)}" if pid else "")
     line1 = f"{first}; {shlex.join(cmd)}: {shown}"
     if not installed:

@@ -17,9 +17,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, TypeVar
 
 from .catalog import Catalog
 from .errors import CatalogCorrupt, IndexCorrupt, IndexLocked
@@ -145,7 +146,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def reembed_beside(directory: Path, build: Callable[["VaultStore"], T]) -> T:
+def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
     """Run ``build`` on an empty store in ``<dir>.reembed-tmp`` and, once it returns, swap that
     folder in for ``directory`` (the caller holds the lock). Until the swap the old index keeps
     answering; if ``build`` fails or the process dies, the old one stays."""
@@ -163,7 +164,7 @@ def reembed_beside(directory: Path, build: Callable[["VaultStore"], T]) -> T:
     return result
 
 
-def open_writer(directory: Path) -> "VaultStore":
+def open_writer(directory: Path) -> VaultStore:
     """Open a vault's store for the indexer, which holds the lock: finish an interrupted
     re-embed, and move an unreadable catalog aside (it is rebuilt from the notes)."""
     recover_reembed(directory)
@@ -176,7 +177,7 @@ def open_writer(directory: Path) -> "VaultStore":
         return reopen_without_catalog(directory, exc)
 
 
-def reopen_without_catalog(directory: Path, problem: Exception) -> "VaultStore":
+def reopen_without_catalog(directory: Path, problem: Exception) -> VaultStore:
     """Move the unreadable catalog aside and open a fresh store in its place (the caller holds
     the lock; the notes rebuild it), noting the repair for the index report."""
     moved = quarantine_catalog(directory)
@@ -283,6 +284,7 @@ class VaultStore:
         path = self.directory / "lexical"
         if not self.writable:
             return LexicalIndex(path)
+        lex: LexicalIndex | None = None
         try:
             lex = LexicalIndex(path)
             known = json.loads(self.catalog.get_meta("lexical_verified") or "{}")
@@ -328,71 +330,89 @@ class VaultStore:
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
         return lock_dir(self.directory, timeout)
 
-    def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, int]:
+    def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, Any]:
         """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
         counts and layout, rebuilding a projection from the catalog if it disagrees (no
         re-embedding: vectors come from the catalog's cache). Idempotent; safe to repeat after
         a crash: the journal is cleared only once both projections hold its changes."""
-        import numpy as np
-        import time
-        stats = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0,
-                 "lexical_seconds": 0.0, "vector_seconds": 0.0}
+        from .timing import Stopwatch
+        clock = Stopwatch()
+        stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
         if self.writable:
             self._check_vector()
         n = self.catalog.chunk_count()
         ids = self.catalog.journal()
         if ids:
             stats["journal"] = len(ids)
-            t = time.perf_counter()
-            live: list[int] = []
+            self._replay_journal(ids, model, n, batch, clock, stats)
+            self.catalog.purge(ids)
+        with clock("lexical"):
+            stats["rebuilt_lexical"] = int(self._check_lexical(n, batch))
+        with clock("vector"):
+            if model is not None and not stats["rebuilt_vector"]:
+                stats["rebuilt_vector"] = self._check_vector_count(model, n)
+        stats["lexical_seconds"] = clock.seconds["lexical"]
+        stats["vector_seconds"] = clock.seconds["vector"]
+        return stats
 
-            def batches():  # streamed: a million journaled chunks never sit in memory at once
-                for part in self.catalog.iter_chunks(ids, batch):
-                    rows = [r for r in part if not r.dead]
-                    live.extend(r.id for r in rows)
-                    yield rows
+    def _replay_journal(self, ids: list[int], model: str | None, n: int, batch: int,
+                        clock, stats: dict[str, Any]) -> None:
+        """Apply the journaled chunk ids (added, changed or dead) to tantivy, then to FAISS
+        from the cached vectors (or rebuild FAISS when its layout must change)."""
+        live: list[int] = []
 
+        def batches():  # streamed: a million journaled chunks never sit in memory at once
+            for part in self.catalog.iter_chunks(ids, batch):
+                rows = [r for r in part if not r.dead]
+                live.extend(r.id for r in rows)
+                yield rows
+
+        with clock("lexical"):
             self.lexical.apply(ids, batches())
-            stats["lexical_seconds"] += time.perf_counter() - t
-            checkpoint("after-lexical")
-            t = time.perf_counter()
+        checkpoint("after-lexical")
+        with clock("vector"):
             if model is not None:
                 if self._vector_needs_rebuild(n):
                     stats["rebuilt_vector"] = self._rebuild_vector(model)
                 else:
-                    got = self.catalog.vectors(model, live)
-                    dim = self._dim(got)
-                    if dim:
-                        vec_ids = [i for i, _ in got]
-                        vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
-                        self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
-                    elif self.vector.count():
-                        self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
-            stats["vector_seconds"] += time.perf_counter() - t
-            checkpoint("after-vector")
-            self.catalog.purge(ids)
-        t = time.perf_counter()
+                    self._apply_vectors(ids, live, model)
+        checkpoint("after-vector")
+
+    def _apply_vectors(self, ids: list[int], live: list[int], model: str) -> None:
+        import numpy as np
+        got = self.catalog.vectors(model, live)
+        dim = self._dim(got)
+        if dim:
+            vec_ids = [i for i, _ in got]
+            vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
+            self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
+        elif self.vector.count():
+            self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
+
+    def _check_lexical(self, n: int, batch: int) -> bool:
+        """Rebuild tantivy from the catalog when its count is off or deleted documents skew
+        BM25 (see LEXICAL_DRIFT); whether it was rebuilt."""
         if self.lexical.count() != n:
             log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
                         self.directory.name, self.lexical.count(), n)
-            self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
-            stats["rebuilt_lexical"] = 1
         elif self._lexical_drifted(n):
             log.info("%s: compacting the lexical index (%d deleted documents in its statistics)",
                      self.directory.name, self.lexical.deleted_docs())
-            self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
-            stats["rebuilt_lexical"] = 1
-        stats["lexical_seconds"] += time.perf_counter() - t
-        t = time.perf_counter()
-        if model is not None and not stats["rebuilt_vector"]:
-            if self.vector.count() != n:
-                log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
-                            self.directory.name, self.vector.count(), n)
-                stats["rebuilt_vector"] = self._rebuild_vector(model)
-            elif self._vector_needs_rebuild(n):
-                stats["rebuilt_vector"] = self._rebuild_vector(model)
-        stats["vector_seconds"] += time.perf_counter() - t
-        return stats
+        else:
+            return False
+        self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
+        return True
+
+    def _check_vector_count(self, model: str, n: int) -> int:
+        """Rebuild FAISS from the cached vectors when its count is off or its layout is due
+        to change; the rebuild's stats flag (0 when nothing was done)."""
+        if self.vector.count() != n:
+            log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
+                        self.directory.name, self.vector.count(), n)
+            return self._rebuild_vector(model)
+        if self._vector_needs_rebuild(n):
+            return self._rebuild_vector(model)
+        return 0
 
     def _lexical_drifted(self, n: int) -> bool:
         """Whether deleted documents weigh on BM25 enough to compact (see LEXICAL_DRIFT)."""

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, Iterable
+from typing import TYPE_CHECKING
 
 from .db import disk_full, is_disk_full
 from .errors import IndexCorrupt
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .settings import Settings
 
 STORAGES = ("float32", "float16", "sq8")
 NPROBE_LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -50,9 +53,8 @@ class VectorSpec:
     ann_recall: float = 0.99      # recall@10 target for the nprobe calibration
 
     @classmethod
-    def from_settings(cls, settings: dict) -> "VectorSpec":
-        return cls(settings.get("vector_storage", "float32"), int(settings.get("ann_threshold", 50_000)),
-                   float(settings.get("ann_recall", 0.99)))
+    def from_settings(cls, settings: Settings) -> VectorSpec:
+        return cls(settings.vector_storage, int(settings.ann_threshold), float(settings.ann_recall))
 
     def wants_ivf(self, n: int) -> bool:
         return bool(self.ann_threshold) and n >= self.ann_threshold
@@ -88,7 +90,7 @@ def _storage_of(sq) -> str:
     return "float16" if sq.qtype == faiss.ScalarQuantizer.QT_fp16 else "sq8"
 
 
-def build(vecs: "np.ndarray", ids: "np.ndarray", spec: VectorSpec, seed: int = 1234):
+def build(vecs: np.ndarray, ids: np.ndarray, spec: VectorSpec, seed: int = 1234):
     """A fresh index holding ``vecs`` under ``ids``, laid out for its size. Returns
     (index, info) where info records the layout and, for IVF, the calibrated recall."""
     import faiss
@@ -130,7 +132,7 @@ def build(vecs: "np.ndarray", ids: "np.ndarray", spec: VectorSpec, seed: int = 1
         index, vecs, ids, spec.ann_recall, rng)
     # Real queries sit farther from every passage than any synthetic one (obsidian-help: median
     # best cosine 0.37 vs 0.71), so they need more lists: there the calibrated nprobe gave
-    # recall@10 0.936 and twice it 0.985 (eval/bench/report.md). Hence the factor of two.
+    # recall@10 0.936 and twice it 0.985 (eval/reports/scale/report.md). Hence the factor of two.
     info["nprobe_calibrated"] = nprobe
     index.nprobe = min(index.nlist, NPROBE_SAFETY * nprobe)
     info.update(describe(index))
@@ -140,8 +142,8 @@ def build(vecs: "np.ndarray", ids: "np.ndarray", spec: VectorSpec, seed: int = 1
 CALIBRATION_NOISE = 1.0  # noise norm relative to the stored vector a query is made from
 
 
-def calibration_queries(vecs: "np.ndarray", count: int, rng,
-                        noise_ratio: float | None = None) -> "np.ndarray":
+def calibration_queries(vecs: np.ndarray, count: int, rng,
+                        noise_ratio: float | None = None) -> np.ndarray:
     """Queries near the data but not on it: stored vectors plus isotropic noise, renormalized,
     so a query sits between stored points rather than on one (noise of equal norm puts its
     source at cosine ≈ 0.7)."""
@@ -154,13 +156,13 @@ def calibration_queries(vecs: "np.ndarray", count: int, rng,
     return np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True), dtype=np.float32)
 
 
-def recall_at(found: "np.ndarray", truth: "np.ndarray") -> float:
+def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
     """Mean fraction of each true top-k row found in the same row of ``found``."""
     hits = sum(len(set(f[f >= 0].tolist()) & set(t[t >= 0].tolist())) for f, t in zip(found, truth))
     return hits / max(1, int((truth >= 0).sum()))
 
 
-def calibrate(index, vecs: "np.ndarray", ids: "np.ndarray", target: float, rng,
+def calibrate(index, vecs: np.ndarray, ids: np.ndarray, target: float, rng,
               k: int = 10) -> tuple[int, float, float]:
     """Smallest nprobe on the ladder whose recall@k against exact float32 search reaches
     ``target`` times the ceiling — the recall of probing every list, below 1 only when the
@@ -242,7 +244,7 @@ class VectorIndex:
         want = nlist_for(n)
         return not (want // 4 <= lay["nlist"] <= want * 4)
 
-    def apply(self, removed: Iterable[int], added_ids: list[int], added_vecs: "np.ndarray | None",
+    def apply(self, removed: Iterable[int], added_ids: list[int], added_vecs: np.ndarray | None,
               dim: int, spec: VectorSpec = VectorSpec()) -> None:
         """Remove ``removed`` and ``added_ids``, add the new vectors, save atomically."""
         import numpy as np
@@ -261,7 +263,7 @@ class VectorIndex:
                              np.asarray(added_ids, dtype=np.int64))
         self._save(idx)
 
-    def rebuild(self, ids: "list[int] | np.ndarray", vecs: "np.ndarray", dim: int,
+    def rebuild(self, ids: list[int] | np.ndarray, vecs: np.ndarray, dim: int,
                 spec: VectorSpec = VectorSpec()) -> dict:
         """Replace the index with one built from scratch for these vectors; returns its layout."""
         import numpy as np
@@ -296,7 +298,7 @@ class VectorIndex:
             p.unlink(missing_ok=True)
         self._index, self._mtime = None, None
 
-    def search(self, query: "np.ndarray", k: int, allowed: Collection[int] | None = None,
+    def search(self, query: np.ndarray, k: int, allowed: Collection[int] | None = None,
                banned: Collection[int] = ()) -> list[tuple[int, float]]:
         """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus
         ``banned`` ones."""

@@ -12,7 +12,8 @@ import os
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -93,10 +94,11 @@ class VaultWatcher:
         self._next_rescan: dict[str, float] = {}
         self._watches: dict[str, tuple[object, tuple[int, int]]] = {}  # watch, folder (dev, ino)
         self._watch_errors: dict[str, str] = {}
-        self._state = {n: {"watching": False, "last_indexed": None, "last_error": None, "runs": 0}
+        self._state: dict[str, dict[str, Any]] = {
+            n: {"watching": False, "last_indexed": None, "last_error": None, "runs": 0}
                        for n in self.vaults}
         self._stopping = threading.Event()
-        self._observer: Observer | None = None
+        self._observer: Any = None  # a watchdog Observer once started
         self._threads: list[threading.Thread] = []
         self._stopped = False
 
@@ -219,6 +221,7 @@ class VaultWatcher:
             self._schedule(name, delay)
             return
         self._failures.pop(name, None)
+        assert report is not None  # no error means a report
         log.info("watch %s: indexed, %d added, %d updated, %d removed in %.2fs",
                  name, report.added, report.updated, report.removed, report.seconds)
         if self.on_indexed:

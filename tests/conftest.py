@@ -1,14 +1,46 @@
-import os
-import shutil
-from pathlib import Path
+"""Fixtures, and the guard that keeps the fast tier (``pytest -m "not slow"``) fast. Plain
+helpers live in helpers.py."""
+import sys
 
 import pytest
+from helpers import SAMPLE_VAULT, write
 
 import hybrid
-from hybrid.embed import minilm_path, make_embedder
+from hybrid.embedders import make_embedder, minilm_path
 
-SAMPLE_VAULT = Path(hybrid.__file__).parent / "sample_vault"
-OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "obsidian-help"
+# Fixtures that load a real model or start server processes. A test that uses one, directly or
+# through another fixture, must be marked slow: otherwise the fast tier quietly stops being fast.
+SLOW_FIXTURES = frozenset({"minilm", "tiny_cross_encoder", "serve", "http_server"})
+# Imported only to run a real model; a test not marked slow that imports one has loaded a model.
+MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "onnxruntime")
+_RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Fail a test that is not marked slow but uses a slow fixture (before that fixture loads)."""
+    if item.get_closest_marker("slow"):
+        return
+    used = SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    if used:
+        pytest.fail(f"{item.nodeid} uses {', '.join(sorted(used))} but is not marked slow: add "
+                    f"@pytest.mark.slow (or pytestmark = pytest.mark.slow for a whole module)",
+                    pytrace=False)
+    item.stash[_RUNTIMES_BEFORE] = frozenset(m for m in MODEL_RUNTIMES if m in sys.modules)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Fail a test that is not marked slow but imported a model runtime: it loaded a real model
+    some other way than the fixtures above. Caught when nothing imported that runtime earlier,
+    as in the fast tier for torch (test_onnx imports onnxruntime at collection)."""
+    result = yield
+    before = item.stash.get(_RUNTIMES_BEFORE, None)
+    loaded = [m for m in MODEL_RUNTIMES if m in sys.modules and m not in before] if before is not None else []
+    if loaded:
+        pytest.fail(f"{item.nodeid} imported {', '.join(loaded)} (a real model) but is not "
+                    f"marked slow: add @pytest.mark.slow", pytrace=False)
+    return result
 
 
 @pytest.fixture(autouse=True)
@@ -30,15 +62,8 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def counter():
-    from hybrid.embed import WordPieceCounter
+    from hybrid.embedders import WordPieceCounter
     return WordPieceCounter(minilm_path() / "tokenizer.json")
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
-    return p
 
 
 @pytest.fixture
@@ -64,8 +89,7 @@ def fake(hybrid_home):
 def sample_home(tmp_path_factory, minilm):
     """The bundled sample vault indexed once with the real model; tests copy nothing."""
     home = tmp_path_factory.mktemp("sample-home")
-    h = hybrid.open(home)
-    h._embedders[minilm.id] = minilm
+    h = hybrid.open(home, embedders=[minilm])
     h.add_vault(SAMPLE_VAULT, "sample")
     h.index()
     return home
@@ -73,24 +97,6 @@ def sample_home(tmp_path_factory, minilm):
 
 @pytest.fixture
 def sample(sample_home, minilm):
-    h = hybrid.open(sample_home)
-    h._embedders[minilm.id] = minilm
+    h = hybrid.open(sample_home, embedders=[minilm])
     yield h
     h.close()
-
-
-def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
-    """Make ``embedder.embed_documents`` raise ModelUnavailable("model went away") on its
-    ``call``-th call (a model that dies mid-run). Returns the call counter; undo with
-    ``monkeypatch.undo()`` or by setting ``embed_documents`` back to ``counter["real"]``."""
-    import hybrid.errors
-    counter = {"n": 0, "real": embedder.embed_documents}
-
-    def failing(texts):
-        counter["n"] += 1
-        if counter["n"] == call:
-            raise hybrid.errors.ModelUnavailable("model went away")
-        return counter["real"](texts)
-
-    monkeypatch.setattr(embedder, "embed_documents", failing)
-    return counter

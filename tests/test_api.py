@@ -9,7 +9,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def test_exported_members():
     assert sorted(hybrid.__all__) == sorted(["open", "Hybrid", "Hit", "IndexReport", "NoteText",
-                                             "VaultStatus", "HybridError"])
+                                             "VaultStatus", "HybridError", "SearchRequest",
+                                             "Settings"])
     for name in hybrid.__all__:
         assert getattr(hybrid, name) is not None
 

@@ -2,13 +2,22 @@
 approximate index), never timings — the machine is shared and noisy. The large sizes run on
 demand with ``eval/bench/run.py``."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # benchmarks, even at their smallest sizes
+
 BENCH = Path(__file__).resolve().parents[1] / "eval" / "bench"
-sys.path.insert(0, str(BENCH))
+
+
+@pytest.fixture(autouse=True)
+def bench_on_path(monkeypatch):
+    """The bench files are scripts that import their siblings (``import common``), as they do
+    when run as ``python eval/bench/NAME.py``; here their folder goes on sys.path per test."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from hybrid import embedders  # a bench may register its `bench` spec: only for this test
+    monkeypatch.setattr(embedders, "_EXACT", dict(embedders._EXACT))
 
 
 def test_vector_bench_small(tmp_path):
@@ -32,8 +41,9 @@ def test_vector_bench_small(tmp_path):
 def test_engine_bench_small(tmp_path):
     """A generated vault through the whole scale benchmark (index, re-index, warm queries,
     server, cold CLI): every stage runs, counts agree, every query mode answers."""
-    import hybrid
     import scale
+
+    import hybrid
     res = scale.run([120], queries=6, out_dir=tmp_path / "out", work=tmp_path, repeat=1, log=lambda *_: None)
     (r,) = res
     assert r["notes"] == 120 and r["chunks"] > 120

@@ -60,7 +60,7 @@ def _long_note(rng):
     parts = ["# Long\n"]
     for s in range(6):
         parts.append(f"## Section {s}\n")
-        for p in range(rng.randint(3, 12)):
+        for _ in range(rng.randint(3, 12)):
             words = " ".join(rng.choice(["kafka", "consumer", "réplica", "10.0.0.0/24", "--flag",
                                          "idempotency", "日本語", "x" * rng.randint(1, 30)])
                              for _ in range(rng.randint(5, 120)))

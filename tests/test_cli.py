@@ -5,14 +5,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers import hybrid_cmd, write
 
-from conftest import write
-
-
-def hybrid_cmd(home, *args, input=None):
-    env = dict(os.environ, HYBRID_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=300, input=input)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -25,7 +20,8 @@ def home(hybrid_home, vault):
 
 def test_lazy_imports():
     code = ("import sys, hybrid.cli, hybrid; "
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'numpy', 'transformers') if m in sys.modules]; "
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'numpy', 'transformers') "
+            "if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -79,7 +75,7 @@ def test_human_output(home):
 def test_bad_input_is_one_clear_line(home, args, message):
     r = hybrid_cmd(home, *args)
     assert r.returncode != 0
-    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, r.stderr
     assert message in lines[0] and "Traceback" not in r.stderr
     assert r.stdout == ""

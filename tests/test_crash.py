@@ -8,12 +8,12 @@ import sys
 import time
 
 import pytest
+from helpers import SAMPLE_VAULT, consistent, write
 
 import hybrid
 from hybrid.store import VaultStore
 
-from conftest import SAMPLE_VAULT, write
-from test_index import consistent
+pytestmark = pytest.mark.slow
 
 QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup"]
 

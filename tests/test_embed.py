@@ -1,9 +1,10 @@
 import pytest
 
-from hybrid.embed import make_embedder, minilm_path, spec_id
+from hybrid.embedders import make_embedder, minilm_path, spec_id
 from hybrid.errors import ConfigError, ModelUnavailable
 
 
+@pytest.mark.slow
 def test_local_sentence_transformers_directory(minilm):
     st = make_embedder(f"st:{minilm_path()}")
     assert st.id == spec_id(f"st:{minilm_path()}") and st.id.startswith("st:/")
@@ -22,6 +23,7 @@ def test_missing_models_and_bad_specs_are_one_line(tmp_path):
         make_embedder("openai:text-embedding-3")
 
 
+@pytest.mark.slow
 def test_minilm_document_and_query_vectors_agree(minilm):
     docs = minilm.embed_documents(["Sourdough bread with 75% hydration", "Kafka consumer lag runbook"])
     q = minilm.embed_query("how wet is my bread dough")
@@ -29,6 +31,7 @@ def test_minilm_document_and_query_vectors_agree(minilm):
     assert float(docs[0] @ q) > float(docs[1] @ q)
 
 
+@pytest.mark.slow
 def test_openmp_threads_sleep_when_idle():
     """Importing hybrid asks OpenMP (torch, FAISS) for passive waits unless the user chose:
     spinning idle threads made query embedding 40x slower on a busy 2-core machine."""
@@ -43,6 +46,7 @@ def test_openmp_threads_sleep_when_idle():
     assert out.stdout.strip() == "ACTIVE"
 
 
+@pytest.mark.slow
 def test_query_embedding_leaves_the_thread_setting_alone(minilm):
     """Queries run on one thread; document batches must keep every core afterwards."""
     import torch

@@ -14,23 +14,18 @@ import time
 
 import anyio
 import pytest
+from helpers import free_port, write
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from starlette.testclient import TestClient
 
 import hybrid
-from conftest import write
 from hybrid.errors import HybridError
 from hybrid.http_server import build_app, is_loopback, remote_search, server_file
 from hybrid.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_TOP_K, BadSearchArgs
+from hybrid.request import SearchRequest
 
 JSON = {"Content-Type": "application/json"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(port, method, path, headers=None, body=None, host=None):
@@ -136,6 +131,7 @@ def test_lookalike_hosts_are_not_loopback(host):
     assert not is_loopback(host)
 
 
+@pytest.mark.slow
 def test_rebinding_host_and_null_origin_are_refused(serve):
     s = serve()
     for path in ("/health", "/api/search"):
@@ -153,6 +149,7 @@ def test_rebinding_host_and_null_origin_are_refused(serve):
     assert status == 200 and json.loads(body)["hits"][0]["path"] == "home/network.md"
 
 
+@pytest.mark.slow
 def test_api_search_needs_a_json_content_type(serve):
     s = serve()
     body = b'{"query": "tailscale"}'
@@ -163,6 +160,7 @@ def test_api_search_needs_a_json_content_type(serve):
     assert search(s.port, body, {"Content-Type": "application/json; charset=utf-8"})[0] == 200
 
 
+@pytest.mark.slow
 def test_allowed_hosts_make_a_lan_bind_usable(serve):
     s = serve("--host", "0.0.0.0", "--allow-host", "mybox.lan", env={"HYBRID_TOKEN": "s3cret",
                                                                      "HYBRID_ALLOWED_HOSTS": "nas.lan, 192.168.1.5"})
@@ -184,6 +182,7 @@ def test_allowed_hosts_make_a_lan_bind_usable(serve):
     assert status == 200
 
 
+@pytest.mark.slow
 def test_a_bad_allow_host_is_one_error_line(home):
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(free_port()),
                         "--allow-host", "evil.com/path"], env=_env(home, {}), capture_output=True, text=True,
@@ -215,6 +214,7 @@ def test_api_search_wrong_types_are_400(client, payload, fix):
     assert fix in error and "\n" not in error and len(error) < 300
 
 
+@pytest.mark.slow
 def test_huge_top_k_does_not_take_the_server_down(serve):
     s = serve()
     for top_k in (100_000_000_000, 1e11, 10**30):
@@ -239,6 +239,7 @@ def _raw(port, head: bytes, body: bytes) -> bytes:
     return reply
 
 
+@pytest.mark.slow
 def test_declared_oversized_body_is_refused_unread(serve):
     s = serve()
     head = (f"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nContent-Type: application/json\r\n"
@@ -247,6 +248,7 @@ def test_declared_oversized_body_is_refused_unread(serve):
     assert request(s.port, "GET", "/health")[0] == 200
 
 
+@pytest.mark.slow
 def test_streamed_oversized_body_is_refused(serve):
     s = serve()
     head = (f"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nContent-Type: application/json\r\n"
@@ -277,6 +279,7 @@ def test_python_api_accepts_the_largest_allowed_values(fake, vault):
     assert fake.search("tailscale", top_k=MAX_TOP_K, mode="lexical", folders=("home",))[0].path == "home/network.md"
 
 
+@pytest.mark.slow
 def test_cli_query_too_long_is_one_error_line(home):
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "query", "x" * (MAX_QUERY_CHARS + 1)],
                        env=_env(home, {}), capture_output=True, text=True, timeout=120)
@@ -284,6 +287,7 @@ def test_cli_query_too_long_is_one_error_line(home):
     assert r.stdout == ""
 
 
+@pytest.mark.slow
 def test_mcp_search_limits_through_a_real_session(serve):
     s = serve()
 
@@ -302,6 +306,7 @@ def test_mcp_search_limits_through_a_real_session(serve):
 
 # --- 3. the address file and the CLI's fast path -----------------------------------------------
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.slow
 def test_server_json_is_removed_when_the_server_is_stopped(serve, sig):
     s = serve()
     assert json.loads(s.info.read_text())["pid"] == s.proc.pid
@@ -310,6 +315,7 @@ def test_server_json_is_removed_when_the_server_is_stopped(serve, sig):
     assert not s.info.exists()
 
 
+@pytest.mark.slow
 def test_a_second_server_on_a_taken_port_leaves_the_first_ones_file(serve, home):
     first = serve()
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(first.port)],
@@ -319,15 +325,20 @@ def test_a_second_server_on_a_taken_port_leaves_the_first_ones_file(serve, home)
     assert search(first.port, {"query": "tailscale"})[0] == 200
 
 
+@pytest.mark.slow
 def test_remote_search_surfaces_a_400_and_falls_back_on_401(serve, home, monkeypatch):
     monkeypatch.delenv("HYBRID_TOKEN", raising=False)
     s = serve()
     h = hybrid.open(home)
+    skewed = SearchRequest("tailscale")  # as a client of another version might send it
+    object.__setattr__(skewed, "top_k", "8")
     with pytest.raises(HybridError, match="top_k must be an integer"):
-        remote_search(h, {"query": "tailscale", "top_k": "8"})
-    assert remote_search(h, {"query": "tailscale", "top_k": 2})[0]["path"] == "home/network.md"
+        remote_search(h, skewed)  # 400
+    with pytest.raises(HybridError, match="unknown vault 'nope'"):
+        remote_search(h, SearchRequest("tailscale", vaults=["nope"]))  # 422
+    assert remote_search(h, SearchRequest("tailscale", top_k=2))[0]["path"] == "home/network.md"
     s.proc.terminate()
     s.proc.wait(timeout=30)
     serve(env={"HYBRID_TOKEN": "s3cret"})  # this client has no token: 401, so search in-process
-    assert remote_search(h, {"query": "tailscale", "top_k": 2}) is None
+    assert remote_search(h, SearchRequest("tailscale", top_k=2)) is None
     h.close()

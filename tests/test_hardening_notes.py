@@ -10,21 +10,16 @@ import random
 import sqlite3
 
 import pytest
+from helpers import paths, write
 
 import hybrid.indexer as indexer
 from hybrid.chunk import BLOB_PLACEHOLDER, Chunker
 from hybrid.notes import FRONTMATTER_MAX_BYTES, parse_note
 from hybrid.store import VaultStore
 
-from conftest import write
-
 MAX = 254
 WORDS = ["kafka", "consumer", "partition", "offset", "retention", "broker", "idempotent", "réplica",
          "10.0.0.0/24", "--flag", "日本語"]
-
-
-def paths(hits):
-    return [h.path for h in hits]
 
 
 def stored_files(h, name="v"):
@@ -155,6 +150,7 @@ def test_pasted_base64_is_a_placeholder_and_is_never_tokenized(counter):
                for c in chunks)
 
 
+@pytest.mark.slow  # scale: a 1 MB line
 def test_a_megabyte_line_of_words_is_chunked_in_linear_work(counter):
     """The old binary search tokenized prefixes again and again (200 KB: 2,487 calls over 17.9 MB
     of text; a base64 line of 200 KB took a minute). Now the line is counted a bounded number of
@@ -174,6 +170,7 @@ def test_a_megabyte_line_of_words_is_chunked_in_linear_work(counter):
     assert set(ranges) == {(1, 1), (3, 3)} and ranges.count((3, 3)) > 500
 
 
+@pytest.mark.slow  # scale: two lines of over 200,000 characters
 def test_a_long_line_without_spaces_is_cut_and_still_fits(counter):
     """Japanese prose has no spaces and is text however long: cut (at its punctuation), every
     piece within the limit, nothing lost. A long ASCII run without spaces (minified code, a

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import SAMPLE_VAULT, consistent, fail_embedding_at, write
 
 import hybrid
 from hybrid import catalog as catalog_mod
@@ -16,9 +17,6 @@ from hybrid import store as store_mod
 from hybrid.errors import DiskFull, IndexCorrupt
 from hybrid.lexical import LexicalQuery
 from hybrid.store import VaultStore, purge_index_dir
-
-from conftest import SAMPLE_VAULT, fail_embedding_at, write
-from test_index import consistent
 
 QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup",
            "kafka consumer lag"]
@@ -203,6 +201,7 @@ def run_cli(home, *args, fault=None):
 
 
 @pytest.mark.parametrize("fault", ["reembed-before-swap", "reembed-mid-swap"])
+@pytest.mark.slow
 def test_reembed_killed_keeps_an_answering_index(tmp_path, fault):
     vault = sample_copy(tmp_path)
     home = tmp_path / "home"
@@ -342,6 +341,7 @@ def test_disk_full_in_faiss_and_tantivy_converge_once_space_is_back(tmp_path, mo
 
 # --- 5. unused embeddings and the WAL stay bounded ------------------------------------------
 
+@pytest.mark.slow  # scale: 30 index runs
 def test_unused_embeddings_are_bounded_and_vacuum_shrinks_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog_mod, "EMBED_CACHE_MIN", 20)
     vault = tmp_path / "vault"
@@ -380,6 +380,7 @@ def edit_rounds(vault, rounds):
         yield r
 
 
+@pytest.mark.slow  # scale: 17 index runs and two full builds
 def test_lexical_scores_equal_a_clean_build_after_many_edits(tmp_path):
     vault = sample_copy(tmp_path)
     h = indexed(tmp_path, vault)
@@ -403,6 +404,7 @@ def deleted_and_live(h):
         store.close()
 
 
+@pytest.mark.slow  # scale: repeated index runs over the sample vault
 def test_large_index_compacts_once_deletions_pass_the_bound(tmp_path, monkeypatch):
     monkeypatch.setattr(store_mod, "LEXICAL_EXACT_BELOW", 0)  # as for a vault of many chunks
     vault = sample_copy(tmp_path)

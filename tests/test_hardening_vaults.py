@@ -8,19 +8,13 @@ import sys
 import threading
 
 import pytest
+from helpers import hybrid_cmd as cli
+from helpers import write
 
 import hybrid
 from hybrid.config import load_config
 from hybrid.errors import ConfigError, IndexLocked, PathRefused, VaultError
 from hybrid.store import VaultStore
-
-from conftest import write
-
-
-def cli(home, *args):
-    env = dict(os.environ, HYBRID_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=300)
 
 
 def tree(root):
@@ -29,6 +23,7 @@ def tree(root):
 
 # --- a vault name is never a path ------------------------------------------------------------
 @pytest.mark.parametrize("name", ["/tmp/v", "../../x", "..", ".hidden", "a/b", "a..b", "", "x" * 65])
+@pytest.mark.slow
 def test_config_vault_names_that_are_paths_are_refused(hybrid_home, tmp_path, name):
     notes = tmp_path / "notes"
     write(notes, "keep.md", "# Keep\n\nprecious words\n")
@@ -45,6 +40,7 @@ def test_config_vault_names_that_are_paths_are_refused(hybrid_home, tmp_path, na
 
 
 @pytest.mark.parametrize("name", ["/tmp/v", "../../x", "..", "a/b", ".x", "b.lock", "b.reembed-tmp"])
+@pytest.mark.slow
 def test_cli_vault_add_refuses_path_names(hybrid_home, vault, name):
     r = cli(hybrid_home, "vault", "add", str(vault), "--name", name)
     assert r.returncode == 1 and "not allowed" in r.stderr
@@ -85,6 +81,7 @@ def test_old_attack_reembed_and_remove_leave_notes_alone(fake, tmp_path):
 
 
 # --- registry writes -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_concurrent_vault_adds_all_register(hybrid_home, tmp_path):
     folders = []
     for i in range(8):
@@ -116,8 +113,8 @@ def test_concurrent_adds_in_threads(hybrid_home, tmp_path):
 def test_overrides_are_not_written_to_the_config(hybrid_home, vault):
     h = hybrid.open(chunk_tokens=64)
     h.add_vault(vault, "vault")
-    assert load_config().settings["chunk_tokens"] == 128
-    assert h.config.settings["chunk_tokens"] == 64
+    assert load_config().settings.chunk_tokens == 128
+    assert h.config.settings.chunk_tokens == 64
 
 
 def test_add_existing_name_with_another_folder_is_refused(fake, vault, tmp_path):
@@ -132,6 +129,7 @@ def test_add_existing_name_with_another_folder_is_refused(fake, vault, tmp_path)
     assert load_config().vault("notes").exclude == ["home/**"]
 
 
+@pytest.mark.slow
 def test_index_path_with_existing_name_is_refused(hybrid_home, vault, tmp_path):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     other = tmp_path / "other"
@@ -197,6 +195,7 @@ def test_missing_folder_does_not_stop_other_vaults(fake, vault, tmp_path):
     assert reports[0].error and "vault move a-gone" in reports[0].error and reports[1].error is None
 
 
+@pytest.mark.slow
 def test_cli_index_reports_each_failure_and_exits_1(hybrid_home, vault, tmp_path):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     gone = tmp_path / "gone"
@@ -264,6 +263,7 @@ def test_get_still_reads_notes(fake, secrets_vault):
     assert fake.get("./home//garden.md:1-1", "vault").path == "home/garden.md"
 
 
+@pytest.mark.slow
 def test_cli_get_of_a_binary_or_secret_is_one_error_line(hybrid_home, secrets_vault):
     for ref in ("bin.md", ".env", "home"):
         r = cli(hybrid_home, "get", ref, "--vault", "vault")
@@ -273,6 +273,7 @@ def test_cli_get_of_a_binary_or_secret_is_one_error_line(hybrid_home, secrets_va
 
 # --- status and vacuum -----------------------------------------------------------------------
 @pytest.mark.parametrize("damage", [b"", b"garbage" * 100])
+@pytest.mark.slow
 def test_status_reports_a_damaged_vault_and_still_lists_the_others(fake, vault, tmp_path, damage):
     other = tmp_path / "other"
     write(other, "o.md", "# O\n\nsome words\n")
@@ -291,6 +292,7 @@ def test_status_reports_a_damaged_vault_and_still_lists_the_others(fake, vault, 
     assert fake.status()[0].error is None and fake.status()[0].notes == 4
 
 
+@pytest.mark.slow
 def test_cli_vacuum(hybrid_home, vault):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0
@@ -336,6 +338,7 @@ def test_unpaired_surrogates_are_a_clean_error(fake, vault, args):
         fake.search(**args)
 
 
+@pytest.mark.slow
 def test_cli_query_with_non_utf8_bytes_is_one_error_line(hybrid_home, vault):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0
@@ -374,6 +377,7 @@ def test_a_stray_file_in_the_index_folder_never_jams_reembed(fake, vault):
 
 
 @pytest.mark.parametrize("name,make", [("vectors.faiss", "dir"), ("lexical", "file")])
+@pytest.mark.slow
 def test_hybrid_names_of_the_wrong_kind_are_one_error_line(hybrid_home, vault, name, make):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0

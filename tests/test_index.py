@@ -4,35 +4,11 @@ import os
 import shutil
 
 import pytest
+from helpers import consistent, fail_embedding_at, paths, write
 
 import hybrid
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
 from hybrid.store import VaultStore
-
-from conftest import fail_embedding_at, write
-
-
-def paths(hits):
-    return [h.path for h in hits]
-
-
-def consistent(h, name="vault"):
-    """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending."""
-    v = h.config.vault(name)
-    store = VaultStore(v.index_dir)
-    try:
-        n = store.catalog.chunk_count()
-        assert store.lexical.count() == n
-        assert store.vector.count() == n
-        assert store.catalog.journal() == []
-        ids = set(store.catalog.all_chunk_ids())
-        idx = store.vector._load()
-        if n:
-            import faiss
-            assert set(faiss.vector_to_array(idx.id_map).tolist()) == ids
-        return n
-    finally:
-        store.close()
 
 
 def test_index_then_noop_then_edit_delete_rename(fake, vault):
@@ -247,7 +223,8 @@ def test_exclude_folders_in_every_arm(fake, vault):
     fake.add_vault(vault, "vault")
     fake.index()
     for mode in ("lexical", "vector", "hybrid"):
-        found = {h.path for h in fake.search("tailscale tomatoes orders", mode=mode, top_k=50, exclude_folders=["home/"])}
+        found = {h.path for h in fake.search("tailscale tomatoes orders", mode=mode, top_k=50,
+                                             exclude_folders=["home/"])}
         assert found and not any(p.startswith("home/") for p in found), mode
 
 
@@ -256,6 +233,7 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
     reaches the caller; a failure in the embedder stops the reader; either way the previous
     index is untouched and no thread is left behind."""
     import threading
+
     import hybrid.indexer as indexer
 
     fake.add_vault(vault, "v")

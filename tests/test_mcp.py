@@ -2,7 +2,6 @@
 sample vault indexed with the real model; HTTP security; the CLI fast path."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -11,14 +10,11 @@ import urllib.request
 
 import anyio
 import pytest
+from helpers import free_port
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytestmark = pytest.mark.slow
 
 
 def env_for(home, **extra):
@@ -134,7 +130,8 @@ def test_http_rejects_foreign_origin_and_host(http_server):
     assert http(url + "/mcp", "POST", {**h, "Origin": "http://evil.example"}, body)[0] == 403
     assert http(url + "/api/search", "POST", {**h, "Origin": "http://evil.example"}, b'{"query": "x"}')[0] == 403
     assert http(url + "/health", headers={"Host": "evil.example:80"})[0] == 403
-    assert http(url + "/api/search", "POST", {**h, "Origin": "http://localhost:3000"}, b'{"query": "tailscale"}')[0] == 200
+    assert http(url + "/api/search", "POST", {**h, "Origin": "http://localhost:3000"},
+                b'{"query": "tailscale"}')[0] == 200
 
 
 def test_http_token(http_server):
@@ -150,6 +147,7 @@ def test_http_token(http_server):
 
 
 def test_non_loopback_bind_needs_a_token(sample_home):
-    r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--host", "0.0.0.0", "--port", str(free_port())],
+    r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--host", "0.0.0.0",
+                        "--port", str(free_port())],
                        env=env_for(sample_home), capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "set a token" in r.stderr and "Traceback" not in r.stderr

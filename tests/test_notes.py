@@ -1,10 +1,9 @@
 import os
 
 import pytest
+from helpers import write
 
 from hybrid.notes import BinaryFile, decode, discover, glob_to_regex, parse_note
-
-from conftest import write
 
 
 def test_frontmatter_forms_and_inline_tags():

@@ -1,13 +1,13 @@
 """The Ollama backend against a small local server that speaks Ollama's /api/embed."""
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from helpers import free_port
 
 import hybrid
-from hybrid.embed import HashEmbedder
+from hybrid.embedders import HashEmbedder
 from hybrid.errors import ModelUnavailable
 
 
@@ -49,12 +49,6 @@ def ollama_server():
     server.shutdown()
     server.server_close()
     thread.join()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_index_and_search_through_ollama(ollama_server, vault):

@@ -8,12 +8,18 @@ import sys
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # the real torch model, ONNX export, a subprocess
+
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from hybrid.embed import MINILM_ID, make_embedder, spec_id  # noqa: E402
+from hybrid.embedders import (  # noqa: E402
+    MINILM_ID,
+    OnnxEmbedder,  # noqa: E402
+    make_embedder,
+    spec_id,
+)
 from hybrid.errors import ModelUnavailable  # noqa: E402
-from hybrid.onnx_embed import OnnxEmbedder  # noqa: E402
 
 LONG = " ".join(f"Paragraph {i}: the consumer group rebalanced after partition {i % 12} lagged "
                 f"behind the `orders-created` topic." for i in range(40))
@@ -130,7 +136,7 @@ def test_cached_graph_embeds_without_torch(onnx_cache, onnx_fp32, onnx_int8):
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from hybrid.onnx_embed import OnnxEmbedder\n"
+        "from hybrid.embedders import OnnxEmbedder\n"
         f"cache = Path({str(onnx_cache)!r})\n"
         "texts = json.loads(sys.stdin.read())\n"
         "out = {v: OnnxEmbedder(v, cache_dir=cache).embed_documents(texts).tolist() for v in ('fp32', 'int8')}\n"

@@ -7,7 +7,8 @@ from hybrid.query import parse_date, parse_query
 
 
 def test_parts():
-    q = parse_query('tailscale "subnet router" -wifi -"exit node" --advertise-routes tag:#Home-Lab folder:home/ since:2025-01-01')
+    q = parse_query('tailscale "subnet router" -wifi -"exit node" --advertise-routes '
+                    'tag:#Home-Lab folder:home/ since:2025-01-01')
     assert q.terms == ["tailscale", "--advertise-routes"]
     assert q.phrases == ["subnet router"]
     assert q.excludes == ["wifi", "exit node"]

@@ -3,10 +3,9 @@ import shutil
 
 import pytest
 
-import hybrid
-from hybrid.embed import minilm_path
+from hybrid.embedders import make_reranker, minilm_path
 from hybrid.errors import ModelUnavailable
-from hybrid.rerank import Reranker, blend, pinned
+from hybrid.rerank import blend, pinned
 
 
 @pytest.fixture(scope="session")
@@ -42,18 +41,20 @@ def test_exact_literal_in_top_hit_is_pinned():
     assert pinned([], ["anything"]) == 0
 
 
+@pytest.mark.slow
 def test_real_loading_and_scoring(tiny_cross_encoder):
-    r = Reranker(str(tiny_cross_encoder))
+    r = make_reranker(str(tiny_cross_encoder))
     s = r.scores("tailscale subnet router", ["advertise routes on the router", "sourdough hydration"])
     assert len(s) == 2 and all(isinstance(x, float) for x in s) and s[0] != s[1]
     # deterministic for the same inputs
     assert r.scores("tailscale subnet router", ["advertise routes on the router"])[0] == pytest.approx(s[0])
 
 
+@pytest.mark.slow
 def test_search_with_rerank(fake, vault, tiny_cross_encoder):
     fake.add_vault(vault, "vault")
     fake.index()
-    fake.config.settings["rerank_model"] = str(tiny_cross_encoder)
+    fake.override(rerank_model=str(tiny_cross_encoder))
     plain = fake.search("tailscale routes", top_k=3)
     hits = fake.search("tailscale routes", top_k=3, rerank=True)
     assert {h.path for h in hits} <= {h.path for h in fake.search("tailscale routes", top_k=50)}
@@ -66,9 +67,9 @@ def test_missing_cross_encoder_is_one_line(fake, vault, tmp_path):
     fake.index()
     with pytest.raises(ModelUnavailable, match="set `rerank_model`"):
         fake.search("tailscale", rerank=True)
-    fake.config.settings["rerank_model"] = "nobody/not-a-cached-model"
+    fake.override(rerank_model="nobody/not-a-cached-model")
     with pytest.raises(ModelUnavailable, match="neither a local directory nor in the local Hugging Face cache"):
         fake.search("tailscale", rerank=True)
-    fake.config.settings["rerank_model"] = str(tmp_path)
+    fake.override(rerank_model=str(tmp_path))
     with pytest.raises(ModelUnavailable, match="no config.json"):
         fake.search("tailscale", rerank=True)

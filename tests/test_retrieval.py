@@ -1,6 +1,8 @@
 """Retrieval quality on the bundled sample vault with the real bundled model."""
 import pytest
 
+pytestmark = pytest.mark.slow
+
 EXACT = {  # a verbatim identifier → the note it belongs to, which must rank first
     'pq: too many connections for role "forge_app"': "work/runbooks/DB Connection Exhaustion.md",
     "--advertise-routes": "home-lab/networking.md",

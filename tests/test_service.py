@@ -13,10 +13,17 @@ from pathlib import Path
 import pytest
 
 from hybrid import service
-from hybrid.service import (InstallResult, executable, install, render_launchd, render_systemd,
-                            service_args, status, uninstall)
+from hybrid.service import (
+    InstallResult,
+    executable,
+    install,
+    render_launchd,
+    render_systemd,
+    service_args,
+    status,
+    uninstall,
+)
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "service"
 TRICKY = ["a b", "100%", "$HOME", 'say "hi"', "back\\slash", ";", "", "it's", "tab\there", "%h"]
 
 
@@ -154,6 +161,7 @@ def test_render_systemd_rejects_bad_env_names():
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+@pytest.mark.slow
 def test_systemd_analyze_verify(tmp_path):
     text = render_systemd(["-c", "pass", *TRICKY], {"HYBRID_HOME": str(tmp_path / "h h"), "X": "1%"},
                           program=[sys.executable])
@@ -193,17 +201,15 @@ def test_launchd_escaping_and_empty_env(tmp_path):
     assert data["EnvironmentVariables"] == {}
 
 
-def test_embedded_templates_equal_files():
-    assert (TEMPLATES / "hybrid.service").read_text(encoding="utf-8") == service.SYSTEMD_TEMPLATE
-    assert (TEMPLATES / "com.hybrid.server.plist").read_text(encoding="utf-8") == \
-        service.LAUNCHD_TEMPLATE
-
-
-def test_embedded_templates_used_when_files_absent(tmp_path, monkeypatch):
-    with_files = (render_systemd(["serve"], {"A": "b"}), render_launchd(["serve"], {}, tmp_path / "l"))
-    monkeypatch.setattr(service, "TEMPLATE_DIR", tmp_path / "nowhere")
-    assert (render_systemd(["serve"], {"A": "b"}),
-            render_launchd(["serve"], {}, tmp_path / "l")) == with_files
+def test_templates_are_package_data():
+    """The templates ship inside the package (a wheel has no service/ folder), read through
+    importlib.resources, and every placeholder in them gets a value when rendered."""
+    from importlib import resources
+    for name in (service.SYSTEMD_TEMPLATE_NAME, service.LAUNCHD_TEMPLATE_NAME):
+        packaged = resources.files("hybrid").joinpath("templates", name).read_text(encoding="utf-8")
+        assert service.template(name) == packaged and "@@environment@@" in packaged
+    assert "@@" not in render_systemd(["serve"], {"A": "b"})
+    assert "@@" not in render_launchd(["serve"], {"A": "b"}, Path("/l"))
 
 
 def test_placeholder_values_are_not_substituted_again():

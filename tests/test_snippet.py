@@ -4,6 +4,8 @@ seconds compiling patterns)."""
 import random
 import re
 
+import pytest
+
 from hybrid.search import needle_hits, snippet
 
 
@@ -28,6 +30,7 @@ def test_snippet_shows_the_query_words():
     assert "tailscale" in out and "advertise-routes" in out and out.startswith("…")
 
 
+@pytest.mark.slow  # scale: 20 snippets of a 1,000-word query
 def test_long_query_compiles_no_regex_per_word(monkeypatch):
     words = [f"w{i:04d}" for i in range(1000)]
     text = " ".join(words[::-1])

@@ -146,6 +146,8 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     """Broad note filters are applied to an oversampled unfiltered search, narrow ones through
     an id selector; both must give the exact filtered top-k."""
     import numpy as np
+
+    from hybrid.request import Filters
     from hybrid.search import _post_filtered
     root = tmp_path / "v"
     for i in range(400):
@@ -161,7 +163,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     allowed = store.catalog.filter_ids(folders=["keep"])
     truth = store.vector.search(q, 1000, allowed)  # exact: the selector path over a flat index
     depth = 10
-    got = _post_filtered(store, q, depth, set(), ["keep"], [], None)
+    got = _post_filtered(store, q, depth, set(), Filters(folders=("keep",)))
     if share == 2:
         assert got is not None  # the broad filter took the cheap path
     else:

@@ -7,11 +7,10 @@ import threading
 import time
 
 import pytest
+from helpers import write
 
 from hybrid.store import VaultStore
 from hybrid.watch import VaultWatcher
-
-from conftest import write
 
 # watchdog itself warns when it adds the watch of a just-created nested folder twice (mkdir -p
 # under a recursive watch); the watch is simply replaced, so this is noise, not a failure.

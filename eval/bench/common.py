@@ -1,4 +1,9 @@
-"""Shared pieces of the scale benchmarks (issue #5). Never imported by the engine or by pytest.
+"""Shared pieces of the benchmarks. Never imported by the engine.
+
+Every file in eval/bench/ is a script, run as ``.venv/bin/python eval/bench/NAME.py`` from any
+directory. Python puts the script's folder first on ``sys.path``, which is how the scripts import
+each other (``import common``); none of them edits ``sys.path``. Kept reports go to
+``eval/reports/``; raw output goes to ``SCRATCH`` (``eval/out/bench/``, ignored by git).
 
 The ``bench`` embedder isolates index costs from embedding costs at sizes the real model cannot
 embed in reasonable time on two cores (1M chunks would take ~5 hours): documents get 384-d
@@ -12,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import resource
 import socket
 import time
@@ -21,6 +28,9 @@ from pathlib import Path
 BENCH_SPEC = "bench"
 BENCH_ID = "bench:hash384-docs+minilm-queries"
 ROOT = Path(__file__).resolve().parents[2]
+SCRATCH = ROOT / "eval" / "out" / "bench"
+REPORTS = ROOT / "eval" / "reports"
+OBSIDIAN_HELP = ROOT.parent / "shared" / "vaults" / "obsidian-help"  # beside the checkout; not in git
 
 
 class BenchEmbedder:
@@ -28,7 +38,7 @@ class BenchEmbedder:
     max_tokens = 254
 
     def __init__(self):
-        from hybrid.embed import HashEmbedder, WordPieceCounter, minilm_path
+        from hybrid.embedders import HashEmbedder, WordPieceCounter, minilm_path
         self._docs = HashEmbedder(384)
         self._counter = WordPieceCounter(minilm_path() / "tokenizer.json")
         self._model = None
@@ -45,23 +55,17 @@ class BenchEmbedder:
 
     def embed_query(self, text):
         if self._model is None:
-            from hybrid.embed import make_embedder
+            from hybrid.embedders import make_embedder
             self._model = make_embedder("minilm")
         return self._model.embed_query(text)
 
 
 def install() -> None:
-    """Teach this process's ``hybrid`` the ``bench`` embedder spec."""
-    import hybrid.api as api
-    make, spec_id = api.make_embedder, api.spec_id
-
-    def make_embedder(spec, **kw):
-        return BenchEmbedder() if spec == BENCH_SPEC else make(spec, **kw)
-
-    def bench_spec_id(spec):
-        return BENCH_ID if spec == BENCH_SPEC else spec_id(spec)
-
-    api.make_embedder, api.spec_id = make_embedder, bench_spec_id
+    """Register the ``bench`` embedder spec in this process's hybrid (idempotent)."""
+    from hybrid.embedders import register, spec_id
+    if spec_id(BENCH_SPEC) != BENCH_ID:
+        register(BENCH_SPEC, lambda arg, options: BenchEmbedder(), exact=True,
+                 spec_id=lambda arg: BENCH_ID)
 
 
 def record_texts(embedder) -> list[str]:
@@ -132,9 +136,9 @@ def wait_healthy(url: str, timeout: float = 300) -> None:
         try:
             urllib.request.urlopen(url + "/health", timeout=2)
             return
-        except OSError:
+        except OSError as exc:
             if time.time() > deadline:
-                raise SystemExit(f"server at {url} did not start")
+                raise SystemExit(f"server at {url} did not start") from exc
             time.sleep(0.2)
 
 
@@ -146,3 +150,16 @@ def bench_env(home: Path) -> dict:
     env = dict(os.environ, HYBRID_HOME=str(home))
     env.pop("HYBRID_TOKEN", None)
     return env
+
+
+def heading_queries(vault: Path, n: int, seed: int = 1) -> list[str]:
+    """A fixed query mix drawn from the vault: headings (keyword-like), plus a few identifiers."""
+    rng = random.Random(seed)
+    heads = []
+    for p in sorted(vault.rglob("*.md")):
+        for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = re.match(r"^#{2,4}\s+(.{6,60})$", line)
+            if m:
+                heads.append(re.sub(r"[`*\[\]\"]", "", m.group(1)).strip().lower())
+    rng.shuffle(heads)
+    return heads[:n]

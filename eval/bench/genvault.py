@@ -24,7 +24,7 @@ LANGS = ["bash", "python", "yaml", "sql", "json"]
 
 
 def vocabulary() -> list[str]:
-    from hybrid.embed import minilm_path
+    from hybrid.embedders import minilm_path
     words = (minilm_path() / "vocab.txt").read_text(encoding="utf-8").split()
     return [w for w in words if w.isalpha() and w.isascii() and len(w) >= 3]
 

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 T0 = time.perf_counter()
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _usage() -> None:

@@ -14,14 +14,12 @@ import argparse
 import json
 import resource
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-import genvault  # noqa: E402
+import common
+import genvault
 
 
 def cpu_seconds() -> float:
@@ -31,7 +29,7 @@ def cpu_seconds() -> float:
 
 def run(notes: int = 400, embedder: str = "minilm", work: Path | None = None, log=print) -> dict:
     import hybrid
-    from hybrid.embed import make_embedder
+    from hybrid.embedders import make_embedder
 
     tmp = Path(tempfile.mkdtemp(prefix="hybrid-model-bench-", dir=work))
     try:
@@ -40,8 +38,7 @@ def run(notes: int = 400, embedder: str = "minilm", work: Path | None = None, lo
         emb = make_embedder(embedder)
         emb.embed_documents(["warm up"] * 8)
         seen = common.record_texts(emb)
-        h = hybrid.open(tmp / "home", embedder=embedder)
-        h._embedders[emb.id] = emb
+        h = hybrid.open(tmp / "home", embedder=embedder, embedders=[emb])
         h.add_vault(vault, "bench")
         log(f"[model] indexing {notes} generated notes with {embedder}")
         c0, w0 = cpu_seconds(), time.perf_counter()

@@ -1,7 +1,7 @@
 """Is the ONNX Runtime backend worth it? Embedding throughput of bare `SentenceTransformer.encode`,
 `minilm-onnx` (fp32) and `minilm-int8` on the same chunk texts, plus agreement with torch
 (cosine), cold start and memory. Retrieval quality is measured with `hybrid eval` (commands in
-eval/bench/onnx.md). Not a test: timings on a shared machine are noisy, so throughput is the
+eval/reports/onnx.md). Not a test: timings on a shared machine are noisy, so throughput is the
 median of repeats, the backends interleaved block by block (rotating who goes first) and the
 ratios taken within a repeat.
 
@@ -21,8 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def chunk_texts(vault: Path) -> list[str]:
     from hybrid import notes
     from hybrid.chunk import Chunker
     from hybrid.config import SETTINGS
-    from hybrid.embed import WordPieceCounter, minilm_path
+    from hybrid.embedders import WordPieceCounter, minilm_path
     from hybrid.indexer import read_bytes
     s = {x.name: x.default for x in SETTINGS}
     chunker = Chunker(WordPieceCounter(minilm_path() / "tokenizer.json"), 254, s["chunk_tokens"],
@@ -56,7 +56,7 @@ def chunk_texts(vault: Path) -> list[str]:
 def load(backend: str) -> Encode:
     """An encode function for ``backend``; the bare one is sentence-transformers as a user
     would call it, without the engine's wrapper."""
-    from hybrid.embed import make_embedder, minilm_path, offline_hf
+    from hybrid.embedders import make_embedder, minilm_path, offline_hf
     if backend == "bare":
         offline_hf()
         from sentence_transformers import SentenceTransformer
@@ -69,7 +69,7 @@ def load(backend: str) -> Encode:
 
 def build_graphs() -> dict[str, dict]:
     """Build (or find) the cached ONNX graphs first, so export time never counts as throughput."""
-    from hybrid.embed import make_embedder
+    from hybrid.embedders import make_embedder
     out = {}
     for spec in BACKENDS[1:]:
         emb = make_embedder(spec)

@@ -4,8 +4,8 @@
     .venv/bin/python eval/bench/run.py --profile full   # adds ~1M chunks and 1M vectors (~1 h)
     .venv/bin/python eval/bench/run.py --profile smoke  # minutes; what the CI smoke test runs smaller
 
-Writes ``eval/bench/report.md`` (or ``--report``) and its PNGs next to it, raw JSON under
-``eval/bench/out/`` (not committed). Sections: environment; `hybrid --help`; embedding
+Writes ``eval/reports/scale/report.md`` (or ``--report``) and its PNGs next to it, raw JSON under
+``eval/out/bench/`` (ignored by git). Sections: environment; `hybrid --help`; embedding
 throughput vs the bare model and cores busy (model.py); engine at scale (scale.py); vector index
 alone at up to 1M vectors (vectors.py). Every timing is a median or percentile over repeats on
 whatever else the machine is doing — the report records the load average before and after.
@@ -23,9 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import common  # noqa: E402
+from common import REPORTS, SCRATCH
 
 PROFILES = {
     "smoke": {"notes": [300], "queries": 30, "repeat": 3, "model_notes": 60,
@@ -113,12 +111,14 @@ def plot_scale(results: list[dict], out: Path) -> list[str]:
 
 
 def scale_markdown(results: list[dict]) -> str:
-    lines = ["| notes | chunks | vector index | full index s | cores busy | peak RSS MB | bytes/chunk (catalog / tantivy / faiss) | no-op re-index s | one change s |",
+    lines = ["| notes | chunks | vector index | full index s | cores busy | peak RSS MB | "
+             "bytes/chunk (catalog / tantivy / faiss) | no-op re-index s | one change s |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         p = r["bytes_per_chunk_parts"]
-        lines.append(f"| {r['notes']:,} | {r['chunks']:,} | {r['vector_index']} | {r['wall_s']} | {r['cpu_busy_cores']} | "
-                     f"{r['peak_rss_mb']:,.0f} | {r['bytes_per_chunk']:,} ({p['catalog']:,} / {p['tantivy']:,} / {p['faiss']:,}) | "
+        lines.append(f"| {r['notes']:,} | {r['chunks']:,} | {r['vector_index']} | {r['wall_s']} | "
+                     f"{r['cpu_busy_cores']} | {r['peak_rss_mb']:,.0f} | "
+                     f"{r['bytes_per_chunk']:,} ({p['catalog']:,} / {p['tantivy']:,} / {p['faiss']:,}) | "
                      f"{r['reindex']['noop_s']} | {r['reindex']['one_change_s']} |")
     lines += ["", "Stage seconds of the full index (read/parse/chunk run on a thread beside embedding, so "
               "`read_embed_wall` is their overlapped wall time):", "",
@@ -135,7 +135,9 @@ def scale_markdown(results: list[dict]) -> str:
                      for m in ("lexical", "vector", "hybrid", "hybrid+filters")]
             lines.append(f"| {r['chunks']:,} | {label} | " + " | ".join(cells) + " |")
     lines += ["", "Cold processes (median wall seconds) and server memory:", "",
-              "| chunks | `query --mode lexical --local` | `query` hybrid via server | `query --mode lexical` via server | `query --local` hybrid (loads the model) | `query --local --mode vector` | server RSS MB |",
+              "| chunks | `query --mode lexical --local` | `query` hybrid via server | "
+              "`query --mode lexical` via server | `query --local` hybrid (loads the model) | "
+              "`query --local --mode vector` | server RSS MB |",
               "|---|---|---|---|---|---|---|"]
     for r in results:
         c, hs = r["cold"], r["http"]
@@ -162,19 +164,21 @@ def model_markdown(m: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
-    ap.add_argument("--report", type=Path, default=HERE / "report.md")
+    ap.add_argument("--report", type=Path, default=REPORTS / "scale" / "report.md")
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--skip", default="", help="comma list of sections to skip: model,scale,vectors")
     ap.add_argument("--reuse-index", action="store_true",
                     help="scale: keep the indexes an earlier run built (their index figures are reused)")
     ap.add_argument("--reuse-json", action="store_true",
-                    help="model, vectors: report the results an earlier run saved under eval/bench/out/")
+                    help="model, vectors: report the results an earlier run saved under eval/out/bench/")
     args = ap.parse_args()
     prof = PROFILES[args.profile]
     skip = set(filter(None, args.skip.split(",")))
-    out_raw = HERE / "out"
+    out_raw = SCRATCH
     out_raw.mkdir(parents=True, exist_ok=True)
+    args.work.mkdir(parents=True, exist_ok=True)
     fig_dir = args.report.parent
+    fig_dir.mkdir(parents=True, exist_ok=True)
     env = environment()
     env["help_s"] = help_time(5)
     print(f"[bench] profile {args.profile}; `hybrid --help` {env['help_s']} s", flush=True)

@@ -7,7 +7,7 @@ query latency p50/p95/p99 per mode (lexical, vector, hybrid, hybrid+filters), th
 the HTTP server (``POST /api/search``) with the server's RSS, and cold ``hybrid query``
 processes (lexical in-process; hybrid via the server; hybrid in-process).
 
-    .venv/bin/python eval/bench/scale.py --notes 1500,15000 [--queries 200] [--out eval/bench/out/scale]
+    .venv/bin/python eval/bench/scale.py --notes 1500,15000 [--queries 200] [--out eval/out/bench/scale]
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-import genvault  # noqa: E402
+import common
+import genvault
 
 HERE = Path(__file__).resolve().parent
 WRAPPER = [sys.executable, str(HERE / "hybrid_bench.py")]
@@ -230,7 +229,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
-    ap.add_argument("--out", type=Path, default=HERE / "out" / "scale")
+    ap.add_argument("--out", type=Path, default=common.SCRATCH / "scale")
     ap.add_argument("--reuse-index", action="store_true", help="keep indexes built by an earlier run")
     args = ap.parse_args()
     res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat,

@@ -8,7 +8,7 @@ vector and hybrid modes and reports nDCG@10 and recall@10, plus how many of the 
 run's top-10 notes each layout keeps (note-level agreement@10, vector mode). Every chunk text
 is embedded once per set and shared by all layouts.
 
-    .venv/bin/python eval/bench/storage_quality.py [--out eval/bench/storage.md]
+    .venv/bin/python eval/bench/storage_quality.py [--out eval/reports/storage.md]
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ LAYOUTS = {
 
 
 def sets() -> list[tuple[str, Path, Path, Path]]:
-    out = [("sample", ROOT / "hybrid" / "sample_vault", ROOT / "qrels" / "sample.queries.jsonl",
-            ROOT / "qrels" / "sample.qrels.json")]
+    from hybrid.evalio import sample_set
+    out = [("sample", *sample_set())]
     shared = ROOT.parent / "shared" / "vaults" / "obsidian-help"
     if shared.is_dir():
         out.append(("obsidian-help", shared, ROOT / "qrels" / "obsidian-help.queries.jsonl",
@@ -48,28 +48,27 @@ def agreement(run: dict, base: dict, k: int = 10) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=ROOT / "eval" / "bench" / "storage.md")
+    ap.add_argument("--out", type=Path, default=ROOT / "eval" / "reports" / "storage.md")
     args = ap.parse_args()
     import hybrid
-    from hybrid.embed import make_embedder
+    from hybrid.embedders import make_embedder
     from hybrid.evalio import Problems, load_qrels, load_queries, reconcile
     from hybrid.evaluate import CachingEmbedder, grid, run_eval
     from hybrid.notes import discover
-
-    base_settings = dict(hybrid.open().config.settings)
+    from hybrid.settings import replace
+    base = hybrid.open().settings
     model = CachingEmbedder(make_embedder("minilm"))
-    rows, raw = [], {}
+    rows = []
     for name, vault, qpath, rpath in sets():
         problems = Problems()
         queries, qrels = load_queries(qpath, problems), load_qrels(rpath, problems)
         notes = {e.path for e in discover(vault, ["**/*.md"], [])}
         queries, qrels = reconcile(queries, qrels, notes, problems, str(rpath))
-        configs = grid(["vector", "hybrid"], [base_settings["chunk_tokens"]], [base_settings["chunk_overlap"]],
-                       [base_settings["context_header"]], [base_settings["rrf_k"]],
-                       [(base_settings["weight_lexical"], base_settings["weight_vector"])])
+        configs = grid(["vector", "hybrid"], [base.chunk_tokens], [base.chunk_overlap],
+                       [base.context_header], [base.rrf_k], [(base.weight_lexical, base.weight_vector)])
         base_run = None
         for layout, extra in LAYOUTS.items():
-            settings = {**base_settings, **extra}
+            settings = replace(base, **extra)
             res = run_eval(vault, queries, qrels, configs, settings, problems, embedder=model)
             by_mode = {r.config.mode: r for r in res.results}
             if base_run is None:
@@ -89,7 +88,8 @@ def main() -> None:
              "| set | layout | vector nDCG@10 | hybrid nDCG@10 | vector R@10 | hybrid R@10 | vector agreement@10 |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['set']} ({r['queries']} q) | {r['layout']} | {r['vector_ndcg10']:.3f} | {r['hybrid_ndcg10']:.3f} | "
+        lines.append(f"| {r['set']} ({r['queries']} q) | {r['layout']} | "
+                     f"{r['vector_ndcg10']:.3f} | {r['hybrid_ndcg10']:.3f} | "
                      f"{r['vector_recall10']:.3f} | {r['hybrid_recall10']:.3f} | {r['vector_agreement10']:.3f} |")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -12,9 +12,9 @@ that peak RSS is the index's and not the builder's, loads the file and answers Q
 engine's candidate depth (k=100): unfiltered, restricted to an allowed 10% of the ids, and with
 1% of the ids banned. Recall@10 is measured against exact search on the float32 matrix.
 
-Outputs (``--out``, default ``eval/bench/out/vectors``): ``results.json`` (one record per
-(N, dist, layout), rewritten after every record so a long run that dies keeps what it measured)
-and PNGs of latency, recall and bytes per vector (``vectors_*.png``). ``run()``, ``plot()`` and
+Outputs (``--out``, default ``eval/out/bench/vectors``, ignored by git): ``results.json`` (one
+record per (N, dist, layout), rewritten after every record so a long run that dies keeps what it
+measured) and PNGs of latency, recall and bytes per vector (``vectors_*.png``). ``run()``, ``plot()`` and
 ``markdown()`` are the API for ``eval/bench/run.py``.
 
 Two measurement choices matter on a shared machine: the query worker runs single-threaded by
@@ -53,6 +53,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import SCRATCH
 
 DIM = 384
 CHUNK = 65_536              # rows generated per step: memory stays ~1x the matrix
@@ -79,7 +80,7 @@ LAYOUTS = {                 # name -> (kind, storage)
 DEFAULT_LAYOUTS = ("flat-float32", "ivf-float32", "ivf-float16", "ivf-sq8", "flat-sq8")
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 DISTS = ("clustered", "uniform")
-DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "vectors"
+DEFAULT_OUT = SCRATCH / "vectors"
 
 
 # ---------------------------------------------------------------------------- vector sets
@@ -269,6 +270,7 @@ def _rss_mb() -> float:
 def worker(index_path: Path, case_dir: Path, result_path: Path) -> None:
     """Load one index file in this fresh process and measure it; writes a JSON dict."""
     import faiss
+
     from hybrid.vector import VectorIndex, recall_at
     base_mb = _rss_mb()  # interpreter + numpy + faiss + hybrid, before the index
     q = np.load(case_dir / "queries.npy")
@@ -284,7 +286,8 @@ def worker(index_path: Path, case_dir: Path, result_path: Path) -> None:
     for mode in MODES:
         ms, top, counts = _timed_searches(vi, q, **filters[mode])
         expect = min(K, n, len(filters[mode].get("allowed", ())) or K)
-        out[mode] = {"ms": _percentiles(ms), "recall10": round(recall_at(top, np.load(case_dir / f"truth_{mode}.npy")), 4),
+        out[mode] = {"ms": _percentiles(ms),
+                     "recall10": round(recall_at(top, np.load(case_dir / f"truth_{mode}.npy")), 4),
                      "min_results": int(min(counts)), "short_queries": int(sum(c < expect for c in counts))}
     out["selector_ms"] = _selector_ms(filters["allowed10"]["allowed"])
     out["rss_peak_mb"] = _rss_mb()
@@ -346,7 +349,6 @@ def run(sizes, dists, layouts, queries, out_dir, threads: int | None = 1, seed: 
         faiss.omp_set_num_threads(build_threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _keep_out_of_git(out_dir)
     unknown = set(layouts) - set(LAYOUTS) | set(dists) - set(GENERATORS)
     if unknown:
         raise ValueError(f"unknown layouts/dists: {sorted(unknown)}")
@@ -360,14 +362,6 @@ def run(sizes, dists, layouts, queries, out_dir, threads: int | None = 1, seed: 
         shutil.rmtree(tmp, ignore_errors=True)
     plot(results, out_dir)
     return results
-
-
-def _keep_out_of_git(out_dir: Path) -> None:
-    """Benchmark output is machine-specific and large-ish: a ``*`` .gitignore in
-    eval/bench/out/ keeps it from being committed by accident (the repo ignores only eval/out/)."""
-    root = DEFAULT_OUT.parent
-    if out_dir.resolve().is_relative_to(root) and not (root / ".gitignore").exists():
-        (root / ".gitignore").write_text("*\n")
 
 
 def _run_case(n, dist, layouts, queries, tmp, threads, seed, out_dir, done, verbose) -> list[dict]:
@@ -490,7 +484,7 @@ def plot(results: list[dict], out_dir: Path) -> list[str]:
         return []
     out_dir = Path(out_dir)
     dists = [d for d in DISTS if any(r["dist"] == d for r in ok)]
-    layouts = [l for l in LAYOUTS if any(r["layout"] == l for r in ok)]
+    layouts = [layout for layout in LAYOUTS if any(r["layout"] == layout for r in ok)]
     names = [f"vectors_latency_{dist}.png" for dist in dists]
     for dist, name in zip(dists, names):
         _plot_latency(plt, ok, dist, layouts, out_dir / name)
@@ -504,7 +498,7 @@ def _plot_latency(plt, results, dist, layouts, path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
     for ax, mode in zip(axes, MODES):
         for layout in layouts:
-            xs, ys = _series(results, dist, layout, lambda r: r[mode]["ms"]["p50"])
+            xs, ys = _series(results, dist, layout, lambda r, mode=mode: r[mode]["ms"]["p50"])
             ax.plot(xs, ys, marker="o", label=layout)
         ax.set(xscale="log", yscale="log", xlabel="N vectors", title=f"{dist}: {mode}")
         ax.grid(True, which="both", alpha=0.3)
@@ -539,7 +533,8 @@ def _plot_bytes(plt, results, dists, layouts, path: Path) -> None:
     for ax, dist in zip(axes[0], dists):
         for j, n in enumerate(sizes):
             vals = [next((r["bytes_per_vector"] for r in results
-                          if r["dist"] == dist and r["layout"] == l and r["n"] == n), 0) for l in layouts]
+                          if r["dist"] == dist and r["layout"] == layout and r["n"] == n), 0)
+                    for layout in layouts]
             ax.bar(np.arange(len(layouts)) + j * width, vals, width, label=f"N={n:,}")
         ax.set_xticks(np.arange(len(layouts)) + 0.4 - width / 2, layouts, rotation=20)
         ax.set(ylabel="index file bytes / vector", title=dist)

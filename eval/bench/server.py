@@ -1,6 +1,6 @@
 """Server benchmark (issue #4 figures). Not run by pytest; medians/percentiles over repeats.
 
-    .venv/bin/python eval/bench_server.py [--vault ../shared/vaults/obsidian-help]
+    .venv/bin/python eval/bench/server.py [--vault ../shared/vaults/obsidian-help]
 
 On a copy of the vault in a temp dir, with `hybrid serve --http --watch` running:
 - MCP `search` round-trip over Streamable HTTP (a real ClientSession), hybrid, no rerank;
@@ -23,18 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "eval"))
-from bench_engine import pct, queries_from  # noqa: E402
-from common import free_port, post, rss_mb, wait_healthy  # noqa: E402  (bench_engine put eval/bench on the path)
+from common import OBSIDIAN_HELP, REPORTS, free_port, heading_queries, pct, post, rss_mb, wait_healthy
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vault", type=Path, default=ROOT.parent / "shared" / "vaults" / "obsidian-help")
+    ap.add_argument("--vault", type=Path, default=OBSIDIAN_HELP)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--saves", type=int, default=20)
-    ap.add_argument("--out", type=Path, default=ROOT / "eval" / "reports" / "server.md")
+    ap.add_argument("--out", type=Path, default=REPORTS / "server.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hybrid-bench-srv-"))
     vault = tmp / "vault"
@@ -50,7 +47,7 @@ def main() -> None:
     res: dict = {"vault": str(args.vault)}
     try:
         wait_healthy(url, timeout=120)
-        qs = queries_from(vault, args.queries)
+        qs = heading_queries(vault, args.queries)
         post(url + "/api/search", {"query": "warm up the model", "top_k": 5})
 
         # --- MCP round trip ---------------------------------------------------------------
@@ -115,7 +112,7 @@ def main() -> None:
         server.wait(timeout=20)
         shutil.rmtree(tmp, ignore_errors=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["# Server benchmark", "", f"Command: `.venv/bin/python eval/bench_server.py --vault {args.vault}`", "",
+    lines = ["# Server benchmark", "", f"Command: `.venv/bin/python eval/bench/server.py --vault {args.vault}`", "",
              f"Run: {time.strftime('%Y-%m-%d %H:%M')}", "", "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in res.items() if k != "vault"]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -3,8 +3,8 @@ line (ordinary words, and pasted base64) with the real WordPiece counter, and a 
 query asking for 1,000 hits on the bundled sample vault (hash embedder, so only the engine is
 timed). Medians over repeats; prints one line per figure.
 
-    .venv/bin/python eval/bench_bad_input.py
-    PYTHONPATH=/path/to/older/checkout .venv/bin/python eval/bench_bad_input.py   # the same on older code
+    .venv/bin/python eval/bench/bad_input.py
+    PYTHONPATH=/path/to/older/checkout .venv/bin/python eval/bench/bad_input.py   # the same on older code
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import hybrid
 from hybrid.chunk import Chunker
-from hybrid.embed import WordPieceCounter, minilm_path
+from hybrid.embedders import WordPieceCounter, minilm_path
 from hybrid.notes import parse_note
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     chunker = Chunker(counter, 254, 128, 32, True)
     for kind in ("words", "base64"):
         note = parse_note("p.md", "# Pasted\n\n" + long_line(kind) + "\n")
-        s = median_seconds(lambda: chunker.chunk(note), 3)
+        s = median_seconds(lambda note=note: chunker.chunk(note), 3)
         print(f"chunk one 200 KB line of {kind}: {s:.2f} s (median of 3)")
 
     sample = Path(hybrid.__file__).parent / "sample_vault"
@@ -58,7 +58,7 @@ def main() -> None:
         query += rng.choice(words)[:8].replace('"', "") + " "
     query = query[:3999]
     for mode in ("lexical", "hybrid"):
-        s = median_seconds(lambda: h.search(query, top_k=1000, mode=mode), 5)
+        s = median_seconds(lambda mode=mode: h.search(query, top_k=1000, mode=mode), 5)
         print(f"4,000-character query, top_k 1000, {mode}: {s:.2f} s (median of 5)")
 
 

@@ -1,6 +1,6 @@
 """Generate a deterministic BEIR-format dataset for timing `hybrid eval` at scale.
 
-    .venv/bin/python eval/make_beir.py --docs 5000 --queries 200 --out /tmp/beir-5k
+    .venv/bin/python eval/bench/make_beir.py --docs 5000 --queries 200 --out /tmp/beir-5k
     .venv/bin/hybrid eval --beir /tmp/beir-5k --modes lexical,vector,hybrid
 
 Documents are built from real English words (the bundled model's WordPiece vocabulary): each
@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def vocabulary() -> list[str]:
-    from hybrid.embed import minilm_path
+    from hybrid.embedders import minilm_path
     words = [w.strip() for w in (minilm_path() / "vocab.txt").read_text(encoding="utf-8").splitlines()]
     return [w for w in words if w.isalpha() and w.isascii() and len(w) >= 4]
 

@@ -1,7 +1,7 @@
 """Engine benchmark (issue #2 figures). Never run by pytest: timings here are medians over
 repeats on a shared, noisy machine.
 
-    .venv/bin/python eval/bench_engine.py [--vault ../shared/vaults/obsidian-help] [--out eval/reports/engine.md]
+    .venv/bin/python eval/bench/engine.py [--vault ../shared/vaults/obsidian-help] [--out eval/reports/engine.md]
 
 Measures, on a copy of the vault in a temp dir (the engine never writes into a vault, but the
 benchmark edits a note):
@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import re
 import resource
 import shutil
 import statistics
@@ -30,11 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "eval" / "bench"))
-from common import pct, record_texts  # noqa: E402,F401  (pct is also used by bench_server.py)
-
-DEFAULT_VAULT = ROOT.parent / "shared" / "vaults" / "obsidian-help"
+from common import OBSIDIAN_HELP, REPORTS, heading_queries, pct, record_texts
 
 
 def run(cmd, env, repeat=1):
@@ -49,23 +43,10 @@ def run(cmd, env, repeat=1):
     return times, out
 
 
-def queries_from(vault: Path, n: int, seed: int = 1) -> list[str]:
-    """A fixed query mix drawn from the vault: headings (keyword-like), plus a few identifiers."""
-    rng = random.Random(seed)
-    heads = []
-    for p in sorted(vault.rglob("*.md")):
-        for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-            m = re.match(r"^#{2,4}\s+(.{6,60})$", line)
-            if m:
-                heads.append(re.sub(r"[`*\[\]\"]", "", m.group(1)).strip().lower())
-    rng.shuffle(heads)
-    return heads[:n]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vault", type=Path, default=DEFAULT_VAULT)
-    ap.add_argument("--out", type=Path, default=ROOT / "eval" / "reports" / "engine.md")
+    ap.add_argument("--vault", type=Path, default=OBSIDIAN_HELP)
+    ap.add_argument("--out", type=Path, default=REPORTS / "engine.md")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
@@ -101,15 +82,13 @@ def main() -> None:
     res["cold_hybrid_query_s_median"] = round(statistics.median(t), 3)
 
     # --- in-process: embedding throughput vs bare encode --------------------------------------
-    import numpy as np
     import hybrid
-    from hybrid.embed import make_embedder
+    from hybrid.embedders import make_embedder
 
     emb = make_embedder("minilm")
     emb.embed_documents(["warm up"] * 8)
     seen = record_texts(emb)
-    h = hybrid.open(tmp / "home-api")
-    h._embedders[emb.id] = emb
+    h = hybrid.open(tmp / "home-api", embedders=[emb])
     h.add_vault(vault, "bench")
     r = h.index()[0]
     res["api_full_index_s"] = r.seconds
@@ -141,7 +120,7 @@ def main() -> None:
     res["edited_note"] = str(target.relative_to(vault))
 
     # --- warm query latency ---------------------------------------------------------------
-    qs = queries_from(vault, args.queries)
+    qs = heading_queries(vault, args.queries)
     for q in qs[:5]:
         h.search(q, mode="hybrid")
     for mode in ("lexical", "vector", "hybrid"):
@@ -159,13 +138,14 @@ def main() -> None:
     res["disk_bytes"] = st.disk_bytes
     res["disk_bytes_per_chunk"] = round(st.disk_bytes / max(1, st.chunks))
     idx = h.config.vault("bench").index_dir
-    res["disk_breakdown"] = {p.name: sum(f.stat().st_size for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+    res["disk_breakdown"] = {p.name: sum(f.stat().st_size
+                                         for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
                              for p in idx.iterdir()}
     h.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# Engine benchmark\n", f"Command: `.venv/bin/python eval/bench_engine.py --vault {args.vault}`\n",
+    lines = ["# Engine benchmark\n", f"Command: `.venv/bin/python eval/bench/engine.py --vault {args.vault}`\n",
              f"Run: {time.strftime('%Y-%m-%d %H:%M')} on {res['cpus']} CPUs, Python {res['python']}\n",
              "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in res.items() if k not in ("vault", "python", "cpus")]

