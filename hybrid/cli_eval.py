@@ -51,12 +51,14 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--rerank-model", help="Cross-encoder for the rerank mode (overrides the setting).")
 @click.option("--embedder", help="Embedder spec (overrides the setting).")
 @click.option("--limit", type=int, help="Evaluate only the first N queries.")
+@click.option("--split", help='Evaluate only the queries of this split (JSONL "split" field, e.g. tune, heldout).')
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
               help="Write report.md, results.json, runs and plots here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
-             context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, out, as_json):
+             context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
+             as_json):
     """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
     labelled queries)."""
     from .evaluate import grid, run_eval
@@ -66,7 +68,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
     settings = replace(h.settings, **changes)
     problems = Problems()
     vault_path, include, exclude, queries, qrels = _labelled_set(
-        h, settings, vault_ref, queries_path, qrels_path, beir, limit, problems)
+        h, settings, vault_ref, queries_path, qrels_path, beir, limit, split, problems)
     s = settings
     configs = grid(
         _csv(modes, str, "modes"),
@@ -83,7 +85,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
     _output(result, out, as_json, settings)
 
 
-def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit,
+def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit, split,
                   problems: Problems) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
     """The vault (folder, include, exclude), queries and judgements to evaluate: a BEIR
     dataset, a registered vault or folder with --queries/--qrels, or the bundled sample set;
@@ -115,6 +117,10 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, be
         queries = load_queries(Path(queries_path), problems)
         qrels = load_qrels(Path(qrels_path), problems)
         qrels_name = qrels_path
+    if split:
+        from .evalio import select_split
+        queries = select_split(queries, split)
+        qrels = {q: d for q, d in qrels.items() if q in queries}
     if limit:
         queries = dict(list(queries.items())[:limit])
         qrels = {q: d for q, d in qrels.items() if q in queries}

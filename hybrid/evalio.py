@@ -34,6 +34,7 @@ class Query:
     qid: str
     text: str
     category: str = ""
+    split: str = ""      # e.g. "tune" / "heldout": which part of the set (JSONL "split" field)
 
 
 @dataclass
@@ -78,6 +79,7 @@ def load_queries(path: Path, problems: Problems) -> dict[str, Query]:
                 qid = str(obj.get("qid", obj.get("_id", obj.get("id", ""))))
                 text = obj.get("text", obj.get("query", ""))
                 category = str(obj.get("category", "") or "")
+                split = str(obj.get("split", "") or "")
             except (json.JSONDecodeError, AttributeError):
                 problems.add("malformed_query_lines", f"{where}: not a JSON object; skipped")
                 continue
@@ -88,14 +90,26 @@ def load_queries(path: Path, problems: Problems) -> dict[str, Query]:
                 continue
             qid, text = parts[0].strip(), parts[1]
             category = parts[2].strip() if len(parts) > 2 else ""
+            split = parts[3].strip() if len(parts) > 3 else ""
         if not qid or not isinstance(text, str) or not text.strip():
             problems.add("malformed_query_lines", f"{where}: missing qid or text; skipped")
             continue
         if qid in out:
             problems.add("duplicate_queries", f"{where}: duplicate qid {qid!r}; kept the first")
             continue
-        out[qid] = Query(qid, text.strip(), category)
+        out[qid] = Query(qid, text.strip(), category, split)
     return out
+
+
+def select_split(queries: dict[str, Query], split: str) -> dict[str, Query]:
+    """The queries of one split (``--split heldout``); HybridError naming the splits the file
+    has when none is ``split``."""
+    chosen = {q: v for q, v in queries.items() if v.split == split}
+    if not chosen:
+        known = sorted({v.split for v in queries.values() if v.split})
+        raise HybridError(f"no query has split {split!r} (the queries' splits: "
+                          f"{', '.join(known) or 'none'})")
+    return chosen
 
 
 def load_qrels(path: Path, problems: Problems) -> dict[str, dict[str, int]]:

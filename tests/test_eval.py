@@ -6,15 +6,16 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE_VAULT, hybrid_cmd, write
 
-from hybrid.evalio import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set
+from hybrid.errors import HybridError
+from hybrid.evalio import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set, select_split
 from hybrid.evaluate import aggregate, answer_at, grid, run_eval, section_matches
 from hybrid.search import Hit
 from hybrid.settings import Settings
 
 QRELS_DIR = Path(__file__).resolve().parents[1] / "qrels"  # obsidian-help (its vault is not in git)
 LABELLED = {"sample": sample_set()[1:],  # package data, as `hybrid eval` reads it
-            "obsidian-help": (QRELS_DIR / "obsidian-help.queries.jsonl",
-                              QRELS_DIR / "obsidian-help.qrels.json")}
+            **{name: (QRELS_DIR / f"{name}.queries.jsonl", QRELS_DIR / f"{name}.qrels.json")
+               for name in ("obsidian-help", "obsidian-help-para", "obsidian-help-intl")}}
 
 
 def test_queries_tsv_and_jsonl_with_bad_lines(tmp_path):
@@ -169,7 +170,8 @@ def test_floor_typo_answer_within_ten(sample_eval):
     assert result.by_category(runs["hybrid"], "answer@10")["typo"] >= 0.8
 
 
-@pytest.mark.parametrize("name, root", [("sample", SAMPLE_VAULT), ("obsidian-help", None)])
+@pytest.mark.parametrize("name, root", [("sample", SAMPLE_VAULT), ("obsidian-help", None),
+                                        ("obsidian-help-para", None), ("obsidian-help-intl", None)])
 def test_labelled_sets_point_at_real_notes_and_sections(name, root, counter):
     """Every judged note exists, and every judged section is a heading chain our chunker produces
     (otherwise no configuration could ever retrieve it)."""
@@ -197,3 +199,38 @@ def test_labelled_sets_point_at_real_notes_and_sections(name, root, counter):
                     text, _ = decode((root / note).read_bytes(), note)
                     chunks[note] = chunker.chunk(parse_note(note, text))
                 assert any(section_matches(doc, note, c.heading_path) for c in chunks[note]), doc
+
+
+@pytest.mark.parametrize("name", ["obsidian-help-para", "obsidian-help-intl"])
+def test_new_obsidian_help_sets_have_an_even_held_out_split(name):
+    qs = load_queries(LABELLED[name][0], Problems())
+    tune, held = select_split(qs, "tune"), select_split(qs, "heldout")
+    assert len(tune) == len(held) and set(tune) | set(held) == set(qs)
+
+
+def test_split_selection(tmp_path):
+    jl = write(tmp_path, "q.jsonl", '{"qid": "a", "text": "x", "split": "tune"}\n'
+                                    '{"qid": "b", "text": "y", "split": "heldout"}\n{"qid": "c", "text": "z"}\n')
+    qs = load_queries(jl, Problems())
+    assert qs["a"].split == "tune" and qs["c"].split == ""
+    assert list(select_split(qs, "heldout")) == ["b"]
+    with pytest.raises(HybridError, match="no query has split 'test' .*heldout, tune"):
+        select_split(qs, "test")
+
+
+@pytest.mark.slow  # ranx compiles its metrics with numba on first use (~8 s)
+def test_cli_eval_split(hybrid_home, vault, tmp_path):
+    """--split keeps one part of the set; run in-process with the hash embedder."""
+    from click.testing import CliRunner
+
+    from hybrid.cli import main
+    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun", "split": "tune"}\n'
+                                   '{"qid": "n", "text": "tailscale routes", "split": "heldout"}\n')
+    r = write(tmp_path, "r.json", json.dumps({"g": {"home/garden.md": 2}, "n": {"home/network.md": 2}}))
+    args = ["eval", "--vault", str(vault), "--queries", str(q), "--qrels", str(r), "--modes", "lexical", "--json"]
+    res = CliRunner().invoke(main, [*args, "--split", "heldout"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["queries"] == 1
+    res = CliRunner().invoke(main, [*args, "--split", "test"])
+    assert res.exit_code == 1 and "no query has split 'test'" in res.output
