@@ -115,8 +115,7 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
              f"Command: `{command}`", "",
              f"{len(result.queries)} queries; {len(result.results)} runs; "
              f"{result.chunks_embedded} chunk texts embedded; {result.seconds:.1f} s in all.", "",
-             "Settings: " + ", ".join(f"`{k}={list(v) if isinstance(v, tuple) else v!r}`"
-                                     for k, v in sorted(settings.as_dict().items())), "",
+             "Settings: " + ", ".join(f"`{k}={v!r}`" for k, v in sorted(settings.as_dict().items())), "",
              "## Runs", "", _md_table(header, body), "",
              "Metrics from ranx over notes (a note ranks by its best chunk; section-judged queries "
              "rank sections). `answer@k`: share of queries with a top-grade answer in the first k."]

@@ -164,9 +164,10 @@ def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
         plan = _plan(store, job, report)
     with job.clock("read_embed_wall"):
         pending = _read_and_embed(store, job, plan, report)
-    report.removed = len([p for p in plan.known if p not in plan.present])
+    removed = [p for p in plan.known if p not in plan.present]  # after the reads: files vanish
+    report.removed = len(removed)
     with job.clock("catalog"):
-        _apply(store, job, pending, [p for p in plan.known if p not in plan.present])
+        _apply(store, job, pending, removed)
     synced = store.sync_derived(job.embedder.id)
     job.clock.add("tantivy", synced["lexical_seconds"])
     job.clock.add("faiss", synced["vector_seconds"])
@@ -262,7 +263,8 @@ def _finish(store: VaultStore, job: _Job, report: IndexReport) -> None:
     report.chunks = cat.chunk_count()
     store.reclaim(job.embedder.id)
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
-    report.stage_seconds = {k: job.clock.rounded().get(k, 0.0) for k in STAGES}
+    timed = job.clock.rounded()
+    report.stage_seconds = {k: timed.get(k, 0.0) for k in STAGES}
 
 
 class ReadStatus(enum.Enum):

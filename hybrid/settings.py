@@ -99,18 +99,18 @@ class Settings:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
-    def changed(self) -> dict[str, Any]:
-        """The settings that differ from their defaults, as TOML-ready values (lists, not
-        tuples): what the config file needs to hold."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value != f.default:
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        return out
-
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every setting as a TOML/JSON-ready value (lists, not tuples)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    def changed(self) -> dict[str, Any]:
+        """The settings that differ from their defaults: what the config file needs to hold."""
+        defaults = Settings().as_dict()
+        return {k: v for k, v in self.as_dict().items() if v != defaults[k]}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def replace(settings: Settings, **changes: Any) -> Settings:
@@ -155,6 +155,6 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = tuple(
-    Setting(f.name, list(f.default) if isinstance(f.default, tuple) else f.default, f.metadata["help"])
+    Setting(f.name, _plain(f.default), f.metadata["help"])
     for f in fields(Settings))
 NAMES = tuple(s.name for s in SETTINGS)

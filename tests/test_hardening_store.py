@@ -35,6 +35,14 @@ def indexed(tmp_path, vault, name="home", embedder="hash:64"):
     return h
 
 
+def indexed_and_closed(tmp_path):
+    """A closed handle on an indexed copy of the sample vault, and what it answered."""
+    h = indexed(tmp_path, sample_copy(tmp_path))
+    before = answers(h)
+    h.close()
+    return h, before
+
+
 def index_dir(h):
     return h.config.vault("vault").index_dir
 
@@ -70,9 +78,7 @@ def assert_heals_and_answers(h, before, caplog, what):
 # --- 1. heal instead of asking the user to -------------------------------------------------
 
 def test_truncated_faiss_heals_on_index(tmp_path, caplog):
-    h = indexed(tmp_path, sample_copy(tmp_path))
-    before = answers(h)
-    h.close()
+    h, before = indexed_and_closed(tmp_path)
     faiss_file = index_dir(h) / "vectors.faiss"
     faiss_file.write_bytes(faiss_file.read_bytes()[:1000])
     reader = hybrid.open(tmp_path / "home", embedder="hash:64")
@@ -84,9 +90,7 @@ def test_truncated_faiss_heals_on_index(tmp_path, caplog):
 
 @pytest.mark.parametrize("target", ["meta.json", "segments", "segment-middle"])
 def test_garbage_in_tantivy_files_heals_on_index(tmp_path, caplog, target):
-    h = indexed(tmp_path, sample_copy(tmp_path))
-    before = answers(h)
-    h.close()
+    h, before = indexed_and_closed(tmp_path)
     lex = index_dir(h) / "lexical"
     for p in lex.iterdir():
         if target == "meta.json" and p.name == "meta.json":
@@ -108,9 +112,7 @@ def test_garbage_in_tantivy_files_heals_on_index(tmp_path, caplog, target):
 
 @pytest.mark.parametrize("damage", ["zero-bytes", "garbage", "truncated"])
 def test_unreadable_catalog_is_moved_aside_and_rebuilt(tmp_path, caplog, damage):
-    h = indexed(tmp_path, sample_copy(tmp_path))
-    before = answers(h)
-    h.close()
+    h, before = indexed_and_closed(tmp_path)
     cat = index_dir(h) / "catalog.sqlite"
     for side in ("catalog.sqlite-wal", "catalog.sqlite-shm"):
         (index_dir(h) / side).unlink(missing_ok=True)
@@ -132,9 +134,7 @@ def test_unreadable_catalog_is_moved_aside_and_rebuilt(tmp_path, caplog, damage)
 
 @pytest.mark.parametrize("damage", ["faiss", "tantivy", "catalog"])
 def test_reembed_works_with_each_kind_of_damage(tmp_path, damage):
-    h = indexed(tmp_path, sample_copy(tmp_path))
-    before = answers(h)
-    h.close()
+    h, before = indexed_and_closed(tmp_path)
     d = index_dir(h)
     if damage == "faiss":
         (d / "vectors.faiss").write_bytes(b"\x00" * 100)
