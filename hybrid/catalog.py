@@ -260,9 +260,10 @@ class Catalog:
         return out
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
-        """Rows of ``ids`` (live or dead), or of every live chunk, in batches."""
+        """Rows of ``ids`` (live or dead), or of every live chunk, in batches, in id order (a
+        note's chunks have consecutive ids: the lexical index groups them into sections)."""
         if ids is not None:
-            ids = list(ids)
+            ids = sorted(ids)
             for i in range(0, len(ids), batch):
                 yield list(self.chunks(ids[i:i + batch]).values())
             return

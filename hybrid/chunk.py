@@ -168,8 +168,12 @@ class Chunker:
     def header(self, note: Note, path: list[str]) -> str:
         if not self.context_header:
             return ""
-        parts = [note.title] + [p for i, p in enumerate(path) if not (i == 0 and p == note.title)]
-        return " > ".join(p[:HEADER_PART] for p in parts) + "\n"
+        title = note.title[:HEADER_PART]
+        aliases = ", ".join(a for a in note.aliases if a and a != note.title)
+        if aliases:  # a note's other names: `Aliases (nickname, alternative name)`
+            title += f" ({aliases[:HEADER_PART]})"
+        parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == note.title)]
+        return " > ".join([title, *parts]) + "\n"
 
     def chunk(self, note: Note) -> list[Chunk]:
         note = _indexable(note)

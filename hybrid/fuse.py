@@ -7,7 +7,8 @@ calibration between BM25 and cosine similarity, which is why it is the default.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import re
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -45,3 +46,38 @@ def demote(scores: Sequence[tuple[K, float]], penalties: Mapping[K, float]) -> l
     out = [(key, s * (1.0 - penalties.get(key, 0.0))) for key, s in scores]
     out.sort(key=lambda kv: -kv[1])
     return out
+
+
+# Adaptive fusion: the BM25 weight as a function of query coverage (see ``coverage_weight``).
+COVERAGE_FULL = 0.6    # at or above: full BM25 weight
+COVERAGE_NONE = 0.3    # at or below: the floor
+COVERAGE_FLOOR = 0.1   # the BM25 weight kept when the best hits cover little of the query
+
+Analyze = Callable[[str], Iterable[str]]
+
+
+def content_stems(text: str, analyze: Analyze) -> set[str]:
+    """The stems of ``text``'s words that are not English function words."""
+    from .lexical import STOPWORDS
+    words = [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
+    return set(analyze(" ".join(words))) if words else set()
+
+
+def coverage(want: set[str], texts: Iterable[str], analyze: Analyze) -> float:
+    """The largest share of the stems ``want`` that any one of ``texts`` contains (1.0 when
+    ``want`` is empty)."""
+    if not want:
+        return 1.0
+    return max((len(want & set(analyze(t))) / len(want) for t in texts), default=0.0)
+
+
+def coverage_weight(cov: float) -> float:
+    """Multiplier of the BM25 weight for a query whose best BM25 hits cover ``cov`` of its
+    content words: 1 at ``COVERAGE_FULL`` and above, ``COVERAGE_FLOOR`` at ``COVERAGE_NONE`` and
+    below, linear between. Chosen with ``hybrid eval`` on the tuning splits (eval/reports/)."""
+    if cov >= COVERAGE_FULL:
+        return 1.0
+    if cov <= COVERAGE_NONE:
+        return COVERAGE_FLOOR
+    frac = (cov - COVERAGE_NONE) / (COVERAGE_FULL - COVERAGE_NONE)
+    return COVERAGE_FLOOR + frac * (1.0 - COVERAGE_FLOOR)

@@ -1,11 +1,20 @@
-"""The lexical arm: a tantivy BM25 index over chunks.
+"""The lexical arm: a tantivy BM25 index over chunks and over sections.
+
+Two tantivy indexes with one schema: ``lexical/`` holds one document per **chunk** (what hits
+cite); ``lexical/sections/`` one per heading **section** of a note, whole (its chunks joined,
+the repeated overlap removed; a note without headings is one section). BM25 wants the unit a
+writer wrote: scoring 128-token pieces in isolation loses evidence spread across them. Two
+indexes, not two kinds of document in one, because tantivy's BM25 statistics (document count,
+average field length) are per index: mixing the kinds would skew both.
 
 Fields: ``title`` (title, aliases, file name), ``headings`` (heading path and tags), ``body``
 (chunk text) share one English-stemming analyzer; ``ident`` keeps identifiers whole
 (``orders-created``, ``10.0.0.0/24``, ``--advertise-routes``, ``obsidian://open``) plus their
-parts, lowercased and unstemmed, and serves exact-identifier and typo-tolerant matching;
-``folder``, ``tag`` and ``modified`` serve filters. Queries are built as query objects, never
-through tantivy's query-string parser, so no user text can be a syntax error here.
+parts, lowercased and unstemmed, and serves exact-identifier and typo-tolerant matching.
+``chunk_id`` holds a chunk's id, or every chunk id of a section (so deleting any chunk of a
+note deletes its sections too); ``folder``, ``tag`` and ``modified`` serve filters. Queries
+are built as query objects, never through tantivy's query-string parser, so no user text can
+be a syntax error here.
 """
 
 from __future__ import annotations
@@ -23,6 +32,19 @@ from pathlib import Path
 from .catalog import ChunkRow
 from .db import disk_full, is_disk_full
 from .errors import HybridError, IndexCorrupt
+from .tokens import (  # noqa: F401 - re-exported: the lexical arm's vocabulary
+    BRACKETS,
+    IDENT_RE,
+    SPLIT_RE,
+    STOPWORDS,
+    SYMBOL_RE,
+    WORD_RE,
+    ident_tokens,
+    identifiers,
+    is_compound,
+    literals,
+    within_one_edit,
+)
 
 log = logging.getLogger("hybrid")
 # The files tantivy writes in its folder: segment files are named by a 32-hex segment id.
@@ -34,86 +56,13 @@ FOOTER_MAGIC = 1337  # tantivy's file footer: body | JSON {version, crc} | u32 l
 UNREADABLE_HINTS = ("IO error", "corrupt", "Failed to open", "Footer", "magic", "does not exist",
                     "Meta file", "deserializ")
 
-IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&\[\]()]*[\w/\])]|-{0,2}\w")
-SPLIT_RE = re.compile(r"[=?&#\[\]()]")
-BRACKETS = {")": "(", "]": "["}
-WORD_RE = re.compile(r"[^\W_]+|\d+", re.U)
-# Dropped from free-text queries (never from phrases, never from the index): question words and
-# function words that only add noise to BM25 for natural-language questions.
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has
-have having he her here hers herself him himself his how i if in into is it its itself just me
-more most my myself no nor not now of off on once only or other our ours ourselves out over own
-same she should so some such than that the their theirs them themselves then there these they
-this those through to too under until up very was we were what when where which while who whom
-why will with would you your yours yourself yourselves get got also
-""".split())
 FIELD_BOOSTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
+UNITS = ("chunk", "section")
+SECTIONS = "sections"  # the section index's folder, inside the chunk index's
+OVERLAP_PROBE = 24  # characters of a chunk's start looked for in the previous chunk's end
 IDENT_BOOST = 3.0
 FUZZY_BOOST = 1.5
 FUZZY_MIN_LEN = 5
-
-
-def identifiers(text: str) -> list[str]:
-    """Identifier-shaped tokens of ``text`` as written: ``orders-created``, ``10.0.0.0/24``,
-    ``--advertise-routes=10.0.0.0/24``, ``error[E0502]``, ``pg_try_advisory_lock(42001)``.
-    Closing brackets without an opening one inside the token (prose like ``(see x)``) are
-    dropped."""
-    out = []
-    for tok in IDENT_RE.findall(text):
-        while tok and tok[-1] in BRACKETS and tok.count(tok[-1]) > tok.count(BRACKETS[tok[-1]]):
-            tok = tok[:-1]
-        if tok:
-            out.append(tok)
-    return out
-
-
-def literals(words: Sequence[str]) -> list[str]:
-    """The query tokens that name something verbatim: identifiers with inner punctuation
-    (``FORGE-1533``), letter-digit codes (``K7QX2M``) and all-caps names (``GOMEMLIMIT``)."""
-    out = []
-    for tok in identifiers(" ".join(words)):
-        core = tok.lstrip("-")
-        if is_compound(tok) or (core.isalnum() and len(core) >= 4 and (
-                (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
-                or (core.isupper() and core.isalpha()))):
-            out.append(tok)
-    return list(dict.fromkeys(out))
-
-
-def ident_tokens(text: str) -> list[str]:
-    """Identifier-preserving tokens: each whitespace-delimited identifier, its ``=?&#``- and
-    bracket-separated parts, and its word parts, lowercased."""
-    out: list[str] = []
-    for tok in identifiers(text.lower()):
-        out.append(tok)
-        if not tok.isalnum():
-            parts = [p.strip("./:-") for p in SPLIT_RE.split(tok)]
-            out.extend(p for p in parts if p and p != tok)
-            out.extend(w for w in WORD_RE.findall(tok) if w != tok)
-    return out
-
-
-def within_one_edit(a: str, b: str) -> bool:
-    """Damerau-Levenshtein distance(a, b) <= 1 (one insertion, deletion, substitution or
-    transposition of neighbours)."""
-    if a == b:
-        return True
-    la, lb = len(a), len(b)
-    if abs(la - lb) > 1:
-        return False
-    i = 0
-    while i < min(la, lb) and a[i] == b[i]:
-        i += 1
-    if la == lb:
-        return a[i + 1:] == b[i + 1:] or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
-    return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
-
-
-def is_compound(tok: str) -> bool:
-    """True for identifiers with inner punctuation (worth an exact ``ident`` match)."""
-    return not tok.isalnum() and bool(re.search(r"\w", tok)) and len(tok) > 1
 
 
 @dataclass
@@ -132,17 +81,19 @@ class LexicalIndex:
         exists = directory.exists() and any(directory.glob("meta.json"))
         if not exists and not create:
             raise IndexCorrupt(f"{directory}: no lexical index; run `hybrid index`")
-        directory.mkdir(parents=True, exist_ok=True)
-        with self._guard("open"):
-            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+        (directory / SECTIONS).mkdir(parents=True, exist_ok=True)
         self.stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
                      .filter(tantivy.Filter.remove_long(40))
                      .filter(tantivy.Filter.lowercase())
                      .filter(tantivy.Filter.ascii_fold())
                      .filter(tantivy.Filter.stemmer("english")).build())
-        self.index.register_tokenizer("hy_stem", self.stem)
-        self.index.register_tokenizer(
-            "hy_ident", tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+        ident = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+        with self._guard("open"):
+            self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
+            self.sections = tantivy.Index(self.schema, path=str(directory / SECTIONS), reuse=True)
+        for index in (self.index, self.sections):
+            index.register_tokenizer("hy_stem", self.stem)
+            index.register_tokenizer("hy_ident", ident)
 
     @contextlib.contextmanager
     def _guard(self, doing: str):
@@ -172,26 +123,29 @@ class LexicalIndex:
         ``verified`` maps file names to the (size, mtime_ns) they had when last found whole;
         such files are not read again (a no-op index run must not read a 400 MB index). Returns
         the map for the files checked now."""
-        try:
-            segments = {seg["segment_id"].replace("-", "") for seg in self._meta()["segments"]}
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise IndexCorrupt(f"{self.directory}/meta.json: unreadable ({exc}); run `hybrid "
-                               f"index` to rebuild the lexical index") from None
         verified, now = verified or {}, {}
-        for path in sorted(self.directory.iterdir()):
-            if path.name.split(".")[0] not in segments:
-                continue
+        for directory, prefix in ((self.directory, ""), (self.directory / SECTIONS, f"{SECTIONS}/")):
             try:
-                st = path.stat()
-            except OSError:
-                st = None
-            ident = [st.st_size, st.st_mtime_ns] if st else None
-            if ident is None or (verified.get(path.name) != ident and not _footer_ok(path)):
-                raise IndexCorrupt(f"{path}: checksum mismatch; run `hybrid index` to rebuild "
-                                   f"the lexical index")
-            now[path.name] = ident
+                segments = {seg["segment_id"].replace("-", "") for seg in self._meta(directory)["segments"]}
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise IndexCorrupt(f"{directory}/meta.json: unreadable ({exc}); run `hybrid "
+                                   f"index` to rebuild the lexical index") from None
+            for path in sorted(directory.iterdir()):
+                if path.name.split(".")[0] not in segments:
+                    continue
+                try:
+                    st = path.stat()
+                except OSError:
+                    st = None
+                ident = [st.st_size, st.st_mtime_ns] if st else None
+                key = prefix + path.name
+                if ident is None or (verified.get(key) != ident and not _footer_ok(path)):
+                    raise IndexCorrupt(f"{path}: checksum mismatch; run `hybrid index` to rebuild "
+                                       f"the lexical index")
+                now[key] = ident
         with self._guard("read"):
             self.count()
+            self.section_count()
         return now
 
     def deleted_docs(self) -> int:
@@ -199,15 +153,16 @@ class LexicalIndex:
         (document count, document frequencies) until their segment merges, so scores drift from
         a clean build's as they pile up."""
         try:
-            meta = self._meta()
+            meta = self._meta(self.directory)
         except (OSError, ValueError):
             return 0
         return sum((seg.get("deletes") or {}).get("num_deleted_docs", 0)
                    for seg in meta.get("segments", []))
 
-    def _meta(self) -> dict:
+    @staticmethod
+    def _meta(directory: Path) -> dict:
         """tantivy's meta.json: the committed segments and their deleted-document counts."""
-        return json.loads((self.directory / "meta.json").read_text(encoding="utf-8"))
+        return json.loads((directory / "meta.json").read_text(encoding="utf-8"))
 
     def _schema(self):
         sb = self._t.SchemaBuilder()
@@ -221,7 +176,9 @@ class LexicalIndex:
         return sb.build()
 
     # --- writing --------------------------------------------------------------------------
-    def _doc(self, c: ChunkRow):
+    def _doc(self, c: ChunkRow, section: Sequence[ChunkRow] = ()):
+        """The chunk document of ``c``, or (``section`` given: its chunks, ``c`` the first) the
+        section document."""
         stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
         folders = []
         parts = c.path.split("/")[:-1]
@@ -232,16 +189,32 @@ class LexicalIndex:
             segs = t.split("/")
             tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
         title = " ".join([c.title, stem, *c.aliases])
+        body = section_text([r.text for r in section]) if section else c.text
         return self._t.Document(
-            chunk_id=c.id,
+            chunk_id=[r.id for r in section] if section else c.id,
             title=title,
             headings=" ".join([c.heading, *c.tags]),
-            body=c.text,
-            ident=" ".join(ident_tokens(" ".join([c.text, c.heading, title, c.path]))),
+            body=body,
+            ident=" ".join(ident_tokens(" ".join([body, c.heading, title, c.path]))),
             folder=folders or [""],
             tag=tags or [""],
             modified=int(c.modified),
         )
+
+    def _docs(self, batches: Iterable[list[ChunkRow]]):
+        """Chunk documents as they stream in, and one section document per run of consecutive
+        chunks (by id) with the same note and heading path: the indexer stores a note's chunks
+        under consecutive ids, in order."""
+        run: list[ChunkRow] = []
+        for batch in batches:
+            for c in sorted(batch, key=lambda r: r.id):
+                if run and (c.path, c.heading) != (run[-1].path, run[-1].heading):
+                    yield SECTIONS, self._doc(run[0], run)
+                    run = []
+                run.append(c)
+                yield "", self._doc(c)
+        if run:
+            yield SECTIONS, self._doc(run[0], run)
 
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete ``removed`` ids, add the chunks of ``added`` (batches; their ids must be among
@@ -261,36 +234,50 @@ class LexicalIndex:
         once, which frees tantivy's writer lock (a retry in this process would otherwise find it
         busy while the traceback keeps the writer alive)."""
         with self._guard("write"):
-            writer = self.index.writer(heap_size=heap_size, num_threads=1)
+            writers = {"": self.index.writer(heap_size=heap_size, num_threads=1),
+                       SECTIONS: self.sections.writer(heap_size=heap_size // 2, num_threads=1)}
             try:
-                if delete_all:
-                    writer.delete_all_documents()
-                for cid in set(delete_ids):
-                    writer.delete_documents_by_term("chunk_id", cid)
-                for batch in batches:
-                    for c in batch:
-                        writer.add_document(self._doc(c))
-                writer.commit()
-                writer.wait_merging_threads()
+                delete_ids = set(delete_ids)
+                for writer in writers.values():
+                    if delete_all:
+                        writer.delete_all_documents()
+                    for cid in delete_ids:
+                        writer.delete_documents_by_term("chunk_id", cid)
+                for which, doc in self._docs(batches):
+                    writers[which].add_document(doc)
+                for writer in writers.values():  # a crash between the two: the journal replays
+                    writer.commit()
+                    writer.wait_merging_threads()
             except BaseException:
-                try:
-                    writer.rollback()
-                except BaseException:  # noqa: BLE001 - the first error is the one to report
-                    pass
-                del writer
+                for writer in writers.values():
+                    try:
+                        writer.rollback()
+                    except BaseException:  # noqa: BLE001 - the first error is the one to report
+                        pass
+                del writers
                 raise
             self.index.reload()
+            self.sections.reload()
 
     def count(self) -> int:
+        """Chunk documents (what the catalog's chunk count must equal)."""
         with self._guard("read"):
             self.index.reload()
             return self.index.searcher().num_docs
 
+    def section_count(self) -> int:
+        with self._guard("read"):
+            self.sections.reload()
+            return self.sections.searcher().num_docs
+
     @staticmethod
     def destroy(directory: Path) -> list[str]:
-        """Delete tantivy's own files in ``directory``, then the folder if that empties it.
-        Anything else is left where it is; the names left are returned (and logged)."""
-        return remove_known(directory, TANTIVY_FILE_RE)
+        """Delete tantivy's own files in ``directory`` and its section index, then the folders
+        if that empties them. Anything else is left where it is; the names left are returned
+        (and logged)."""
+        inner = remove_known(directory / SECTIONS, TANTIVY_FILE_RE)
+        return [f"{SECTIONS}/{n}" for n in inner] + [
+            n for n in remove_known(directory, TANTIVY_FILE_RE) if not (n == SECTIONS and inner)]
 
     # --- querying -------------------------------------------------------------------------
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
@@ -321,7 +308,7 @@ class LexicalIndex:
             text = kept or text
         stems: list[str | tuple[int, str]] = list(self.stem.analyze(text))
         clauses = []
-        idents = [t for t in ident_tokens(text) if is_compound(t)]
+        idents = [t for t in ident_tokens(text) if is_compound(t) or SYMBOL_RE.fullmatch(t)]
         if phrase and len(stems) > 1:
             for f, b in FIELD_BOOSTS.items():
                 clauses.append(Q.boost_query(Q.phrase_query(s, f, stems), b))
@@ -391,11 +378,19 @@ class LexicalIndex:
 
     def search(self, q: LexicalQuery, limit: int, **opts) -> list[tuple[int, float]]:
         """Top ``limit`` (chunk id, BM25 score) pairs."""
+        return [(ids[0], score) for ids, score in self.search_units(q, limit, **opts)]
+
+    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk",
+                     **opts) -> list[tuple[list[int], float]]:
+        """Top ``limit`` documents of kind ``unit`` as (chunk ids, BM25 score): one id for a
+        chunk, every chunk id of a section in order."""
+        index = self.sections if unit == "section" else self.index
         with self._guard("read"):
-            self.index.reload()
-            searcher = self.index.searcher()
+            index.reload()
+            searcher = index.searcher()
             result = searcher.search(self.build_query(q, **opts), limit)
-            return [(searcher.doc(addr)["chunk_id"][0], float(score)) for score, addr in result.hits]
+            return [(sorted(searcher.doc(addr)["chunk_id"]), float(score))
+                    for score, addr in result.hits]
 
     def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
         """Every chunk id the query matches (unranked), for restricting the vector arm."""
@@ -458,3 +453,26 @@ def remove_known(directory: Path, known: re.Pattern[str]) -> list[str]:
             continue  # something appeared since the listing
     return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     return [p.name for p in directory.iterdir()] if directory.is_dir() else []
+
+
+def section_text(texts: Sequence[str]) -> str:
+    """The text of consecutive chunks of one section, each chunk's start that repeats the end
+    of the one before (the chunker's overlap) dropped, so BM25 counts each word once."""
+    out = list(texts[:1])
+    for prev, nxt in zip(texts, texts[1:]):
+        out.append(nxt[_overlap(prev, nxt):])
+    return "\n".join(out)
+
+
+def _overlap(prev: str, nxt: str) -> int:
+    """Length of the longest start of ``nxt`` that ``prev`` ends with (0 when shorter than
+    ``OVERLAP_PROBE`` characters: a coincidence, not the chunker's overlap)."""
+    probe = nxt[:OVERLAP_PROBE]
+    if len(probe) < OVERLAP_PROBE:
+        return 0
+    i = prev.find(probe)
+    while i != -1:
+        if nxt.startswith(prev[i:]):
+            return len(prev) - i
+        i = prev.find(probe, i + 1)
+    return 0

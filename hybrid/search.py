@@ -46,6 +46,9 @@ class Arms:
     """What each arm returned, merged over the vaults (empty when the arm did not run)."""
     lexical: Ranked = field(default_factory=list)
     vector: Ranked = field(default_factory=list)
+    chunks: Ranked = field(default_factory=list)  # BM25 over chunks alone (lookups rank by it)
+    exact: int = 0  # how many top hits exact-first placed (they answer a literal: no rerank)
+    coverage: float = 1.0  # share of the query's content words the best BM25 hits contain
 
 
 def run_search(targets: Targets, request: SearchRequest, settings: Settings,
@@ -64,17 +67,19 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     arms = Arms()
     if request.mode in ("lexical", "hybrid"):
         with clock("lexical"):
-            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings)
+            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings, arms)
     if request.mode in ("vector", "hybrid") and vectors:
         with clock("vector"):
             arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
-    fused = fuse_arms(request.mode, arms, settings)
+    with clock("weigh"):
+        weights = fusion_weights(targets, parsed, arms, settings) if request.mode == "hybrid" else None
+    fused = fuse_arms(request.mode, arms, settings, weights)
     with clock("hydrate"):
         rows = hydrate(targets, [k for k, _ in fused])
     fused = [(k, s) for k, s in fused if k in rows]  # ids gone since the arms ran are dropped
     fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
     ce: dict[Key, float] = {}
-    if request.rerank and rescore is not None and fused:
+    if request.rerank and rescore is not None and fused and not arms.exact:
         with clock("rerank"):
             fused, ce = rerank(fused, rows, parsed, rescore, settings.rerank_top_n)
     with clock("hits"):
@@ -119,17 +124,67 @@ def embed_query(targets: Targets, mode: str, text: str,
 
 
 def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
-                settings: Settings) -> Ranked:
-    """BM25 over every vault, filters applied inside the search, merged by score."""
+                settings: Settings, arms: Arms | None = None) -> Ranked:
+    """BM25 over every vault, filters applied inside the search, merged by score: over chunks,
+    sections or both (``lexical_unit``, see :func:`by_section`). The plain chunk ranking is
+    kept in ``arms.chunks``."""
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
-    lists = []
+    opts = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
+                since=filters.since, stopwords=settings.stopwords,
+                exclude_folders=filters.exclude_folders)
+    lists, chunk_lists = [], []
     for vault, store in targets:
-        hits = store.lexical.search(lq, depth, fuzzy=settings.fuzzy, folders=filters.folders,
-                                    tags=filters.tags, since=filters.since,
-                                    stopwords=settings.stopwords,
-                                    exclude_folders=filters.exclude_folders)
+        hits = store.lexical.search(lq, depth, **opts)
+        chunk_lists.append([((vault.name, cid), s) for cid, s in hits])
+        if settings.lexical_unit != "chunk":
+            sections = store.lexical.search_units(lq, depth, unit="section", **opts)
+            hits = by_section(hits, sections, settings.lexical_unit == "both")
         lists.append([((vault.name, cid), s) for cid, s in hits])
+    if arms is not None:
+        arms.chunks = fuse.merge_by_score(chunk_lists, depth)
     return fuse.merge_by_score(lists, depth)
+
+
+def by_section(chunks: list[tuple[int, float]], sections: list[tuple[list[int], float]],
+               both: bool) -> list[tuple[int, float]]:
+    """The lexical ranking from section evidence. Each ranked section stands for its best chunk
+    (the one BM25 ranked highest among the chunk hits, else its first), in section order with
+    the section's score, and the chunk hits not placed follow; with ``both`` that list is
+    instead fused (RRF) with the chunk ranking. Then every placed chunk brings the other chunk
+    hits of its section right behind it: several matching chunks of one section keep their
+    weight in fusion, as they have in a plain chunk ranking."""
+    if not sections:
+        return list(chunks)
+    chunk_score = dict(chunks)
+    section_of: dict[int, int] = {}
+    reps: list[tuple[int, float]] = []
+    for n, (ids, score) in enumerate(sections):
+        for i in ids:
+            section_of.setdefault(i, n)
+        best = max(ids, key=lambda i: (chunk_score.get(i, -1.0), -i))
+        if section_of[best] == n:
+            reps.append((best, score))
+    if both:
+        ranked = fuse.rrf([[c for c, _ in reps], [c for c, _ in chunks]], k=SECTION_RRF_K)
+    else:
+        placed = {c for c, _ in reps}
+        floor = min((s for _, s in reps), default=1.0)
+        ranked = reps + [(c, floor * s / (1.0 + s)) for c, s in chunks if c not in placed]
+    members: dict[int, list[int]] = {}
+    for c, _ in chunks:  # chunk order: best first within each section
+        if c in section_of:
+            members.setdefault(section_of[c], []).append(c)
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for c, score in ranked:
+        for i, m in enumerate([c, *members.get(section_of.get(c, -1), [])]):
+            if m not in seen:
+                seen.add(m)
+                out.append((m, score * (1.0 - 1e-6 * i)))
+    return out
+
+
+SECTION_RRF_K = 60
 
 
 def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
@@ -186,14 +241,40 @@ def _post_filtered(store: VaultStore, qvec, depth: int, banned: set[int],
     return None
 
 
-def fuse_arms(mode: str, arms: Arms, settings: Settings) -> Ranked:
-    """One arm's ranking as is, or (hybrid) weighted reciprocal-rank fusion of both."""
+def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms,
+                   settings: Settings) -> tuple[float, float]:
+    """The (lexical, vector) fusion weights for this query. With ``adaptive_fusion`` the BM25
+    weight is scaled by how much of the query the best BM25 hits cover (see
+    :func:`hybrid.fuse.coverage_weight`): a question asked in other words than the notes use
+    matches only a few of its words anywhere, and then the BM25 ranking is mostly noise from
+    common words; a keyword query, a section's own words or an identifier are covered whole."""
+    wl, wv = settings.weight_lexical, settings.weight_vector
+    if not settings.adaptive_fusion or not arms.lexical or not arms.vector:
+        return wl, wv
+    store = targets[0][1]
+    want = fuse.content_stems(parsed.text, store.lexical.stem.analyze)
+    if not want:
+        return wl, wv
+    top = hydrate(targets, [k for k, _ in arms.lexical[:COVERAGE_HITS]])
+    texts = [f"{r.title} {r.heading} {r.text}" for r in top.values()]
+    arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.analyze)
+    return wl * fuse.coverage_weight(cov), wv
+
+
+COVERAGE_HITS = 3  # how many of the best BM25 hits the coverage looks at
+
+
+def fuse_arms(mode: str, arms: Arms, settings: Settings,
+              weights: tuple[float, float] | None = None) -> Ranked:
+    """One arm's ranking as is, or (hybrid) weighted reciprocal-rank fusion of both (weights
+    from :func:`fusion_weights`, default the settings' fixed ones)."""
     if mode == "lexical":
         return list(arms.lexical)
     if mode == "vector":
         return list(arms.vector)
+    wl, wv = weights or (settings.weight_lexical, settings.weight_vector)
     return fuse.rrf([[k for k, _ in arms.lexical], [k for k, _ in arms.vector]], k=settings.rrf_k,
-                    weights=[settings.weight_lexical, settings.weight_vector])
+                    weights=[wl, wv])
 
 
 def hydrate(targets: Targets, keys: Sequence[Key]) -> dict[Key, ChunkRow]:
@@ -214,9 +295,13 @@ def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: P
     """Exact-first (hybrid mode: chunks naming every literal of the query rank first) and the
     recency demotion of notes not modified for ``recency_months``."""
     if mode == "hybrid" and settings.exact_first:
-        lits = literals(parsed.terms)
+        lits = strong_literals(parsed.terms, arms.coverage)
         lookup = bool(lits) and len(lits) == len(parsed.terms)
-        fused = exact_first(fused, [k for k, _ in arms.lexical], rows, lits, lookup)
+        before = fused
+        fused = exact_first(fused, [k for k, _ in (arms.chunks or arms.lexical)], rows, lits, lookup,
+                            verbatim_text(parsed.terms, lits))
+        old = dict(before)
+        arms.exact = sum(1 for k, s in fused if s != old.get(k))  # the lifted ones
     if settings.recency_months:
         cutoff = time.time() - settings.recency_months * 30.44 * 86400
         penalties = {k: settings.recency_penalty for k, _ in fused if rows[k].modified < cutoff}
@@ -224,22 +309,76 @@ def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: P
     return fused
 
 
-def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False):
+def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False,
+                verbatim: str = ""):
     """Verbatim identifiers survive fusion: lexical hits whose text contains every literal of the
     query move above all others, their scores lifted by 1. Plain RRF would otherwise let
     semantically close notes outrank the one that names the thing. They keep their fused order,
     or BM25 order when the query is nothing but literals (a lookup, where term statistics and
-    title/heading matches say more than similarity)."""
-    if not lits:
+    title/heading matches say more than similarity).
+
+    ``verbatim`` (see :func:`verbatim_text`): lexical hits containing the whole query as
+    written (``publish: false``, ``Obsidian Desktop v1.1.10``) go above those, lifted by 2."""
+    tiers = []
+    if verbatim:
+        tiers.append((2.0, [k for k in lex_keys if k in rows and verbatim in _haystack(rows[k])]))
+    if lits:
+        needles = [x.lower() for x in lits]
+        tiers.append((1.0, [k for k in lex_keys if k in rows
+                            and all(n in _haystack(rows[k]) for n in needles)]))
+    score, out = dict(fused), []
+    placed: set = set()
+    for lift, keys in tiers:
+        chosen = set(keys) - placed
+        if not chosen:
+            continue
+        order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
+        out += [(k, lift + score.get(k, 0.0)) for k in order]
+        placed |= chosen
+    if not placed:
         return fused
-    needles = [x.lower() for x in lits]
-    chosen = {k for k in lex_keys if k in rows and
-              all(n in f"{rows[k].title}\n{rows[k].heading}\n{rows[k].text}".lower() for n in needles)}
-    if not chosen:
-        return fused
-    score = dict(fused)
-    order = [k for k in lex_keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
-    return [(k, 1.0 + score.get(k, 0.0)) for k in order] + [kv for kv in fused if kv[0] not in chosen]
+    return out + [kv for kv in fused if kv[0] not in placed]
+
+
+def _haystack(row: ChunkRow) -> str:
+    return _squash(f"{row.title}\n{row.heading}\n{row.text}")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+WEAK_LITERAL_RE = re.compile(r"[a-z]+(?:-[a-z]+)+")
+VERBATIM_RE = re.compile(r"\w[^\w\s]+\w|\w[:=]")  # inner punctuation or a trailing `key:`
+
+
+def strong_literals(terms: Sequence[str], coverage: float = 1.0) -> list[str]:
+    """The query's literals (:func:`hybrid.lexical.literals`) that exact-first should honour. In
+    a sentence of five words or more, a lowercase hyphenated word (``self-hosted``,
+    ``full-screen``) is prose, not an identifier; in a short query (``pi-hole allowlist``,
+    ``task-todo``) it still names something. And a long question whose words the best BM25
+    hits mostly lack (``coverage`` below ``fuse.COVERAGE_FULL``: "keep the actions I use most
+    at the top of the Ctrl+P list") mentions its literal in passing: it asks for something
+    else, so no literal is honoured."""
+    lits = literals(terms)
+    if len(terms) < 5:
+        return lits
+    if len(terms) > LONG_QUERY and coverage < fuse.COVERAGE_FULL:
+        return []
+    return [t for t in lits if not WEAK_LITERAL_RE.fullmatch(t)]
+
+
+LONG_QUERY = 6  # words: above this a query is a sentence, not a lookup
+
+
+def verbatim_text(terms: Sequence[str], lits: Sequence[str]) -> str:
+    """The query text to look for verbatim, or "": only for queries of two words or more that
+    hold a literal or punctuation inside (``publish: false``, ``Obsidian Desktop v1.1.10``),
+    whose exact wording is itself evidence."""
+    text = _squash(" ".join(terms))
+    if len(text.split()) < 2 or not (lits or VERBATIM_RE.search(text)):
+        return ""
+    return text
 
 
 def rerank(fused: Ranked, rows: dict[Key, ChunkRow], parsed: ParsedQuery, rescore: Rescorer,

@@ -32,9 +32,11 @@ class Settings:
 
     embedder: str = _setting(
         "minilm",
-        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2), `minilm-onnx` / `minilm-int8` "
-        "(the same model on ONNX Runtime, fp32 or int8; `pip install 'hybrid[onnx]'`), `ollama:<model>`, "
-        "`st:<directory>` (a local sentence-transformers model), `hash:<dim>` (tests only).")
+        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2, English), `use-multilingual` (16 "
+        "languages, for non-English notes or questions), `e5-small` (multilingual-e5-small, ~100 "
+        "languages), `minilm-onnx` / `minilm-int8` (MiniLM on ONNX Runtime, fp32 or int8; `pip "
+        "install 'hybrid[onnx]'`), `ollama:<model>`, `st:<directory>` (a local "
+        "sentence-transformers model), `hash:<dim>` (tests only).")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "
@@ -51,6 +53,14 @@ class Settings:
     rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
     weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
     weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion.")
+    lexical_unit: str = _setting(
+        "section", "What BM25 ranks: `chunk` (each chunk alone), `section` (whole heading sections, a "
+                "note without headings being one; hits cite the section's best chunk) or `both` "
+                "(the two rankings fused).", choices=("chunk", "section", "both"))
+    adaptive_fusion: bool = _setting(
+        True, "Scale the BM25 weight by how much of the query's content words the best BM25 hits "
+              "contain: full weight at 60 % or more, a tenth at 30 % or less (a question asked in "
+              "other words than the notes use), so fusion does not lose to the vector arm.")
     candidates: int = _setting(
         100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the "
              "same depth keeps it faithful).")
@@ -66,8 +76,10 @@ class Settings:
     recency_penalty: float = _setting(0.1, "Fraction of the fused score taken off stale notes.")
     snippet_chars: int = _setting(300, "Length of the snippet shown with each hit.")
     rerank_model: str = _setting(
-        "", "Cross-encoder for `--rerank`: a local directory or a model name already in the "
-            "Hugging Face cache (empty = none).", empty_ok=True)
+        "", "Reranker for `--rerank`: `late` (late interaction over the bundled MiniLM; works "
+            "offline after install), `ollama:<model>` (an LLM on the Ollama server), or a "
+            "cross-encoder: a local directory or a model name already in the Hugging Face cache "
+            "(empty = none).", empty_ok=True)
     rerank_top_n: int = _setting(30, "How many fused candidates the cross-encoder rescores.")
     ann_threshold: int = _setting(
         50_000, "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat "

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from .catalog import Catalog
 from .errors import CatalogCorrupt, IndexCorrupt, IndexLocked
-from .lexical import TANTIVY_FILE_RE, LexicalIndex, remove_known
+from .lexical import LexicalIndex, remove_known
 from .vector import VectorIndex, VectorSpec
 
 log = logging.getLogger("hybrid")
@@ -74,7 +74,7 @@ def _remove_tree(directory: Path) -> list[str]:
     ``lexical/``), then the folder if that empties it. Returns the names left behind."""
     if not directory.is_dir():
         return []
-    inner = [f"lexical/{n}" for n in remove_known(directory / "lexical", TANTIVY_FILE_RE)]
+    inner = [f"lexical/{n}" for n in LexicalIndex.destroy(directory / "lexical")]
     left = remove_known(directory, KNOWN_FILE_RE)
     return inner + [n for n in left if not (n == "lexical" and inner)]
 
@@ -392,7 +392,9 @@ class VaultStore:
     def _check_lexical(self, n: int, batch: int) -> bool:
         """Rebuild tantivy from the catalog when its count is off or deleted documents skew
         BM25 (see LEXICAL_DRIFT); whether it was rebuilt."""
-        if self.lexical.count() != n:
+        if n and not self.lexical.section_count():
+            log.info("%s: building the section index", self.directory.name)
+        elif self.lexical.count() != n:
             log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
                         self.directory.name, self.lexical.count(), n)
         elif self._lexical_drifted(n):

@@ -56,6 +56,15 @@ def test_contextual_header_names_title_and_path(counter):
     assert chunker(counter, header=False).chunk(note)[2].embed_text == c.text
 
 
+def test_contextual_header_carries_the_notes_aliases(counter):
+    note = parse_note("Aliases.md", "---\naliases: [nickname, alternative name]\n---\n# Aliases\n\n"
+                                    "Give a note other names.\n\n## Add an alias\n\nUse the property.\n")
+    first, second = chunker(counter).chunk(note)
+    assert first.embed_text.startswith("Aliases (nickname, alternative name)\n")
+    assert second.embed_text.startswith("Aliases (nickname, alternative name) > Add an alias\n")
+    assert "nickname" not in second.text  # the cited text stays the note's own
+
+
 def _long_note(rng):
     parts = ["# Long\n"]
     for s in range(6):

@@ -73,3 +73,23 @@ def test_missing_cross_encoder_is_one_line(fake, vault, tmp_path):
     fake.override(rerank_model=str(tmp_path))
     with pytest.raises(ModelUnavailable, match="no config.json"):
         fake.search("tailscale", rerank=True)
+
+
+def test_rerank_is_skipped_when_an_exact_literal_answers(fake, vault, monkeypatch):
+    fake.add_vault(vault, "vault")
+    fake.index()
+    calls = []
+
+    class Counting:
+        id = "counting"
+
+        def scores(self, query, passages):
+            calls.append(query)
+            return [0.0] * len(passages)
+
+    monkeypatch.setattr(fake, "reranker", lambda: Counting())
+    hits = fake.search("orders-created", top_k=3, rerank=True)
+    assert "orders-created" in hits[0].text and calls == []
+    assert all(h.rerank_score is None for h in hits)
+    hits = fake.search("tomatoes in the sun", top_k=3, rerank=True)
+    assert calls == ["tomatoes in the sun"] and hits[0].rerank_score is not None

@@ -1,0 +1,97 @@
+"""Query and document tokens, as pure functions: identifier-shaped tokens, the literals a query
+names verbatim, the parts an identifier is indexed under, English function words, and the
+one-edit test of typo repair. The lexical index and the fusion stages build on these."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+IDENT_RE = re.compile(r"-{0,2}\w[\w.\-/:@+=%~#?&\[\]()]*[\w/\])]|-{0,2}\w")
+SPLIT_RE = re.compile(r"[=?&#\[\]()]")
+BRACKETS = {")": "(", "]": "["}
+WORD_RE = re.compile(r"[^\W_]+|\d+", re.U)
+# Dropped from free-text queries (never from phrases, never from the index): question words and
+# function words that only add noise to BM25 for natural-language questions.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has
+have having he her here hers herself him himself his how i if in into is it its itself just me
+more most my myself no nor not now of off on once only or other our ours ourselves out over own
+same she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who whom
+why will with would you your yours yourself yourselves get got also
+""".split())
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifier-shaped tokens of ``text`` as written: ``orders-created``, ``10.0.0.0/24``,
+    ``--advertise-routes=10.0.0.0/24``, ``error[E0502]``, ``pg_try_advisory_lock(42001)``.
+    Closing brackets without an opening one inside the token (prose like ``(see x)``) are
+    dropped."""
+    out = []
+    for tok in IDENT_RE.findall(text):
+        while tok and tok[-1] in BRACKETS and tok.count(tok[-1]) > tok.count(BRACKETS[tok[-1]]):
+            tok = tok[:-1]
+        if tok:
+            out.append(tok)
+    return out
+
+
+SYMBOL_RE = re.compile(r"[^\w\s]{2,8}")  # a run of punctuation: `%%`, `==`, `![[`, `=>`
+
+
+def symbols(text: str) -> list[str]:
+    """Runs of two to eight punctuation characters (Markdown's ``%%`` comments, ``==``
+    highlights, ``![[`` embeds): indexed as identifiers so that a query of them can match."""
+    return SYMBOL_RE.findall(text)
+
+
+def literals(words: Sequence[str]) -> list[str]:
+    """The query tokens that name something verbatim: identifiers with inner punctuation
+    (``FORGE-1533``), letter-digit codes (``K7QX2M``), all-caps names (``GOMEMLIMIT``) and words
+    that are nothing but punctuation (``%%``)."""
+    out = [w for w in words if SYMBOL_RE.fullmatch(w)]
+    for tok in identifiers(" ".join(words)):
+        core = tok.lstrip("-")
+        if is_compound(tok) or (core.isalnum() and len(core) >= 4 and (
+                (any(c.isdigit() for c in core) and any(c.isalpha() for c in core))
+                or (core.isupper() and core.isalpha()))):
+            out.append(tok)
+    return list(dict.fromkeys(out))
+
+
+def ident_tokens(text: str) -> list[str]:
+    """Identifier-preserving tokens: each whitespace-delimited identifier, its ``=?&#``- and
+    bracket-separated parts, and its word parts, lowercased; then the text's runs of
+    punctuation (:func:`symbols`)."""
+    out: list[str] = []
+    for tok in identifiers(text.lower()):
+        out.append(tok)
+        if not tok.isalnum():
+            parts = [p.strip("./:-") for p in SPLIT_RE.split(tok)]
+            out.extend(p for p in parts if p and p != tok)
+            out.extend(w for w in WORD_RE.findall(tok) if w != tok)
+    out.extend(symbols(text))
+    return out
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance(a, b) <= 1 (one insertion, deletion, substitution or
+    transposition of neighbours)."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    i = 0
+    while i < min(la, lb) and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        return a[i + 1:] == b[i + 1:] or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
+    return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
+
+
+def is_compound(tok: str) -> bool:
+    """True for identifiers with inner punctuation (worth an exact ``ident`` match)."""
+    return not tok.isalnum() and bool(re.search(r"\w", tok)) and len(tok) > 1

@@ -1,0 +1,216 @@
+"""Issue #11: lexical evidence at the section level, query-aware fusion, and the verbatim tier of
+exact-first. Real tantivy indexes on real files; the hash embedder where only logic is tested."""
+import pytest
+from helpers import consistent, write
+
+import hybrid
+from hybrid import fuse
+from hybrid.catalog import ChunkRow
+from hybrid.lexical import LexicalIndex, LexicalQuery, section_text
+from hybrid.search import by_section, exact_first, strong_literals, verbatim_text
+from hybrid.store import VaultStore
+
+
+def indexed(tmp_path, vault, **settings):
+    h = hybrid.open(tmp_path / "home", embedder="hash:64", **settings)
+    h.add_vault(vault, "vault")
+    h.index()
+    return h
+
+
+# --- section text -----------------------------------------------------------------------------
+
+def test_section_text_drops_the_repeated_overlap_once():
+    a = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+    b = "zeta eta theta iota kappa lambda mu nu xi omicron pi rho"  # starts with a's last 5 words
+    assert section_text([a, b]) == a + "\n lambda mu nu xi omicron pi rho"
+
+
+@pytest.mark.parametrize("texts, expected", [
+    ([], ""),
+    (["only one chunk"], "only one chunk"),
+    (["short", "short"], "short\nshort"),  # a start shorter than the probe is not an overlap
+    (["the first part of a section", "a second part with nothing shared at all"],
+     "the first part of a section\na second part with nothing shared at all"),
+])
+def test_section_text_cases(texts, expected):
+    assert section_text(texts) == expected
+
+
+# --- the index holds sections beside chunks ---------------------------------------------------
+
+LONG = "# Sourdough\n\n## Bulk fermentation\n\n" + "\n\n".join(
+    f"Paragraph {i}: the dough rises slowly while the starter works; " + "fold and wait. " * 12
+    for i in range(6)) + "\n\nFinally the crumb is open and the loaf holds its shape.\n"
+
+
+def test_sections_are_indexed_counted_apart_and_replaced_with_their_note(tmp_path):
+    vault = tmp_path / "vault"
+    write(vault, "bread.md", LONG)
+    write(vault, "other.md", "# Other\n\nnothing about loaves here\n")
+    h = indexed(tmp_path, vault)
+    n = consistent(h)  # count() counts chunk documents only
+    store = VaultStore(h.config.vault("vault").index_dir)
+    try:
+        ids = sorted(store.catalog.all_chunk_ids())
+        bread = [i for i, r in store.catalog.chunks(ids).items() if r.path == "bread.md"]
+        assert len(bread) > 2 and n == len(ids)
+        assert store.lexical.section_count() == 2  # bread.md: "Bulk fermentation"; other.md
+        sections = store.lexical.search_units(LexicalQuery(["crumb", "starter"]), 10, unit="section")
+        # one section holds every chunk of "Bulk fermentation"; its words span several chunks
+        assert sections and set(sections[0][0]) <= set(bread) and len(sections[0][0]) >= 2
+        chunk_hits = store.lexical.search(LexicalQuery(["crumb", "starter"]), 10)
+        assert all(len(str(c)) for c, _ in chunk_hits) and {c for c, _ in chunk_hits} <= set(ids)
+    finally:
+        store.close()
+    write(vault, "bread.md", LONG.replace("crumb", "texture"))
+    h.index()
+    consistent(h)
+    store = VaultStore(h.config.vault("vault").index_dir)
+    try:
+        assert store.lexical.search_units(LexicalQuery(["crumb"]), 10, unit="section") == []
+        assert store.lexical.search_units(LexicalQuery(["texture"]), 10, unit="section")
+        # a filter-only match never returns section documents as chunks
+        assert all(i in set(store.catalog.all_chunk_ids())
+                   for i in store.lexical.matching_ids(LexicalQuery(excludes=["zzz"])))
+    finally:
+        store.close()
+
+
+def test_an_index_built_before_sections_gets_them_on_the_next_index_run(tmp_path):
+    vault = tmp_path / "vault"
+    write(vault, "a.md", "# A\n\nkafka consumer lag\n")
+    h = indexed(tmp_path, vault)
+    sections = h.config.vault("vault").index_dir / "lexical" / "sections"
+    assert LexicalIndex.destroy(sections) == [] and not sections.exists()
+    h.index()
+    consistent(h)
+    store = VaultStore(h.config.vault("vault").index_dir)
+    try:
+        assert store.lexical.section_count() == 1
+    finally:
+        store.close()
+    assert [x.path for x in h.search("kafka lag", mode="lexical")] == ["a.md"]
+
+
+def test_section_units_rank_a_note_by_words_spread_over_its_chunks(tmp_path):
+    """Each chunk of the long note names one of the query's words; a short note names one word
+    twice. Chunk BM25 prefers the short note; section BM25 sees the whole section."""
+    vault = tmp_path / "vault"
+    parts = ["alpaca " + "filler text about nothing in particular. " * 30,
+             "llama " + "more filler text about nothing in particular. " * 30,
+             "vicuna " + "still more filler text about nothing. " * 30]
+    write(vault, "camelids.md", "# Camelids\n\n" + "\n\n".join(parts) + "\n")
+    write(vault, "zoo.md", "# Zoo\n\nalpaca alpaca pen\n")
+    h = indexed(tmp_path, vault, lexical_unit="chunk")
+    assert h.search("alpaca llama vicuna", mode="lexical")[0].path == "zoo.md"
+    h.override(lexical_unit="section")
+    top = h.search("alpaca llama vicuna", mode="lexical")
+    assert top[0].path == "camelids.md" and top[0].start_line >= 1  # cites a chunk of it
+    h.override(lexical_unit="both")
+    assert {x.path for x in h.search("alpaca llama vicuna", mode="lexical")[:2]} == {"camelids.md", "zoo.md"}
+
+
+# --- by_section ------------------------------------------------------------------------------
+
+def test_by_section_cites_each_sections_best_chunk_and_keeps_its_other_hits_behind_it():
+    chunks = [(5, 9.0), (2, 7.0), (3, 6.0), (9, 3.0)]
+    sections = [([1, 2, 3], 20.0), ([4, 5], 10.0), ([7, 8], 4.0)]
+    out = by_section(chunks, sections, both=False)
+    # 2 is section 1's best chunk, 3 its other hit; 7 stands for section 3 (no chunk hit)
+    assert [c for c, _ in out] == [2, 3, 5, 7, 9]
+    assert out[0][1] == 20.0 and out[1][1] < 20.0 and out[-1][1] < 4.0
+    both = by_section(chunks, sections, both=True)
+    assert [c for c, _ in both][:3] in ([2, 3, 5], [5, 2, 3])
+    assert {c for c, _ in both} == {2, 3, 5, 7, 9}
+    assert by_section([], [], both=True) == [] and by_section(chunks, [], both=False) == chunks
+
+
+# --- query-aware fusion -------------------------------------------------------------------------
+
+def test_coverage_and_weight():
+    analyze = str.split
+    want = fuse.content_stems("how do I keep my notes safe", lambda t: t.split())
+    assert want == {"keep", "notes", "safe"}
+    assert fuse.coverage(want, ["keep notes", "safe"], analyze) == pytest.approx(2 / 3)
+    assert fuse.coverage(set(), ["x"], analyze) == 1.0
+    assert fuse.coverage(want, [], analyze) == 0.0
+    assert fuse.coverage_weight(1.0) == 1.0 and fuse.coverage_weight(0.6) == 1.0
+    assert fuse.coverage_weight(0.0) == fuse.COVERAGE_FLOOR
+    assert fuse.COVERAGE_FLOOR < fuse.coverage_weight(0.45) < 1.0
+
+
+def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
+    from hybrid.request import SearchRequest
+    from hybrid.search import Arms, fusion_weights, lexical_arm
+    vault = tmp_path / "vault"
+    write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")
+    write(vault, "misc.md", "# Misc\n\nI keep one huge list of my other devices and a folder of PDFs.\n")
+    h = indexed(tmp_path, vault)
+    targets = [(v, h._store(v)) for v in h.config.select(None)]
+    s = h.settings
+
+    def weight(text):
+        req = SearchRequest(text)
+        arms = Arms(lexical=lexical_arm(targets, req.parsed, req.filters, 10, s),
+                    vector=[(("vault", 1), 1.0)])
+        return fusion_weights(targets, req.parsed, arms, s)
+
+    assert weight("selective sync exclude folder") == (s.weight_lexical, s.weight_vector)
+    wl, wv = weight("stop copying my enormous scanned paperwork collection onto every device")
+    assert wl < s.weight_lexical / 2 and wv == s.weight_vector
+    h.override(adaptive_fusion=False)
+    s = h.settings
+    assert weight("stop copying my enormous scanned paperwork collection onto every device")[0] == s.weight_lexical
+
+
+# --- strong literals and the verbatim tier ---------------------------------------------------------
+
+@pytest.mark.parametrize("terms, expected", [
+    (["pi-hole", "allowlist"], ["pi-hole"]),
+    ("use my self-hosted apps while travelling".split(), []),
+    ("why were pushes to FORGE-1533 slow today".split(), ["FORGE-1533"]),
+    ("present my notes full-screen for a talk".split(), []),
+])
+def test_strong_literals(terms, expected):
+    assert strong_literals(terms) == expected
+
+
+def test_a_long_question_its_best_hits_barely_cover_mentions_its_literal_in_passing():
+    terms = "keep the actions I use most at the top of the Ctrl+P list".split()
+    assert strong_literals(terms, coverage=0.9) == ["Ctrl+P"]
+    assert strong_literals(terms, coverage=0.3) == []
+    assert strong_literals(["Ctrl+P", "palette"], coverage=0.0) == ["Ctrl+P"]  # short: a lookup
+
+
+@pytest.mark.parametrize("terms, expected", [
+    (["publish:", "false"], "publish: false"),
+    (["Obsidian", "Desktop", "v1.1.10"], "obsidian desktop v1.1.10"),
+    (["vim", "key", "bindings"], ""),
+    (["this.file"], ""),  # one word: the literal tier covers it
+])
+def test_verbatim_text(terms, expected):
+    from hybrid.tokens import literals
+    assert verbatim_text(terms, literals(terms)) == expected
+
+
+def row(cid, text):
+    return ChunkRow(cid, f"n{cid}.md", "", "", 1, 1, text, [], [], 0.0, "")
+
+
+def test_the_verbatim_tier_goes_above_the_literal_tier():
+    rows = {1: row(1, "v1.1.10 released"), 2: row(2, "includes everything up to Obsidian  Desktop v1.1.10"),
+            3: row(3, "unrelated")}
+    fused = [(3, 0.5), (1, 0.4), (2, 0.3)]
+    out = exact_first(fused, [1, 2], rows, ["v1.1.10"], False, "obsidian desktop v1.1.10")
+    assert [k for k, _ in out] == [2, 1, 3]
+    assert out[0][1] == pytest.approx(2.3) and out[1][1] == pytest.approx(1.4)
+
+
+def test_a_query_of_punctuation_finds_the_notes_that_hold_it(tmp_path):
+    vault = tmp_path / "vault"
+    write(vault, "syntax.md", "# Comments\n\nWrap text in %%percent signs%% to hide it.\n")
+    write(vault, "other.md", "# Other\n\nA note about percent and signs, with no comment syntax.\n")
+    h = indexed(tmp_path, vault)
+    assert [x.path for x in h.search("%%", top_k=3)][:1] == ["syntax.md"]
+    assert [x.path for x in h.search("%%", mode="lexical", top_k=3)] == ["syntax.md"]
