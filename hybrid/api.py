@@ -312,16 +312,18 @@ class Hybrid:
         return embedders
 
     def reranker(self):
-        """The cross-encoder: the injected one, else the configured ``rerank_model`` (loaded
+        """The reranker: the injected one, else the configured ``rerank_model`` (loaded
         once); ModelUnavailable names the setting."""
         given = self._reranker
         if given is not None and hasattr(given, "scores") and not isinstance(given, type):
             return given  # an instance, not a factory
-        factory, spec = given or make_reranker, self.config.settings.rerank_model
+        spec, host = self.config.settings.rerank_model, self.config.settings.ollama_host
+        factory = given or (lambda s: make_reranker(s, ollama_host=host))
+        key = f"{spec} at {host}" if spec.startswith("ollama:") else spec
         with self._lock:
-            if spec not in self._rerankers:
-                self._rerankers[spec] = factory(spec)
-            return self._rerankers[spec]
+            if key not in self._rerankers:
+                self._rerankers[key] = factory(spec)
+            return self._rerankers[key]
 
     def get(self, ref: str, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None) -> NoteText:

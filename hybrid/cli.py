@@ -143,7 +143,8 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
 @click.option("--rerank", is_flag=True,
               help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
-@click.option("--rerank-model", help="Cross-encoder directory or cached model name (overrides the setting).")
+@click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
+                                      "model name (overrides the setting).")
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.pass_context
 def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local):

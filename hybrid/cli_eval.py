@@ -48,7 +48,8 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--weights", help="Comma list of LEXICAL:VECTOR weights, e.g. 1:1,1:0.5.")
 @click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True)
 @click.option("--significance", is_flag=True, help="Paired t-test of every run against the first.")
-@click.option("--rerank-model", help="Cross-encoder for the rerank mode (overrides the setting).")
+@click.option("--rerank-model", help="Reranker for the rerank mode: late, ollama:MODEL or a cross-encoder "
+                                      "(overrides the setting).")
 @click.option("--embedder", help="Embedder spec (overrides the setting).")
 @click.option("--limit", type=int, help="Evaluate only the first N queries.")
 @click.option("--split", help='Evaluate only the queries of this split (JSONL "split" field, e.g. tune, heldout).')

@@ -129,12 +129,17 @@ class EvalResult:
     metrics: tuple[str, ...] = DEFAULT_METRICS
 
     def categories(self) -> list[str]:
-        return sorted({q.category for q in self.queries.values() if q.category})
+        """The query groups reported apart: each category, then each split as ``split:NAME``
+        (so one run gives tuned-on and held-out figures side by side)."""
+        cats = sorted({q.category for q in self.queries.values() if q.category})
+        splits = sorted({q.split for q in self.queries.values() if q.split})
+        return cats + [f"split:{s}" for s in splits]
 
     def by_category(self, r: ConfigResult, metric: str) -> dict[str, float]:
         out = {}
         for cat in self.categories():
-            qids = [q for q, v in self.queries.items() if v.category == cat]
+            qids = [q for q, v in self.queries.items()
+                    if (f"split:{v.split}" if cat.startswith("split:") else v.category) == cat]
             vals = ([float(r.answer_at[metric[len("answer@"):]][q]) for q in qids]
                     if metric.startswith("answer@") else [r.per_query[metric][q] for q in qids])
             out[cat] = sum(vals) / len(vals) if vals else float("nan")
@@ -223,7 +228,7 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
         settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size))
     if any(c.mode == "rerank" for c in configs) and reranker is None:
         try:
-            reranker = make_reranker(settings.rerank_model)
+            reranker = make_reranker(settings.rerank_model, ollama_host=settings.ollama_host)
         except ModelUnavailable as exc:
             log.warning("rerank skipped: %s", exc)
             result.skipped_modes.append("rerank")

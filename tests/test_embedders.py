@@ -31,7 +31,8 @@ def test_unknown_specs_list_every_registered_one(spec):
     with pytest.raises(ConfigError) as exc:
         make_embedder(spec)
     assert str(exc.value) == (f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-int8`, "
-                              f"`st:<directory>`, `ollama:<model>` or `hash:<dim>`")
+                              f"`e5-small`, `use-multilingual`, `st:<directory>`, `ollama:<model>` or "
+                              f"`hash:<dim>`")
 
 
 def test_register_adds_a_spec_and_its_usage(registry):

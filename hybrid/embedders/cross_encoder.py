@@ -18,8 +18,9 @@ from .base import offline_hf
 def resolve_model(spec: str) -> Path:
     """A local directory, or a model name already in the Hugging Face cache."""
     if not spec:
-        raise ModelUnavailable("no cross-encoder configured: set `rerank_model` under [settings] in "
-                               "config.toml (a local directory or a cached model name), or pass --rerank-model")
+        raise ModelUnavailable("no reranker configured: set `rerank_model` under [settings] in "
+                               "config.toml (`late` works offline with the bundled model; or a "
+                               "cross-encoder directory, or `ollama:<model>`), or pass --rerank-model")
     path = Path(spec).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():

@@ -86,6 +86,7 @@ class OnnxEmbedder:
         self._session: onnxruntime.InferenceSession | None = None
         self._input_names: set[str] = set()
         self._tokenizer: Tokenizer | None = None
+        self._cut_tokenizers: dict[int, Tokenizer] = {}  # for token_embeddings, by max_length
 
     # --- the cached graph ------------------------------------------------------------------
     def model_file(self, variant: str | None = None) -> Path:
@@ -230,6 +231,33 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+    def token_embeddings(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
+        """Each text's contextual token vectors, with special tokens and padding dropped. They
+        serve late interaction (``hybrid.embedders.late``). ``max_length`` caps the word pieces,
+        special tokens included. The default is the model's max_seq_length."""
+        import numpy as np
+        texts = list(texts)
+        session = self._ready()
+        length = int(max_length or self.max_seq_length)
+        with self._lock:
+            tok = self._cut_tokenizers.get(length)
+            if tok is None:
+                tok = self._cut_tokenizers[length] = self._make_tokenizer()
+                tok.enable_truncation(max_length=length)
+        out: list[np.ndarray] = [np.zeros((0, self._dim), dtype=np.float32)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            enc = tok.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
+            for row, i in enumerate(idx):
+                keep = (mask[row] == 1) & (np.array(enc[row].special_tokens_mask) == 0)
+                out[i] = np.ascontiguousarray(hidden[row][keep], dtype=np.float32)
+        return out
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:

@@ -44,6 +44,12 @@ class SentenceTransformerEmbedder:
         self.max_tokens = seq - 2  # [CLS] and [SEP]
         tok = directory / "tokenizer.json"
         self._counter = WordPieceCounter(tok) if tok.exists() else None
+        if document_prefix:
+            # Chunks are counted without the prefix but embedded with it: leave it room, so a
+            # chunk at the limit is not truncated. Without a tokenizer.json, a token per
+            # character (and one for the join) is an upper bound.
+            self.max_tokens -= (self._counter([document_prefix])[0] if self._counter is not None
+                                else len(document_prefix) + 1)
         self._dim = self._dim_from_files()
 
     def _dim_from_files(self) -> int | None:
