@@ -91,8 +91,8 @@ def test_beir_directory(tmp_path):
 @pytest.mark.slow
 def test_cli_eval_report_files_and_bad_input(hybrid_home, vault, tmp_path):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
-    q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun", "category": "keyword"}\n'
-                                   '{"qid": "o", "text": "orders-created", "category": "exact"}\n'
+    q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun", "category": "keyword", "split": "tune"}\n'
+                                   '{"qid": "o", "text": "orders-created", "category": "exact", "split": "heldout"}\n'
                                    '{"qid": "u", "text": "unjudged"}\nnot json\n')
     r = write(tmp_path, "r.json", json.dumps({"g": {"home/garden.md": 2}, "o": {"work/orders.md": 2, "gone.md": 1},
                                               "zz": {"home/garden.md": 1}}))
@@ -110,6 +110,9 @@ def test_cli_eval_report_files_and_bad_input(hybrid_home, vault, tmp_path):
     assert len(names) == 4 and not any(":" in n for n in names)  # names are file names, Windows too
     for c in data["configs"]:
         assert c["categories"]["answer@10"]["exact"] == 1.0
+        # each split is reported apart, beside the categories
+        assert c["categories"]["answer@10"]["split:heldout"] == 1.0
+        assert set(c["categories"]["ndcg@10"]) == {"exact", "keyword", "split:heldout", "split:tune"}
     report = (out / "report.md").read_text()
     assert "hybrid eval" in report and "answer@1 by category" in report and "qrels_missing_notes: 1" in report
     assert len(list((out / "runs").glob("*.trec"))) == 4 and (out / "runs" / "qrels.txt").is_file()
