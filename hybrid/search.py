@@ -133,10 +133,13 @@ def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: 
                 since=filters.since, stopwords=settings.stopwords,
                 exclude_folders=filters.exclude_folders)
     lists, chunk_lists = [], []
+    # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
+    # not the section that repeats it most
+    lookup = bool(parsed.terms) and len(literals(parsed.terms)) == len(parsed.terms)
     for vault, store in targets:
         hits = store.lexical.search(lq, depth, **opts)
         chunk_lists.append([((vault.name, cid), s) for cid, s in hits])
-        if settings.lexical_unit != "chunk":
+        if settings.lexical_unit != "chunk" and not lookup:
             sections = store.lexical.search_units(lq, depth, unit="section", **opts)
             hits = by_section(hits, sections, settings.lexical_unit == "both")
         lists.append([((vault.name, cid), s) for cid, s in hits])

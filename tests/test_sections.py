@@ -214,3 +214,22 @@ def test_a_query_of_punctuation_finds_the_notes_that_hold_it(tmp_path):
     h = indexed(tmp_path, vault)
     assert [x.path for x in h.search("%%", top_k=3)][:1] == ["syntax.md"]
     assert [x.path for x in h.search("%%", mode="lexical", top_k=3)] == ["syntax.md"]
+
+
+def test_a_lookup_ranks_by_chunks_whatever_the_unit(tmp_path):
+    """A query of nothing but literals wants the chunk that names it: the lexical arm then
+    ranks chunks even when sections are the unit; a query of words still ranks sections."""
+    vault = tmp_path / "vault"
+    parts = ["alpaca " + "filler text about nothing in particular. " * 30,
+             "llama " + "more filler text about nothing in particular. " * 30,
+             "vicuna max.poll.interval.ms " + "still more filler text. " * 30]
+    write(vault, "camelids.md", "# Camelids\n\n" + "\n\n".join(parts) + "\n")
+    write(vault, "zoo.md", "# Zoo\n\nalpaca alpaca pen, max.poll.interval.ms=300000\n")
+    h = indexed(tmp_path, vault, lexical_unit="section")
+
+    def ranked(q):
+        return [(x.path, x.start_line) for x in h.search(q, mode="lexical", top_k=5)]
+    lookup, words = ranked("max.poll.interval.ms"), ranked("alpaca llama vicuna")
+    h.override(lexical_unit="chunk")
+    assert ranked("max.poll.interval.ms") == lookup
+    assert ranked("alpaca llama vicuna") != words
