@@ -1,0 +1,57 @@
+"""A/B of warm in-process query latency between two checkouts of hybrid on one existing index
+(the older code ignores what it does not know, e.g. lexical/sections/). The two run alternately,
+three times each, so the shared machine's load falls on both alike.
+
+    git worktree add /tmp/wt-old <commit>
+    .venv/bin/python eval/bench/query_ab.py --old /tmp/wt-old --home HOME --vault ../shared/vaults/obsidian-help
+
+HOME must hold an index of VAULT registered as vault "v" (what `hybrid.open(HOME)` plus
+`add_vault(VAULT, "v")` and `index()` leave). Queries: the obsidian-help and paraphrase sets.
+"""
+
+import argparse
+import subprocess
+import sys
+
+CODE = r'''
+import sys, json, time, statistics
+root, home, vault = sys.argv[1:4]
+sys.path.insert(0, root)
+import hybrid
+from pathlib import Path
+h = hybrid.open(home, embedder="minilm")
+h.config.add_vault(Path(vault), "v", ["**/*.md"], [])
+qs = [json.loads(l)["text"] for f in ["qrels/obsidian-help.queries.jsonl", "qrels/obsidian-help-para.queries.jsonl"]
+      for l in open(f)]
+for q in qs[:10]:
+    h.search(q, top_k=10)
+out = {}
+for mode in ("lexical", "hybrid"):
+    ts = []
+    for q in qs:
+        t = time.perf_counter()
+        h.search(q, top_k=10, mode=mode)
+        ts.append((time.perf_counter() - t) * 1000)
+    ts.sort()
+    out[mode] = {"p50_ms": round(statistics.median(ts), 2), "p95_ms": round(ts[int(0.95 * len(ts)) - 1], 2)}
+print(json.dumps(out))
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", required=True, help="checkout of the older code")
+    ap.add_argument("--new", default=".", help="checkout of the newer code (default: this one)")
+    ap.add_argument("--home", required=True)
+    ap.add_argument("--vault", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    for _ in range(args.repeat):
+        for name, root in (("old", args.old), ("new", args.new)):
+            r = subprocess.run([sys.executable, "-c", CODE, root, args.home, args.vault],
+                               capture_output=True, text=True)
+            print(name, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-500:], flush=True)
+
+
+if __name__ == "__main__":
+    main()
