@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from .tokens import STOPWORDS
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -58,7 +60,6 @@ Analyze = Callable[[str], Iterable[str]]
 
 def content_stems(text: str, analyze: Analyze) -> set[str]:
     """The stems of ``text``'s words that are not English function words."""
-    from .lexical import STOPWORDS
     words = [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
     return set(analyze(" ".join(words))) if words else set()
 

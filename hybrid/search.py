@@ -46,7 +46,6 @@ class Arms:
     """What each arm returned, merged over the vaults (empty when the arm did not run)."""
     lexical: Ranked = field(default_factory=list)
     vector: Ranked = field(default_factory=list)
-    chunks: Ranked = field(default_factory=list)  # BM25 over chunks alone (lookups rank by it)
     exact: int = 0  # how many top hits exact-first placed (they answer a literal: no rerank)
     coverage: float = 1.0  # share of the query's content words the best BM25 hits contain
 
@@ -67,7 +66,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     arms = Arms()
     if request.mode in ("lexical", "hybrid"):
         with clock("lexical"):
-            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings, arms)
+            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings)
     if request.mode in ("vector", "hybrid") and vectors:
         with clock("vector"):
             arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
@@ -124,27 +123,23 @@ def embed_query(targets: Targets, mode: str, text: str,
 
 
 def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
-                settings: Settings, arms: Arms | None = None) -> Ranked:
+                settings: Settings) -> Ranked:
     """BM25 over every vault, filters applied inside the search, merged by score: over chunks,
-    sections or both (``lexical_unit``, see :func:`by_section`). The plain chunk ranking is
-    kept in ``arms.chunks``."""
+    sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks."""
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
     opts = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
                 since=filters.since, stopwords=settings.stopwords,
                 exclude_folders=filters.exclude_folders)
-    lists, chunk_lists = [], []
+    lists = []
     # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
     # not the section that repeats it most
     lookup = bool(parsed.terms) and len(literals(parsed.terms)) == len(parsed.terms)
     for vault, store in targets:
         hits = store.lexical.search(lq, depth, **opts)
-        chunk_lists.append([((vault.name, cid), s) for cid, s in hits])
         if settings.lexical_unit != "chunk" and not lookup:
             sections = store.lexical.search_units(lq, depth, unit="section", **opts)
             hits = by_section(hits, sections, settings.lexical_unit == "both")
         lists.append([((vault.name, cid), s) for cid, s in hits])
-    if arms is not None:
-        arms.chunks = fuse.merge_by_score(chunk_lists, depth)
     return fuse.merge_by_score(lists, depth)
 
 
@@ -301,7 +296,7 @@ def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: P
         lits = strong_literals(parsed.terms, arms.coverage)
         lookup = bool(lits) and len(lits) == len(parsed.terms)
         before = fused
-        fused = exact_first(fused, [k for k, _ in (arms.chunks or arms.lexical)], rows, lits, lookup,
+        fused = exact_first(fused, [k for k, _ in arms.lexical], rows, lits, lookup,
                             verbatim_text(parsed.terms, lits))
         old = dict(before)
         arms.exact = sum(1 for k, s in fused if s != old.get(k))  # the lifted ones

@@ -2,10 +2,14 @@
 
 Importable as ``helpers`` because pyproject's ``[tool.pytest.ini_options]`` puts ``tests/`` on
 ``sys.path`` (``pythonpath = ["tests"]``), whatever directory or import mode pytest runs with."""
+import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import hybrid
@@ -40,6 +44,37 @@ def write_multilingual_vault(root: Path) -> Path:
     write(root, "nalogi.md", "# Налоговая декларация\n\nДекларацию о доходах за прошлый год нужно подать "
           "в налоговую инспекцию до тридцатого апреля.\n")
     return root
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Base of the fake HTTP servers tests start (Ollama's API): JSON replies, no access log."""
+
+    def _send(self, code, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def local_server(handler: type[BaseHTTPRequestHandler]):
+    """Serve ``handler`` on 127.0.0.1 (a free port) in a thread; yields the server (its ``url``
+    set); shut down and closed on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def free_port() -> int:

@@ -1,17 +1,15 @@
 """The Ollama backend against a small local server that speaks Ollama's /api/embed."""
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from helpers import free_port
+from helpers import JsonHandler, free_port, local_server
 
 import hybrid
 from hybrid.embedders import HashEmbedder
 from hybrid.errors import ModelUnavailable
 
 
-class FakeOllama(BaseHTTPRequestHandler):
+class FakeOllama(JsonHandler):
     models = {"nomic-embed-text", "nomic-embed-text:latest"}
     seen: list = []
     inner = HashEmbedder(48)
@@ -27,28 +25,12 @@ class FakeOllama(BaseHTTPRequestHandler):
         vecs = self.inner.embed_documents(texts).tolist()
         self._send(200, {"model": body["model"], "embeddings": vecs})
 
-    def _send(self, code, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def ollama_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     FakeOllama.seen = []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with local_server(FakeOllama) as server:
+        yield server.url
 
 
 def test_index_and_search_through_ollama(ollama_server, vault):

@@ -5,10 +5,9 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from helpers import free_port
+from helpers import JsonHandler, free_port, local_server
 
 from hybrid.embedders import make_reranker
 from hybrid.embedders.late import CENTERS, SCALE, LateInteractionReranker, center, to_logit
@@ -31,7 +30,7 @@ class FakeModel:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class FakeOllama(BaseHTTPRequestHandler):
+class FakeOllama(JsonHandler):
     def do_POST(self):
         st: FakeModel = self.server.state
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -66,30 +65,13 @@ class FakeOllama(BaseHTTPRequestHandler):
         self._send(200, {"model": model, "done": True, "response": top[0]["token"],
                          "logprobs": [{**top[0], "top_logprobs": top[:body.get("top_logprobs", 1)]}]})
 
-    def _send(self, code, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def ollama():
     """A fake Ollama on 127.0.0.1 (its ``state`` is a FakeModel); stopped after the test."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
-    server.state = FakeModel()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with local_server(FakeOllama) as server:
+        server.state = FakeModel()
+        yield server
 
 
 PASSAGES = ["Network > Tailscale\nRun `tailscale up --advertise-routes=10.0.0.0/24`.",

@@ -93,15 +93,21 @@ def test_an_index_built_before_sections_gets_them_on_the_next_index_run(tmp_path
     assert [x.path for x in h.search("kafka lag", mode="lexical")] == ["a.md"]
 
 
+def camelids_and_zoo(vault, literal=""):
+    """A long note whose three chunks each name one of alpaca, llama, vicuna (the last one also
+    ``literal``), and a short note naming alpaca twice (and ``literal=300000``)."""
+    parts = ["alpaca " + "filler text about nothing in particular. " * 30,
+             "llama " + "more filler text about nothing in particular. " * 30,
+             f"vicuna {literal} " + "still more filler text. " * 30]
+    write(vault, "camelids.md", "# Camelids\n\n" + "\n\n".join(parts) + "\n")
+    write(vault, "zoo.md", "# Zoo\n\nalpaca alpaca pen" + (f", {literal}=300000" if literal else "") + "\n")
+    return vault
+
+
 def test_section_units_rank_a_note_by_words_spread_over_its_chunks(tmp_path):
     """Each chunk of the long note names one of the query's words; a short note names one word
     twice. Chunk BM25 prefers the short note; section BM25 sees the whole section."""
-    vault = tmp_path / "vault"
-    parts = ["alpaca " + "filler text about nothing in particular. " * 30,
-             "llama " + "more filler text about nothing in particular. " * 30,
-             "vicuna " + "still more filler text about nothing. " * 30]
-    write(vault, "camelids.md", "# Camelids\n\n" + "\n\n".join(parts) + "\n")
-    write(vault, "zoo.md", "# Zoo\n\nalpaca alpaca pen\n")
+    vault = camelids_and_zoo(tmp_path / "vault")
     h = indexed(tmp_path, vault, lexical_unit="chunk")
     assert h.search("alpaca llama vicuna", mode="lexical")[0].path == "zoo.md"
     h.override(lexical_unit="section")
@@ -219,12 +225,7 @@ def test_a_query_of_punctuation_finds_the_notes_that_hold_it(tmp_path):
 def test_a_lookup_ranks_by_chunks_whatever_the_unit(tmp_path):
     """A query of nothing but literals wants the chunk that names it: the lexical arm then
     ranks chunks even when sections are the unit; a query of words still ranks sections."""
-    vault = tmp_path / "vault"
-    parts = ["alpaca " + "filler text about nothing in particular. " * 30,
-             "llama " + "more filler text about nothing in particular. " * 30,
-             "vicuna max.poll.interval.ms " + "still more filler text. " * 30]
-    write(vault, "camelids.md", "# Camelids\n\n" + "\n\n".join(parts) + "\n")
-    write(vault, "zoo.md", "# Zoo\n\nalpaca alpaca pen, max.poll.interval.ms=300000\n")
+    vault = camelids_and_zoo(tmp_path / "vault", literal="max.poll.interval.ms")
     h = indexed(tmp_path, vault, lexical_unit="section")
 
     def ranked(q):

@@ -43,6 +43,14 @@ def paragraphs(n: int = 256, seed: int = 5) -> list[str]:
     return [" ".join(sentence() for _ in range(rng.randint(4, 6))) for _ in range(n)]
 
 
+def warm_up(models: dict) -> None:
+    """Load each model with a first query, printing how long that took."""
+    for name, emb in models.items():
+        t = time.perf_counter()
+        emb.embed_query("warm up")
+        print(f"{name}: construct + load + first query {time.perf_counter() - t:.1f} s")
+
+
 def throughput(models: dict, texts: list[str], repeat: int) -> dict[str, list[float]]:
     """texts/s of ``embed_documents`` per model, the models alternating within each repeat (a
     shared machine's load then weighs on all of them alike); printed as it goes."""
@@ -86,10 +94,7 @@ def main() -> None:
         print(f"conversion: {time.perf_counter() - t:.1f} s into {folder.name} "
               f"({sum(p.stat().st_size for p in folder.rglob('*') if p.is_file()) / 1e6:.0f} MB)")
         models = {"minilm": make_embedder("minilm"), "e5-small": e5.e5_small(cache_dir=cache)}
-        for name, emb in models.items():
-            t = time.perf_counter()
-            emb.embed_query("warm up")
-            print(f"{name}: construct + load + first query {time.perf_counter() - t:.1f} s")
+        warm_up(models)
         texts = paragraphs()
         for name, emb in models.items():
             n = emb.count_tokens(texts)

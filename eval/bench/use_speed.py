@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 
-from e5_speed import paragraphs, query_latency, throughput
+from e5_speed import paragraphs, query_latency, throughput, warm_up
 
 
 def main() -> None:
@@ -30,10 +30,7 @@ def main() -> None:
     models = {"minilm": make_embedder("minilm")}
     for n in (int(x) for x in args.threads.split(",")):
         models["use-multilingual" if n == 1 else f"use-multilingual/{n}t"] = UseMultilingualEmbedder(threads=n)
-    for name, emb in models.items():
-        t = time.perf_counter()
-        emb.embed_query("warm up")
-        print(f"{name}: construct + load + first query {time.perf_counter() - t:.1f} s")
+    warm_up(models)
     texts = paragraphs()
     for name, emb in models.items():
         t = time.perf_counter()
