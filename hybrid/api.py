@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -12,29 +11,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from . import agent_view, reader
+from .agent_view import AgentStore, AgentView, HiddenCache
 from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
-from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
+from .errors import HybridError, IndexCorrupt, VaultError
 from .indexer import IndexReport, Progress, index_vault
+from .reader import NoteText
 from .request import SearchRequest, as_request
 from .search import Hit, run_search
 from .store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
-REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
-
-
-@dataclass
-class NoteText:
-    vault: str
-    path: str
-    start_line: int
-    end_line: int
-    total_lines: int
-    text: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
 
 
 @dataclass
@@ -81,6 +70,7 @@ class Hybrid:
         self._stores: dict[str, VaultStore] = {}
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
+        self._hidden = HiddenCache()
         self._lock = threading.RLock()
 
     @property
@@ -271,17 +261,19 @@ class Hybrid:
                 self._stores[vault.name] = store
             return store
 
-    def search(self, query: str | SearchRequest, **options: Any) -> list[Hit]:
+    def search(self, query: str | SearchRequest, *, agent: bool = False, **options: Any) -> list[Hit]:
         """Search and return up to ``top_k`` hits, best first. ``query`` is the query text with
         the options as keywords (``top_k=8``, ``mode="hybrid"``, ``vaults=None`` for all,
         ``folders``, ``tags``, ``since``, ``rerank``, ``exclude_folders``), or a ready
         :class:`~hybrid.request.SearchRequest`. Arguments are checked against
         :mod:`hybrid.limits` when the request is made (BadSearchArgs: wrong type, ``top_k``
-        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), so every entry point is."""
+        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), so every entry point is. With
+        ``agent`` the search sees the vaults as an agent does (:mod:`hybrid.agent_view`)."""
         request = as_request(query, options)
         request.parsed  # noqa: B018 - a query syntax error is reported before any index opens
         self.refresh()  # a long-lived server sees vaults registered since it started
-        targets = [(v, self._store(v)) for v in self.config.select(request.vaults)]
+        targets = [(v, self._agent_store(v) if agent else self._store(v))
+                   for v in self.config.select(request.vaults)]
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
@@ -294,6 +286,39 @@ class Hybrid:
         # shared, and a server calls this from several threads.
         with self._lock:
             return run_search(targets, request, self.config.settings, query_vector, rescore)
+
+    def _agent_store(self, vault: Vault) -> AgentStore:
+        """Vault ``vault`` as agents see it: its agent index brought in step with the agent
+        settings first (AgentViewStale when that cannot be done now: nothing is served from
+        an index built for other settings)."""
+        store, view = self._store(vault), AgentView.of(vault, self.settings)
+        if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
+            self._rebuild_agent_view(vault, view)
+        hidden = self._hidden.get(vault.name, store.catalog, view)
+        return AgentStore(store, view, self._redactor(view), hidden)
+
+    def _redactor(self, view: AgentView):
+        return agent_view.agent_redactor() if view.redact else None
+
+    def _rebuild_agent_view(self, vault: Vault, view: AgentView) -> None:
+        """Rebuild the agent index from the catalog (settings changed since the last index
+        run, or an index made before the agent view existed), under the writer lock."""
+        from .errors import IndexLocked
+        from .store import VaultStore, lock_dir
+        try:
+            lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
+        except IndexLocked:
+            raise agent_view.AgentViewStale(
+                f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
+                f"an indexer is at work; try again when it finishes") from None
+        try:
+            writer = VaultStore(vault.index_dir)
+            try:
+                agent_view.check(writer, view, self._redactor(view), 5000)
+            finally:
+                writer.close()
+        finally:
+            lock.release()
 
     def _query_embedders(self, targets) -> dict[str, Embedder]:
         """The embedder of each distinct model the targets were indexed with; EmbedderMismatch
@@ -326,36 +351,21 @@ class Hybrid:
             return self._rerankers[key]
 
     def get(self, ref: str, vault: str | None = None, start: int | None = None,
-            end: int | None = None, max_chars: int | None = None) -> NoteText:
+            end: int | None = None, max_chars: int | None = None, *, agent: bool = False) -> NoteText:
         """Read lines of a note from disk. ``ref`` is ``path`` or ``path:START-END``; anything
-        that resolves outside the vault (``..``, absolute paths, symlinks out) is refused."""
-        m = REF_RE.match(ref.strip())
-        if not m:
-            raise PathRefused(f"bad note reference {ref!r}: use PATH or PATH:START-END")
-        path = m.group("path")
-        if m.group("start"):
-            start = int(m.group("start"))
-            end = int(m.group("end") or m.group("start"))
-        v = self._one_vault(vault)
-        target, rel = self._note_file(v, path)
-        from .notes import BinaryFile, decode
-        try:
-            text, _ = decode(target.read_bytes(), rel)
-        except (OSError, BinaryFile):
-            raise PathRefused(f"{path!r} is not a readable note in vault {v.name!r}") from None
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        s = max(1, start or 1)
-        e = min(len(lines), end or len(lines))
-        if s > e and lines:
-            raise PathRefused(f"{path}: lines {s}-{e} are out of range (the note has {len(lines)} lines)")
-        body = "\n".join(lines[s - 1:e])
-        if max_chars is not None and len(body) > max_chars:
-            body = body[:max_chars]
-        return NoteText(v.name, rel, s, e, len(lines), body)
+        that resolves outside the vault (``..``, absolute paths, symlinks out) is refused. With
+        ``agent``: only an indexed note an agent may see, its secrets redacted; a refusal says
+        the same whether or not the note exists (see :mod:`hybrid.reader`)."""
+        v = self.vault_for(vault)
+        limit = self.config.settings.max_file_bytes
+        if not agent:
+            return reader.read_note(v, ref, start, end, max_chars, limit)
+        view = AgentView.of(v, self.settings)
+        return reader.read_note(v, ref, start, end, max_chars, limit,
+                                agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
-    def _one_vault(self, name: str | None) -> Vault:
+    def vault_for(self, name: str | None) -> Vault:
+        """Vault ``name``, or the only one registered (VaultError names them when several are)."""
         self.refresh()
         if name is not None:
             return self.config.vault(name)
@@ -365,58 +375,27 @@ class Hybrid:
             raise VaultError(f"several vaults are registered ({names}): name one with --vault")
         return vaults[0]
 
-    def _note_file(self, v: Vault, path: str) -> tuple[Path, str]:
-        """The file behind vault-relative ``path``, if indexing would pick it up: inside the
-        vault after symlinks, no hidden part (``.env``, ``.git/config``, ``.obsidian/plugins/…``
-        where plugins keep API keys), matched by the vault's include globs and none of its
-        excludes, not over ``max_file_bytes``. Anything else is refused with the same words
-        whether or not it exists."""
-        import posixpath
-
-        from .notes import glob_to_regex, target_allowed
-        if not path or Path(path).is_absolute() or "\x00" in path or "\\" in path:
-            raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
-        rel = posixpath.normpath(path)
-        if rel == ".." or rel.startswith("../"):
-            raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
-        root = v.path.resolve()
-        target = (root / rel).resolve()
-        refused = PathRefused(f"{path!r} is not a note in vault {v.name!r} (only indexed files "
-                              f"can be read: no hidden folders, include/exclude applied)")
-        if not target.is_relative_to(root) or target == root:
-            raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
-        parts = rel.split("/") + list(target.relative_to(root).parts)
-        if rel == "." or any(p.startswith(".") for p in parts):
-            raise refused
-        exclude = [glob_to_regex(g) for g in v.exclude]
-        if not any(glob_to_regex(g).match(rel) for g in v.include) \
-                or any(r.match(rel) for r in exclude) \
-                or not target_allowed(str(root / rel), root, exclude):
-            raise refused
-        try:
-            st = target.stat()
-        except OSError:
-            raise PathRefused(f"{path!r}: no such note in vault {v.name!r}") from None
-        import stat as stat_
-        if not stat_.S_ISREG(st.st_mode):
-            raise refused
-        if st.st_size > self.config.settings.max_file_bytes:
-            raise PathRefused(f"{path!r} is over max_file_bytes "
-                              f"({self.config.settings.max_file_bytes:,}); not read")
-        return target, rel
-
-    def status(self) -> list[VaultStatus]:
+    def status(self, *, agent: bool = False) -> list[VaultStatus]:
+        """One row per vault. With ``agent``: as an agent sees it (counts of the notes it may
+        see; nothing about the others, nor the size on disk)."""
         out = []
         for v in self.vaults:
             st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
             if st.indexed:
                 try:
                     _fill_status(st, v.index_dir)
+                    if agent:
+                        self._agent_counts(st, v)
                 except (IndexCorrupt, sqlite3.DatabaseError) as exc:
                     # One damaged vault must not hide the others; `hybrid index` heals it.
                     st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             out.append(st)
         return out
+
+    def _agent_counts(self, st: VaultStatus, v: Vault) -> None:
+        store, view = self._store(v), AgentView.of(v, self.settings)
+        st.notes, st.chunks = agent_view.visible_counts(store.catalog, view)
+        st.disk_bytes, st.pending = 0, 0
 
     def close(self) -> None:
         with self._lock:

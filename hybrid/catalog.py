@@ -98,6 +98,16 @@ class ChunkRow:
     modified: float
     embed_hash: str
     dead: bool = False
+    file_id: int = 0
+    props: str = "{}"    # the note's frontmatter as JSON (parsed on demand: see ``properties``)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.props)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -126,12 +136,12 @@ class NoteRecord:
 
 
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
-                 "f.aliases, f.modified, c.embed_hash, c.dead")
+                 "f.aliases, f.modified, c.embed_hash, c.dead, c.file_id, f.properties")
 
 
 def _chunk_row(r: Sequence[Any]) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
-                    r[9], r[10], bool(r[11]))
+                    r[9], r[10], bool(r[11]), r[12], r[13])
 
 
 class Catalog:
@@ -248,6 +258,22 @@ class Catalog:
 
     def file_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0]
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def note_texts(self, file_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+        """``{file id: [(chunk id, text), …]}``, the live chunks of each note in order."""
+        out: dict[int, list[tuple[int, str]]] = {}
+        ids = list(file_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT file_id, id, text FROM chunks WHERE dead=0 AND file_id IN "
+                 f"({','.join('?' * len(part))}) ORDER BY file_id, ord")
+            for fid, cid, text in self.db.execute(q, part):
+                out.setdefault(fid, []).append((cid, text))
+        return out
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}

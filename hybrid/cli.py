@@ -9,7 +9,9 @@ import sys
 
 import click
 
+from .cli_audit import audit_cmd
 from .cli_eval import eval_cmd
+from .cli_proposals import proposals_cmd
 from .cli_support import Group, open_handle, print_json, progress_bar, setup_logging
 from .errors import HybridError
 
@@ -146,8 +148,11 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
                                       "model name (overrides the setting).")
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
+@click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
+                                                "secrets redacted (settings agent_exclude, private_tags).")
 @click.pass_context
-def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local):
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local,
+          as_agent):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE."""
     h = open_handle(ctx)
@@ -157,7 +162,7 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
                             folders=folders, tags=tags, since=since,
                             rerank=rerank or bool(rerank_model))
     hits = None
-    if not rerank_model and not local:
+    if not rerank_model and not local and not as_agent:
         from .http_server import remote_search
         remote = remote_search(h, request)  # a running `hybrid serve --http` has the model warm
         if remote is not None:
@@ -166,7 +171,7 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
     if hits is None:
         if rerank_model:
             h.override(rerank_model=rerank_model)
-        hits = h.search(request)
+        hits = h.search(request, agent=as_agent)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -187,10 +192,11 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
 @click.argument("ref")
 @click.option("--vault", help="Vault name (needed when several are registered).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--as-agent", is_flag=True, help="Read it as an agent would (refused if private; secrets redacted).")
 @click.pass_context
-def get(ctx, ref, vault, as_json):
+def get(ctx, ref, vault, as_json, as_agent):
     """Print a note, or lines of it: REF is PATH or PATH:START-END (1-based, inclusive)."""
-    note = open_handle(ctx).get(ref, vault)
+    note = open_handle(ctx).get(ref, vault, agent=as_agent)
     if as_json:
         print_json(note.to_dict())
     else:
@@ -366,8 +372,10 @@ def service_status():
     click.echo(r.message)
 
 
-# --- evaluation (its own module: the command is as big as the rest) ------------------------
+# --- evaluation, and what agents did (each its own module) ---------------------------------
 main.add_command(eval_cmd, "eval")
+main.add_command(audit_cmd, "audit")
+main.add_command(proposals_cmd, "proposals")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
     return name
 
 
-VAULT_KEYS = {"path", "include", "exclude", "embedder"}
+VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude"}
 
 
 def home_dir() -> Path | None:
@@ -81,6 +81,7 @@ class Vault:
     exclude: list[str]
     embedder: str
     index_dir: Path
+    agent_exclude: list[str] = field(default_factory=list)  # the settings' and the vault's own
 
 
 @dataclass
@@ -104,6 +105,7 @@ class Config:
             exclude=list(self.settings.exclude) + list(raw.get("exclude") or []),
             embedder=str(raw.get("embedder") or self.settings.embedder),
             index_dir=self.index_dir(name),
+            agent_exclude=list(self.settings.agent_exclude) + list(raw.get("agent_exclude") or []),
         )
 
     def index_dir(self, name: str) -> Path:

@@ -10,6 +10,11 @@ browser cannot send it without a CORS preflight, which this server never grants.
 ``limits.MAX_BODY_BYTES`` get 413 before they are read in full. With a token (``--token`` /
 ``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` needs
 ``Authorization: Bearer <token>`` (401).
+
+``/api/search`` serves the agent view (:mod:`hybrid.agent_view`) and records each call in the
+audit log, like the MCP tools, unless the caller proves to be the owner: ``hybrid query`` sends
+the random owner key this server wrote to its address file (``server.json``, readable by the
+user only) as ``X-Hybrid-Owner``.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ import json
 import logging
 import os
 import re
+import secrets
 import signal
 import threading
 import time
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import HybridError
 from .limits import MAX_BODY_BYTES, BadSearchArgs
@@ -191,8 +197,9 @@ def server_file(h: Hybrid) -> Path:
 
 
 def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-              watcher=None, allowed_hosts: Iterable[str] = ()):
-    """The ASGI app: the MCP server's routes plus /health and /api/search, behind the Guard."""
+              watcher=None, allowed_hosts: Iterable[str] = (), owner_key: str | None = None):
+    """The ASGI app: the MCP server's routes plus /health and /api/search, behind the Guard.
+    ``owner_key`` (default: a random one) lets ``/api/search`` serve the owner's view."""
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -201,6 +208,7 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
 
     server = build_server(h, watcher)
     started = time.time()
+    owner_key = owner_key or secrets.token_urlsafe(32)
     guard = Guard(None, host, token, allowed_hosts)  # validates the names before anything starts
 
     @server.custom_route("/health", methods=["GET"])
@@ -215,15 +223,12 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":  # anything else is a CORS "simple request": no preflight
             return JSONResponse({"error": "Content-Type must be application/json"}, status_code=415)
-        try:
-            search = SearchRequest.from_json(await request.body())
-        except BadSearchArgs as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        try:
-            hits = await anyio.to_thread.run_sync(lambda: h.search(search))
-        except HybridError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=422)
-        return JSONResponse({"hits": [h_.to_dict() for h_ in hits]})
+        body = await request.body()
+        owner = hmac.compare_digest(request.headers.get("x-hybrid-owner", "").encode(), owner_key.encode())
+        peer = request.client.host if request.client else "?"
+        client = None if owner else f"http {peer} {request.headers.get('user-agent', '')}".strip()[:200]
+        status, data = await anyio.to_thread.run_sync(lambda: api_search_call(h, body, client))
+        return JSONResponse(data, status_code=status)
 
     # The SDK checks Host/Origin on /mcp too; it gets the same names as the Guard (which checks
     # every route, and more strictly: the SDK only compares strings).
@@ -235,6 +240,37 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
     guard.app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                            host=host, max_request_body_size=MAX_BODY_BYTES)
     return guard
+
+
+def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[int, dict]:
+    """(HTTP status, JSON body) of one ``/api/search`` call: the owner's view when
+    ``agent_client`` is None, else the agent view, the call recorded in the audit log first
+    (a call that cannot be recorded gets 503)."""
+    from .audit import AuditLog
+    started = time.perf_counter()
+    status, search = 200, None
+    data: dict[str, Any] = {}
+    try:
+        search = SearchRequest.from_json(body)
+        hits = h.search(search, agent=agent_client is not None)
+        data = {"hits": [x.to_dict() for x in hits]}
+    except BadSearchArgs as exc:
+        status, data = 400, {"error": str(exc)}
+    except HybridError as exc:
+        status, data = 422, {"error": str(exc)}
+    if agent_client is None:
+        return status, data
+    record = {"tool": "api/search", "client": agent_client,
+              "args": search.to_json() if search else {"body_bytes": len(body)},
+              "returned": [x["citation"] for x in data.get("hits", [])],
+              "count": len(data.get("hits", [])), "error": data.get("error"),
+              "ms": round((time.perf_counter() - started) * 1000, 1)}
+    try:
+        AuditLog.from_settings(h.config.data, h.settings).append(record)
+    except HybridError as exc:
+        log.error("%s", exc)
+        return 503, {"error": f"refused: this call could not be recorded in the audit log ({exc})"}
+    return status, data
 
 
 def _server_class():
@@ -285,13 +321,14 @@ def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
         raise HybridError(f"binding {host} exposes your notes to the network: set a token with "
                           f"--token or HYBRID_TOKEN")
     allowed_hosts = list(allowed_hosts)
-    app = build_app(h, host, port, token, watcher, allowed_hosts)
+    owner_key = secrets.token_urlsafe(32)
+    app = build_app(h, host, port, token, watcher, allowed_hosts, owner_key)
     if not is_loopback(host) and not allowed_hosts:
         log.warning("only loopback Host names are accepted: for clients on the network, add "
                     "--allow-host NAME (or HYBRID_ALLOWED_HOSTS) with the name or IP they use")
     info = server_file(h)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token))
+    server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token, owner_key))
     try:
         with _graceful_signals(server):
             server.run()
@@ -301,13 +338,17 @@ def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
         _remove_info(info)
 
 
-def _write_info(info: Path, host: str, port: int, token: str | None) -> None:
-    """Record where this server listens (atomically: a reader never sees half a file)."""
+def _write_info(info: Path, host: str, port: int, token: str | None, owner_key: str = "") -> None:
+    """Record where this server listens and its owner key (atomically: a reader never sees half
+    a file; readable by the user only: the key unlocks the owner's view)."""
     info.parent.mkdir(parents=True, exist_ok=True)
     url_host = "127.0.0.1" if host in WILDCARD_BINDS else _url_host(host.strip("[]"))
     tmp = info.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"url": f"http://{url_host}:{port}", "pid": os.getpid(),
-                               "token": bool(token)}), encoding="utf-8")
+    data = json.dumps({"url": f"http://{url_host}:{port}", "pid": os.getpid(), "token": bool(token),
+                       "owner_key": owner_key})
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
     os.replace(tmp, info)
 
 
@@ -343,10 +384,14 @@ def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> li
     try:
         info = json.loads(server_file(h).read_text(encoding="utf-8"))
         url = str(info["url"])
-    except (OSError, ValueError, KeyError, TypeError):
+        owner_key = str(info.get("owner_key") or "")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not owner_key:  # a server from before the agent view: it would not know us as the owner
         return None
     req = urllib.request.Request(url + "/api/search", data=json.dumps(request.to_json()).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
+                                 headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
+                                 method="POST")
     token = os.environ.get("HYBRID_TOKEN")
     if token:
         req.add_header("Authorization", f"Bearer {token}")

@@ -9,6 +9,7 @@ that has no cached vector and commit the vectors to the catalog's cache, batch b
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import logging
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import notes as notes_mod
+from .agent_view import AgentView, agent_redactor
 from .catalog import NewChunk, NoteRecord
 from .chunk import Chunker
 from .config import Vault
@@ -117,6 +119,14 @@ class _Job:
     progress: Progress | None
     clock: Stopwatch
 
+    @functools.cached_property
+    def view(self) -> AgentView:
+        return AgentView.of(self.vault, self.settings)
+
+    @functools.cached_property
+    def redactor(self):
+        return agent_redactor() if self.view.redact else None
+
     @property
     def chunking(self) -> str:
         """The chunking parameters as recorded in the catalog: a change re-chunks every note."""
@@ -168,7 +178,7 @@ def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
     report.removed = len(removed)
     with job.clock("catalog"):
         _apply(store, job, pending, removed)
-    synced = store.sync_derived(job.embedder.id)
+    synced = store.sync_derived(job.embedder.id, view=job.view, redactor=job.redactor)
     job.clock.add("tantivy", synced["lexical_seconds"])
     job.clock.add("faiss", synced["vector_seconds"])
     _finish(store, job, report)
@@ -185,7 +195,8 @@ def _check_model(store: VaultStore, job: _Job, report: IndexReport) -> None:
     if cat.get_meta("embedder") is None:
         cat.set_meta("embedder", job.embedder.id)  # before any chunk exists, so none is unlabelled
     if cat.journal():
-        report.recovered = store.sync_derived(stored or job.embedder.id)["journal"]
+        report.recovered = store.sync_derived(stored or job.embedder.id, view=job.view,
+                                              redactor=job.redactor)["journal"]
 
 
 def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
@@ -193,7 +204,8 @@ def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
     unchanged file is counted and not read (all are read when the chunking changed)."""
     vault, known = job.vault, store.catalog.files()
     rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking)
-    entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude))
+    entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude,
+                                      link_exclude=job.view.exclude_patterns))
     if not entries and known:
         # An empty folder where notes were is far more often a drive or share that is not
         # mounted than a user who deleted every note: keep the index (and its embeddings).

@@ -460,11 +460,11 @@ def section_text(texts: Sequence[str]) -> str:
     of the one before (the chunker's overlap) dropped, so BM25 counts each word once."""
     out = list(texts[:1])
     for prev, nxt in zip(texts, texts[1:]):
-        out.append(nxt[_overlap(prev, nxt):])
+        out.append(nxt[overlap(prev, nxt):])
     return "\n".join(out)
 
 
-def _overlap(prev: str, nxt: str) -> int:
+def overlap(prev: str, nxt: str) -> int:
     """Length of the longest start of ``nxt`` that ``prev`` ends with (0 when shorter than
     ``OVERLAP_PROBE`` characters: a coincidence, not the chunker's overlap)."""
     probe = nxt[:OVERLAP_PROBE]

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,11 +68,14 @@ def target_allowed(abspath: str, real_root: Path, exclude: list[re.Pattern[str]]
     return not hidden(rel) and not any(r.match(rel) for r in exclude)
 
 
-def discover(root: Path, include: list[str], exclude: list[str]) -> Iterator[FileEntry]:
+def discover(root: Path, include: list[str], exclude: list[str],
+             link_exclude: Sequence[re.Pattern[str]] = ()) -> Iterator[FileEntry]:
     """Yield the vault's matching files. Hidden folders (``.obsidian``, ``.trash``, ``.git`` …)
     and hidden files are skipped; symlinks are followed only while they stay inside the vault,
     and a file reached through one only when the file it really is would be indexed itself
-    (``target_allowed``); a folder reached twice (a symlink loop) is walked once."""
+    (``target_allowed``; ``link_exclude`` are further patterns the file it really is must not
+    match: the agent view's, so no link can show an agent-excluded note under another name);
+    a folder reached twice (a symlink loop) is walked once."""
     inc = [glob_to_regex(p) for p in include]
     exc = [glob_to_regex(p) for p in exclude]
     real_root = root.resolve()
@@ -106,7 +109,8 @@ def discover(root: Path, include: list[str], exclude: list[str]) -> Iterator[Fil
                 subdirs.append((Path(entry.path), relpath + "/", linked or is_link))
             elif stat.S_ISREG(st.st_mode):
                 if any(r.match(relpath) for r in inc) and not any(r.match(relpath) for r in exc):
-                    if (linked or is_link) and not target_allowed(entry.path, real_root, exc):
+                    if (linked or is_link) and not target_allowed(entry.path, real_root,
+                                                                  [*exc, *link_exclude]):
                         log.info("%s: links to a hidden or excluded file; skipped", relpath)
                         continue
                     yield FileEntry(relpath, entry.path, st.st_size, st.st_mtime_ns)

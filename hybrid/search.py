@@ -27,6 +27,7 @@ from .request import Filters, SearchRequest
 from .timing import Stopwatch
 
 if TYPE_CHECKING:
+    from .agent_view import AgentStore
     from .config import Vault
     from .settings import Settings
     from .store import VaultStore
@@ -36,7 +37,8 @@ MODES = ("lexical", "vector", "hybrid")
 
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
-Targets = Sequence[tuple["Vault", "VaultStore"]]
+# a store, or one seen through the agent view (hybrid.agent_view.AgentStore: the same parts, filtered)
+Targets = Sequence[tuple["Vault", "VaultStore | AgentStore"]]
 QueryVector = Callable[[str, str], "object"]
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 
@@ -70,12 +72,15 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     if request.mode in ("vector", "hybrid") and vectors:
         with clock("vector"):
             arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
-    with clock("weigh"):
-        weights = fusion_weights(targets, parsed, arms, settings) if request.mode == "hybrid" else None
-    fused = fuse_arms(request.mode, arms, settings, weights)
     with clock("hydrate"):
-        rows = hydrate(targets, [k for k, _ in fused])
-    fused = [(k, s) for k, s in fused if k in rows]  # ids gone since the arms ran are dropped
+        rows = hydrate(targets, list(dict.fromkeys(k for k, _ in arms.lexical + arms.vector)))
+    # ids gone since the arms ran (or, for an agent, of a note made private meanwhile) are
+    # dropped before fusion, so no rank or score shows the gap they leave
+    arms.lexical = [kv for kv in arms.lexical if kv[0] in rows]
+    arms.vector = [kv for kv in arms.vector if kv[0] in rows]
+    with clock("weigh"):
+        weights = fusion_weights(targets, parsed, arms, rows, settings) if request.mode == "hybrid" else None
+    fused = fuse_arms(request.mode, arms, settings, weights)
     fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
     ce: dict[Key, float] = {}
     if request.rerank and rescore is not None and fused and not arms.exact:
@@ -200,7 +205,7 @@ def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: i
     return fuse.merge_by_score(lists, depth)
 
 
-def _vector_hits(store: VaultStore, qvec, parsed: ParsedQuery, filters: Filters,
+def _vector_hits(store: VaultStore | AgentStore, qvec, parsed: ParsedQuery, filters: Filters,
                  depth: int) -> list[tuple[int, float]]:
     banned: set[int] = set()
     if filters.exclude_folders:
@@ -219,7 +224,7 @@ def _vector_hits(store: VaultStore, qvec, parsed: ParsedQuery, filters: Filters,
     return store.vector.search(qvec, depth, allowed, banned)
 
 
-def _post_filtered(store: VaultStore, qvec, depth: int, banned: set[int],
+def _post_filtered(store: VaultStore | AgentStore, qvec, depth: int, banned: set[int],
                    filters: Filters) -> list[tuple[int, float]] | None:
     """A note filter that keeps many chunks is cheapest applied after the search: take the
     nearest ``10·depth`` (then ``40·depth``) chunks unfiltered and keep those the catalog says
@@ -239,7 +244,7 @@ def _post_filtered(store: VaultStore, qvec, depth: int, banned: set[int],
     return None
 
 
-def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms,
+def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms, rows: dict[Key, ChunkRow],
                    settings: Settings) -> tuple[float, float]:
     """The (lexical, vector) fusion weights for this query. With ``adaptive_fusion`` the BM25
     weight is scaled by how much of the query the best BM25 hits cover (see
@@ -253,8 +258,8 @@ def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms,
     want = fuse.content_stems(parsed.text, store.lexical.stem.analyze)
     if not want:
         return wl, wv
-    top = hydrate(targets, [k for k, _ in arms.lexical[:COVERAGE_HITS]])
-    texts = [f"{r.title} {r.heading} {r.text}" for r in top.values()]
+    top = [rows[k] for k, _ in arms.lexical[:COVERAGE_HITS]]
+    texts = [f"{r.title} {r.heading} {r.text}" for r in top]
     arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.analyze)
     return wl * fuse.coverage_weight(cov), wv
 

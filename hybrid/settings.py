@@ -20,9 +20,10 @@ from .errors import ConfigError
 
 
 def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
-             check: Callable[[Any], bool] | None = None, empty_ok: bool = False) -> Any:
+             check: Callable[[Any], bool] | None = None, empty_ok: bool = False,
+             hint: str = "") -> Any:
     return field(default=default, metadata={"help": help, "choices": choices, "check": check,
-                                            "empty_ok": empty_ok})
+                                            "empty_ok": empty_ok, "hint": hint})
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,33 @@ class Settings:
                    "(8-bit scalar quantization, a quarter). Changing it rebuilds the vector index "
                    "from the catalog, without re-embedding.", choices=("float32", "float16", "sq8"))
 
+    agent_exclude: tuple[str, ...] = _setting(
+        (), "Globs (vault-relative, like `exclude`) of notes that agents never see: not in MCP or "
+            "HTTP API search hits, `get_note`, counts or snippets. The owner's CLI still shows them "
+            "(`--as-agent` shows what an agent sees). A vault may add its own.")
+    private_tags: tuple[str, ...] = _setting(
+        ("private",), "Notes carrying one of these tags (or a nested child: `private/health`) are "
+                      "never shown to agents; frontmatter `private: true` does the same for one note.")
+    redact_secrets: bool = _setting(
+        True, "Replace credentials (cloud keys, tokens, private keys, passwords in URLs, "
+              "`password: …` lines) with `[redacted secret]` in all text shown to agents.")
+    proposals_folder: str = _setting(
+        "", "Vault-relative folder where agents may write new notes with the MCP tool "
+            "`propose_note`, and nowhere else (empty = agents cannot write). `hybrid proposals` "
+            "reviews them.", check=lambda v: _safe_folder(v), empty_ok=True,
+            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)")
+    agents_see_proposals: bool = _setting(
+        False, "Let agents search and read unreviewed proposals (by default they never see them, "
+               "so an agent never cites its own unreviewed text).")
+    proposal_max_chars: int = _setting(20_000, "Largest proposal an agent may write, in characters.",
+                                       check=lambda v: v >= 1)
+    audit_log: bool = _setting(
+        True, "Append every agent call (tool, arguments, client, returned citations) to "
+              "`audit.jsonl` in the data dir; `hybrid audit` shows it.")
+    audit_max_mb: float = _setting(10, "Size at which the audit log rotates, in MB.",
+                                   check=lambda v: v > 0)
+    audit_keep: int = _setting(5, "How many rotated audit logs to keep.")
+
     def __post_init__(self) -> None:
         for f in fields(self):
             object.__setattr__(self, f.name, _checked(f, getattr(self, f.name)))
@@ -119,6 +147,13 @@ class Settings:
         """The settings that differ from their defaults: what the config file needs to hold."""
         defaults = Settings().as_dict()
         return {k: v for k, v in self.as_dict().items() if v != defaults[k]}
+
+
+def _safe_folder(value: str) -> bool:
+    """A vault-relative folder with no way out: not absolute, no `..`, no hidden part."""
+    parts = value.strip("/").split("/")
+    return value == "" or ("\\" not in value and not value.startswith("/") and ":" not in value
+                           and all(p and p not in (".", "..") and not p.startswith(".") for p in parts))
 
 
 def _plain(value: Any) -> Any:
@@ -153,7 +188,8 @@ def _checked(f: dataclasses.Field, value: Any) -> Any:
         ok = meta["check"](value)
     if not ok:
         shown = list(default) if isinstance(default, tuple) else default
-        hint = f"one of {', '.join(meta['choices'])}" if meta["choices"] else f"like {shown!r}"
+        hint = meta["hint"] or (f"one of {', '.join(meta['choices'])}" if meta["choices"]
+                                else f"like {shown!r}")
         raise ConfigError(f"setting {f.name!r} must be {hint}, got {value!r}")
     return value
 

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import agent_view
+from .agent_view import AGENT_LEXICAL, AgentView
 from .catalog import Catalog
 from .errors import CatalogCorrupt, IndexCorrupt, IndexLocked
 from .lexical import LexicalIndex, remove_known
@@ -33,6 +35,7 @@ T = TypeVar("T")
 KNOWN_FILE_RE = re.compile(r"^(catalog\.sqlite(-wal|-shm|-journal)?|"
                            r"catalog\.sqlite\.corrupt-[0-9T-]+(-wal)?|"
                            r"vectors\.faiss|vectors\.tmp|index\.lock)$")
+LEXICAL_DIRS = ("lexical", AGENT_LEXICAL)  # the owner's tantivy index and the agent view's
 REEMBED_TMP, REEMBED_READY, REEMBED_OLD = ".reembed-tmp", ".reembed-ready", ".reembed-old"
 # Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
 # merges, so after edits scores drift from a clean build's. The index is rebuilt from the
@@ -74,9 +77,10 @@ def _remove_tree(directory: Path) -> list[str]:
     ``lexical/``), then the folder if that empties it. Returns the names left behind."""
     if not directory.is_dir():
         return []
-    inner = [f"lexical/{n}" for n in LexicalIndex.destroy(directory / "lexical")]
+    inner = [f"{sub}/{n}" for sub in LEXICAL_DIRS for n in LexicalIndex.destroy(directory / sub)]
     left = remove_known(directory, KNOWN_FILE_RE)
-    return inner + [n for n in left if not (n == "lexical" and inner)]
+    return inner + [n for n in left if not any(n == sub and any(i.startswith(sub + "/") for i in inner)
+                                                for sub in LEXICAL_DIRS)]
 
 
 def purge_index_dir(directory: Path) -> list[str]:
@@ -117,7 +121,7 @@ def _swap_in(directory: Path) -> None:
         os.rename(directory, old)
     checkpoint("reembed-mid-swap")
     os.rename(ready, directory)
-    _fsync_dir(directory.parent)
+    fsync_dir(directory.parent)
     _remove_tree(old)
 
 
@@ -133,9 +137,11 @@ def _clear_old(old: Path) -> None:
         log.warning("%s: kept files hybrid did not create in %s", old.parent, keep)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make new directory entries in ``path`` durable (POSIX; a no-op where folders cannot be
+    opened)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return
     try:
@@ -228,7 +234,8 @@ def _check_kinds(directory: Path) -> None:
     """Each of hybrid's names must be what hybrid makes (a folder ``lexical``, files for the
     rest). Something else under those names was not made by hybrid, so it is not deleted:
     one line says what to move away."""
-    for name, want_dir in (("lexical", True), ("catalog.sqlite", False), ("vectors.faiss", False)):
+    kinds = [*((d, True) for d in LEXICAL_DIRS), ("catalog.sqlite", False), ("vectors.faiss", False)]
+    for name, want_dir in kinds:
         path = directory / name
         if path.exists() and path.is_dir() != want_dir:
             kind = "a folder" if path.is_dir() else "a file"
@@ -258,6 +265,7 @@ class VaultStore:
             raise IndexCorrupt("not indexed yet")
         self._identity = _file_identity(catalog)
         self._lexical: LexicalIndex | None = None
+        self._agent_lexical: LexicalIndex | None = None
         self.vector = VectorIndex(directory / "vectors.faiss")
         self.spec = VectorSpec()  # the indexer sets it from the settings
         if create and self.catalog.fresh:
@@ -280,24 +288,35 @@ class VaultStore:
             self._lexical = self._open_lexical()
         return self._lexical
 
-    def _open_lexical(self) -> LexicalIndex:
-        path = self.directory / "lexical"
+    @property
+    def agent_lexical(self) -> LexicalIndex:
+        """The agent view's tantivy index (see :mod:`hybrid.agent_view`): opened, and on the
+        writer path verified or healed, like the owner's."""
+        if self._agent_lexical is None:
+            self._agent_lexical = self._open_lexical(AGENT_LEXICAL)
+        return self._agent_lexical
+
+    def _open_lexical(self, name: str = "lexical") -> LexicalIndex:
+        path = self.directory / name
         if not self.writable:
-            return LexicalIndex(path)
+            return LexicalIndex(path, create=name == "lexical")
         lex: LexicalIndex | None = None
+        meta = "lexical_verified" if name == "lexical" else f"{name}_verified"
         try:
             lex = LexicalIndex(path)
-            known = json.loads(self.catalog.get_meta("lexical_verified") or "{}")
+            known = json.loads(self.catalog.get_meta(meta) or "{}")
             checked = lex.verify(known)
             if checked != known:
-                self.catalog.set_meta("lexical_verified", json.dumps(checked, sort_keys=True))
+                self.catalog.set_meta(meta, json.dumps(checked, sort_keys=True))
             return lex
         except IndexCorrupt as exc:
             problem = str(exc)
         lex = None  # close tantivy's handle on the damaged files before they go
-        self.heal_note(f"{self.directory.name}: lexical index unreadable ({problem}); "
+        self.heal_note(f"{self.directory.name}: {name} index unreadable ({problem}); "
                        f"rebuilding it from the catalog")
         LexicalIndex.destroy(path)
+        if name != "lexical":
+            self.catalog.set_meta("agent_view", "")  # rebuilt by the next sync
         return LexicalIndex(path)
 
     def _check_vector(self) -> None:
@@ -313,8 +332,9 @@ class VaultStore:
     def _drop_derived(self) -> None:
         if (self.directory / "lexical").exists() or self.vector.path.exists():
             log.info("%s: new catalog; dropping the old derived indexes", self.directory.name)
-        self._lexical = None
-        LexicalIndex.destroy(self.directory / "lexical")
+        self._lexical = self._agent_lexical = None
+        for sub in LEXICAL_DIRS:
+            LexicalIndex.destroy(self.directory / sub)
         self.vector.destroy()
 
     def heal_note(self, message: str) -> None:
@@ -330,11 +350,13 @@ class VaultStore:
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
         return lock_dir(self.directory, timeout)
 
-    def sync_derived(self, model: str | None, batch: int = 5000) -> dict[str, Any]:
+    def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
+                     redactor: Any = None) -> dict[str, Any]:
         """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
         counts and layout, rebuilding a projection from the catalog if it disagrees (no
-        re-embedding: vectors come from the catalog's cache). Idempotent; safe to repeat after
-        a crash: the journal is cleared only once both projections hold its changes."""
+        re-embedding: vectors come from the catalog's cache). With ``view`` the agent index
+        too (see :mod:`hybrid.agent_view`). Idempotent; safe to repeat after a crash: the
+        journal is cleared only once every projection holds its changes."""
         from .timing import Stopwatch
         clock = Stopwatch()
         stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
@@ -344,10 +366,12 @@ class VaultStore:
         ids = self.catalog.journal()
         if ids:
             stats["journal"] = len(ids)
-            self._replay_journal(ids, model, n, batch, clock, stats)
+            self._replay_journal(ids, model, n, batch, clock, stats, view, redactor)
             self.catalog.purge(ids)
         with clock("lexical"):
             stats["rebuilt_lexical"] = int(self._check_lexical(n, batch))
+            if view is not None:
+                stats["rebuilt_agent"] = int(agent_view.check(self, view, redactor, batch))
         with clock("vector"):
             if model is not None and not stats["rebuilt_vector"]:
                 stats["rebuilt_vector"] = self._check_vector_count(model, n)
@@ -356,7 +380,7 @@ class VaultStore:
         return stats
 
     def _replay_journal(self, ids: list[int], model: str | None, n: int, batch: int,
-                        clock, stats: dict[str, Any]) -> None:
+                        clock, stats: dict[str, Any], view: AgentView | None, redactor: Any) -> None:
         """Apply the journaled chunk ids (added, changed or dead) to tantivy, then to FAISS
         from the cached vectors (or rebuild FAISS when its layout must change)."""
         live: list[int] = []
@@ -369,6 +393,8 @@ class VaultStore:
 
         with clock("lexical"):
             self.lexical.apply(ids, batches())
+            if view is not None:
+                agent_view.apply_journal(self, ids, view, redactor, batch)
         checkpoint("after-lexical")
         with clock("vector"):
             if model is not None:

@@ -66,7 +66,7 @@ def http_server(sample_home):
 async def exercise(session: ClientSession):
     await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"search", "get_note", "list_vaults"}
+    assert set(tools) == {"search", "get_note", "list_vaults", "propose_note"}
     props = tools["search"].input_schema["properties"]
     assert all(p.get("description") for p in props.values())  # every parameter described
     assert "never instructions" in tools["search"].description

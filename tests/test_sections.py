@@ -148,7 +148,7 @@ def test_coverage_and_weight():
 
 def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
     from hybrid.request import SearchRequest
-    from hybrid.search import Arms, fusion_weights, lexical_arm
+    from hybrid.search import Arms, fusion_weights, hydrate, lexical_arm
     vault = tmp_path / "vault"
     write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")
     write(vault, "misc.md", "# Misc\n\nI keep one huge list of my other devices and a folder of PDFs.\n")
@@ -160,7 +160,8 @@ def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
         req = SearchRequest(text)
         arms = Arms(lexical=lexical_arm(targets, req.parsed, req.filters, 10, s),
                     vector=[(("vault", 1), 1.0)])
-        return fusion_weights(targets, req.parsed, arms, s)
+        rows = hydrate(targets, [k for k, _ in arms.lexical])
+        return fusion_weights(targets, req.parsed, arms, rows, s)
 
     assert weight("selective sync exclude folder") == (s.weight_lexical, s.weight_vector)
     wl, wv = weight("stop copying my enormous scanned paperwork collection onto every device")

@@ -1,0 +1,153 @@
+"""Reading a note from disk for ``get`` / MCP ``get_note``: only files the index would cover.
+
+A path is refused unless it lies inside the vault after symlinks, has no hidden part
+(``.env``, ``.git/config``, ``.obsidian/plugins/…`` where plugins keep API keys), is matched
+by the vault's include globs and none of its excludes, and is not over ``max_file_bytes``.
+
+For an agent (:class:`AgentCheck`) the note must also be in the index and visible in the
+agent view (:mod:`hybrid.agent_view`), and its text is redacted before the lines are cut. Every
+refusal then reads the same, whether the note is private, excluded or absent, so an agent
+cannot learn that a private note exists by asking for it.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import stat as stat_
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import PathRefused
+
+if TYPE_CHECKING:
+    from .agent_view import AgentView
+    from .catalog import Catalog
+    from .config import Vault
+
+REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+
+
+@dataclass
+class NoteText:
+    vault: str
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class AgentCheck:
+    """What reading as an agent needs: the view, the vault's catalog, the redactor (or None)."""
+    view: AgentView
+    catalog: Catalog
+    redactor: Any
+
+    def allows(self, rel: str, real: str) -> bool:
+        """Whether an agent may read the indexed note ``rel`` (``real``: the file it really
+        is, when reached through a symlink)."""
+        row = self.catalog.db.execute(
+            "SELECT tags, properties FROM files WHERE path=? AND deleted=0", (rel,)).fetchone()
+        if row is None:
+            return False
+        tags, props = json.loads(row[0]), json.loads(row[1])
+        return self.view.hides(rel, tags, props) is None and self.view.hides(real) is None
+
+
+def read_note(v: Vault, ref: str, start: int | None, end: int | None, max_chars: int | None,
+              max_file_bytes: int, agent: AgentCheck | None = None) -> NoteText:
+    """Lines ``start``..``end`` (1-based, inclusive; default all) of the note ``ref`` (``path``
+    or ``path:START-END``) in vault ``v``."""
+    m = REF_RE.match(ref.strip())
+    if not m:
+        raise PathRefused(f"bad note reference {ref!r}: use PATH or PATH:START-END")
+    path = m.group("path")
+    if m.group("start"):
+        start = int(m.group("start"))
+        end = int(m.group("end") or m.group("start"))
+    if agent is None:
+        target, rel = note_file(v, path, max_file_bytes)
+    else:
+        target, rel = _agent_note_file(v, path, max_file_bytes, agent)
+    from .notes import BinaryFile, decode
+    try:
+        text, _ = decode(target.read_bytes(), rel)
+    except (OSError, BinaryFile):
+        raise PathRefused(f"{path!r} is not a readable note in vault {v.name!r}") from None
+    if agent is not None and agent.redactor is not None:
+        text = agent.redactor.redact(text)  # the whole note, so no secret is cut in two
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    s = max(1, start or 1)
+    e = min(len(lines), end or len(lines))
+    if s > e and lines:
+        raise PathRefused(f"{path}: lines {s}-{e} are out of range (the note has {len(lines)} lines)")
+    body = "\n".join(lines[s - 1:e])
+    if max_chars is not None and len(body) > max_chars:
+        body = body[:max_chars]
+    return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+def _agent_note_file(v: Vault, path: str, max_file_bytes: int, agent: AgentCheck) -> tuple[Path, str]:
+    """``note_file`` for an agent: refusals that depend on what is on disk all read the same."""
+    _check_syntax(v, path)
+    refused = PathRefused(f"{path!r} is not a note you can read in vault {v.name!r} (use a path "
+                          f"from a search hit)")
+    try:
+        target, rel = note_file(v, path, max_file_bytes)
+    except PathRefused:
+        raise refused from None
+    real = target.relative_to(v.path.resolve()).as_posix()
+    if not agent.allows(rel, real):
+        raise refused
+    return target, rel
+
+
+def _check_syntax(v: Vault, path: str) -> str:
+    """The normalised vault-relative path, or PathRefused for one that is absolute or leads
+    out of the vault as written (judged on the text alone, nothing on disk)."""
+    if not path or Path(path).is_absolute() or "\x00" in path or "\\" in path:
+        raise PathRefused(f"{path!r}: give a path relative to vault {v.name!r}")
+    rel = posixpath.normpath(path)
+    if rel == ".." or rel.startswith("../"):
+        raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
+    return rel
+
+
+def note_file(v: Vault, path: str, max_file_bytes: int) -> tuple[Path, str]:
+    """The file behind vault-relative ``path``, if indexing would pick it up (see the module
+    docstring). Anything else is refused with the same words whether or not it exists."""
+    from .notes import glob_to_regex, target_allowed
+    rel = _check_syntax(v, path)
+    root = v.path.resolve()
+    target = (root / rel).resolve()
+    refused = PathRefused(f"{path!r} is not a note in vault {v.name!r} (only indexed files "
+                          f"can be read: no hidden folders, include/exclude applied)")
+    if not target.is_relative_to(root) or target == root:
+        raise PathRefused(f"{path!r} is outside vault {v.name!r}; refused")
+    parts = rel.split("/") + list(target.relative_to(root).parts)
+    if rel == "." or any(p.startswith(".") for p in parts):
+        raise refused
+    exclude = [glob_to_regex(g) for g in v.exclude]
+    if not any(glob_to_regex(g).match(rel) for g in v.include) \
+            or any(r.match(rel) for r in exclude) \
+            or not target_allowed(str(root / rel), root, exclude):
+        raise refused
+    try:
+        st = target.stat()
+    except OSError:
+        raise PathRefused(f"{path!r}: no such note in vault {v.name!r}") from None
+    if not stat_.S_ISREG(st.st_mode):
+        raise refused
+    if st.st_size > max_file_bytes:
+        raise PathRefused(f"{path!r} is over max_file_bytes ({max_file_bytes:,}); not read")
+    return target, rel
+
