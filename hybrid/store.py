@@ -1,8 +1,9 @@
 """One vault's on-disk index: the catalog plus its two derived projections, kept in step.
 
 Layout under the vault's index dir: ``catalog.sqlite`` (the ledger), ``lexical/`` (tantivy),
-``vectors.faiss`` (FAISS). Beside it: ``<dir>.lock`` (held by whoever writes; outside the dir so
-it survives the folder swap of a re-embed) and, during a re-embed, ``<dir>.reembed-tmp``.
+``lexical-agent/`` (tantivy, the agent view: :mod:`hybrid.agent_view`), ``vectors.faiss``
+(FAISS). The folder itself (its lock, the names hybrid may delete, the re-embed swap) is
+:mod:`hybrid.index_dir`'s.
 
 The derived indexes are projections of the catalog, so a writer that finds one unreadable
 deletes its files and rebuilds it from the catalog; an unreadable catalog is moved aside (to
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,18 +25,27 @@ from typing import Any, TypeVar
 from . import agent_view
 from .agent_view import AGENT_LEXICAL, AgentView
 from .catalog import Catalog
-from .errors import CatalogCorrupt, IndexCorrupt, IndexLocked
-from .lexical import LexicalIndex, remove_known
+from .errors import CatalogCorrupt, IndexCorrupt
+from .index_dir import (  # noqa: F401 - re-exported: callers import them from here
+    LEXICAL_DIRS,
+    REEMBED_OLD,
+    REEMBED_READY,
+    REEMBED_TMP,
+    checkpoint,
+    folder_bytes,
+    fsync_dir,
+    lock_dir,
+    purge_index_dir,
+    recover_reembed,
+    remove_tree,
+    sibling,
+    swap_in,
+)
+from .lexical import LexicalIndex
 from .vector import VectorIndex, VectorSpec
 
 log = logging.getLogger("hybrid")
 T = TypeVar("T")
-# Every name hybrid creates in an index dir; nothing else there is ever deleted.
-KNOWN_FILE_RE = re.compile(r"^(catalog\.sqlite(-wal|-shm|-journal)?|"
-                           r"catalog\.sqlite\.corrupt-[0-9T-]+(-wal)?|"
-                           r"vectors\.faiss|vectors\.tmp|index\.lock)$")
-LEXICAL_DIRS = ("lexical", AGENT_LEXICAL)  # the owner's tantivy index and the agent view's
-REEMBED_TMP, REEMBED_READY, REEMBED_OLD = ".reembed-tmp", ".reembed-ready", ".reembed-old"
 # Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
 # merges, so after edits scores drift from a clean build's. The index is rebuilt from the
 # catalog when any are left in a small index (a rebuild there costs ~0.1-0.25 s), or when they
@@ -46,118 +55,12 @@ LEXICAL_EXACT_BELOW = 1000
 LEXICAL_DRIFT = 0.05
 
 
-def checkpoint(name: str) -> None:
-    """Fault-injection point for the crash tests: ``HYBRID_FAULT=name`` kills the process
-    here with SIGKILL, exactly as a power cut or OOM killer would."""
-    if os.environ.get("HYBRID_FAULT") == name:
-        import signal
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def sibling(directory: Path, suffix: str) -> Path:
-    return directory.with_name(directory.name + suffix)
-
-
-def lock_dir(directory: Path, timeout: float = 0):
-    """The writer lock of an index dir; raises IndexLocked naming the holder when it cannot be had."""
-    from filelock import FileLock, Timeout
-
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(sibling(directory, ".lock")), timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise IndexLocked(f"another `hybrid index` is writing {directory.name!r}; "
-                          f"wait for it to finish or pass --wait SECONDS") from None
-    return lock
-
-
-def _remove_tree(directory: Path) -> list[str]:
-    """Delete hybrid's own files in one index folder (see KNOWN_FILE_RE, and tantivy's files in
-    ``lexical/``), then the folder if that empties it. Returns the names left behind."""
-    if not directory.is_dir():
-        return []
-    inner = [f"{sub}/{n}" for sub in LEXICAL_DIRS for n in LexicalIndex.destroy(directory / sub)]
-    left = remove_known(directory, KNOWN_FILE_RE)
-    return inner + [n for n in left if not any(n == sub and any(i.startswith(sub + "/") for i in inner)
-                                                for sub in LEXICAL_DIRS)]
-
-
-def purge_index_dir(directory: Path) -> list[str]:
-    """Remove a vault's index: hybrid's known files in ``directory`` (catalog and its -wal/-shm,
-    moved-aside catalogs, ``lexical/``, ``vectors.faiss``/``.tmp``, ``index.lock``), the
-    re-embed folders beside it and its lock file, then ``directory`` itself if that leaves it
-    empty. Anything else is left and logged. Returns what was left (paths relative to the
-    parent folder); empty when everything went."""
-    left = [f"{directory.name}/{n}" for n in _remove_tree(directory)]
-    for suffix in (REEMBED_TMP, REEMBED_READY, REEMBED_OLD):
-        other = sibling(directory, suffix)
-        left.extend(f"{other.name}/{n}" for n in _remove_tree(other))
-    sibling(directory, ".lock").unlink(missing_ok=True)
-    return left
-
-
-def recover_reembed(directory: Path) -> None:
-    """Finish or undo what an interrupted re-embed left (the caller holds the lock): a complete
-    build (``.reembed-ready``) is swapped in; an old folder already swapped out is removed, or
-    put back if the swap never completed; an incomplete build (``.reembed-tmp``) is removed."""
-    ready, old = sibling(directory, REEMBED_READY), sibling(directory, REEMBED_OLD)
-    if old.exists() and directory.exists() and not ready.exists():
-        _remove_tree(old)
-    elif old.exists() and not directory.exists() and not ready.exists():
-        os.rename(old, directory)
-    if ready.exists():
-        log.warning("%s: finishing an interrupted re-embed (swapping the new index in)", directory.name)
-        _swap_in(directory)
-    _remove_tree(sibling(directory, REEMBED_TMP))
-
-
-def _swap_in(directory: Path) -> None:
-    """Replace ``directory`` by its complete ``.reembed-ready`` sibling: two renames, each
-    atomic; a crash between them is finished by ``recover_reembed``."""
-    ready, old = sibling(directory, REEMBED_READY), sibling(directory, REEMBED_OLD)
-    if directory.exists():
-        _clear_old(old)
-        os.rename(directory, old)
-    checkpoint("reembed-mid-swap")
-    os.rename(ready, directory)
-    fsync_dir(directory.parent)
-    _remove_tree(old)
-
-
-def _clear_old(old: Path) -> None:
-    """Make room for the swap: remove an earlier ``.reembed-old`` folder, and when it still
-    holds files hybrid did not create (a ``.DS_Store`` someone left in the index folder), move
-    it aside under a unique name instead of deleting them, so no swap is ever jammed by it."""
-    if old.exists():
-        _remove_tree(old)
-    if old.exists():
-        keep = old.with_name(f"{old.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-        os.rename(old, keep)
-        log.warning("%s: kept files hybrid did not create in %s", old.parent, keep)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make new directory entries in ``path`` durable (POSIX; a no-op where folders cannot be
-    opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
     """Run ``build`` on an empty store in ``<dir>.reembed-tmp`` and, once it returns, swap that
     folder in for ``directory`` (the caller holds the lock). Until the swap the old index keeps
     answering; if ``build`` fails or the process dies, the old one stays."""
     tmp, ready = sibling(directory, REEMBED_TMP), sibling(directory, REEMBED_READY)
-    _remove_tree(tmp)
+    remove_tree(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     store = VaultStore(tmp)
     try:
@@ -166,7 +69,7 @@ def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
         store.close()
     checkpoint("reembed-before-swap")
     os.rename(tmp, ready)
-    _swap_in(directory)
+    swap_in(directory)
     return result
 
 
@@ -493,10 +396,6 @@ class VacuumReport:
         return {**asdict(self), "reclaimed_bytes": self.reclaimed_bytes}
 
 
-def _folder_bytes(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-
-
 def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
     """Reclaim a vault index's disk space under the writer lock: delete every unused cached
     embedding, compact tantivy if it holds deleted documents, VACUUM the catalog and truncate
@@ -507,7 +406,7 @@ def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
     lock = lock_dir(directory, wait)
     try:
         recover_reembed(directory)
-        report.bytes_before = _folder_bytes(directory)
+        report.bytes_before = folder_bytes(directory)
         store = VaultStore(directory)
         try:
             report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
@@ -517,7 +416,7 @@ def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
             store.catalog.vacuum()
         finally:
             store.close()
-        report.bytes_after = _folder_bytes(directory)
+        report.bytes_after = folder_bytes(directory)
     finally:
         lock.release()
     return report
