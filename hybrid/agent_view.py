@@ -191,10 +191,11 @@ def hidden_chunk_ids(catalog: Catalog, file_ids: Iterable[int]) -> set[int]:
 
 @dataclass
 class Hidden:
-    """The hidden notes of one vault at one catalog state."""
+    """The hidden notes of one vault at one catalog state, and the rows redacted for it."""
     files: dict[int, str]
     chunks: set[int]
     version: tuple
+    rows: RowCache
 
 
 # --- redaction of rows ------------------------------------------------------------------------
@@ -206,6 +207,13 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
         by_file.setdefault(r.file_id, []).append(r)
     notes = catalog.note_texts(list(by_file))
     out: dict[int, ChunkRow] = {}
+    short: dict[str, str] = {}  # headings and titles repeat: each string is scanned once
+
+    def field(text: str) -> str:
+        if text not in short:
+            short[text] = redactor.redact(text)
+        return short[text]
+
     for fid, group in by_file.items():
         siblings = notes.get(fid, [])
         texts = dict(zip([i for i, _ in siblings], redactor.redact_parts([t for _, t in siblings])))
@@ -213,9 +221,8 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
             text = texts.get(r.id)
             if text is None:  # replaced since the search ran: judged alone
                 text = redactor.redact(r.text)
-            out[r.id] = replace(r, text=text, heading=redactor.redact(r.heading),
-                                title=redactor.redact(r.title),
-                                aliases=[redactor.redact(a) for a in r.aliases])
+            out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
+                                aliases=[field(a) for a in r.aliases])
     return [out[r.id] for r in rows]
 
 
@@ -302,7 +309,8 @@ class AgentStore:
         self.embedder_id = store.embedder_id
         self.lexical = _AgentLexical(store.agent_lexical, hidden)
         self.vector = _AgentVector(store.vector, hidden)
-        self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None)
+        self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
+                                     hidden.rows)
 
 
 class _AgentLexical:
@@ -344,8 +352,9 @@ class _AgentVector:
 
 
 class _AgentCatalog:
-    def __init__(self, catalog: Catalog, view: AgentView, hidden: Hidden, redactor):
+    def __init__(self, catalog: Catalog, view: AgentView, hidden: Hidden, redactor, cache: RowCache):
         self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
+        self._cache = cache
 
     def filter_ids(self, folders=(), tags=(), since=None, among=None) -> set[int]:
         return self._catalog.filter_ids(folders, tags, since, among) - self._hidden.chunks
@@ -355,9 +364,39 @@ class _AgentCatalog:
         # chunks newer than the hidden set) is caught here, before any text is looked at
         rows = visible((r for r in self._catalog.chunks(ids).values()
                         if r.id not in self._hidden.chunks), self._view)
-        if self._redactor is not None:
-            rows = redact_rows(self._catalog, rows, self._redactor)
-        return {r.id: r for r in rows}
+        if self._redactor is None:
+            return {r.id: r for r in rows}
+        done = {r.id: got for r in rows if (got := self._cache.get(r)) is not None}
+        todo = [r for r in rows if r.id not in done]
+        for r in redact_rows(self._catalog, todo, self._redactor) if todo else ():
+            self._cache.put(r)
+            done[r.id] = r
+        return {r.id: done[r.id] for r in rows}
+
+
+class RowCache:
+    """Redacted rows by chunk id, for one catalog (ids are never reused in it: a chunk's text
+    never changes under its id), the most recently used kept."""
+
+    def __init__(self, size: int = 20_000):
+        from collections import OrderedDict
+        self._rows: OrderedDict[int, ChunkRow] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, row: ChunkRow) -> ChunkRow | None:
+        with self._lock:
+            got = self._rows.get(row.id)
+            if got is not None and got.embed_hash == row.embed_hash and got.dead == row.dead:
+                self._rows.move_to_end(row.id)
+                return got
+            return None
+
+    def put(self, row: ChunkRow) -> None:
+        with self._lock:
+            self._rows[row.id] = row
+            if len(self._rows) > self._size:
+                self._rows.popitem(last=False)
 
 
 class HiddenCache:
@@ -373,6 +412,9 @@ class HiddenCache:
             got = self._by_vault.get(name)
             if got is None or got.version != version:
                 files = hidden_files(catalog, view)
-                got = Hidden(files, hidden_chunk_ids(catalog, files), version)
+                # redacted rows stay good while the catalog file and the rules are the same
+                same = got is not None and got.version[1:] == version[1:]
+                rows = got.rows if same and got is not None else RowCache()
+                got = Hidden(files, hidden_chunk_ids(catalog, files), version, rows)
                 self._by_vault[name] = got
             return got

@@ -301,24 +301,29 @@ class Hybrid:
         return agent_view.agent_redactor() if view.redact else None
 
     def _rebuild_agent_view(self, vault: Vault, view: AgentView) -> None:
-        """Rebuild the agent index from the catalog (settings changed since the last index
-        run, or an index made before the agent view existed), under the writer lock."""
+        """Bring the agent index in step with changed agent settings (or an index made before
+        the agent view existed): an incremental index run, whose discovery also drops links
+        into newly excluded folders and whose sync rebuilds the agent index from the catalog.
+        With the vault's folder gone, the agent index alone is rebuilt from the catalog."""
         from .errors import IndexLocked
-        from .store import VaultStore, lock_dir
         try:
-            lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
+            try:
+                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
+            except VaultError:  # folder missing: what the catalog holds is all there is
+                from .store import VaultStore, lock_dir
+                lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
+                try:
+                    writer = VaultStore(vault.index_dir)
+                    try:
+                        agent_view.check(writer, view, self._redactor(view), 5000)
+                    finally:
+                        writer.close()
+                finally:
+                    lock.release()
         except IndexLocked:
             raise agent_view.AgentViewStale(
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
-        try:
-            writer = VaultStore(vault.index_dir)
-            try:
-                agent_view.check(writer, view, self._redactor(view), 5000)
-            finally:
-                writer.close()
-        finally:
-            lock.release()
 
     def _query_embedders(self, targets) -> dict[str, Embedder]:
         """The embedder of each distinct model the targets were indexed with; EmbedderMismatch

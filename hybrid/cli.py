@@ -208,9 +208,12 @@ def get(ctx, ref, vault, as_json, as_agent):
 @click.pass_context
 def status(ctx, as_json):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk."""
-    rows = open_handle(ctx).status()
+    h = open_handle(ctx)
+    rows = h.status()
+    agent = {r.name: r for r in h.status(agent=True)} if rows else {}
     if as_json:
-        print_json([r.to_dict() for r in rows])
+        print_json([{**r.to_dict(), "agent_notes": agent[r.name].notes if r.indexed and not r.error else None}
+                    for r in rows])
         return
     if not rows:
         click.echo("no vaults registered; run `hybrid index PATH`", err=True)
@@ -229,6 +232,9 @@ def status(ctx, as_json):
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+            hidden = r.notes - agent[r.name].notes
+            click.echo(f"  agents see {agent[r.name].notes} notes ({hidden} private: agent_exclude, "
+                       f"private tags, `private: true`, proposals)")
 
 
 @main.command()

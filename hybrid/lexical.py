@@ -319,6 +319,10 @@ class LexicalIndex:
             for st in dict.fromkeys(stems):
                 for f, b in FIELD_BOOSTS.items():
                     clauses.append(Q.boost_query(Q.term_query(s, f, st), b))
+        if phrase and stems:
+            # a phrase is matched whole: its parts (`://` of a URL, `slack.com` of it) are no
+            # alternative to it, or any note with any URL would satisfy `"https://hooks…"`
+            idents = [t for t in idents if t == " ".join(text.lower().split())]
         for tok in dict.fromkeys(idents):
             clauses.append(Q.boost_query(Q.term_query(s, "ident", tok), IDENT_BOOST))
         return clauses
