@@ -92,6 +92,25 @@ async def exercise(session: ClientSession):
     res = await session.call_tool("list_vaults", {})
     assert res.structured_content["vaults"][0]["name"] == "sample"
     assert res.structured_content["vaults"][0]["chunks"] > 0
+    assert res.structured_content["vaults"][0]["notes"] == 59  # of 60: one says `private: true`
+
+    # the agent view: the 1:1 note is private; asking for it does not confirm it exists
+    res = await session.call_tool("search", {"query": "Priya staff promotion packet thin on cross-team influence",
+                                             "top_k": 20})
+    assert PRIVATE_NOTE not in {h["path"] for h in res.structured_content["hits"]}
+    refused = await session.call_tool("get_note", {"path": PRIVATE_NOTE})
+    missing = await session.call_tool("get_note", {"path": "work/meetings/no such note.md"})
+    assert refused.is_error and refused.content[0].text.replace(PRIVATE_NOTE, "X") \
+        == missing.content[0].text.replace("work/meetings/no such note.md", "X")
+
+
+PRIVATE_NOTE = "work/meetings/2025-05-20 1on1 Priya.md"
+
+
+def audited_tools(home):
+    from hybrid.audit import AuditLog, audit_path
+    log = AuditLog(audit_path(home / "data"), 10**7, 5)
+    return [(r["tool"], r["client"]) for r in log.records()]
 
 
 def test_stdio_session(sample_home):
@@ -102,6 +121,9 @@ def test_stdio_session(sample_home):
             async with ClientSession(r, w) as s:
                 await exercise(s)
     anyio.run(main)
+    tools = audited_tools(sample_home)  # every call, with the client's name from the session
+    assert [t for t, _ in tools].count("search") >= 5 and {"get_note", "list_vaults"} <= {t for t, _ in tools}
+    assert all(client and client != "unknown" for _, client in tools)
 
 
 def test_http_session_health_and_fast_path(http_server, sample_home):
@@ -121,6 +143,19 @@ def test_http_session_health_and_fast_path(http_server, sample_home):
     local = subprocess.run(q + ["--local"], env=env_for(sample_home), capture_output=True, text=True, check=True)
     assert json.loads(via_server.stdout) == json.loads(local.stdout)
     assert json.loads(via_server.stdout)[0]["path"] == "home-lab/EV charger install.md"
+
+    # /api/search without the owner key is an agent's: the private note is not there, and the
+    # call is audited; `hybrid query` (the owner, through the same server) does see it
+    q = "Priya staff promotion packet thin on cross-team influence"
+    status, body = http(url + "/api/search", "POST", {"Content-Type": "application/json", "User-Agent": "probe/1"},
+                        json.dumps({"query": q, "top_k": 20}).encode())
+    assert status == 200 and PRIVATE_NOTE not in {h["path"] for h in json.loads(body)["hits"]}
+    assert ("api/search", "http 127.0.0.1 probe/1") in audited_tools(sample_home)
+    owner = subprocess.run([sys.executable, "-m", "hybrid.cli", "query", q, "-n", "20", "--json"],
+                           env=env_for(sample_home), capture_output=True, text=True, check=True)
+    assert PRIVATE_NOTE in {h["path"] for h in json.loads(owner.stdout)}
+    info = json.loads((sample_home / "data" / "server.json").read_text())
+    assert info["owner_key"] and ((sample_home / "data" / "server.json").stat().st_mode & 0o777) == 0o600
 
 
 def test_http_rejects_foreign_origin_and_host(http_server):
