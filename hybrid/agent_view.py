@@ -270,6 +270,12 @@ def apply_journal(store: VaultStore, ids: Sequence[int], view: AgentView, redact
     store.agent_lexical.apply(ids, agent_batches(store.catalog, rows(), view, redactor))
 
 
+def current(store: VaultStore, view: AgentView) -> bool:
+    """Whether the agent index was built with ``view``'s settings (else :func:`check` rebuilds
+    it whole, and a journal replay into it would be wasted work)."""
+    return store.catalog.get_meta(META_KEY) == view.fingerprint
+
+
 def check(store: VaultStore, view: AgentView, redactor, batch: int) -> bool:
     """Rebuild the agent index from the catalog when it was built with other settings, holds
     another number of documents than the visible chunks, or carries deleted documents in its
@@ -278,7 +284,7 @@ def check(store: VaultStore, view: AgentView, redactor, batch: int) -> bool:
     lex = store.agent_lexical
     want = visible_counts(store.catalog, view)[1]
     deleted = lex.deleted_docs()
-    if store.catalog.get_meta(META_KEY) != view.fingerprint:
+    if not current(store, view):
         log.info("%s: building the agent view (agent settings changed)", store.directory.name)
     elif lex.count() != want or (want and not lex.section_count()):
         log.warning("%s: agent index out of step (%d docs, %d visible chunks); rebuilding",

@@ -296,7 +296,7 @@ class VaultStore:
 
         with clock("lexical"):
             self.lexical.apply(ids, batches())
-            if view is not None:
+            if view is not None and agent_view.current(self, view):  # else rebuilt just after
                 agent_view.apply_journal(self, ids, view, redactor, batch)
         checkpoint("after-lexical")
         with clock("vector"):
