@@ -187,7 +187,8 @@ def _add_list_vaults(server: MCPServer, h: "Hybrid", watcher) -> None:
         def call() -> CallToolResult:
             watch = watcher.state() if watcher is not None else {}
             data = [{**{k: v for k, v in r.to_dict().items() if k not in AGENT_HIDDEN_STATUS},
-                     "watcher": watch.get(r.name, {"watching": False})} for r in h.status(agent=True)]
+                     "watcher": {k: v for k, v in watch.get(r.name, {"watching": False}).items()
+                                 if k in AGENT_WATCHER_FIELDS}} for r in h.status(agent=True)]
             text = "\n".join(f"{r['name']}: {r['path']} — {r['notes']} notes, {r['chunks']} chunks, "
                              f"model {r['embedder']}, last indexed {r['last_indexed']}, "
                              f"{'watched' if r['watcher'].get('watching') else 'not watched'}"
@@ -198,6 +199,7 @@ def _add_list_vaults(server: MCPServer, h: "Hybrid", watcher) -> None:
 
 
 AGENT_HIDDEN_STATUS = ("disk_bytes", "pending")  # sizes say something about the hidden notes
+AGENT_WATCHER_FIELDS = ("watching", "last_indexed", "pending")  # not last_error: it may name a file
 
 
 def _add_propose_note(server: MCPServer, h: "Hybrid") -> None:
