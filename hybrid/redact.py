@@ -47,11 +47,13 @@ REDACTED = "[redacted secret]"
 RULES_FILE = Path(__file__).parent / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering below changes what is redacted (the rule file and the
 # kingfisher version are the other inputs; together they say when redacted text may differ).
-FILTER_REVISION = 1
+FILTER_REVISION = 2
 
 # Rules whose value is free-form, so a placeholder or a variable reference can fill it.
 _URL_RULE = "custom.url-password"
-_GENERIC_RULES = frozenset({"custom.keyword-secret", _URL_RULE})
+_PROSE_RULE = "custom.keyword-prose"
+_GENERIC_RULES = frozenset({"custom.keyword-secret", _URL_RULE, _PROSE_RULE})
+_WORDY_ID_RE = re.compile(r"^[a-z]+(?:[-_./][a-z0-9]+)+$|^[A-Za-z]+$|^\d+$")
 _PLACEHOLDER_WORDS = frozenset({
     "changeme", "change_me", "change-me", "changeit", "password", "passwd", "pass", "secret",
     "token", "apikey", "api_key", "example", "placeholder", "redacted", "hidden", "removed",
@@ -89,6 +91,13 @@ def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
     if v.isdigit() and len(v) < 10:  # a count or a port
         return True
     return any(p.search(v) for p in _PLACEHOLDER_RES)
+
+
+def _secret_looking(value: str) -> bool:
+    """For a value found in prose: letters and digits both, and not an identifier made of words
+    (`release-notes-2024`, `obsidian.md/v1`)."""
+    return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            and not _WORDY_ID_RE.match(value))
 
 
 class RedactionUnavailable(HybridError):
@@ -195,6 +204,8 @@ class Redactor:
             e = _char_offset(data, len(text), loc["end_offset"], ceil=True)
             rule = f.rule_id
             if e <= s or (rule in _GENERIC_RULES and _is_placeholder(text[s:e], in_url=rule == _URL_RULE)):
+                continue
+            if rule == _PROSE_RULE and not _secret_looking(text[s:e]):
                 continue
             found.append((s, e))
         return _merge(found)

@@ -125,6 +125,11 @@ def fake_secrets(seed: int = 12) -> list[dict]:
     add("telegram-bot-token", f"Bot {tg} posts the daily digest", tg)
     basic = base64.b64encode(b"svc_backup:" + rs(B62, 12).encode()).decode()
     add("http-basic-auth", f"curl -H 'Authorization: Basic {basic}' https://api.example.com", basic)
+    # a random key next to a credential word in prose (project rule custom.keyword-prose)
+    loose = rs(B62, 20) + rs(string.digits, 2)
+    add("prose-api-key", f"The api key is {loose}, ask me before using it.", loose)
+    loose2 = rs(string.digits, 1) + rs(B62, 23)
+    add("prose-access-key", f"My access key for the staging bucket is {loose2}.", loose2)
     # Out of scope for every detector measured (eval/reports/secrets-detectors.md)
     prose = rs(string.ascii_letters, 7) + "&" + rs(string.digits, 2)
     add("prose-password", f"The wifi password is {prose} for guests.", prose)
@@ -166,6 +171,12 @@ HARD_NEGATIVES: list[str] = [
     "Never write your password in a note; use a password manager instead.",
     "Each token is a word piece; the model reads at most 512 tokens.",
     "Rotate API keys and access tokens every 90 days.",
+    "The token bucket refills 5 tokens per second.",
+    "Uploaded the token for obsidian-releases-1.4.16 yesterday.",
+    "The secret of release-notes-2024-final is brevity.",
+    "The password reset link expires in 24 hours.",
+    "The token is stored in ~/.config/gh/hosts.yml by the CLI.",
+    "Use a secret manager such as HashiCorp Vault or 1Password.",
     "The password policy: at least 12 characters.",
     "Fixed in commit 3f786850e387550fdab836ed7e6dc881de23001b, see the PR.",
     "Note id 123e4567-e89b-12d3-a456-426614174000 in the db",
