@@ -14,10 +14,12 @@ Detection is a maintained library plus a short project rule file, not a home-mad
   per snippet. It finds provider tokens (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic,
   Google, Azure storage, npm, Hugging Face, SendGrid, ...), JWTs, PEM and OpenSSH private keys
   (the whole block), MongoDB URIs and ``Authorization: Basic`` values.
-- ``hybrid/data/secret_rules.yml`` adds four rules for what the catalogue misses: a password in
+- ``hybrid/data/secret_rules.yml`` adds five rules for what the catalogue misses: a password in
   a URL's userinfo for any scheme (``postgres://user:PASS@host``), a keyword assignment
   (``password: x``, ``client_secret = x``, ``SECRET_KEY = 'x'``, also in YAML frontmatter), a
-  standalone AWS key id (``AKIA...``) and a Telegram bot token without the word "telegram".
+  standalone AWS key id (``AKIA...``), a Telegram bot token without the word "telegram", and a
+  random-looking value of letters and digits a few words after a credential word in prose
+  ("the api key is Zx8v...").
   Placeholders such as ``${TOKEN}``, ``<your-token>``, ``os.environ[...]``, ``changeme``, ``xxxx``
   or short plain words are not redacted (:func:`_is_placeholder`).
 
