@@ -61,6 +61,7 @@ __all__ = ["ProposalError", "Proposal", "write_proposal", "list_proposals", "rea
            "accept", "reject", "slugify"]
 
 MAX_SUFFIX = 1000          # "-2" … "-1000": past that, something is wrong with the folder
+MAX_PENDING = 500          # unreviewed proposals in one inbox: an agent in a loop stops there
 # Names Windows cannot open (with any extension), for vaults synced to a Windows machine.
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
                     *(f"lpt{i}" for i in range(10)), "conin$", "conout$"}
@@ -181,6 +182,10 @@ def write_proposal(vault: Vault, folder: str, title: str, content: str, *, propo
     body = "\n" + content + ("" if content.endswith("\n") else "\n")
     text = _text(meta, body)
     base, folder_rel = _proposals_folder(vault, folder, create=True)
+    pending = len(_md_files(base))
+    if pending >= MAX_PENDING:
+        raise ProposalError(f"the proposals inbox {vault.name}:{folder_rel}/ is full ({pending} "
+                            f"unreviewed): ask the user to review them with `hybrid proposals`")
     stem = f"{when:%Y-%m-%d}-{slugify(title)}"
     if stem.split(".")[0].lower() in WINDOWS_RESERVED:  # cannot happen with the date first; kept as a guard
         stem += "-note"

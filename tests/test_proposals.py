@@ -476,3 +476,16 @@ def test_cli_proposals_off(hybrid_home, v):
         res = run(*args)
         assert res.exit_code == 1 and res.stdout == ""
         assert res.stderr.count("\n") == 1 and "proposals are off (set proposals_folder" in res.stderr
+
+
+def test_a_full_inbox_refuses_more(tmp_path, monkeypatch):
+    from hybrid import proposals as mod
+    vault = tmp_path / "v"
+    vault.mkdir()
+    v = Vault("v", vault, ["**/*.md"], [], "hash:8", tmp_path / "idx")
+    monkeypatch.setattr(mod, "MAX_PENDING", 3)
+    for i in range(3):
+        mod.write_proposal(v, "inbox", f"note {i}", "text", proposed_by="agent")
+    with pytest.raises(mod.ProposalError, match="inbox v:inbox/ is full \\(3 unreviewed\\)"):
+        mod.write_proposal(v, "inbox", "one more", "text", proposed_by="agent")
+    assert len(list((vault / "inbox").glob("*.md"))) == 3
