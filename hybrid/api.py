@@ -15,7 +15,7 @@ from . import agent_view, reader
 from .agent_view import AgentStore, AgentView, HiddenCache
 from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
-from .errors import HybridError, IndexCorrupt, VaultError
+from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from .indexer import IndexReport, Progress, index_vault
 from .reader import NoteText
 from .request import SearchRequest, as_request
@@ -356,28 +356,48 @@ class Hybrid:
             return self._rerankers[key]
 
     def get(self, ref: str, vault: str | None = None, start: int | None = None,
-            end: int | None = None, max_chars: int | None = None, *, agent: bool = False) -> NoteText:
-        """Read lines of a note from disk. ``ref`` is ``path`` or ``path:START-END``; anything
-        that resolves outside the vault (``..``, absolute paths, symlinks out) is refused. With
-        ``agent``: only an indexed note an agent may see, its secrets redacted; a refusal says
-        the same whether or not the note exists (see :mod:`hybrid.reader`)."""
-        v = self.vault_for(vault)
+            end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
+            vault_hint: str = "--vault") -> NoteText:
+        """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.refs` accepts: a
+        path (``.md`` optional), ``path:START-END``, a search hit's citation
+        ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
+        ``[[Note#Heading]]`` / ``Note#^block``. Anything that resolves outside the vault
+        (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
+        an agent may see, its secrets redacted; a refusal says the same whether or not the note
+        exists (see :mod:`hybrid.reader`). ``vault_hint`` names the vault argument in errors."""
+        from .refs import parse_ref
+        self.refresh()
+        parsed = parse_ref(ref, self.config.vaults)
+        if parsed.vault_folder is not None and parsed.vault is None:
+            parsed.vault = next((v.name for v in self.config.all_vaults()
+                                 if v.path.name == parsed.vault_folder), None)
+        if parsed.vault and vault and parsed.vault != vault:
+            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
+        v = self.vault_for(vault or parsed.vault, hint=vault_hint)
         limit = self.config.settings.max_file_bytes
         if not agent:
-            return reader.read_note(v, ref, start, end, max_chars, limit)
+            return reader.read_note(v, parsed, start, end, max_chars, limit, catalog=self._catalog_or_none(v))
         view = AgentView.of(v, self.settings)
-        return reader.read_note(v, ref, start, end, max_chars, limit,
+        return reader.read_note(v, parsed, start, end, max_chars, limit,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
-    def vault_for(self, name: str | None) -> Vault:
-        """Vault ``name``, or the only one registered (VaultError names them when several are)."""
+    def _catalog_or_none(self, v: Vault):
+        """The vault's catalog when it is indexed (titles resolve then), else None."""
+        try:
+            return self._store(v).catalog
+        except (VaultError, IndexCorrupt):
+            return None
+
+    def vault_for(self, name: str | None, hint: str = "--vault") -> Vault:
+        """Vault ``name``, or the only one registered (VaultError names them when several are,
+        and ``hint``: how the caller passes a vault)."""
         self.refresh()
         if name is not None:
             return self.config.vault(name)
         vaults = self.config.select(None)
         if len(vaults) > 1:
             names = ", ".join(v.name for v in vaults)
-            raise VaultError(f"several vaults are registered ({names}): name one with --vault")
+            raise VaultError(f"several vaults are registered ({names}): name one with {hint}")
         return vaults[0]
 
     def status(self, *, agent: bool = False) -> list[VaultStatus]:

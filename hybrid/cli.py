@@ -195,7 +195,9 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
 @click.option("--as-agent", is_flag=True, help="Read it as an agent would (refused if private; secrets redacted).")
 @click.pass_context
 def get(ctx, ref, vault, as_json, as_agent):
-    """Print a note, or lines of it: REF is PATH or PATH:START-END (1-based, inclusive)."""
+    """Print a note, or lines of it. REF is what you have at hand: a citation as `hybrid query`
+    prints it (vault:path:START-END), a path (.md optional, :START-END 1-based inclusive), a
+    note title or alias, or an Obsidian link ([[Note#Heading]] for that section, Note#^block)."""
     note = open_handle(ctx).get(ref, vault, agent=as_agent)
     if as_json:
         print_json(note.to_dict())

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import PathRefused
+from .refs import Ref, block_lines, parse_ref, section_lines
 
 if TYPE_CHECKING:
     from .agent_view import AgentView
     from .catalog import Catalog
     from .config import Vault
 
-REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
+REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
 
 
 @dataclass
@@ -61,39 +62,93 @@ class AgentCheck:
         return self.view.hides(rel, tags, props) is None and self.view.hides(real) is None
 
 
-def read_note(v: Vault, ref: str, start: int | None, end: int | None, max_chars: int | None,
-              max_file_bytes: int, agent: AgentCheck | None = None) -> NoteText:
-    """Lines ``start``..``end`` (1-based, inclusive; default all) of the note ``ref`` (``path``
-    or ``path:START-END``) in vault ``v``."""
-    m = REF_RE.match(ref.strip())
-    if not m:
-        raise PathRefused(f"bad note reference {ref!r}: use PATH or PATH:START-END")
-    path = m.group("path")
-    if m.group("start"):
-        start = int(m.group("start"))
-        end = int(m.group("end") or m.group("start"))
-    if agent is None:
-        target, rel = note_file(v, path, max_file_bytes)
-    else:
-        target, rel = _agent_note_file(v, path, max_file_bytes, agent)
+def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_chars: int | None,
+              max_file_bytes: int, agent: AgentCheck | None = None,
+              catalog: Catalog | None = None) -> NoteText:
+    """Lines ``start``..``end`` (1-based, inclusive; default all, or the section or block the
+    reference names) of the note ``ref`` (any form :mod:`hybrid.refs` parses) in vault ``v``.
+    ``catalog`` (the vault's, when indexed) resolves titles, file names and aliases."""
+    if isinstance(ref, str):
+        ref = parse_ref(ref)
+    if not ref.path:
+        raise PathRefused("empty note reference: give a path, a title or a citation like "
+                          "vault:path:12-40")
+    if ref.start is not None:
+        start, end = ref.start, ref.end
+    target, rel = _locate(v, ref.path, max_file_bytes, agent, catalog or (agent.catalog if agent else None))
     from .notes import BinaryFile, decode
     try:
         text, _ = decode(target.read_bytes(), rel)
     except (OSError, BinaryFile):
-        raise PathRefused(f"{path!r} is not a readable note in vault {v.name!r}") from None
+        raise PathRefused(f"{ref.path!r} is not a readable note in vault {v.name!r}") from None
     if agent is not None and agent.redactor is not None:
         text = agent.redactor.redact(text)  # the whole note, so no secret is cut in two
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if start is None and (ref.heading or ref.block):
+        span = section_lines(lines, ref.heading) if ref.heading else block_lines(lines, ref.block or "")
+        if span is None:
+            what = "#".join(ref.heading) if ref.heading else f"^{ref.block}"
+            raise PathRefused(f"{rel}: no {'heading' if ref.heading else 'block'} {what!r} in this note"
+                              + _headings_hint(lines))
+        start, end = span
     s = max(1, start or 1)
     e = min(len(lines), end or len(lines))
     if s > e and lines:
-        raise PathRefused(f"{path}: lines {s}-{e} are out of range (the note has {len(lines)} lines)")
+        raise PathRefused(f"{rel}: lines {s}-{e} are out of range (the note has {len(lines)} lines)")
     body = "\n".join(lines[s - 1:e])
     if max_chars is not None and len(body) > max_chars:
         body = body[:max_chars]
     return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+def _headings_hint(lines: list[str]) -> str:
+    from .refs import HEADING_LINE_RE
+    heads = [m.group(2) for line in lines if (m := HEADING_LINE_RE.match(line))]
+    return f" (its headings: {', '.join(heads[:8])}{', …' if len(heads) > 8 else ''})" if heads else ""
+
+
+def _locate(v: Vault, path: str, max_file_bytes: int, agent: AgentCheck | None,
+            catalog: Catalog | None) -> tuple[Path, str]:
+    """The file ``path`` names: itself, itself + ``.md``, else the one note whose title, file
+    name or alias it is (or whose path ends with it: Obsidian's shortest-path links)."""
+    def get(p: str) -> tuple[Path, str]:
+        return note_file(v, p, max_file_bytes) if agent is None else _agent_note_file(v, p, max_file_bytes, agent)
+
+    try:
+        return get(path)
+    except PathRefused as first:
+        tries = [path + ".md"] if not path.lower().endswith(".md") else []
+        for p in tries:
+            try:
+                return get(p)
+            except PathRefused:
+                pass
+        names = _by_name(catalog, path, agent) if catalog is not None else []
+        if len(names) == 1:
+            return get(names[0])
+        if len(names) > 1:
+            raise PathRefused(f"{path!r} names {len(names)} notes in vault {v.name!r}: "
+                              f"{', '.join(names[:6])}; give one of these paths") from None
+        raise first from None
+
+
+def _by_name(catalog: Catalog, name: str, agent: AgentCheck | None) -> list[str]:
+    """Indexed notes (an agent's: only those it may see) that ``name`` names."""
+    key = " ".join(name.lower().removesuffix(".md").split())
+    if not key:
+        return []
+    out = []
+    for path, title, aliases in catalog.db.execute("SELECT path, title, aliases FROM files WHERE deleted=0"):
+        stem = path.rsplit("/", 1)[-1].lower().removesuffix(".md")
+        low = path.lower().removesuffix(".md")
+        names = {" ".join(title.lower().split()), stem, *(" ".join(str(a).lower().split())
+                                                          for a in json.loads(aliases))}
+        if key in names or low.endswith("/" + key) or low == key:
+            if agent is None or agent.allows(path, path):
+                out.append(path)
+    return sorted(out, key=lambda p: (p.count("/"), p))
 
 
 def _agent_note_file(v: Vault, path: str, max_file_bytes: int, agent: AgentCheck) -> tuple[Path, str]:

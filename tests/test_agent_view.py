@@ -418,7 +418,7 @@ def test_quoted_url_matches_only_notes_holding_it(full):
 # --- get ---------------------------------------------------------------------------------------
 def _shape(message: str, ref: str) -> str:
     """``message`` with the path it names (``ref`` less any ``:START-END``) replaced by REF."""
-    path = REF_RE.match(ref).group("path")
+    path = REF_RE.match(ref.removeprefix("v:")).group("path")  # "v:" names the vault
     return message.replace(repr(path), "REF")
 
 
