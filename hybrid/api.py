@@ -16,6 +16,7 @@ from .agent_view import AgentStore, AgentView, HiddenCache
 from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
 from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
+from .filters import check_filters
 from .indexer import IndexReport, Progress, index_vault
 from .reader import NoteText
 from .request import SearchRequest, as_request
@@ -274,6 +275,9 @@ class Hybrid:
         self.refresh()  # a long-lived server sees vaults registered since it started
         targets = [(v, self._agent_store(v) if agent else self._store(v))
                    for v in self.config.select(request.vaults)]
+        # a folder, tag or date filter that no note passes says so (NoMatchingNotes), rather
+        # than an empty list that reads as "nothing relevant"
+        check_filters([s for _, s in targets], request.filters)
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}

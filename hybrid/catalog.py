@@ -316,18 +316,17 @@ class Catalog:
             return out
         return self._filter_ids(folders, tags, since, None)
 
+    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                 since: float | None = None) -> Iterator[int]:
+        """Live file ids of the notes that pass the filters (as :meth:`filter_ids`), lazily:
+        a caller asking whether any does stops at the first."""
+        where, args = _note_filter(folders, tags, since)
+        sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *where])
+        for (fid,) in self.db.execute(sql, args):
+            yield fid
+
     def _filter_ids(self, folders, tags, since, _in) -> set[int]:
-        where: list[str] = []
-        args: list[Any] = []
-        if folders:
-            where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
-            args.extend(_like_prefix(f + "/") for f in folders)
-        for tag in tags:
-            where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
-            args.extend([tag, _like_prefix(tag + "/")])
-        if since is not None:
-            where.append("f.modified >= ?")
-            args.append(since)
+        where, args = _note_filter(folders, tags, since)
         if _in is not None:
             where.append(f"c.id IN ({','.join('?' * len(_in))})")
             args.extend(_in)
@@ -426,6 +425,24 @@ class Catalog:
         """Rewrite the database without its free pages, then truncate the WAL."""
         self.db.execute("VACUUM")
         self.checkpoint_wal()
+
+
+def _note_filter(folders: Sequence[str], tags: Sequence[str],
+                 since: float | None) -> tuple[list[str], list[Any]]:
+    """WHERE terms over ``files f`` for notes in one of ``folders``, with every tag of ``tags``
+    (or a nested child) and modified at or after ``since``."""
+    where: list[str] = []
+    args: list[Any] = []
+    if folders:
+        where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
+        args.extend(_like_prefix(f + "/") for f in folders)
+    for tag in tags:
+        where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
+        args.extend([tag, _like_prefix(tag + "/")])
+    if since is not None:
+        where.append("f.modified >= ?")
+        args.append(since)
+    return where, args
 
 
 def _like_prefix(prefix: str) -> str:

@@ -33,6 +33,18 @@ def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProc
                           text=True, timeout=timeout, input=input)
 
 
+def indexed_vault(root: Path, notes: dict[str, str], name: str = "v", **settings):
+    """A handle on a fresh home under ``root`` with ``notes`` ({path: text}) written to
+    ``root/vault``, registered as ``name`` and indexed (hash embedder unless ``settings`` say)."""
+    import hybrid
+    for rel, text in notes.items():
+        write(root / "vault", rel, text)
+    h = hybrid.open(root / "home", **{"embedder": "hash:64", **settings})
+    h.add_vault(root / "vault", name)
+    h.index()
+    return h
+
+
 def write_multilingual_vault(root: Path) -> Path:
     """Three notes in three languages (English, German, Russian), one topic each: tomatoes, a
     flat bicycle tyre, a tax return. For cross-lingual retrieval tests."""

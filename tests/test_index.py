@@ -8,6 +8,7 @@ from helpers import consistent, fail_embedding_at, paths, write
 
 import hybrid
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
+from hybrid.filters import NoMatchingNotes
 from hybrid.store import VaultStore
 
 
@@ -70,7 +71,8 @@ def test_filters_are_applied_before_top_k(fake, vault):
     assert set(paths(fake.search("partitions", tags=["work"], mode="vector"))) == {"work/orders.md"}
     assert fake.search("partitions", tags=["home-lab"], mode="lexical") == []
     assert paths(fake.search("tailscale", tags=["home-lab"], mode="lexical")) == ["home/network.md"]
-    assert fake.search("tailscale", since="2999-01-01") == []
+    with pytest.raises(NoMatchingNotes, match="no note was modified since 2999-01-01"):
+        fake.search("tailscale", since="2999-01-01")  # says so, rather than "no hits"
 
 
 def test_phrases_and_exclusions_hold_in_every_arm(fake, vault):

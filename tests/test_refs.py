@@ -3,6 +3,7 @@ user or agent has in hand reads the note (``hybrid get``, ``Hybrid.get``, MCP ``
 import anyio
 import pytest
 from click.testing import CliRunner
+from helpers import indexed_vault
 from mcp import Client
 
 import hybrid
@@ -50,14 +51,7 @@ NOTES = {
 
 @pytest.fixture(scope="module")
 def h(tmp_path_factory):
-    root = tmp_path_factory.mktemp("refs")
-    vault = root / "vault"
-    for rel, text in NOTES.items():
-        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
-        (vault / rel).write_text(text, encoding="utf-8")
-    handle = hybrid.open(root / "home", embedder="hash:64")
-    handle.add_vault(vault, "home")
-    handle.index()
+    handle = indexed_vault(tmp_path_factory.mktemp("refs"), NOTES, "home")
     yield handle
     handle.close()
 
