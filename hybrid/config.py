@@ -1,7 +1,7 @@
 """Settings table, vault registry and on-disk locations.
 
 Everything the user can configure is declared once, in :class:`hybrid.settings.Settings`; the
-README documents each one and a test checks that it does. The config file is TOML::
+docs/configuration.md documents each one and a test checks that it does. The config file is TOML::
 
     [settings]
     chunk_tokens = 200

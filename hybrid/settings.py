@@ -5,7 +5,7 @@ every instance is validated when it is made, so an override goes through one che
 
     fast = replace(settings, rrf_k=10)          # or dataclasses.replace: the same checks run
 
-The README documents each field (a test checks that it does); ``SETTINGS`` lists them as
+docs/configuration.md documents each field (a test checks that it does); ``SETTINGS`` lists them as
 ``Setting(name, default, help)`` rows for that documentation.
 """
 
