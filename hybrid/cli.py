@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 
 import click
 
 from .cli_audit import audit_cmd
 from .cli_eval import eval_cmd
 from .cli_proposals import proposals_cmd
-from .cli_support import Group, open_handle, print_json, progress_bar, setup_logging
+from .cli_support import Group, open_handle, print_json, progress_bar, setup_logging, slow_query_hint
 from .errors import HybridError
 
 
@@ -150,16 +151,18 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
                                                 "secrets redacted (settings agent_exclude, private_tags).")
+@click.option("--exclude", "exclude_folders", multiple=True,
+              help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.")
 @click.pass_context
 def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local,
-          as_agent):
+          as_agent, exclude_folders):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE."""
     h = open_handle(ctx)
     from .request import SearchRequest
     # Checked before asking a server: "query is too long" beats the server's 413.
     request = SearchRequest(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
-                            folders=folders, tags=tags, since=since,
+                            folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
                             rerank=rerank or bool(rerank_model))
     hits = None
     if not rerank_model and not local and not as_agent:
@@ -171,7 +174,10 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
     if hits is None:
         if rerank_model:
             h.override(rerank_model=rerank_model)
+        started = time.perf_counter()
         hits = h.search(request, agent=as_agent)
+        if mode != "lexical":
+            slow_query_hint(h, time.perf_counter() - started)
     if as_json:
         print_json([h.to_dict() for h in hits])
         return
@@ -186,6 +192,9 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, r
         click.echo(click.style(f"   {where}", fg="cyan"))
         body = h.text if full else h.snippet
         click.echo("   " + body.replace("\n", "\n   "))
+
+
+main.add_command(query, "search")  # the same command under the name agents and users try first
 
 
 @main.command()

@@ -73,3 +73,23 @@ def progress_bar(enabled: bool):
             bar.update(tasks[stage], completed=done, total=total)
 
         yield update
+
+
+SLOW_QUERY_S = 2.0  # an in-process query slower than this loaded a model
+
+
+def slow_query_hint(h, seconds: float) -> None:
+    """Say once (per data dir) how to make a cold query fast, after one that loaded the model."""
+    if seconds < SLOW_QUERY_S:
+        return
+    marker = h.config.data / "hints" / "slow-query"
+    if marker.exists():
+        return
+    click.echo(f"hint: this query took {seconds:.1f} s because the model had to load; keep it warm with "
+               f"`hybrid serve --http --watch` (or `hybrid service install`) and `hybrid query` answers "
+               f"through it in about 0.2 s", err=True)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass

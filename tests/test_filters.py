@@ -1,5 +1,7 @@
 """A folder, tag or date filter that matches no note says so, with the names near it, instead
 of returning nothing; suggestions never name what an agent may not see."""
+import json
+
 import anyio
 import pytest
 from helpers import indexed_vault
@@ -62,3 +64,27 @@ def test_mcp_search_says_so_too(h):
             return await c.call_tool("search", {"query": "domains", "folder": "Publish"})
     res = anyio.run(main)
     assert res.is_error and "folders near it: en/Obsidian Publish" in res.content[0].text
+
+
+def test_cli_search_alias_exclude_and_the_slow_query_hint(h, monkeypatch):
+    from click.testing import CliRunner
+
+    from hybrid import cli_support
+    from hybrid.cli import main
+    home = h.config.path.parent
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    cfg = home / "config.toml"
+    if "[settings]" not in cfg.read_text():  # the CLI reads the file: give it the test's embedder
+        cfg.write_text('[settings]\nembedder = "hash:64"\nagent_exclude = ["journal"]\n\n' + cfg.read_text())
+    run = CliRunner().invoke
+    a = run(main, ["query", "sync folders domains", "--json", "-n", "5"])
+    b = run(main, ["search", "sync folders domains", "--json", "-n", "5"])
+    assert a.exit_code == 0 and json.loads(a.output) == json.loads(b.output)  # an alias
+    c = run(main, ["search", "sync folders domains", "--json", "-n", "5", "--exclude", "en/Obsidian Sync"])
+    assert json.loads(c.output) and not any(x["path"].startswith("en/Obsidian Sync/") for x in json.loads(c.output))
+    monkeypatch.setattr(cli_support, "SLOW_QUERY_S", 0.0)  # every query counts as slow
+    first = run(main, ["search", "sync", "--local"])
+    again = run(main, ["search", "sync", "--local"])
+    assert "hybrid serve --http --watch" in first.stderr and "hint:" not in again.stderr  # said once
+    bad = run(main, ["search", "x", "--folder", "Publish"])
+    assert bad.exit_code == 1 and "folders near it: en/Obsidian Publish" in bad.stderr
