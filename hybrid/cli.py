@@ -13,7 +13,15 @@ import click
 from .cli_audit import audit_cmd
 from .cli_eval import eval_cmd
 from .cli_proposals import proposals_cmd
-from .cli_support import Group, open_handle, print_json, progress_bar, setup_logging, slow_query_hint
+from .cli_support import (
+    Group,
+    open_handle,
+    print_json,
+    progress_bar,
+    server_state,
+    setup_logging,
+    slow_query_hint,
+)
 from .errors import HybridError
 
 
@@ -226,6 +234,7 @@ def status(ctx, as_json):
         print_json([{**r.to_dict(), "agent_notes": agent[r.name].notes if r.indexed and not r.error else None}
                     for r in rows])
         return
+    click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)}")
     if not rows:
         click.echo("no vaults registered; run `hybrid index PATH`", err=True)
         return
