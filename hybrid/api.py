@@ -412,19 +412,20 @@ class Hybrid:
             st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
             if st.indexed:
                 try:
-                    _fill_status(st, v.index_dir)
-                    if agent:
-                        self._agent_counts(st, v)
+                    _fill_status(st, v.index_dir, sizes=not agent)
+                    if agent:  # what agents see: their counts, no sizes or pending work
+                        st.notes, st.chunks = self.agent_counts(v.name)
+                        st.pending = 0
                 except (IndexCorrupt, sqlite3.DatabaseError) as exc:
                     # One damaged vault must not hide the others; `hybrid index` heals it.
                     st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             out.append(st)
         return out
 
-    def _agent_counts(self, st: VaultStatus, v: Vault) -> None:
-        store, view = self._store(v), AgentView.of(v, self.settings)
-        st.notes, st.chunks = agent_view.visible_counts(store.catalog, view)
-        st.disk_bytes, st.pending = 0, 0
+    def agent_counts(self, name: str) -> tuple[int, int]:
+        """(notes, chunks) of vault ``name`` that agents may see."""
+        v = self.config.vault(name)
+        return agent_view.visible_counts(self._store(v).catalog, AgentView.of(v, self.settings))
 
     def close(self) -> None:
         with self._lock:
@@ -447,8 +448,9 @@ class _Releasing:
         return False
 
 
-def _fill_status(st: VaultStatus, index_dir: Path) -> None:
-    """Counts, model, last run and layout of one vault, read from its catalog."""
+def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
+    """Counts, model, last run and layout of one vault, read from its catalog (and, with
+    ``sizes``, the bytes its index folder takes)."""
     from .catalog import Catalog
     cat = Catalog(index_dir / "catalog.sqlite", readonly=True)
     try:
@@ -461,7 +463,8 @@ def _fill_status(st: VaultStatus, index_dir: Path) -> None:
         st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
     finally:
         cat.close()
-    st.disk_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    if sizes:
+        st.disk_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
 
 
 def _layout_text(meta: str | None, chunks: int) -> str:

@@ -324,3 +324,18 @@ def _loads(line: bytes) -> dict | None:
     except ValueError:  # UnicodeDecodeError is one too
         return None
     return value if isinstance(value, dict) else None
+
+
+def record_call(data_dir: Path, settings, record: dict, started: float) -> str | None:
+    """Append an agent call's ``record`` with its duration since ``started`` (``perf_counter``)
+    to the log ``settings`` configure. None when it is written (or the log is off); else the
+    one-line refusal the caller answers with instead of the result (and logs it), since a
+    call that cannot be recorded must not be served."""
+    import logging
+    record["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    try:
+        AuditLog.from_settings(data_dir, settings).append(record)
+    except AuditError as exc:
+        logging.getLogger("hybrid").error("%s", exc)
+        return f"refused: this call could not be recorded in the audit log ({exc})"
+    return None

@@ -229,10 +229,9 @@ def status(ctx, as_json):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk."""
     h = open_handle(ctx)
     rows = h.status()
-    agent = {r.name: r for r in h.status(agent=True)} if rows else {}
+    agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
     if as_json:
-        print_json([{**r.to_dict(), "agent_notes": agent[r.name].notes if r.indexed and not r.error else None}
-                    for r in rows])
+        print_json([{**r.to_dict(), "agent_notes": agent.get(r.name)} for r in rows])
         return
     click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)}")
     if not rows:
@@ -252,8 +251,8 @@ def status(ctx, as_json):
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
-            hidden = r.notes - agent[r.name].notes
-            click.echo(f"  agents see {agent[r.name].notes} notes ({hidden} private: agent_exclude, "
+            hidden = r.notes - agent[r.name]
+            click.echo(f"  agents see {agent[r.name]} notes ({hidden} private: agent_exclude, "
                        f"private tags, `private: true`, proposals)")
 
 

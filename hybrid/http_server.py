@@ -246,7 +246,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     """(HTTP status, JSON body) of one ``/api/search`` call: the owner's view when
     ``agent_client`` is None, else the agent view, the call recorded in the audit log first
     (a call that cannot be recorded gets 503)."""
-    from .audit import AuditLog
+    from .audit import record_call
     started = time.perf_counter()
     status, search = 200, None
     data: dict[str, Any] = {}
@@ -263,14 +263,9 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     record = {"tool": "api/search", "client": agent_client,
               "args": search.to_json() if search else {"body_bytes": len(body)},
               "returned": [x["citation"] for x in data.get("hits", [])],
-              "count": len(data.get("hits", [])), "error": data.get("error"),
-              "ms": round((time.perf_counter() - started) * 1000, 1)}
-    try:
-        AuditLog.from_settings(h.config.data, h.settings).append(record)
-    except HybridError as exc:
-        log.error("%s", exc)
-        return 503, {"error": f"refused: this call could not be recorded in the audit log ({exc})"}
-    return status, data
+              "count": len(data.get("hits", [])), "error": data.get("error")}
+    refused = record_call(h.config.data, h.settings, record, started)
+    return (503, {"error": refused}) if refused else (status, data)
 
 
 def _server_class():

@@ -85,8 +85,6 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
     """Run ``call`` and append its audit record (arguments, client, returned citations, time)
     before the result goes back. A failed call is recorded with its error and re-raised as a
     tool error; a call that cannot be recorded is refused (AuditError)."""
-    from .audit import AuditLog
-    log_ = AuditLog.from_settings(h.config.data, h.settings)
     record: dict[str, Any] = {"tool": tool, "client": client_name(ctx),
                               "args": {k: v for k, v in args.items() if v is not None}}
     started = time.perf_counter()
@@ -94,21 +92,19 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
         result = call()
     except (HybridError, ToolError) as exc:
         record.update(returned=[], count=0, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        _append(log_, record, started)
+        _append(h, record, started)
         raise exc if isinstance(exc, ToolError) else fail(exc) from None
     returned = cites(result)
     record.update(returned=returned, count=len(returned), error=None)
-    _append(log_, record, started)
+    _append(h, record, started)
     return result
 
 
-def _append(log_, record: dict[str, Any], started: float) -> None:
-    record["ms"] = round((time.perf_counter() - started) * 1000, 1)
-    try:
-        log_.append(record)
-    except HybridError as exc:
-        log.error("%s", exc)
-        raise ToolError(f"refused: this call could not be recorded in the audit log ({exc})") from None
+def _append(h: "Hybrid", record: dict[str, Any], started: float) -> None:
+    from .audit import record_call
+    refused = record_call(h.config.data, h.settings, record, started)
+    if refused:
+        raise ToolError(refused)
 
 
 def _structured(result: CallToolResult) -> dict:

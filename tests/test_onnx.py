@@ -132,42 +132,36 @@ def test_second_instance_reuses_the_cached_graph(onnx_cache, onnx_int8, monkeypa
     assert {f: f.stat().st_mtime_ns for f in sorted(onnx_cache.iterdir())} == before
 
 
-def test_the_graph_is_built_and_embeds_without_torch(tmp_path, onnx_fp32):
-    """From the wheel's safetensors to a query vector in a fresh process that never imports
-    torch (hybrid.embedders.bert_onnx): the default install need not carry it for MiniLM."""
+def embed_in_a_fresh_process(cache, variants, texts) -> dict:
+    """{"heavy": torch-family modules the process imported, "vectors": {variant: vectors}} from
+    a new interpreter embedding ``texts`` with OnnxEmbedder over ``cache``."""
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
         "from hybrid.embedders import OnnxEmbedder\n"
-        f"e = OnnxEmbedder('fp32', cache_dir=Path({str(tmp_path)!r}))\n"
-        "v = e.embed_documents(json.loads(sys.stdin.read())).tolist()\n"
+        f"cache, variants = Path({str(cache)!r}), {list(variants)!r}\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "out = {v: OnnxEmbedder(v, cache_dir=cache).embed_documents(texts).tolist() for v in variants}\n"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
-        "print(json.dumps({'heavy': heavy, 'vectors': v}))\n"
+        "print(json.dumps({'heavy': heavy, 'vectors': out}))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(TEXTS[:6]), capture_output=True,
+    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+def test_the_graph_is_built_and_embeds_without_torch(tmp_path, onnx_fp32):
+    """From the wheel's safetensors to a query vector in a fresh process that never imports
+    torch (hybrid.embedders.bert_onnx): the default install need not carry it for MiniLM."""
+    got = embed_in_a_fresh_process(tmp_path, ["fp32"], TEXTS[:6])
     assert got["heavy"] == [] and [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
-    assert np.abs(np.array(got["vectors"]) - onnx_fp32.embed_documents(TEXTS[:6])).max() < 1e-6
+    assert np.abs(np.array(got["vectors"]["fp32"]) - onnx_fp32.embed_documents(TEXTS[:6])).max() < 1e-6
 
 
 def test_cached_graph_embeds_without_torch(onnx_cache, onnx_fp32, onnx_int8):
     onnx_int8.ensure_model()
-    code = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "from hybrid.embedders import OnnxEmbedder\n"
-        f"cache = Path({str(onnx_cache)!r})\n"
-        "texts = json.loads(sys.stdin.read())\n"
-        "out = {v: OnnxEmbedder(v, cache_dir=cache).embed_documents(texts).tolist() for v in ('fp32', 'int8')}\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
-        "print(json.dumps({'heavy': heavy, 'vectors': out}))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(TEXTS[:4]), capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout)
+    got = embed_in_a_fresh_process(onnx_cache, ["fp32", "int8"], TEXTS[:4])
     assert got["heavy"] == []
     assert np.allclose(got["vectors"]["fp32"], onnx_fp32.embed_documents(TEXTS[:4]), atol=1e-5)
 
