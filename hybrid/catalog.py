@@ -166,6 +166,8 @@ class Catalog:
             elif version is not None and int(version) != SCHEMA_VERSION:
                 raise IndexCorrupt(f"{path}: index schema {version}, this hybrid reads "
                                    f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
+            if not readonly:
+                self._relabel_legacy_model()
         except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
             self.close()
             raise IndexCorrupt(f"{path}: cannot open the catalog ({exc}); check that folder's "
@@ -173,6 +175,21 @@ class Catalog:
         except (IndexCorrupt, DiskFull):  # damaged (CatalogCorrupt) or disk full
             self.close()
             raise
+
+    def _relabel_legacy_model(self) -> None:
+        """A catalog labelled with an id whose vectors now go by another name (minilm-onnx's
+        ``…+onnx``: the same vectors as ``minilm``) takes the new name, its cached vectors too,
+        so that neither runtime asks for ``--reembed``."""
+        from .embedders.base import LEGACY_IDS
+        old = self.get_meta("embedder")
+        if old not in LEGACY_IDS:
+            return
+        new = LEGACY_IDS[old]
+        with self.transaction():
+            self.db.execute("UPDATE OR IGNORE embeddings SET model=? WHERE model=?", (new, old))
+            self.db.execute("DELETE FROM embeddings WHERE model=?", (old,))
+            self.set_meta("embedder", new)
+        log.info("%s: embedder %s is now called %s", self.path.parent.name, old, new)
 
     def close(self) -> None:
         db = getattr(self, "db", None)

@@ -33,11 +33,12 @@ class Settings:
 
     embedder: str = _setting(
         "minilm",
-        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2, English), `use-multilingual` (16 "
-        "languages, for non-English notes or questions), `e5-small` (multilingual-e5-small, ~100 "
-        "languages), `minilm-onnx` / `minilm-int8` (MiniLM on ONNX Runtime, fp32 or int8; `pip "
-        "install 'hybrid[onnx]'`), `ollama:<model>`, `st:<directory>` (a local "
-        "sentence-transformers model), `hash:<dim>` (tests only).")
+        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2, English, on ONNX Runtime), "
+        "`use-multilingual` (16 languages, for non-English notes or questions), `e5-small` "
+        "(multilingual-e5-small, ~100 languages), `minilm-int8` (MiniLM quantized), "
+        "`minilm-torch` / `e5-small-torch` (the same vectors on torch; `pip install "
+        "'hybrid[torch]'`), `ollama:<model>`, `st:<directory>` (a local sentence-transformers "
+        "model; the torch extra), `hash:<dim>` (tests only).")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "

@@ -247,7 +247,8 @@ class VaultStore:
 
     @property
     def embedder_id(self) -> str | None:
-        return self.catalog.get_meta("embedder")
+        from .embedders.base import canonical_id
+        return canonical_id(self.catalog.get_meta("embedder"))
 
     def lock(self, timeout: float = 0):
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""

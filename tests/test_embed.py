@@ -5,12 +5,12 @@ from hybrid.errors import ConfigError, ModelUnavailable
 
 
 @pytest.mark.slow
-def test_local_sentence_transformers_directory(minilm):
+def test_local_sentence_transformers_directory(minilm_torch):
     st = make_embedder(f"st:{minilm_path()}")
     assert st.id == spec_id(f"st:{minilm_path()}") and st.id.startswith("st:/")
     assert st.dim == 384 and st.max_tokens == 254  # read from the files, model not loaded yet
     assert st._model is None
-    st._model = minilm.model  # same weights; spare the test a second load
+    st._model = minilm_torch.model  # same weights; spare the test a second load
     v = st.embed_query("tailscale subnet router")
     assert v.shape == (384,) and abs(float((v ** 2).sum()) - 1) < 1e-4
     assert st.count_tokens(["hello world"]) == [2]
@@ -47,9 +47,9 @@ def test_openmp_threads_sleep_when_idle():
 
 
 @pytest.mark.slow
-def test_query_embedding_leaves_the_thread_setting_alone(minilm):
+def test_query_embedding_leaves_the_thread_setting_alone(minilm_torch):
     """Queries run on one thread; document batches must keep every core afterwards."""
     import torch
     before = torch.get_num_threads()
-    minilm.embed_query("a short question")
+    minilm_torch.embed_query("a short question")
     assert torch.get_num_threads() == before

