@@ -17,10 +17,12 @@ from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
 from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from .filters import check_filters
+from .freshness import Changes, changes_on_disk
 from .indexer import IndexReport, Progress, index_vault
+from .listing import list_notes
 from .reader import NoteText
 from .request import SearchRequest, as_request
-from .search import Hit, run_search
+from .search import SearchResult, run_search
 from .store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
@@ -42,6 +44,7 @@ class VaultStatus:
     disk_bytes: int = 0
     vector_index: str = ""
     error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
+    changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -262,11 +265,12 @@ class Hybrid:
                 self._stores[vault.name] = store
             return store
 
-    def search(self, query: str | SearchRequest, *, agent: bool = False, **options: Any) -> list[Hit]:
-        """Search and return up to ``top_k`` hits, best first. ``query`` is the query text with
-        the options as keywords (``top_k=8``, ``mode="hybrid"``, ``vaults=None`` for all,
-        ``folders``, ``tags``, ``since``, ``rerank``, ``exclude_folders``), or a ready
-        :class:`~hybrid.request.SearchRequest`. Arguments are checked against
+    def search(self, query: str | SearchRequest, *, agent: bool = False, **options: Any) -> SearchResult:
+        """Search and return up to ``top_k`` hits, best first (a list; its ``corrections`` and
+        ``parsed`` say how the query was read, see :class:`~hybrid.result.SearchResult`).
+        ``query`` is the query text with the options as keywords (``top_k=8``,
+        ``mode="hybrid"``, ``vaults=None`` for all, ``folders``, ``tags``, ``since``, ``rerank``,
+        ``exclude_folders``), or a ready :class:`~hybrid.request.SearchRequest`. Arguments are checked against
         :mod:`hybrid.limits` when the request is made (BadSearchArgs: wrong type, ``top_k``
         outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), so every entry point is. With
         ``agent`` the search sees the vaults as an agent does (:mod:`hybrid.agent_view`)."""
@@ -278,6 +282,9 @@ class Hybrid:
         # a folder, tag or date filter that no note passes says so (NoMatchingNotes), rather
         # than an empty list that reads as "nothing relevant"
         check_filters([s for _, s in targets], request.filters)
+        if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
+            with self._lock:
+                return list_notes(targets, request, self.config.settings)
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
@@ -413,9 +420,11 @@ class Hybrid:
             if st.indexed:
                 try:
                     _fill_status(st, v.index_dir, sizes=not agent)
-                    if agent:  # what agents see: their counts, no sizes or pending work
+                    if agent:  # what agents see: their counts, no sizes, pending work or changes
                         st.notes, st.chunks = self.agent_counts(v.name)
                         st.pending = 0
+                    else:
+                        st.changes = changes_on_disk(v, self.settings)
                 except (IndexCorrupt, sqlite3.DatabaseError) as exc:
                     # One damaged vault must not hide the others; `hybrid index` heals it.
                     st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

@@ -125,9 +125,13 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
         same = [v for v in h.vaults if v.path.resolve() == Path(path).expanduser().resolve()]
         v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
         vaults = (v.name,)
+    h.refresh()
+    reports = []
     with progress_bar(sys.stderr.isatty()) as progress:
-        reports = h.index(vaults or None, reembed=reembed, wait=wait, progress=progress,
-                          keep_going=True)
+        for v in h.config.select(vaults or None):  # one at a time, so each vault has its own bars
+            if progress:
+                progress.vault(v.name, v.embedder)
+            reports += h.index([v.name], reembed=reembed, wait=wait, progress=progress, keep_going=True)
     if as_json:
         print_json([r.to_dict() for r in reports])
     for r in reports:
@@ -143,15 +147,22 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
 
 # --- querying -----------------------------------------------------------------------------
 @main.command()
-@click.argument("text", nargs=-1, required=True)
-@click.option("-n", "--top-k", default=8, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
+@click.argument("text", nargs=-1)
+@click.option("-n", "--top-k", default=8, show_default=True, type=click.IntRange(1, 1000),
+              help="Notes to show (passages with --passages or --json).")
 @click.option("--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True)
 @click.option("--vault", "vaults", multiple=True, help="Search only this vault (repeatable).")
 @click.option("--folder", "folders", multiple=True, help="Only notes under this folder (repeatable: any).")
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag or a nested child (repeatable: all).")
 @click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
-@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
-@click.option("--full", is_flag=True, help="Print each hit's whole chunk, not a snippet.")
+@click.option("--passages", is_flag=True, help="One entry per passage, not one per note.")
+@click.option("-l", "--files-with-matches", "files", is_flag=True,
+              help="Print only the matching notes' references (vault:path), one per line, best first.")
+@click.option("--explain", is_flag=True, help="Show how the query was read (words, phrases, exclusions, "
+                                             "literals, corrections, filters) and each hit's per-arm ranks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits (passages) as JSON.")
+@click.option("--group", is_flag=True, help="With --json: one object per note, its passages inside.")
+@click.option("--full", is_flag=True, help="Print each passage's whole chunk, not a snippet.")
 @click.option("--rerank", is_flag=True,
               help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
 @click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
@@ -161,45 +172,41 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
                                                 "secrets redacted (settings agent_exclude, private_tags).")
 @click.option("--exclude", "exclude_folders", multiple=True,
               help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.")
+@click.option("--min-score", type=click.FloatRange(0, 1), default=0.0,
+              help="Leave out hits whose confidence is below this (0-1; weak < 0.4 <= fair < 0.7 <= strong).")
 @click.pass_context
-def query(ctx, text, top_k, mode, vaults, folders, tags, since, as_json, full, rerank, rerank_model, local,
-          as_agent, exclude_folders):
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files, explain, as_json, group, full,
+          rerank, rerank_model, local, as_agent, exclude_folders, min_score):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
-    and inline filters tag:NAME folder:PATH since:DATE."""
+    and inline filters tag:NAME folder:PATH since:DATE. Filters alone (`tag:recipes`, or no TEXT
+    with --tag/--folder/--since) list the notes that pass them, newest first.
+
+    Hits are grouped by note: each note's best passage, its other passages below it.
+    Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
+    if not text and not (folders or tags or since):
+        raise click.UsageError("give words to search for, or a --tag, --folder or --since filter to list notes")
+    from .cli_render import Look, QueryView
+    view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
+                     explain=explain, look=Look.detect())
     h = open_handle(ctx)
     from .request import SearchRequest
     # Checked before asking a server: "query is too long" beats the server's 413.
-    request = SearchRequest(" ".join(text), top_k=top_k, mode=mode, vaults=vaults or None,
+    request = SearchRequest(" ".join(text), top_k=view.fetch, mode=mode, vaults=vaults or None,
                             folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
-                            rerank=rerank or bool(rerank_model))
-    hits = None
+                            rerank=rerank or bool(rerank_model), min_score=min_score)
+    result = None
     if not rerank_model and not local and not as_agent:
-        from .http_server import remote_search
-        remote = remote_search(h, request)  # a running `hybrid serve --http` has the model warm
-        if remote is not None:
-            from .hits import Hit
-            hits = [Hit.from_dict(d) for d in remote]
-    if hits is None:
+        from .http_server import remote_result
+        result = remote_result(h, request)  # a running `hybrid serve --http` has the model warm
+    if result is None:
         if rerank_model:
             h.override(rerank_model=rerank_model)
         started = time.perf_counter()
-        hits = h.search(request, agent=as_agent)
+        result = h.search(request, agent=as_agent)
         if mode != "lexical":
             slow_query_hint(h, time.perf_counter() - started)
-    if as_json:
-        print_json([h.to_dict() for h in hits])
-        return
-    if not hits:
-        click.echo("no hits", err=True)
-        return
-    for i, h in enumerate(hits, 1):
-        arms = " ".join(f"{name}#{rank}" for name, rank in (("bm25", h.lexical_rank), ("vec", h.vector_rank)) if rank)
-        click.echo(click.style(f"{i}. {h.vault}:{h.path}:{h.start_line}-{h.end_line}", bold=True)
-                   + f"  {h.score:.4f}  {arms}")
-        where = h.heading if h.heading_path[:1] == [h.title] else " › ".join(filter(None, [h.title, h.heading]))
-        click.echo(click.style(f"   {where}", fg="cyan"))
-        body = h.text if full else h.snippet
-        click.echo("   " + body.replace("\n", "\n   "))
+    view.roots = {v.name: v.path for v in h.vaults}
+    view.show(result, request)
 
 
 main.add_command(query, "search")  # the same command under the name agents and users try first
@@ -226,7 +233,8 @@ def get(ctx, ref, vault, as_json, as_agent):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def status(ctx, as_json):
-    """Show each vault's index: notes, chunks, model, last indexed, size on disk."""
+    """Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files
+    new, changed or deleted on disk since (what `hybrid index` would do now)."""
     h = open_handle(ctx)
     rows = h.status()
     agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
@@ -251,6 +259,8 @@ def status(ctx, as_json):
                        f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+            if r.changes is not None:
+                click.echo(f"  files on disk: {r.changes.text}")
             hidden = r.notes - agent[r.name]
             click.echo(f"  agents see {agent[r.name]} notes ({hidden} private: agent_exclude, "
                        f"private tags, `private: true`, proposals)")

@@ -55,24 +55,67 @@ def print_json(data) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+# What `hybrid index`'s progress stages (hybrid.indexer.PROGRESS_STAGES) are called on screen;
+# any other stage (`hybrid eval`'s) is shown under its own name.
+STAGE_LABELS = {"scan": "reading notes", "load": "loading model", "embed": "embedding chunks",
+                "write": "writing indexes"}
+
+
+class ProgressBars:
+    """The ``progress(stage, done, total)`` callback behind a rich display: one bar per stage
+    (and per vault: see :meth:`vault`), labelled for people, with an ETA. A total of None shows
+    an indeterminate bar until it is known; a total is never lowered and ``done`` never shown
+    past it, whatever the caller reports."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.tasks: dict[str, Any] = {}
+        self.totals: dict[str, int | None] = {}
+        self.prefix, self.model = "", ""
+
+    def vault(self, name: str, model: str = "") -> None:
+        """Bars from now on belong to vault ``name`` (its embedder spec: ``model``)."""
+        self.prefix, self.model = f"{name}: ", model
+
+    def label(self, stage: str) -> str:
+        text = STAGE_LABELS.get(stage, stage)
+        if stage == "load" and self.model:
+            text += f" {self.model}"
+        return self.prefix + text
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        key = self.prefix + stage
+        if key not in self.tasks:
+            self.tasks[key] = self.bar.add_task(self.label(stage), total=total)
+            self.totals[key] = total
+        known = self.totals[key]
+        if total is not None and (known is None or total > known):
+            self.totals[key] = known = total
+            self.bar.update(self.tasks[key], total=total)
+        self.bar.update(self.tasks[key], completed=done if known is None else min(done, known))
+
+
 @contextmanager
 def progress_bar(enabled: bool):
+    """A :class:`ProgressBars` on stderr, or None (nothing is printed) when not ``enabled``:
+    callers pass ``sys.stderr.isatty()``, so pipes and CI logs get no bar."""
     if not enabled:
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        yield ProgressBars(bar)
 
 
 SLOW_QUERY_S = 2.0  # an in-process query slower than this loaded a model

@@ -26,6 +26,8 @@ class Hit:
     vector_rank: int | None = None
     vector_score: float | None = None
     rerank_score: float | None = None
+    # calibrated estimate (0..1) that this passage's note answers the query; see hybrid/confidence.py
+    confidence: float | None = None
     tags: list[str] = field(default_factory=list)
     modified: str = ""
     uri: str = ""
@@ -35,6 +37,11 @@ class Hit:
     @property
     def heading(self) -> str:
         return " > ".join(self.heading_path)
+
+    @property
+    def confidence_label(self) -> str:
+        """``strong`` / ``fair`` / ``weak`` for :attr:`confidence` (empty when not computed)."""
+        return confidence_label(self.confidence)
 
     @property
     def citation(self) -> str:
@@ -52,6 +59,13 @@ class Hit:
     def from_dict(cls, data: dict) -> Hit:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def confidence_label(confidence: float | None) -> str:
+    """The word shown for a confidence: ``strong`` (>= 0.7), ``fair`` (>= 0.4), else ``weak``."""
+    if confidence is None:
+        return ""
+    return "strong" if confidence >= 0.7 else "fair" if confidence >= 0.4 else "weak"
 
 
 def obsidian_uri(vault_folder: str, path: str) -> str:

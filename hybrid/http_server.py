@@ -40,6 +40,7 @@ from .request import SearchRequest
 
 if TYPE_CHECKING:
     from .api import Hybrid
+    from .result import SearchResult
 
 log = logging.getLogger("hybrid")
 WILDCARD_BINDS = {"0.0.0.0", "::"}
@@ -253,7 +254,9 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     try:
         search = SearchRequest.from_json(body)
         hits = h.search(search, agent=agent_client is not None)
-        data = {"hits": [x.to_dict() for x in hits]}
+        # "hits" is what every client reads; the rest (corrected words, snippet needles) is
+        # extra that clients from before it ignore
+        data = {"hits": [x.to_dict() for x in hits], **hits.response_extras()}
     except BadSearchArgs as exc:
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
@@ -373,6 +376,23 @@ REFUSED = {400, 413, 415, 422}
 def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> list[dict] | None:
     """Ask a running server (if its address file exists and it answers); None means: do it
     in-process. Uses only the standard library so a cold ``hybrid query`` stays fast."""
+    data = _remote_call(h, request, timeout)
+    return None if data is None else data["hits"]
+
+
+def remote_result(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> SearchResult | None:
+    """:func:`remote_search` as a :class:`~hybrid.result.SearchResult` (hits, the words the
+    server corrected, the parsed query), as ``Hybrid.search`` returns it; None: search
+    in-process."""
+    from .result import SearchResult
+    data = _remote_call(h, request, timeout)
+    if data is None:
+        return None
+    return SearchResult.from_response(data, request.query, request.parsed)
+
+
+def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | None:
+    """The server's JSON answer (a dict with a ``hits`` list), or None."""
     import urllib.error
     import urllib.request
 
@@ -392,7 +412,10 @@ def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> li
         req.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read())["hits"]
+            data = json.loads(resp.read())
+        if not isinstance(data, dict) or not isinstance(data["hits"], list):
+            raise ValueError("not a search answer")
+        return data
     except urllib.error.HTTPError as exc:
         if exc.code in REFUSED:
             raise HybridError(_error_text(exc)) from None

@@ -23,6 +23,7 @@ from .agent_view import AgentView, agent_redactor
 from .catalog import NewChunk, NoteRecord
 from .chunk import Chunker
 from .config import Vault
+from .embed_queue import EmbedQueue
 from .embedders import Embedder
 from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
 from .settings import Settings
@@ -39,8 +40,14 @@ from .timing import Stopwatch
 from .vector import VectorSpec
 
 log = logging.getLogger("hybrid")
-Progress = Callable[[str, int, int], None]
-EMBED_GROUP = 256
+# progress(stage, done, total): what an index run reports as it goes, stage by stage in this
+# order (a stage with nothing to do is not reported): "scan" (reading the changed notes, in
+# files), "load" (loading the embedding model: only when something is embedded), "embed"
+# (chunks embedded; ``total`` is None until it is known, when the reads are over, and fixed
+# from then on) and "write" (the catalog, then tantivy and FAISS). ``done <= total`` always,
+# and a stage's total never changes once given.
+Progress = Callable[[str, int, "int | None"], None]
+PROGRESS_STAGES = ("scan", "load", "embed", "write")
 # IndexReport.stage_seconds keys, in pipeline order (read_embed_wall: the overlapped
 # read_parse + chunk + embed stages' wall time).
 STAGES = ("open", "discover", "read_parse", "chunk", "embed", "read_embed_wall", "catalog",
@@ -129,10 +136,18 @@ class _Job:
 
     @property
     def chunking(self) -> str:
-        """The chunking parameters as recorded in the catalog: a change re-chunks every note."""
-        s = self.settings
-        return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                           "header": s.context_header, "version": 2})
+        return chunking_meta(self.settings)
+
+
+def chunking_meta(s: Settings) -> str:
+    """The chunking parameters as recorded in the catalog: a change re-chunks every note."""
+    return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
+                       "header": s.context_header, "version": 2})
+
+
+def file_hash(data: bytes) -> str:
+    """A file's content hash as the catalog records it."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass
@@ -176,12 +191,20 @@ def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
         pending = _read_and_embed(store, job, plan, report)
     removed = [p for p in plan.known if p not in plan.present]  # after the reads: files vanish
     report.removed = len(removed)
+    _report_progress(job, "write", 0, 2)
     with job.clock("catalog"):
         _apply(store, job, pending, removed)
+    _report_progress(job, "write", 1, 2)
     synced = store.sync_derived(job.embedder.id, view=job.view, redactor=job.redactor)
+    _report_progress(job, "write", 2, 2)
     job.clock.add("tantivy", synced["lexical_seconds"])
     job.clock.add("faiss", synced["vector_seconds"])
     _finish(store, job, report)
+
+
+def _report_progress(job: _Job, stage: str, done: int, total: int | None) -> None:
+    if job.progress:
+        job.progress(stage, done, total)
 
 
 def _check_model(store: VaultStore, job: _Job, report: IndexReport) -> None:
@@ -230,12 +253,13 @@ def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexRepo
     s = job.settings
     chunker = Chunker(job.embedder.count_tokens, job.embedder.max_tokens, s.chunk_tokens,
                       s.chunk_overlap, s.context_header)
-    embedding = _EmbedQueue(store, job.embedder, report, job.progress)
+    embedding = EmbedQueue(store, job.embedder, report, job.progress)
     reader = _ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock)
     pending: list[NoteRecord] = []
+    if plan.to_read:
+        _report_progress(job, "scan", 0, len(plan.to_read))
     for n, (entry, row, result) in enumerate(reader, 1):
-        if job.progress:
-            job.progress("scan", n, len(plan.to_read))
+        _report_progress(job, "scan", n, len(plan.to_read))
         if result.status is ReadStatus.VANISHED:
             plan.present.discard(entry.path)
         elif result.status is ReadStatus.TOUCHED:
@@ -313,7 +337,7 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings,
         report.skipped += 1
         _warn(report, f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
         return skipped
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = file_hash(data)
     if row is not None and row.hash == digest and not force:
         return ReadResult(ReadStatus.TOUCHED)
     try:
@@ -410,50 +434,3 @@ class _ReadAhead:
         finally:
             self._stop.set()
             self._thread.join()
-
-
-class _EmbedQueue:
-    """Embeds chunk texts that have no cached vector, a window at a time as records arrive, and
-    commits each group's vectors to the catalog's cache. Within a window texts are sorted by
-    length, so a batch pads to similar lengths (what encode() does within one call)."""
-
-    WINDOW = 2048
-
-    def __init__(self, store: VaultStore, embedder: Embedder, report: IndexReport,
-                 progress: Progress | None):
-        self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
-        self.waiting: dict[str, str] = {}
-        self.seen: set[str] = set()
-        self.total_chunks = 0
-        self.busy = 0.0
-
-    def add(self, record: NoteRecord) -> None:
-        self.total_chunks += len(record.chunks)
-        for c, t in zip(record.chunks, record.embed_texts):
-            if c.embed_hash not in self.seen:
-                self.seen.add(c.embed_hash)
-                self.waiting[c.embed_hash] = t
-        if len(self.waiting) >= self.WINDOW:
-            self._flush()
-
-    def finish(self) -> None:
-        self._flush()
-        self.report.cache_hits = self.total_chunks - self.report.chunks_embedded
-
-    def _flush(self) -> None:
-        if not self.waiting:
-            return
-        t = time.perf_counter()
-        cat, model = self.store.catalog, self.embedder.id
-        cached = cat.cached_hashes(model, self.waiting)
-        todo = sorted(((h, x) for h, x in self.waiting.items() if h not in cached), key=lambda hx: len(hx[1]))
-        self.waiting = {}
-        for i in range(0, len(todo), EMBED_GROUP):
-            group = todo[i:i + EMBED_GROUP]
-            vecs = self.embedder.embed_documents([x for _, x in group])
-            cat.put_embeddings(model, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
-            self.report.chunks_embedded += len(group)
-            if self.progress:
-                self.progress("embed", self.report.chunks_embedded, len(self.seen))
-            checkpoint("after-embed-batch")
-        self.busy += time.perf_counter() - t

@@ -1,5 +1,6 @@
 """Query syntax: free words, ``"required phrases"``, ``-excluded`` words or ``-"phrases"``, and
-inline filters ``tag:NAME``, ``folder:PATH``, ``since:DATE``.
+inline filters ``tag:NAME``, ``folder:PATH``, ``since:DATE``. A query of filters alone lists the
+notes passing them, newest first.
 
 ``--flags`` are words, not exclusions (only ``-`` followed by a letter excludes). DATE is
 ``YYYY-MM-DD`` or a relative age such as ``30d``, ``6w``, ``3m``, ``1y``.
@@ -32,6 +33,12 @@ class ParsedQuery:
     def text(self) -> str:
         """What the vector arm embeds: the words and phrases, without operators or filters."""
         return " ".join(self.phrases + self.terms)
+
+    @property
+    def listing(self) -> bool:
+        """Nothing to search for, only filters (``tag:recipes``): the query lists the notes
+        passing them (see :mod:`hybrid.listing`) instead of ranking passages."""
+        return not (self.terms or self.phrases or self.excludes)
 
 
 def normalize_folder(folder: str) -> str:
@@ -83,7 +90,6 @@ def parse_query(text: str) -> ParsedQuery:
     if not q.terms and not q.phrases:
         if q.excludes:
             raise QuerySyntaxError("query has only exclusions: add a word or phrase to search for")
-        if not (q.tags or q.folders or q.since):
+        if not (q.tags or q.folders or q.since is not None):
             raise QuerySyntaxError("empty query: give some words to search for")
-        raise QuerySyntaxError("query has only filters: add a word or phrase to search for")
-    return q
+    return q  # only filters: a listing of the notes passing them (ParsedQuery.listing)

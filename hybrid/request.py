@@ -13,6 +13,11 @@ from .limits import MAX_TOP_K, BadSearchArgs, check_search
 from .query import ParsedQuery, normalize_folder, parse_date, parse_query
 
 
+def _number(value: Any) -> bool:
+    from numbers import Real
+    return isinstance(value, Real) and value == value  # NaN is no threshold
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which notes a search may return: the request's filters merged with the query's inline
@@ -44,15 +49,20 @@ class SearchRequest:
     since: float | str | None = None         # stored as epoch seconds
     rerank: bool = False
     exclude_folders: Sequence[str] = ()
+    min_score: float = 0.0                   # drop hits whose confidence is below (0..1)
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
         check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
                      exclude_folders=self.exclude_folders, max_top_k=max_top_k)
+        if isinstance(self.min_score, bool) or not _number(self.min_score) or not 0 <= self.min_score <= 1:
+            raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence "
+                                f"(got {self.min_score!r})")
         from .notes import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
+        set_(self, "min_score", float(self.min_score))
         set_(self, "vaults", None if not self.vaults else tuple(dict.fromkeys(self.vaults)))
         set_(self, "folders", tuple(normalize_folder(f) for f in self.folders))
         set_(self, "exclude_folders", tuple(normalize_folder(f) for f in self.exclude_folders))
@@ -65,7 +75,10 @@ class SearchRequest:
     @cached_property
     def parsed(self) -> ParsedQuery:
         """The query text split into terms, phrases, exclusions and inline filters
-        (QuerySyntaxError for an empty query, an open quote, a bad date)."""
+        (QuerySyntaxError for an empty query, an open quote, a bad date). No text at all with a
+        folder, tag or date filter is a listing (``ParsedQuery.listing``), as ``tag:x`` is."""
+        if not self.query.strip() and (self.folders or self.tags or self.since is not None):
+            return ParsedQuery()
         return parse_query(self.query)
 
     @property

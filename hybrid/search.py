@@ -15,15 +15,16 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import fuse
+from . import confidence, fuse
 from .catalog import ChunkRow
 from .hits import Hit, needle_hits, obsidian_uri, snippet  # noqa: F401 - re-exported
 from .lexical import LexicalQuery, literals
 from .query import ParsedQuery
 from .request import Filters, SearchRequest
+from .result import WORD_RE, SearchResult, apply_corrections
 from .timing import Stopwatch
 
 if TYPE_CHECKING:
@@ -54,16 +55,18 @@ class Arms:
 
 def run_search(targets: Targets, request: SearchRequest, settings: Settings,
                query_vector: QueryVector | None, rescore: Rescorer | None = None,
-               clock: Stopwatch | None = None) -> list[Hit]:
+               clock: Stopwatch | None = None) -> SearchResult:
     """Run ``request`` over the given vault stores. ``query_vector(embedder_id, text)`` returns
     the embedding of ``text`` for a vault's embedder (only called when the vector arm runs; on a
     worker thread, so the model's forward pass overlaps the lexical arm); ``rescore(query,
     passages)`` returns cross-encoder logits (only with ``request.rerank``). Stage timings are
-    added to ``clock``."""
+    added to ``clock``. The hits come as a :class:`~hybrid.result.SearchResult`, a list that
+    also says which words were corrected and what was searched for."""
     clock = clock or Stopwatch()
     filters, depth = request.filters, max(settings.candidates, request.top_k)
     with clock("repair"):
-        parsed = repair(targets, request.parsed) if settings.fuzzy else request.parsed
+        fixes = corrections(targets, request.parsed) if settings.fuzzy else {}
+        parsed = apply_corrections(request.parsed, fixes)
     vectors = embed_query(targets, request.mode, parsed.text, query_vector)
     arms = Arms()
     if request.mode in ("lexical", "hybrid"):
@@ -87,29 +90,35 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         with clock("rerank"):
             fused, ce = rerank(fused, rows, parsed, rescore, settings.rerank_top_n)
     with clock("hits"):
-        hits = build_hits(targets, fused[:request.top_k], rows, arms, ce,
-                          needles(targets, parsed), settings.snippet_chars)
+        words = needles(targets, parsed)
+        hits = build_hits(targets, fused[:request.top_k], rows, arms, ce, words, settings.snippet_chars)
+    with clock("confidence"):
+        confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
+                            parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
+                            {store.embedder_id or "" for _, store in targets})
+        if request.min_score:
+            hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
-    return hits
+    return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words)
 
 
 def repair(targets: Targets, parsed: ParsedQuery) -> ParsedQuery:
     """Replace misspelled free words by their correction, for both arms (the embedder reads a
     misspelling as unrelated word pieces). Words no vault can correct are left alone."""
+    return apply_corrections(parsed, corrections(targets, parsed))
+
+
+def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:
+    """{misspelled free word (lower case): its correction} over the target vaults (the first
+    vault that can correct a word wins); a word no vault can correct is not in it. Whole words
+    of letters only (:data:`hybrid.result.WORD_RE`)."""
     words = [w for t in parsed.terms for w in WORD_RE.findall(t)]
     fixes: dict[str, str] = {}
     for _, store in targets:
         for wrong, right in store.lexical.corrections(words).items():
             fixes.setdefault(wrong, right)
-    if not fixes:
-        return parsed
-    terms = [WORD_RE.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), t) for t in parsed.terms]
-    return replace(parsed, terms=terms)
-
-
-# A whole word of letters: `alpha17` or `snake_case` are identifiers, never "corrected".
-WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
+    return fixes
 
 
 def embed_query(targets: Targets, mode: str, text: str,

@@ -152,11 +152,11 @@ def test_reembed_works_with_each_kind_of_damage(tmp_path, damage):
 # --- 2. re-embed beside the old index -----------------------------------------------------
 
 def test_failed_reembed_leaves_the_old_index_answering(tmp_path, monkeypatch):
-    import hybrid.indexer as indexer
+    import hybrid.embed_queue as embed_queue
     vault = sample_copy(tmp_path)
     h = indexed(tmp_path, vault)
     before = answers(h)
-    monkeypatch.setattr(indexer, "EMBED_GROUP", 16)
+    monkeypatch.setattr(embed_queue, "EMBED_GROUP", 16)
     emb = h.embedder("hash:64")
     calls = fail_embedding_at(monkeypatch, emb, 5)
     with pytest.raises(hybrid.HybridError, match="model went away"):

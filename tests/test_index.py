@@ -7,6 +7,7 @@ import pytest
 from helpers import consistent, fail_embedding_at, paths, write
 
 import hybrid
+from hybrid.embed_queue import EmbedQueue
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
 from hybrid.filters import NoMatchingNotes
 from hybrid.store import VaultStore
@@ -243,7 +244,7 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
     before = {h.path for h in fake.search("garden tomatoes sun", mode="lexical")}
     for i in range(40):
         write(vault, f"bulk/n{i}.md", f"# Bulk {i}\n\nfiller words number {i} " * 30)
-    monkeypatch.setattr(indexer._EmbedQueue, "WINDOW", 8)  # several embed windows while reading
+    monkeypatch.setattr(EmbedQueue, "WINDOW", 8)  # several embed windows while reading
 
     real_read = indexer._read
 

@@ -18,7 +18,7 @@ def test_parts():
 
 
 @pytest.mark.parametrize("bad, msg", [("", "empty"), ("   ", "empty"), ('foo "bar', "unbalanced"),
-                                      ("-foo", "only exclusions"), ("tag:x", "only filters"),
+                                      ("-foo", "only exclusions"), ("-foo tag:x", "only exclusions"),
                                       ("x since:yesterday", "bad date")])
 def test_bad_queries(bad, msg):
     with pytest.raises(QuerySyntaxError, match=msg):

@@ -22,3 +22,54 @@ def test_status_names_paths_and_the_server(tmp_path, monkeypatch):
     info.write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": 2**22 + 12345}))  # no such process
     assert "no server running" in CliRunner().invoke(main, ["status"]).output
     h.close()
+
+
+def test_status_counts_files_new_changed_deleted_since_the_last_run(tmp_path, monkeypatch):
+    from helpers import write
+
+    from hybrid.freshness import Changes
+    h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n", "c.md": "# C\n\ngamma\n",
+                                 "d.md": "---\nprivate: true\n---\n# D\n\ndelta\n"})
+    home, vault = h.config.path.parent, tmp_path / "vault"
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    (home / "config.toml").write_text('[settings]\nembedder = "hash:64"\n\n' + (home / "config.toml").read_text())
+    assert h.status()[0].changes == Changes() and h.status()[0].changes.text == "up to date"
+    write(vault, "new1.md", "# N\n\nnew\n")
+    write(vault, "sub/new2.md", "# N2\n\nnewer\n")
+    write(vault, "a.md", "# A\n\nalpha, edited\n")
+    stat = (vault / "b.md").stat()
+    os.utime(vault / "b.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # touched only
+    (vault / "c.md").unlink()
+    (vault / "d.md").unlink()  # a private note's activity: owners see it, agents never
+    (vault / "notes.txt").write_text("not a note")  # outside the include globs
+    st, = h.status()
+    assert st.changes == Changes(new=2, changed=1, deleted=2)
+    assert st.changes.text == "2 new, 1 changed, 2 deleted: run `hybrid index`"
+    assert st.to_dict()["changes"] == {"new": 2, "changed": 1, "deleted": 2}
+    out = CliRunner().invoke(main, ["status"]).output
+    assert "files on disk: 2 new, 1 changed, 2 deleted: run `hybrid index`" in out
+    row, = json.loads(CliRunner().invoke(main, ["status", "--json"]).output)
+    assert row["changes"] == {"new": 2, "changed": 1, "deleted": 2}
+    agent, = h.status(agent=True)
+    assert agent.changes is None  # agents are not told about file activity
+    report, = h.index()
+    assert (report.added, report.updated, report.removed) == (2, 1, 2)  # what status announced
+    assert h.status()[0].changes == Changes()
+    assert "files on disk: up to date" in CliRunner().invoke(main, ["status"]).output
+    h.close()
+
+
+def test_status_changes_follow_chunking_settings_and_a_missing_folder(tmp_path):
+    import shutil
+
+    import hybrid
+    from hybrid.freshness import Changes
+    h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n"})
+    h.close()
+    rechunk = hybrid.open(tmp_path / "home", embedder="hash:64", chunk_tokens=64)
+    assert rechunk.status()[0].changes == Changes(changed=2)  # `hybrid index` would re-chunk both
+    rechunk.close()
+    shutil.rmtree(tmp_path / "vault")
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    assert h.status()[0].changes is None and not h.status()[0].exists
+    h.close()
