@@ -3,6 +3,7 @@ progress, warnings and errors go to stderr. User mistakes end in one ``error:`` 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -189,22 +190,33 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files,
     view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
                      explain=explain, look=Look.detect())
     h = open_handle(ctx)
+    from .limits import MAX_TOP_K
     from .request import SearchRequest
     # Checked before asking a server: "query is too long" beats the server's 413.
     request = SearchRequest(" ".join(text), top_k=view.fetch, mode=mode, vaults=vaults or None,
                             folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
                             rerank=rerank or bool(rerank_model), min_score=min_score)
-    result = None
-    if not rerank_model and not local and not as_agent:
-        from .http_server import remote_result
-        result = remote_result(h, request)  # a running `hybrid serve --http` has the model warm
-    if result is None:
-        if rerank_model:
-            h.override(rerank_model=rerank_model)
+    if rerank_model:
+        h.override(rerank_model=rerank_model)
+
+    def run(request):
+        if not rerank_model and not local and not as_agent:
+            from .http_server import remote_result
+            result = remote_result(h, request)  # a running `hybrid serve --http` has the model warm
+            if result is not None:
+                return result
         started = time.perf_counter()
         result = h.search(request, agent=as_agent)
         if mode != "lexical":
             slow_query_hint(h, time.perf_counter() - started)
+        return result
+
+    result = run(request)
+    # counting notes: one note's many passages can fill the passages fetched; fetch more
+    while (view.by_note and len({(x.vault, x.path) for x in result}) < top_k
+           and len(result) >= request.top_k and request.top_k < MAX_TOP_K):
+        request = dataclasses.replace(request, top_k=min(MAX_TOP_K, request.top_k * 4))
+        result = run(request)
     view.roots = {v.name: v.path for v in h.vaults}
     view.show(result, request)
 

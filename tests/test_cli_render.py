@@ -88,6 +88,18 @@ def test_passages_of_one_note_are_one_block_and_n_counts_notes(kafka_home):
     assert len(blocks(one)) == 1 and "garden.md" not in one and one.count("↳") == 2
 
 
+def test_n_notes_even_when_one_note_fills_the_first_fetch(kafka_home, tmp_path):
+    """A note with more matching passages than the first fetch holds (n * 4) must not crowd out
+    the other notes: -n 2 still shows two notes."""
+    big = "\n\n".join(f"## Part {i}\n\n" + f"consumers of part {i} lag behind. " * 40 for i in range(30))
+    write(tmp_path / "notes", "work/huge.md", "# Huge\n\n" + big)
+    kafka_home.index()
+    assert len(kafka_home.search("consumers", top_k=8, mode="lexical")) == 8  # the first fetch
+    heads = blocks(run("consumers", "-n", "2", "--mode", "lexical").stdout)
+    assert len(heads) == 2 and len({h.split()[1].rsplit(":", 1)[0] for h in heads}) == 2
+    assert len(run("consumers", "-l", "-n", "3", "--mode", "lexical").stdout.splitlines()) == 3
+
+
 def test_files_with_matches_prints_bare_references(kafka_home):
     assert run("consumers", "-l").stdout == "v:work/kafka.md\nv:garden.md\n"
     assert run("consumers", "-l", "-n", "1").stdout == "v:work/kafka.md\n"
