@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -40,7 +45,9 @@ def _weights(v: str) -> tuple[float, float]:
               help="Judgements: TREC or ranx JSON.")
 @click.option("--beir", type=click.Path(file_okay=False, path_type=str),
               help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/test.tsv).")
-@click.option("--modes", default="lexical,vector,hybrid,rerank", show_default=True)
+@click.option("--modes", help="Comma list of lexical, vector, hybrid, rerank (default: lexical,vector,hybrid, "
+                              "plus rerank when a reranker is configured: the rerank_model setting or "
+                              "--rerank-model).")
 @click.option("--chunk-tokens", help="Comma list (default: the chunk_tokens setting).")
 @click.option("--chunk-overlap", help="Comma list (default: the chunk_overlap setting).")
 @click.option("--context-header", help="Comma list of on/off (default: the setting).")
@@ -54,7 +61,8 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--limit", type=int, help="Evaluate only the first N queries.")
 @click.option("--split", help='Evaluate only the queries of this split (JSONL "split" field, e.g. tune, heldout).')
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
-              help="Write report.md, results.json, runs and plots here.")
+              help="Write report.md, results.json, runs and plots here (default: a new folder "
+                   "<data dir>/eval/<date-time>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
@@ -72,18 +80,69 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
         h, settings, vault_ref, queries_path, qrels_path, beir, limit, split, problems)
     s = settings
     configs = grid(
-        _csv(modes, str, "modes"),
+        _csv(modes, str, "modes") if modes else default_modes(settings),
         _csv(chunk_tokens, int, "integers") if chunk_tokens else [s.chunk_tokens],
         _csv(chunk_overlap, int, "integers") if chunk_overlap else [s.chunk_overlap],
         _csv(context_header, _bool, "on/off") if context_header else [s.context_header],
         _csv(rrf_k, float, "numbers") if rrf_k else [s.rrf_k],
         _csv(weights, _weights, "LEXICAL:VECTOR pairs") if weights else [(s.weight_lexical, s.weight_vector)],
     )
-    with progress_bar(sys.stderr.isatty()) as progress:
-        result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
-                          exclude=exclude, metrics=_csv(metrics, str, "metric names"),
-                          significance=significance, progress=progress)
-    _output(result, out, as_json, settings)
+    with quiet_libraries():
+        with progress_bar(sys.stderr.isatty()) as progress:
+            result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
+                              exclude=exclude, metrics=_csv(metrics, str, "metric names"),
+                              significance=significance, progress=progress)
+        _output(result, Path(out) if out else default_out(h.config.data), as_json, settings)
+
+
+def default_modes(settings: Settings) -> list[str]:
+    """lexical, vector and hybrid; rerank too when a reranker is configured (``rerank_model``
+    set in the config file or by --rerank-model: its default, empty, means none)."""
+    return ["lexical", "vector", "hybrid"] + (["rerank"] if settings.rerank_model else [])
+
+
+def default_out(data: Path) -> Path:
+    """A new report folder when --out is not given: ``<data>/eval/<date-time>`` (``-2``, ``-3``…
+    when one run follows another within the second)."""
+    from datetime import datetime
+    base = data / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out, n = base, 1
+    while True:
+        try:
+            out.mkdir(parents=True)
+            return out
+        except FileExistsError:
+            n += 1
+            out = base.with_name(f"{base.name}-{n}")
+
+
+# Libraries whose warnings and log records are noise to a `hybrid eval` user (numba warns when
+# ranx compiles its metrics on first use, matplotlib when it builds its font cache, …).
+QUIET_LOGGERS = ("numba", "ranx", "matplotlib", "PIL", "pandas", "torch", "transformers",
+                 "sentence_transformers", "huggingface_hub", "tokenizers", "onnxruntime", "faiss",
+                 "httpx", "urllib3")
+
+
+@contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence the libraries' Python warnings (hybrid's own stay on), their loggers below ERROR,
+    and tqdm bars and the tokenizers fork notice, for the duration; errors still raise."""
+    env = {k: v for k, v in (("TOKENIZERS_PARALLELISM", "false"), ("TQDM_DISABLE", "1")) if k not in os.environ}
+    os.environ.update(env)
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("default", module=r"hybrid(\.|$)")
+        for lg in loggers:
+            lg.setLevel(max(lg.getEffectiveLevel(), logging.ERROR))
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
+            for k in env:
+                os.environ.pop(k, None)
 
 
 def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit, split,
@@ -132,15 +191,16 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, be
     return vault_path, include, exclude, queries, qrels
 
 
-def _output(result, out: str | None, as_json: bool, settings: Settings) -> None:
-    """The report files (--out), then JSON or the table on stdout."""
-    if out:
-        import shlex
+def _output(result, out: Path, as_json: bool, settings: Settings) -> None:
+    """The report files, then JSON or the table on stdout, then where the report is (on stderr
+    with --json, so stdout stays JSON)."""
+    import shlex
 
-        from .evalreport import write_report
-        write_report(result, Path(out), "hybrid " + shlex.join(sys.argv[1:]), settings)
+    from .evalreport import print_table, write_report
+    write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings)
+    report = out / "report.md"
     if as_json:
         print_json(result.to_dict())
     else:
-        from .evalreport import print_table
-        print_table(result)
+        print_table(result, report)
+    click.echo(f"report: {report}", err=as_json)

@@ -10,10 +10,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .evaluate import ConfigResult, EvalResult
+from .evaluate import DEPTH, ConfigResult, EvalResult, Miss
 from .settings import Settings
 
 ANSWER_COLS = ("answer@1", "answer@10")
+MISSES_SHOWN = 10  # answer@1 misses listed on the terminal; report.md lists them all
+CATEGORY_PLOT = "answer_at_1_by_category.png"
+ANSWER_NOTE = ("`answer@k`: share of queries with a top-grade answer (a note, or section, of the "
+               "query's highest judged grade) among the first k notes.")
 
 
 def _varying(result: EvalResult) -> list[str]:
@@ -58,7 +62,24 @@ def category_rows(result: EvalResult, metric: str) -> tuple[list[str], list[list
     return header, body
 
 
-def print_table(result: EvalResult) -> None:
+def _rank(m: Miss) -> str:
+    return f"answer at rank {m.answer_rank}" if m.answer_rank else f"answer not in the top {DEPTH} chunks"
+
+
+def _first(m: Miss) -> str:
+    if not m.first:
+        return "nothing retrieved"
+    grade = f"relevant, grade {m.first_grade} of {m.top_grade}" if m.first_grade else "not judged relevant"
+    return f"{m.first} ({grade})"
+
+
+def _misses_title(result: EvalResult, r: ConfigResult, misses: Sequence[Miss]) -> str:
+    return f"answer@1 misses of {r.config.name}: {len(misses)} of {len(result.queries)} queries"
+
+
+def print_table(result: EvalResult, report: Path | None = None) -> None:
+    """The tables, then the main run's answer@1 misses (the first MISSES_SHOWN; the rest are in
+    ``report``, the report.md written beside)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -83,12 +104,41 @@ def print_table(result: EvalResult) -> None:
         console.print("* = differs from the first run with p < 0.05 (paired t-test)")
     if result.problems.counts:
         console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(result.problems.counts.items())))
+    main = result.main_run()
+    misses = result.misses(main) if main else []
+    if main and misses:
+        console.print(f"\n[bold]{_misses_title(result, main, misses)}[/bold] (first hit not a top-grade answer)")
+        for m in misses[:MISSES_SHOWN]:
+            cat = f" [{m.category}]" if m.category else ""
+            console.print(f"  {m.qid}{cat} \"{m.text}\"\n      {_rank(m)}; first: {_first(m)}",
+                          markup=False, highlight=False, soft_wrap=True)
+        if len(misses) > MISSES_SHOWN:
+            where = f" in {report}" if report else ""
+            console.print(f"  … and {len(misses) - MISSES_SHOWN} more{where}", markup=False, highlight=False,
+                          soft_wrap=True)
 
 
 def _md_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    def cell(v: str) -> str:
+        return v.replace("|", "\\|").replace("\n", " ")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in body]
     return "\n".join(lines)
+
+
+def _md_misses(result: EvalResult) -> list[str]:
+    main = result.main_run()
+    if main is None:
+        return []
+    misses = result.misses(main)
+    parts = ["", "## answer@1 misses", "", _misses_title(result, main, misses) +
+             " (the first hit is not a top-grade answer; ranks count notes, or sections for "
+             "section-judged queries).", ""]
+    if not misses:
+        return parts + ["none"]
+    body = [[m.qid, m.category, m.text, str(m.answer_rank) if m.answer_rank else f"not in top {DEPTH} chunks",
+             _first(m)] for m in misses]
+    return parts + [_md_table(["qid", "category", "query", "answer rank", "ranked first"], body)]
 
 
 def write_report(result: EvalResult, out: Path, command: str, settings: Settings) -> None:
@@ -109,6 +159,7 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
                 fh.write(f"{qid}\t0\t{doc}\t{grade}\n")
     (out / "results.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
     plots = _plots(result, out)
+    cat_plot = out / CATEGORY_PLOT
 
     header, body = rows(result)
     parts = ["# hybrid eval report", "",
@@ -118,13 +169,16 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
              "Settings: " + ", ".join(f"`{k}={v!r}`" for k, v in sorted(settings.as_dict().items())), "",
              "## Runs", "", _md_table(header, body), "",
              "Metrics from ranx over notes (a note ranks by its best chunk; section-judged queries "
-             "rank sections). `answer@k`: share of queries with a top-grade answer in the first k."]
+             "rank sections). " + ANSWER_NOTE]
     if result.significance:
         parts += ["", "`*`: differs from the first run with p < 0.05 (paired two-sided t-test)."]
     if result.categories():
         for metric in ("answer@1", "answer@10", "ndcg@10"):
             hh, bb = category_rows(result, metric)
             parts += ["", f"## {metric} by category", "", _md_table(hh, bb)]
+            if metric == "answer@1" and cat_plot in plots:
+                parts += ["", f"![answer@1 by category]({cat_plot.name})"]
+    parts += _md_misses(result)
     parts += ["", "## Index builds", ""] + [f"- {k}: {v} s" for k, v in result.index_seconds.items()]
     if result.skipped_modes:
         parts += ["", "Skipped modes: " + ", ".join(result.skipped_modes) + " (see warnings)."]
@@ -135,9 +189,36 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
                  [f"- {m}" for m in result.problems.messages[:500]] + ["", "</details>"]
     else:
         parts.append("none")
-    if plots:
-        parts += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    others = [p for p in plots if p != cat_plot]
+    if others:
+        parts += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in others]
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+MAX_PLOTTED_RUNS = 6
+
+
+def category_bars(result: EvalResult) -> tuple[list[str], dict[str, list[float]]]:
+    """What the category plot shows: answer@1 of each query group ("all", then the categories
+    and splits) per run: every run when there are at most MAX_PLOTTED_RUNS (labelled by mode
+    when the modes tell them apart), else the best run of each mode by answer@1. No series
+    when the queries have no categories."""
+    cats = result.categories()
+    if not cats or not result.results:
+        return [], {}
+    runs = list(result.results)
+    if len(runs) > MAX_PLOTTED_RUNS:
+        best: dict[str, ConfigResult] = {}
+        for r in runs:
+            if r.config.mode not in best or r.answer_at_1() > best[r.config.mode].answer_at_1():
+                best[r.config.mode] = r
+        runs = list(best.values())
+    by_mode = len({r.config.mode for r in runs}) == len(runs)
+    series = {}
+    for r in runs:
+        vals = result.by_category(r, "answer@1")
+        series[r.config.mode if by_mode else r.config.name] = [r.answer_at_1()] + [vals[c] for c in cats]
+    return ["all"] + cats, series
 
 
 def _plots(result: EvalResult, out: Path) -> list[Path]:
@@ -167,24 +248,22 @@ def _plots(result: EvalResult, out: Path) -> list[Path]:
         fig.savefig(p, dpi=110)
         plt.close(fig)
         made.append(p)
-    cats = result.categories()
-    if cats:
-        best: dict[str, ConfigResult] = {}
-        for r in result.results:
-            key = r.config.mode
-            if key not in best or r.metrics.get("ndcg@10", 0) > best[key].metrics.get("ndcg@10", 0):
-                best[key] = r
-        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(cats)), 4))
-        width = 0.8 / max(1, len(best))
-        for i, (mode, r) in enumerate(sorted(best.items())):
-            vals = result.by_category(r, "answer@10")
-            ax.bar([j + i * width for j in range(len(cats))],
-                   [0 if math.isnan(vals[c]) else vals[c] for c in cats], width, label=mode)
-        ax.set_xticks([j + width * (len(best) - 1) / 2 for j in range(len(cats))], cats)
-        ax.set_ylabel("answer@10 (best run per mode)")
+    groups, series = category_bars(result)
+    if series:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups) + 2), 4))
+        width = 0.8 / len(series)
+        for i, (label, vals) in enumerate(series.items()):
+            ax.bar([j + i * width for j in range(len(groups))],
+                   [0 if math.isnan(v) else v for v in vals], width, label=label)
+        sizes = [len(result.queries)] + [len(result.group(c)) for c in groups[1:]]
+        ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(groups))],
+                      [f"{g}\n({n})" for g, n in zip(groups, sizes)])
+        ax.set_ylabel("answer@1 (top hit is an answer)")
+        ax.set_title("answer@1 by query group (queries)", fontsize="medium")
         ax.set_ylim(0, 1.05)
-        ax.legend()
-        p = out / "categories.png"
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+        p = out / CATEGORY_PLOT
         fig.tight_layout()
         fig.savefig(p, dpi=110)
         plt.close(fig)

@@ -29,6 +29,7 @@ from .settings import Settings, replace
 log = logging.getLogger("hybrid")
 MODES = ("lexical", "vector", "hybrid", "rerank")
 DEPTH = 100
+NO_HIT = "__none__"  # the one doc of a query that retrieved nothing (ranx needs a non-empty run)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,21 @@ class ConfigResult:
     run: dict[str, dict[str, float]]
     seconds: float
 
+    def answer_at_1(self) -> float:
+        return _mean(self.answer_at["1"].values())
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A query whose first hit is not a top-grade answer (an answer@1 miss) in one run."""
+    qid: str
+    text: str
+    category: str
+    answer_rank: int | None   # rank of the first top-grade answer among the ranked notes; None: not retrieved
+    first: str                # what ranked first instead ("" when nothing was retrieved)
+    first_grade: int          # its judged grade (0: not judged relevant)
+    top_grade: int            # the grade an answer has (the query's highest)
+
 
 @dataclass
 class EvalResult:
@@ -135,17 +151,42 @@ class EvalResult:
         splits = sorted({q.split for q in self.queries.values() if q.split})
         return cats + [f"split:{s}" for s in splits]
 
+    def group(self, cat: str) -> list[str]:
+        """The qids of one group of :meth:`categories`."""
+        return [q for q, v in self.queries.items()
+                if (f"split:{v.split}" if cat.startswith("split:") else v.category) == cat]
+
     def by_category(self, r: ConfigResult, metric: str) -> dict[str, float]:
         out = {}
         for cat in self.categories():
-            qids = [q for q, v in self.queries.items()
-                    if (f"split:{v.split}" if cat.startswith("split:") else v.category) == cat]
+            qids = self.group(cat)
             vals = ([float(r.answer_at[metric[len("answer@"):]][q]) for q in qids]
                     if metric.startswith("answer@") else [r.per_query[metric][q] for q in qids])
             out[cat] = sum(vals) / len(vals) if vals else float("nan")
         return out
 
+    def main_run(self) -> ConfigResult | None:
+        """The run the misses are listed for: the hybrid run (the best by answer@1 when the
+        grid has several), or the best run by answer@1 when no hybrid mode ran."""
+        pool = [r for r in self.results if r.config.mode == "hybrid"] or self.results
+        return max(pool, key=ConfigResult.answer_at_1, default=None)
+
+    def misses(self, r: ConfigResult) -> list[Miss]:
+        """The answer@1 misses of run ``r``, in query order."""
+        out = []
+        for qid, q in self.queries.items():
+            if r.answer_at["1"].get(qid, True):
+                continue
+            judged = self.qrels[qid]
+            top = max(judged.values())
+            docs = ranked(r.run.get(qid, {}))
+            rank = next((i for i, d in enumerate(docs, 1) if judged.get(d, 0) == top), None)
+            first = docs[0] if docs else ""
+            out.append(Miss(qid, q.text, q.category, rank, first, judged.get(first, 0), top))
+        return out
+
     def to_dict(self) -> dict:
+        main = self.main_run()
         return {
             "seconds": round(self.seconds, 2),
             "chunks_embedded": self.chunks_embedded,
@@ -163,6 +204,8 @@ class EvalResult:
                                for m in ("ndcg@10", "answer@1", "answer@10")},
                 "seconds": round(r.seconds, 2),
             } for r in self.results],
+            "answer_at_1_misses": {"run": main.config.name if main else None,
+                                   "queries": [asdict(m) for m in self.misses(main)] if main else []},
         }
 
 
@@ -200,10 +243,15 @@ def aggregate(hits, judged: dict[str, int]) -> dict[str, float]:
     return {doc: float(len(ranked) - i) for i, doc in enumerate(ranked)}
 
 
+def ranked(run: dict[str, float]) -> list[str]:
+    """A query's run (doc -> positional score) as its ranked doc ids, best first."""
+    return [d for d in sorted(run, key=lambda d: -run[d]) if d != NO_HIT]
+
+
 def answer_at(run: dict[str, float], judged: dict[str, int], k: int) -> bool:
+    """Is a top-grade answer (a doc of the query's highest judged grade) among the first ``k``?"""
     top = max(judged.values())
-    ranked = sorted(run, key=lambda d: -run[d])[:k]
-    return any(judged.get(d, 0) == top for d in ranked)
+    return any(judged.get(d, 0) == top for d in ranked(run)[:k])
 
 
 Progress = Callable[[str, int, int], None]
@@ -285,7 +333,7 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
         except HybridError as exc:
             problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
             hits = []
-        run[qid] = aggregate(hits, qrels[qid]) or {"__none__": 0.0}
+        run[qid] = aggregate(hits, qrels[qid]) or {NO_HIT: 0.0}
         if progress:
             progress(f"queries {cfg.name}", i, len(queries))
     scores = evaluate(qr, Run(run, name=cfg.name), list(metrics), return_mean=False, make_comparable=True)

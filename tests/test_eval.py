@@ -117,7 +117,7 @@ def test_cli_eval_report_files_and_bad_input(hybrid_home, vault, tmp_path):
     assert "hybrid eval" in report and "answer@1 by category" in report and "qrels_missing_notes: 1" in report
     assert len(list((out / "runs").glob("*.trec"))) == 4 and (out / "runs" / "qrels.txt").is_file()
     assert (out / "results.json").exists() and (out / "metric_vs_chunk_size.png").exists()
-    assert (out / "categories.png").exists()
+    assert (out / "answer_at_1_by_category.png").exists()
     line = (out / "runs" / f"{sorted(names)[0]}.trec").read_text().splitlines()[0].split("\t")
     assert len(line) == 6 and line[1] == "Q0"
 
