@@ -27,9 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-import statistics
 from collections.abc import Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from . import fuse
@@ -54,6 +52,7 @@ CALIBRATED = frozenset({"sentence-transformers/all-MiniLM-L6-v2",
 @functools.cache
 def models() -> dict[str, dict[str, Any]]:
     """The fitted models: ``{name: {"features": [...], "weights": [...], "bias": b}}``."""
+    from importlib import resources  # here: importing it costs a cold lexical query ~7 ms
     text = resources.files("hybrid").joinpath("data/confidence.json").read_text(encoding="utf-8")
     return json.loads(text)["models"]
 
@@ -62,6 +61,7 @@ def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Seque
              parsed: ParsedQuery, analyze: fuse.Analyze) -> list[dict[str, float]]:
     """The features of each hit (in rank order); ``rows`` are the hits' chunks and
     ``vector_scores`` the vector arm's scores, best first (empty when it did not run)."""
+    import statistics
     want = fuse.content_stems(parsed.text, analyze)
     median = statistics.median(vector_scores[:30]) if vector_scores else 0.0
     floor = min(vector_scores) if vector_scores else 0.0
