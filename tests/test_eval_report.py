@@ -138,8 +138,8 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
                MPLCONFIGDIR=str(tmp_path / "mpl"))
     env.pop("PYTHONWARNINGS", None)
     # ndcg@10 alone: numba warns while compiling it, and compiling every metric takes a minute
-    res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--metrics", "ndcg@10"], env=env,
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--metrics", "ndcg@10", "--limit", "20"],
+                         env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     own = ("warning: ", "error: ", "info: ", "hint: ", "report: ")  # hybrid's own stderr lines
