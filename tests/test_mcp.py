@@ -76,6 +76,14 @@ async def exercise(session: ClientSession):
     paths = [h["path"] for h in res.structured_content["hits"]][:3]
     assert "home-lab/networking.md" in paths
     assert "sample:home-lab/networking.md:" in res.content[0].text
+    # every hit says how sure it is; min_score leaves out the less sure ones
+    sure = [h["confidence"] for h in res.structured_content["hits"]]
+    assert all(0 <= c <= 1 for c in sure) and any(w in res.content[0].text for w in ("[strong ", "[fair ", "[weak "))
+    cut = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5,
+                                             "min_score": max(sure)})
+    assert [h["confidence"] for h in cut.structured_content["hits"]] == [c for c in sure if c >= max(sure)]
+    bad = await session.call_tool("search", {"query": "tailscale", "min_score": 2})
+    assert bad.is_error and "min_score must be a number from 0 to 1" in bad.content[0].text
 
     top = res.structured_content["hits"][0]
     res = await session.call_tool("get_note", {"path": f"{top['path']}:{top['start_line']}-{top['end_line']}"})
