@@ -11,11 +11,9 @@ import time
 
 import click
 
-from .cli_audit import audit_cmd
-from .cli_eval import eval_cmd
-from .cli_proposals import proposals_cmd
 from .cli_support import (
     Group,
+    LazyGroup,
     open_handle,
     print_json,
     progress_bar,
@@ -26,7 +24,9 @@ from .cli_support import (
 from .errors import HybridError
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             lazy_commands={"eval": ".cli_eval:eval_cmd", "audit": ".cli_audit:audit_cmd",
+                            "proposals": ".cli_proposals:proposals_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -419,10 +419,7 @@ def service_status():
     click.echo(r.message)
 
 
-# --- evaluation, and what agents did (each its own module) ---------------------------------
-main.add_command(eval_cmd, "eval")
-main.add_command(audit_cmd, "audit")
-main.add_command(proposals_cmd, "proposals")
+# `eval`, `audit` and `proposals` live in their own modules, loaded when used (LazyGroup above).
 
 
 if __name__ == "__main__":

@@ -44,6 +44,26 @@ class Group(click.Group):
             ctx.exit(130)
 
 
+class LazyGroup(Group):
+    """A group some of whose commands live in modules imported only when that command runs or
+    help lists it (``lazy_commands``: name -> "module:attribute"), so a plain `hybrid query`
+    does not pay for importing `hybrid audit`'s or `hybrid eval`'s modules."""
+
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str):
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            from importlib import import_module
+            module, _, attr = self.lazy_commands[cmd_name].partition(":")
+            self.add_command(getattr(import_module(module, __package__), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 def open_handle(ctx: click.Context):
     import hybrid
     if "hybrid" not in ctx.obj:

@@ -38,6 +38,23 @@ def test_lexical_query_does_not_load_the_model(home):
     assert json.loads(r.stdout)[0]["path"] == "home/network.md"
 
 
+def test_subcommand_modules_load_when_used(home):
+    """`hybrid query` does not import `eval`, `audit` or `proposals`; help still lists them and
+    each runs when named."""
+    code = ("import sys; from hybrid.cli import main\n"
+            "try:\n    main(['query', 'tailscale', '--mode', 'lexical', '--json'])\n"
+            "except SystemExit:\n    pass\n"
+            "print([m for m in ('hybrid.cli_eval', 'hybrid.cli_audit', 'hybrid.cli_proposals') "
+            "if m in sys.modules], file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, HYBRID_HOME=str(home)))
+    assert r.stderr.strip().splitlines()[-1] == "[]" and json.loads(r.stdout)
+    listed = hybrid_cmd(home, "--help").stdout
+    assert all(f"  {name} " in listed for name in ("eval", "audit", "proposals", "query"))
+    assert hybrid_cmd(home, "proposals", "--help").returncode == 0
+    assert "Measure retrieval quality" in hybrid_cmd(home, "eval", "--help").stdout
+
+
 def test_index_report_and_json_stdout_only(home, vault):
     r = hybrid_cmd(home, "index", "--json")
     assert r.returncode == 0

@@ -38,6 +38,9 @@ the chunk text, so the cut keeps the title and the start of the chunk. For 30 ca
   64 tokens.
 - ONNX Runtime int8 (``late:minilm-int8``): 180-230 ms at 64 tokens on a quiet machine, and
   350-420 ms with one core taken.
+- ONNX Runtime fp32, the default ``late`` since torch became optional (issue #13): 266 ms p50,
+  327 ms p95 at 64 tokens on a quiet machine (torch bf16 159 ms and int8 214 ms in the same
+  run). Within the 300 ms p50 budget; ``late:minilm-torch`` is faster where torch is installed.
 """
 
 from __future__ import annotations
