@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +14,16 @@ from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
 from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from .filters import check_filters
-from .freshness import Changes, changes_on_disk
 from .indexer import IndexReport, Progress, index_vault
 from .listing import list_notes
 from .reader import NoteText
 from .request import SearchRequest, as_request
 from .search import SearchResult, run_search
+from .status import VaultStatus, vault_status
 from .store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
 AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
-
-
-@dataclass
-class VaultStatus:
-    name: str
-    path: str
-    exists: bool
-    indexed: bool
-    notes: int = 0
-    chunks: int = 0
-    embedder: str | None = None
-    dim: int | None = None
-    last_indexed: str | None = None
-    pending: int = 0
-    disk_bytes: int = 0
-    vector_index: str = ""
-    error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
-    changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 EmbedderFactory = Callable[[str], Embedder]
@@ -414,22 +390,8 @@ class Hybrid:
     def status(self, *, agent: bool = False) -> list[VaultStatus]:
         """One row per vault. With ``agent``: as an agent sees it (counts of the notes it may
         see; nothing about the others, nor the size on disk)."""
-        out = []
-        for v in self.vaults:
-            st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
-            if st.indexed:
-                try:
-                    _fill_status(st, v.index_dir, sizes=not agent)
-                    if agent:  # what agents see: their counts, no sizes, pending work or changes
-                        st.notes, st.chunks = self.agent_counts(v.name)
-                        st.pending = 0
-                    else:
-                        st.changes = changes_on_disk(v, self.settings)
-                except (IndexCorrupt, sqlite3.DatabaseError) as exc:
-                    # One damaged vault must not hide the others; `hybrid index` heals it.
-                    st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-            out.append(st)
-        return out
+        counts = (lambda v: self.agent_counts(v.name)) if agent else None
+        return [vault_status(v, self.settings, agent_counts=counts) for v in self.vaults]
 
     def agent_counts(self, name: str) -> tuple[int, int]:
         """(notes, chunks) of vault ``name`` that agents may see."""
@@ -455,35 +417,6 @@ class _Releasing:
     def __exit__(self, *exc):
         self.lock.release()
         return False
-
-
-def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
-    """Counts, model, last run and layout of one vault, read from its catalog (and, with
-    ``sizes``, the bytes its index folder takes)."""
-    from .catalog import Catalog
-    cat = Catalog(index_dir / "catalog.sqlite", readonly=True)
-    try:
-        st.notes, st.chunks = cat.file_count(), cat.chunk_count()
-        st.embedder = cat.get_meta("embedder")
-        st.dim = int(cat.get_meta("dim") or 0) or None
-        ts = cat.get_meta("last_indexed")
-        st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
-        st.pending = len(cat.journal())
-        st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
-    finally:
-        cat.close()
-    if sizes:
-        st.disk_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
-
-
-def _layout_text(meta: str | None, chunks: int) -> str:
-    """`exact (flat, float32)` or `approximate (IVF 2048 lists, nprobe 24, float16, recall@10 0.992)`."""
-    import json
-    lay = json.loads(meta) if meta else {"kind": "flat", "storage": "float32"}
-    if lay.get("kind") != "ivf":
-        return f"exact (flat, {lay.get('storage', 'float32')})" if chunks else ""
-    return (f"approximate (IVF {lay['nlist']} lists, nprobe {lay['nprobe']}, {lay['storage']}, "
-            f"calibrated recall@10 {lay.get('calibrated_recall')})")
 
 
 def open(home: str | Path | None = None, *, embedders: Iterable[Embedder] = (),  # noqa: A001
