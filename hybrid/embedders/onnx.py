@@ -139,8 +139,8 @@ class OnnxEmbedder:
         try:
             import onnx  # noqa: F401
         except ImportError as exc:
-            raise ModelUnavailable(f"building the ONNX graph needs the onnx package "
-                                   f"(`pip install 'hybrid[onnx]'`): {exc}") from None
+            raise ModelUnavailable(f"building the ONNX graph needs the onnx package, which hybrid "
+                                   f"installs: reinstall hybrid, or `pip install onnx` ({exc})") from None
         from .bert_onnx import build_bert_graph
         build_bert_graph(self.model_dir, out, name=self.name)
 
