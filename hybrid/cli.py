@@ -20,6 +20,7 @@ from .cli_support import (
     server_state,
     setup_logging,
     slow_query_hint,
+    watcher_state,
 )
 from .errors import HybridError
 
@@ -253,7 +254,7 @@ def status(ctx, as_json):
     if as_json:
         print_json([{**r.to_dict(), "agent_notes": agent.get(r.name)} for r in rows])
         return
-    click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)}")
+    click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)} · {watcher_state(h)}")
     if not rows:
         click.echo("no vaults registered; run `hybrid index PATH`", err=True)
         return

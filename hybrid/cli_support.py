@@ -169,3 +169,13 @@ def server_state(h) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return "no server running (`hybrid serve --http --watch` keeps models warm)"
     return f"server running at {url} (pid {pid})"
+
+
+def watcher_state(h) -> str:
+    """"watcher running (pid N: vaults)" for each live watcher (`hybrid watch`, `serve
+    --watch`), else "no watcher running"."""
+    from .watch import running_watchers
+    live = running_watchers(h.config.data)
+    if not live:
+        return "no watcher running (notes edited now are indexed by the next `hybrid index`)"
+    return "; ".join(f"watcher running (pid {w['pid']}: {', '.join(w['vaults']) or 'no vaults'})" for w in live)

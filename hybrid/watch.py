@@ -7,12 +7,14 @@ server, where stdout is the protocol); everything goes to the "hybrid" logger.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -120,7 +122,20 @@ class VaultWatcher:
                          for role, fn in (("worker", self._work), ("monitor", self._monitor))]
         for t in self._threads:
             t.start()
+        self._announce()
         return self
+
+    def _announce(self) -> None:
+        """Leave a note in the data dir that this process watches these vaults, for `hybrid
+        status` (removed by :meth:`stop`; a process that dies leaves one whose pid is gone)."""
+        folder = self.h.config.data / "watchers"
+        self._note = folder / f"{os.getpid()}-{id(self):x}.json"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._note.write_text(json.dumps({"pid": os.getpid(), "vaults": list(self.vaults),
+                                              "started": time.time()}), encoding="utf-8")
+        except OSError as exc:  # status just will not know; watching goes on
+            log.debug("cannot write %s: %s", self._note, exc)
 
     def stop(self) -> None:
         """Stop watching and join every thread; an index run in progress is let finish.
@@ -143,6 +158,9 @@ class VaultWatcher:
         with self._cond:
             for st in self._state.values():
                 st["watching"] = False
+        note = getattr(self, "_note", None)
+        if note is not None:
+            note.unlink(missing_ok=True)
 
     def state(self) -> dict[str, dict]:
         """Per vault: ``watching`` (a live watch on its folder), ``last_indexed`` (epoch of the
@@ -327,3 +345,17 @@ class VaultWatcher:
             self._state[name]["watching"] = True
         log.info("watch %s: watching %s", name, root)
         self._schedule(name, self.debounce)  # whatever changed while nobody was watching
+
+
+def running_watchers(data: Path) -> list[dict[str, Any]]:
+    """The watchers alive now, from the notes they leave in ``data/watchers`` (a note whose
+    process is gone is skipped): ``[{"pid": …, "vaults": […], "started": …}]``."""
+    out = []
+    for note in sorted((data / "watchers").glob("*.json")):
+        try:
+            info = json.loads(note.read_text(encoding="utf-8"))
+            os.kill(int(info["pid"]), 0)  # raises when no such process
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        out.append(info)
+    return out

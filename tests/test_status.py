@@ -24,6 +24,24 @@ def test_status_names_paths_and_the_server(tmp_path, monkeypatch):
     h.close()
 
 
+def test_status_says_whether_a_watcher_runs(tmp_path, monkeypatch):
+    """A real watcher (as `hybrid watch` / `serve --watch` run it) announces itself while it
+    runs; a note left by a process that died is not taken for a live watcher."""
+    from hybrid.watch import VaultWatcher, running_watchers
+    h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n"})
+    home = h.config.path.parent
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    (home / "config.toml").write_text('[settings]\nembedder = "hash:64"\n\n' + (home / "config.toml").read_text())
+    assert "no watcher running" in CliRunner().invoke(main, ["status"]).output
+    with VaultWatcher(h, debounce=0.05):
+        assert [w["vaults"] for w in running_watchers(home / "data")] == [["v"]]
+        assert f"watcher running (pid {os.getpid()}: v)" in CliRunner().invoke(main, ["status"]).output
+    assert running_watchers(home / "data") == [] and not list((home / "data" / "watchers").iterdir())
+    (home / "data" / "watchers" / "1-dead.json").write_text(json.dumps({"pid": 2**22 + 12345, "vaults": ["v"]}))
+    assert "no watcher running" in CliRunner().invoke(main, ["status"]).output
+    h.close()
+
+
 def test_status_counts_files_new_changed_deleted_since_the_last_run(tmp_path, monkeypatch):
     from helpers import write
 
