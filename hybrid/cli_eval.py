@@ -63,15 +63,18 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
               help="Write report.md, results.json, runs and plots here (default: a new folder "
                    "<data dir>/eval/<date-time>).")
+@click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
-             as_json):
+             no_report, as_json):
     """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
     labelled queries)."""
     from .evaluate import grid, run_eval
 
+    if out and no_report:
+        raise click.UsageError("--out writes the report, --no-report writes none: use one of them")
     h = open_handle(ctx)
     changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
     settings = replace(h.settings, **changes)
@@ -92,7 +95,8 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
             result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
                               exclude=exclude, metrics=_csv(metrics, str, "metric names"),
                               significance=significance, progress=progress)
-        _output(result, Path(out) if out else default_out(h.config.data), as_json, settings)
+        target = None if no_report else Path(out) if out else default_out(h.config.data)
+        _output(result, target, as_json, settings)
 
 
 def default_modes(settings: Settings) -> list[str]:
@@ -191,16 +195,19 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, be
     return vault_path, include, exclude, queries, qrels
 
 
-def _output(result, out: Path, as_json: bool, settings: Settings) -> None:
-    """The report files, then JSON or the table on stdout, then where the report is (on stderr
-    with --json, so stdout stays JSON)."""
+def _output(result, out: Path | None, as_json: bool, settings: Settings) -> None:
+    """The report files (none when ``out`` is None: --no-report), then JSON or the table on
+    stdout, then where the report is (on stderr with --json, so stdout stays JSON)."""
     import shlex
 
     from .evalreport import print_table, write_report
-    write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings)
-    report = out / "report.md"
+    report = None
+    if out is not None:
+        write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings)
+        report = out / "report.md"
     if as_json:
         print_json(result.to_dict())
     else:
         print_table(result, report)
-    click.echo(f"report: {report}", err=as_json)
+    if report is not None:
+        click.echo(f"report: {report}", err=as_json)

@@ -159,3 +159,18 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["queries"] == 5  # stdout is JSON only
     assert res.stderr.strip() == f"report: {tmp_path / 'out' / 'report.md'}"
+
+    before = sorted((home / "data" / "eval").iterdir())
+    res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--limit", "5", "--modes", "lexical",
+                          "--json", "--no-report"], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["queries"] == 5 and res.stderr.strip() == ""
+    assert sorted((home / "data" / "eval").iterdir()) == before  # no report folder written
+
+
+def test_no_report_and_out_contradict(hybrid_home):
+    from click.testing import CliRunner
+
+    from hybrid.cli import main
+    res = CliRunner().invoke(main, ["eval", "--no-report", "--out", str(hybrid_home / "x")])
+    assert res.exit_code == 2 and "use one of them" in res.output
