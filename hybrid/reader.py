@@ -104,8 +104,8 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
 
 
 def _headings_hint(lines: list[str]) -> str:
-    from .refs import HEADING_LINE_RE
-    heads = [m.group(2) for line in lines if (m := HEADING_LINE_RE.match(line))]
+    from .refs import heading_of
+    heads = [h[1] for line in lines if (h := heading_of(line))]
     return f" (its headings: {', '.join(heads[:8])}{', …' if len(heads) > 8 else ''})" if heads else ""
 
 

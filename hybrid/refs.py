@@ -26,8 +26,15 @@ from dataclasses import dataclass
 
 LINES_RE = re.compile(r":(?P<start>\d+)(?:-(?P<end>\d+))?$")
 VAULT_PREFIX_RE = re.compile(r"^(?P<vault>[A-Za-z0-9][A-Za-z0-9_.-]{0,63}):(?!//)")
-HEADING_LINE_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    """(level, text) of a markdown heading line, as the chunker reads it (chunk.HEADING_RE and
+    notes.heading_text: no regex that backtracks on a heading padded with spaces), else None."""
+    from .chunk import HEADING_RE
+    from .notes import heading_text
+    m = HEADING_RE.match(line)
+    return (len(m.group(1)), heading_text(m.group(2))) if m else None
 
 
 @dataclass
@@ -89,6 +96,7 @@ def heading_key(text: str) -> str:
 def section_lines(lines: list[str], heading: list[str]) -> tuple[int, int] | None:
     """1-based (first, last) line of the section under ``heading`` (each element a heading
     nested in the one before, as in ``Note#A#B``), or None. Headings in code fences don't count."""
+    from .notes import FENCE_RE
     heads: list[tuple[int, int, str]] = []  # (line index, level, key)
     fence = ""
     for i, line in enumerate(lines):
@@ -99,9 +107,9 @@ def section_lines(lines: list[str], heading: list[str]) -> tuple[int, int] | Non
             continue
         if fence:
             continue
-        h = HEADING_LINE_RE.match(line)
+        h = heading_of(line)
         if h:
-            heads.append((i, len(h.group(1)), heading_key(h.group(2))))
+            heads.append((i, h[0], heading_key(h[1])))
     lo, hi = 0, len(lines)  # the span searched for the next part of the heading path
     found = None
     for want in (heading_key(x) for x in heading):

@@ -169,3 +169,16 @@ def test_mcp_get_note_takes_citations_and_links_and_names_its_own_arguments(h, t
     finally:
         h2.remove_vault("other")
         h2.close()
+
+
+def test_a_heading_padded_with_spaces_is_read_as_the_chunker_reads_it():
+    """refs reads headings with the chunker's rule (chunk.HEADING_RE + notes.heading_text): a
+    heading line padded with thousands of spaces is parsed in linear time (the lazy regex it
+    replaced backtracked cubically on it: ~1 min at 4,000 spaces), closing #s dropped."""
+    from hybrid.refs import heading_of
+    padded = "# a" + " " * 20_000 + "x"
+    lines = [padded, "body", "## Sub ##", "text", "```", "## in a fence", "```"]
+    assert heading_of(padded) == (1, "a" + " " * 20_000 + "x")
+    assert heading_of("## Sub ##") == (2, "Sub") and heading_of("#nospace") is None
+    assert section_lines(lines, ["Sub"]) == (3, 7)
+    assert section_lines(lines, ["in a fence"]) is None
