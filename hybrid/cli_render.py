@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .hits import Hit, needle_hits, snippet
+from .hits import NEEDLE_RE, Hit, needle_hits, snippet
 from .limits import MAX_TOP_K
 from .tokens import STOPWORDS
 
@@ -39,7 +39,6 @@ FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 TABLE_RE = re.compile(r"^\s*\|.*\|\s*$")
 LEAD_RE = re.compile(r"\s*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|>\s*)?")  # list marker, quote
 WORD_TAIL_RE = re.compile(r"\w*")
-NEEDLE_RE = re.compile(r"\w[\w\-./]*\w|\w")  # as hybrid.search.needles splits the query
 
 
 # --- what a terminal gets ------------------------------------------------------------------

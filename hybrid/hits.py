@@ -75,6 +75,8 @@ def obsidian_uri(vault_folder: str, path: str) -> str:
 
 
 _WORD_START = re.compile(r"(?<!\w).", re.S)
+# how the query's own words are split for snippets and highlighting (hybrid.search.needles)
+NEEDLE_RE = re.compile(r"\w[\w\-./]*\w|\w")
 
 
 @functools.lru_cache(maxsize=16)

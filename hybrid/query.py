@@ -17,6 +17,8 @@ from .errors import QuerySyntaxError
 from .notes import normalize_tag
 
 FILTER_RE = re.compile(r"^(tag|folder|since):(.+)$", re.I)
+# a token of a query: -?"phrase" (groups 1-2) or a bare token (group 3)
+TOKEN_RE = re.compile(r'(-?)"([^"]*)"|(\S+)')
 RELATIVE_RE = re.compile(r"^(\d+)\s*([dwmy])$", re.I)
 
 
@@ -59,6 +61,11 @@ def parse_date(value: str) -> float:
         raise QuerySyntaxError(f"bad date {value!r}: use YYYY-MM-DD or an age like 30d, 6m, 1y") from None
 
 
+def is_exclusion(word: str) -> bool:
+    """``-word`` excludes; ``--flag`` or ``-5`` is a word like any other."""
+    return len(word) > 1 and word[0] == "-" and word[1].isalpha()
+
+
 def parse_query(text: str) -> ParsedQuery:
     """Split query text into its parts. Raises QuerySyntaxError with a one-line reason."""
     if text is None or not text.strip():
@@ -66,7 +73,7 @@ def parse_query(text: str) -> ParsedQuery:
     if text.count('"') % 2:
         raise QuerySyntaxError('unbalanced quote in query: close the "phrase" or drop the quote')
     q = ParsedQuery()
-    for m in re.finditer(r'(-?)"([^"]*)"|(\S+)', text):
+    for m in TOKEN_RE.finditer(text):
         neg, phrase, word = m.group(1), m.group(2), m.group(3)
         if phrase is not None:
             phrase = phrase.strip()
@@ -83,7 +90,7 @@ def parse_query(text: str) -> ParsedQuery:
             else:
                 q.since = parse_date(value)
             continue
-        if len(word) > 1 and word[0] == "-" and word[1].isalpha():
+        if is_exclusion(word):
             q.excludes.append(word[1:])
         else:
             q.terms.append(word)

@@ -11,13 +11,10 @@ from dataclasses import replace
 from typing import Any
 
 from .hits import Hit
-from .query import ParsedQuery
+from .query import FILTER_RE, TOKEN_RE, ParsedQuery, is_exclusion
 
 # A whole word of letters: `alpha17` or `snake_case` are identifiers, never "corrected".
 WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
-# The query's tokens as hybrid.query.parse_query splits them: -?"phrase" or a bare token.
-_TOKEN_RE = re.compile(r'(-?)"([^"]*)"|(\S+)')
-_FILTER_RE = re.compile(r"^(tag|folder|since):", re.I)
 
 
 class SearchResult(list[Hit]):
@@ -43,10 +40,10 @@ class SearchResult(list[Hit]):
 
         def fix(m: re.Match) -> str:
             word = m.group(3)
-            if word is None or word.startswith("-") or _FILTER_RE.match(word):
+            if word is None or is_exclusion(word) or FILTER_RE.match(word):
                 return m.group(0)
             return fix_words(word, self.corrections)
-        return _TOKEN_RE.sub(fix, self.query)
+        return TOKEN_RE.sub(fix, self.query)
 
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides ``hits`` (old clients ignore it)."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from . import confidence, fuse
 from .catalog import ChunkRow
-from .hits import Hit, needle_hits, obsidian_uri, snippet  # noqa: F401 - re-exported
+from .hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet  # noqa: F401 - re-exported
 from .lexical import LexicalQuery, literals
 from .query import ParsedQuery
 from .request import Filters, SearchRequest
@@ -101,12 +101,6 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words)
-
-
-def repair(targets: Targets, parsed: ParsedQuery) -> ParsedQuery:
-    """Replace misspelled free words by their correction, for both arms (the embedder reads a
-    misspelling as unrelated word pieces). Words no vault can correct are left alone."""
-    return apply_corrections(parsed, corrections(targets, parsed))
 
 
 def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:
@@ -419,7 +413,7 @@ def _passage(row: ChunkRow) -> str:
 
 def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
     """What a snippet centres on: the query's words as typed and as each vault stems them."""
-    out = set(re.findall(r"\w[\w\-./]*\w|\w", parsed.text.lower()))
+    out = set(NEEDLE_RE.findall(parsed.text.lower()))
     for _, store in targets:
         out.update(store.lexical.stem.analyze(parsed.text))
     return sorted(out)
