@@ -161,12 +161,15 @@ def slow_query_hint(h, seconds: float) -> None:
 def server_state(h) -> str:
     """"server running at URL (pid N)" from the address file a running `hybrid serve --http`
     keeps in the data dir (checked to be alive), else "no server running"."""
-    import os
+    from .http_server import server_file
+    from .watch import pid_alive
     try:
-        info = json.loads((h.config.data / "server.json").read_text(encoding="utf-8"))
+        info = json.loads(server_file(h).read_text(encoding="utf-8"))
         pid, url = int(info["pid"]), str(info["url"])
-        os.kill(pid, 0)  # raises when no such process
+        alive = pid_alive(pid)
     except (OSError, ValueError, KeyError, TypeError):
+        alive = False
+    if not alive:
         return "no server running (`hybrid serve --http --watch` keeps models warm)"
     return f"server running at {url} (pid {pid})"
 

@@ -63,10 +63,11 @@ def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
     """Counts, model, last run and layout of one vault, read from its catalog (and, with
     ``sizes``, the bytes its index folder takes)."""
     from .catalog import Catalog
+    from .embedders.base import canonical_id
     cat = Catalog(index_dir / "catalog.sqlite", readonly=True)
     try:
         st.notes, st.chunks = cat.file_count(), cat.chunk_count()
-        st.embedder = cat.get_meta("embedder")
+        st.embedder = canonical_id(cat.get_meta("embedder"))  # as VaultStore.embedder_id reads it
         st.dim = int(cat.get_meta("dim") or 0) or None
         ts = cat.get_meta("last_indexed")
         st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None

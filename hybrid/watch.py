@@ -354,8 +354,31 @@ def running_watchers(data: Path) -> list[dict[str, Any]]:
     for note in sorted((data / "watchers").glob("*.json")):
         try:
             info = json.loads(note.read_text(encoding="utf-8"))
-            os.kill(int(info["pid"]), 0)  # raises when no such process
+            alive = pid_alive(int(info["pid"]))
         except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not alive:
             continue
         out.append(info)
     return out
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists. Not ``os.kill(pid, 0)`` on Windows, where any signal
+    but the console events terminates the process."""
+    if os.name == "nt":
+        import ctypes
+        handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # type: ignore[attr-defined]
+        if not handle:
+            return False
+        code = ctypes.c_ulong()
+        ctypes.windll.kernel32.GetExitCodeProcess(handle, ctypes.byref(code))  # type: ignore[attr-defined]
+        ctypes.windll.kernel32.CloseHandle(handle)  # type: ignore[attr-defined]
+        return code.value == 259  # STILL_ACTIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
