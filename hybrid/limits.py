@@ -28,7 +28,7 @@ class BadSearchArgs(HybridError, ValueError):
 
 
 def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
-                 rerank=False, exclude_folders=(), max_top_k: int = MAX_TOP_K) -> None:
+                 rerank=False, exclude_folders=(), min_score=0.0, max_top_k: int = MAX_TOP_K) -> None:
     """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
     has the documented type and range. Explicit checks, because a wrong type that slips
     through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
@@ -51,6 +51,8 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
         _check_text("since", since)
     if not isinstance(rerank, bool):
         raise BadSearchArgs(f"rerank must be true or false (got {type(rerank).__name__})")
+    if not _is_number(min_score) or not 0 <= min_score <= 1:
+        raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence (got {_show(min_score)})")
 
 
 def _check_top_k(top_k, max_top_k: int) -> None:

@@ -13,11 +13,6 @@ from .limits import MAX_TOP_K, BadSearchArgs, check_search
 from .query import ParsedQuery, normalize_folder, parse_date, parse_query
 
 
-def _number(value: Any) -> bool:
-    from numbers import Real
-    return isinstance(value, Real) and value == value  # NaN is no threshold
-
-
 @dataclass(frozen=True)
 class Filters:
     """Which notes a search may return: the request's filters merged with the query's inline
@@ -55,10 +50,7 @@ class SearchRequest:
     def __post_init__(self, max_top_k: int) -> None:
         check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
-                     exclude_folders=self.exclude_folders, max_top_k=max_top_k)
-        if isinstance(self.min_score, bool) or not _number(self.min_score) or not 0 <= self.min_score <= 1:
-            raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence "
-                                f"(got {self.min_score!r})")
+                     exclude_folders=self.exclude_folders, min_score=self.min_score, max_top_k=max_top_k)
         from .notes import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
