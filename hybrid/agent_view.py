@@ -33,7 +33,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,6 +365,9 @@ class _AgentCatalog:
     def filter_ids(self, folders=(), tags=(), since=None, among=None) -> set[int]:
         return self._catalog.filter_ids(folders, tags, since, among) - self._hidden.chunks
 
+    def note_ids(self, folders=(), tags=(), since=None) -> Iterator[int]:
+        return (fid for fid in self._catalog.note_ids(folders, tags, since) if fid not in self._hidden.files)
+
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         # judged again on each row's own note: a note made private while this search ran (its
         # chunks newer than the hidden set) is caught here, before any text is looked at
@@ -424,3 +427,16 @@ class HiddenCache:
                 got = Hidden(files, hidden_chunk_ids(catalog, files), version, rows)
                 self._by_vault[name] = got
             return got
+
+
+def base_catalog(store: Any) -> Catalog:
+    """The catalog under ``store`` (an AgentStore's own VaultStore's), for SQL over columns
+    that hold no note text; callers still leave out :func:`hidden_files`."""
+    inner = getattr(store, "store", None)
+    return (inner or store).catalog
+
+
+def hidden_file_ids(store: Any) -> Collection[int]:
+    """File ids ``store``'s reader may not see: an AgentStore's hidden notes, none otherwise."""
+    hidden = getattr(store, "hidden", None)
+    return hidden.files if hidden is not None else frozenset()

@@ -52,28 +52,16 @@ def check_filters(stores: Sequence[Any], filters: Filters) -> None:
                           f"(each alone matches notes; drop one)")
 
 
-def _hidden(store: Any) -> set[int]:
-    hidden = getattr(store, "hidden", None)
-    return set(hidden.files) if hidden is not None else set()
-
-
-def _catalog(store: Any):
-    inner = getattr(store, "store", None)  # an AgentStore's own VaultStore
-    return (inner or store).catalog
-
-
 def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None) -> bool:
-    for store in stores:
-        hidden = _hidden(store)
-        for fid in _catalog(store).note_ids(folders, tags, since):
-            if fid not in hidden:
-                return True
-    return False
+    """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
+    notes itself); stops at the first."""
+    return any(next(iter(store.catalog.note_ids(folders, tags, since)), None) is not None for store in stores)
 
 
 def _visible_rows(store: Any) -> Iterable[tuple[str, str, float]]:
-    hidden = _hidden(store)
-    for fid, path, tags, modified in _catalog(store).db.execute(
+    from .agent_view import base_catalog, hidden_file_ids
+    hidden = hidden_file_ids(store)
+    for fid, path, tags, modified in base_catalog(store).db.execute(
             "SELECT id, path, tags, modified FROM files WHERE deleted=0"):
         if fid not in hidden:
             yield path, tags, modified

@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .agent_view import base_catalog
 from .hits import Hit, obsidian_uri, snippet
 from .result import SearchResult
 
@@ -42,10 +43,8 @@ def list_notes(targets: Sequence[tuple[Any, Any]], request: SearchRequest, setti
 def _passing(store: Any, filters: Filters) -> list[tuple[int, str, float]]:
     """(file id, path, modified) of the live notes of ``store`` passing ``filters`` that the
     store's reader may see."""
-    catalog = _catalog(store)
-    hidden = getattr(store, "hidden", None)
-    hidden_ids = hidden.files if hidden is not None else {}
-    ids = [i for i in catalog.note_ids(filters.folders, filters.tags, filters.since) if i not in hidden_ids]
+    catalog = base_catalog(store)
+    ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since))  # an agent's: visible only
     out = []
     for part in _batches(ids):
         q = f"SELECT id, path, modified FROM files WHERE deleted=0 AND id IN ({','.join('?' * len(part))})"
@@ -64,7 +63,7 @@ def _hits(targets: Sequence[tuple[Any, Any]], notes: list[tuple[float, str, str,
         for part in _batches(fids):
             q = (f"SELECT file_id, id, start_line, end_line FROM chunks WHERE dead=0 AND file_id IN "
                  f"({','.join('?' * len(part))}) ORDER BY file_id, ord")
-            for fid, cid, first, last in _catalog(store).db.execute(q, part):
+            for fid, cid, first, last in base_catalog(store).db.execute(q, part):
                 got = spans.get((n, fid))
                 spans[(n, fid)] = (cid, first, last) if got is None else \
                     (got[0], min(got[1], first), max(got[2], last))
@@ -87,11 +86,6 @@ def _hits(targets: Sequence[tuple[Any, Any]], notes: list[tuple[float, str, str,
             modified=dt.datetime.fromtimestamp(row.modified).isoformat(timespec="seconds"),
             uri=obsidian_uri(vault.path.name, path), chunk_id=row.id, text=row.text))
     return hits
-
-
-def _catalog(store: Any):
-    inner = getattr(store, "store", None)  # an AgentStore's own VaultStore
-    return (inner or store).catalog
 
 
 def _batches(ids: list[int]):
