@@ -313,8 +313,10 @@ class AgentStore:
     def __init__(self, store: VaultStore, view: AgentView, redactor, hidden: Hidden):
         self.store, self.view, self.hidden = store, view, hidden
         self.embedder_id = store.embedder_id
-        self.lexical = _AgentLexical(store.agent_lexical, hidden)
-        self.vector = _AgentVector(store.vector, hidden)
+        arms = getattr(store, "agent_arms", None)  # a PostgreSQL store: hidden notes left out in SQL
+        lexical, vector = arms(hidden.files, view) if arms else (store.agent_lexical, store.vector)
+        self.lexical = _AgentLexical(lexical, hidden)
+        self.vector = _AgentVector(vector, hidden)
         self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
                                      hidden.rows)
 
@@ -323,7 +325,7 @@ class _AgentLexical:
     """The agent index, its results also checked against the current hidden set (empty unless
     the settings changed since it was built: then nothing hidden gets out meanwhile)."""
 
-    def __init__(self, lex: LexicalIndex, hidden: Hidden):
+    def __init__(self, lex: LexicalIndex | Any, hidden: Hidden):
         self._lex, self._hidden = lex, hidden.chunks
         self.stem = lex.stem
 

@@ -103,11 +103,14 @@ class Hybrid:
         self.config.settings = fresh.settings  # with this handle's overrides (see refresh)
 
     def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
-                  exclude: Sequence[str] = ()) -> Vault:
+                  exclude: Sequence[str] = (), store: str | None = None) -> Vault:
         """Register ``path``. Refuses a name that is taken by another folder (``move_vault``
-        re-points one) and a folder registered under another name."""
+        re-points one) and a folder registered under another name. ``store``: a PostgreSQL URL
+        (without a password) or ``postgresql`` for ``$HYBRID_DATABASE_URL`` (team mode)."""
+        if store is None and self.settings.store:
+            store = self.settings.store
         with self.config.edit() as cfg:
-            vault = cfg.add_vault(Path(path), name, list(include), list(exclude))
+            vault = cfg.add_vault(Path(path), name, list(include), list(exclude), store)
         return self.config.vault(vault.name)
 
     def remove_vault(self, name: str, purge: bool = True, wait: float = 0) -> Vault:
@@ -220,8 +223,22 @@ class Hybrid:
         out = []
         for vault in self.config.select(vaults):
             self._close_store(vault.name)  # this handle's own connection must not pin old pages
+            if vault.store:
+                out.append(self._vacuum_pg(vault, wait))
+                continue
             out.append(vacuum_index(vault.index_dir, vault.name, wait))
         return out
+
+    def _vacuum_pg(self, vault: Vault, wait: float) -> VacuumReport:
+        from .pg.store import open_store
+        store = open_store(vault, writer=True, wait=wait)
+        try:
+            report = VacuumReport(vault.name)
+            report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            store.catalog.vacuum()
+            return report
+        finally:
+            store.close()
 
     # --- querying -------------------------------------------------------------------------
     def _store(self, vault: Vault) -> VaultStore:
@@ -230,6 +247,11 @@ class Hybrid:
             if store is not None and store.stale():  # re-embedded or rebuilt since it was opened
                 self._stores.pop(vault.name).close()
                 store = None
+            if store is None and vault.store:  # team mode: the same surface, in PostgreSQL
+                from .pg.store import open_store
+                pg: Any = open_store(vault)
+                self._stores[vault.name] = pg
+                return pg
             if store is None:
                 try:
                     store = VaultStore(vault.index_dir, create=False)
@@ -279,10 +301,30 @@ class Hybrid:
         settings first (AgentViewStale when that cannot be done now: nothing is served from
         an index built for other settings)."""
         store, view = self._store(vault), AgentView.of(vault, self.settings)
-        if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
+        if vault.store:
+            self._refresh_pg_agent(vault, store, view)
+        elif store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
             self._rebuild_agent_view(vault, view)
         hidden = self._hidden.get(vault.name, store.catalog, view)
         return AgentStore(store, view, self._redactor(view), hidden)
+
+    def _refresh_pg_agent(self, vault: Vault, store: Any, view: AgentView) -> None:
+        """Redo the agent tsvectors of a PostgreSQL vault's notes written with other redaction
+        rules, when its indexer is not at work (meanwhile those notes stay hidden from agents:
+        see PgStore.agent_arms)."""
+        from .errors import IndexLocked
+        from .pg.store import agent_fingerprint, open_store
+        fp = agent_fingerprint(view)
+        if not store.agent_stale(fp):
+            return
+        try:
+            writer = open_store(vault, writer=True, wait=0)
+        except IndexLocked:
+            return
+        try:
+            writer.refresh_agent(fp, self._redactor(view))
+        finally:
+            writer.close()
 
     def _redactor(self, view: AgentView):
         return agent_view.agent_redactor() if view.redact else None

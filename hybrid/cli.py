@@ -54,10 +54,13 @@ def vault() -> None:
 @click.option("--name", help="Vault name (default: the folder name).")
 @click.option("--include", multiple=True, help="Glob of files to index (repeatable; default **/*.md).")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
+@click.option("--store", metavar="URL", help="Keep the index in PostgreSQL + pgvector (team mode): "
+              "postgresql://USER@HOST/DB, or `postgresql` for the URL in $HYBRID_DATABASE_URL. "
+              "Passwords belong in that variable, ~/.pgpass or PGPASSWORD, not here.")
 @click.pass_context
-def vault_add(ctx, path, name, include, exclude):
+def vault_add(ctx, path, name, include, exclude, store):
     """Register the folder PATH as a vault."""
-    v = open_handle(ctx).add_vault(path, name, include, exclude)
+    v = open_handle(ctx).add_vault(path, name, include, exclude, store)
     click.echo(f"registered vault {v.name!r} at {v.path}; run `hybrid index` to index it", err=True)
 
 

@@ -63,12 +63,14 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
               help="Write report.md, results.json, runs and plots here (default: a new folder "
                    "<data dir>/eval/<date-time>).")
+@click.option("--store", metavar="URL", help="Index into PostgreSQL + pgvector instead of local files "
+              "(a URL, or `postgresql` for $HYBRID_DATABASE_URL); the evaluation's vault is dropped after.")
 @click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
-             no_report, as_json):
+             store, no_report, as_json):
     """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
     labelled queries)."""
     from .evaluate import grid, run_eval
@@ -94,7 +96,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
         with progress_bar(sys.stderr.isatty()) as progress:
             result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
                               exclude=exclude, metrics=_csv(metrics, str, "metric names"),
-                              significance=significance, progress=progress)
+                              significance=significance, progress=progress, store=store)
         target = None if no_report else Path(out) if out else default_out(h.config.data)
         _output(result, target, as_json, settings)
 

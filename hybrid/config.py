@@ -49,7 +49,7 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
     return name
 
 
-VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude"}
+VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store"}
 
 
 def home_dir() -> Path | None:
@@ -82,6 +82,7 @@ class Vault:
     embedder: str
     index_dir: Path
     agent_exclude: list[str] = field(default_factory=list)  # the settings' and the vault's own
+    store: str | None = None  # a PostgreSQL URL, or "postgresql" ($HYBRID_DATABASE_URL): team mode
 
 
 @dataclass
@@ -106,6 +107,7 @@ class Config:
             embedder=str(raw.get("embedder") or self.settings.embedder),
             index_dir=self.index_dir(name),
             agent_exclude=list(self.settings.agent_exclude) + list(raw.get("agent_exclude") or []),
+            store=str(raw["store"]) if raw.get("store") else None,
         )
 
     def index_dir(self, name: str) -> Path:
@@ -131,9 +133,14 @@ class Config:
         return [self.vault(n) for n in dict.fromkeys(names)]
 
     def add_vault(self, path: Path, name: str | None = None, include: list[str] | None = None,
-                  exclude: list[str] | None = None) -> Vault:
+                  exclude: list[str] | None = None, store: str | None = None) -> Vault:
+        """Register ``path`` (with ``store``, a PostgreSQL vault: the folder need exist only
+        where it is indexed; other machines query the database)."""
         path = Path(path).expanduser().resolve()
-        if not path.is_dir():
+        if store is not None:
+            from .pg.connect import check_store_value
+            store = check_store_value(store)
+        if not path.is_dir() and (store is None or path.exists()):
             raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")
         name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", path.name).strip("-.")[:64] or "vault"
         check_vault_name(name)
@@ -149,6 +156,8 @@ class Config:
             entry["include"] = list(include)
         if exclude:
             entry["exclude"] = list(exclude)
+        if store is not None:
+            entry["store"] = store
         self.vaults[name] = entry
         return self.vault(name)
 

@@ -47,3 +47,8 @@ class CatalogCorrupt(IndexCorrupt):
 
 class DiskFull(HybridError):
     """A write failed for lack of disk space; the message names the folder to free space in."""
+
+
+class StoreUnavailable(HybridError):
+    """A PostgreSQL store cannot be used: unreachable, login refused, pgvector missing, a schema
+    this hybrid cannot read. The message names the fix and never holds a password."""

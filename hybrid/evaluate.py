@@ -16,6 +16,7 @@ import itertools
 import logging
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -262,9 +263,11 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
              include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
              progress: Progress | None = None, workdir: Path | None = None,
-             embedder=None, reranker=None) -> EvalResult:
+             embedder=None, reranker=None, store: str | None = None) -> EvalResult:
     """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
-    (default: built from ``settings``) let a caller share already loaded models."""
+    (default: built from ``settings``) let a caller share already loaded models. ``store``: a
+    PostgreSQL store (a URL, or ``postgresql`` for ``$HYBRID_DATABASE_URL``) to index into
+    instead of local files; the evaluation's vault is dropped from it afterwards."""
     from ranx import Qrels
 
     t0 = time.perf_counter()
@@ -291,12 +294,16 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
                           context_header=header, recency_months=0)
         home = Path(tempfile.mkdtemp(prefix="hybrid-eval-", dir=workdir))
         h = open_hybrid(home, embedders=[cached], reranker=reranker, **chunked.as_dict())
+        name = f"eval-{uuid.uuid4().hex[:12]}" if store else "eval"
         try:
-            _index_for_eval(h, vault_path, include, exclude, chunking, result, progress)
+            _index_for_eval(h, vault_path, include, exclude, chunking, result, progress, name, store)
             for cfg in group:
                 result.results.append(_score_config(h, cfg, queries, qrels, qr, metrics, problems, progress))
         finally:
             h.close()
+            if store:
+                from .pg.store import drop_vault
+                drop_vault(store, name)
     result.chunks_embedded = cached.embedded
     if significance and len(result.results) > 1:
         result.significance = _significance(result.results, qr, metrics)
@@ -306,12 +313,12 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
 
 def _index_for_eval(h, vault_path: Path, include: Sequence[str], exclude: Sequence[str],
                     chunking: tuple[int, int, bool], result: EvalResult,
-                    progress: Progress | None) -> None:
+                    progress: Progress | None, name: str = "eval", store: str | None = None) -> None:
     """Register the evaluated vault in the temporary home and index it with one chunking."""
     tokens, overlap, header = chunking
-    h.config.add_vault(vault_path, "eval", list(include), list(exclude))
+    h.config.add_vault(vault_path, name, list(include), list(exclude), store)
     ti = time.perf_counter()
-    report = h.index(["eval"], progress=progress)[0]
+    report = h.index([name], progress=progress)[0]
     result.index_seconds[f"c{tokens}-o{overlap}-h{int(header)}"] = round(time.perf_counter() - ti, 2)
     if report.chunks == 0:
         raise HybridError(f"{vault_path}: no notes to index (empty vault, or include globs match nothing)")

@@ -11,7 +11,7 @@ not counted. Owners only: an agent is never told this (it would show private fil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Vault
@@ -47,14 +47,24 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     from .catalog import Catalog
     from .indexer import chunking_meta, file_hash, read_bytes
     catalog_path = vault.index_dir / "catalog.sqlite"
-    if not vault.path.is_dir() or not catalog_path.exists():
+    if not vault.path.is_dir() or (not vault.store and not catalog_path.exists()):
         return None
-    cat = Catalog(catalog_path, readonly=True)
+    cat: Any
+    if vault.store:
+        from .errors import HybridError
+        from .pg.store import open_store
+        try:
+            store = open_store(vault)
+        except HybridError:
+            return None
+        cat = store.catalog
+    else:
+        store, cat = None, Catalog(catalog_path, readonly=True)
     try:
         known = cat.files()
         rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings))
     finally:
-        cat.close()
+        (store or cat).close()
     out = Changes()
     present: set[str] = set()
     for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,

@@ -104,6 +104,10 @@ def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed
         raise VaultError(f"vault {vault.name!r}: folder {vault.path} is missing; nothing was "
                          f"changed in its index (if the notes moved: `hybrid vault move {vault.name} NEW_PATH`)")
     job = _Job(vault, embedder, settings, progress, clock)
+    if vault.store:
+        _index_postgres(job, report, reembed, wait)
+        report.seconds = round(clock.elapsed(), 3)
+        return report
     lock = lock_dir(vault.index_dir, wait)
     try:
         if reembed:  # built beside the old index, which answers until the swap
@@ -115,6 +119,23 @@ def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed
         lock.release()
     report.seconds = round(clock.elapsed(), 3)
     return report
+
+
+def _index_postgres(job: _Job, report: IndexReport, reembed: bool, wait: float) -> None:
+    """``_sync`` on the vault's PostgreSQL store, under its advisory lock. Each change is one
+    transaction, so a run killed at any point leaves the database as one of its committed
+    states, and the next run redoes only what is missing; a re-embed replaces every note in
+    one transaction at its end."""
+    from .pg.store import agent_fingerprint, open_store
+    store = open_store(job.vault, writer=True, wait=wait)
+    try:
+        store.set_agent(agent_fingerprint(job.view), job.redactor)
+        if reembed:
+            store.begin_reembed()
+        _sync(store, job, report)  # type: ignore[arg-type]
+        store.note_source()
+    finally:
+        store.close()
 
 
 @dataclass

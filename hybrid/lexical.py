@@ -25,7 +25,7 @@ import logging
 import re
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,11 +82,7 @@ class LexicalIndex:
         if not exists and not create:
             raise IndexCorrupt(f"{directory}: no lexical index; run `hybrid index`")
         (directory / SECTIONS).mkdir(parents=True, exist_ok=True)
-        self.stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-                     .filter(tantivy.Filter.remove_long(40))
-                     .filter(tantivy.Filter.lowercase())
-                     .filter(tantivy.Filter.ascii_fold())
-                     .filter(tantivy.Filter.stemmer("english")).build())
+        self.stem = stem_analyzer()
         ident = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
         with self._guard("open"):
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
@@ -179,42 +175,15 @@ class LexicalIndex:
     def _doc(self, c: ChunkRow, section: Sequence[ChunkRow] = ()):
         """The chunk document of ``c``, or (``section`` given: its chunks, ``c`` the first) the
         section document."""
-        stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
-        folders = []
-        parts = c.path.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            folders.append("/".join(parts[:i]))
-        tags: list[str] = []
-        for t in c.tags:
-            segs = t.split("/")
-            tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
-        title = " ".join([c.title, stem, *c.aliases])
-        body = section_text([r.text for r in section]) if section else c.text
+        f = doc_fields(c, section)
         return self._t.Document(
             chunk_id=[r.id for r in section] if section else c.id,
-            title=title,
-            headings=" ".join([c.heading, *c.tags]),
-            body=body,
-            ident=" ".join(ident_tokens(" ".join([body, c.heading, title, c.path]))),
-            folder=folders or [""],
-            tag=tags or [""],
-            modified=int(c.modified),
-        )
+            title=f.title, headings=f.headings, body=f.body, ident=" ".join(f.ident),
+            folder=f.folders or [""], tag=f.tags or [""], modified=int(c.modified))
 
     def _docs(self, batches: Iterable[list[ChunkRow]]):
-        """Chunk documents as they stream in, and one section document per run of consecutive
-        chunks (by id) with the same note and heading path: the indexer stores a note's chunks
-        under consecutive ids, in order."""
-        run: list[ChunkRow] = []
-        for batch in batches:
-            for c in sorted(batch, key=lambda r: r.id):
-                if run and (c.path, c.heading) != (run[-1].path, run[-1].heading):
-                    yield SECTIONS, self._doc(run[0], run)
-                    run = []
-                run.append(c)
-                yield "", self._doc(c)
-        if run:
-            yield SECTIONS, self._doc(run[0], run)
+        for kind, rows in units(batches):
+            yield (SECTIONS, self._doc(rows[0], rows)) if kind == "section" else ("", self._doc(rows[0]))
 
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete ``removed`` ids, add the chunks of ``added`` (batches; their ids must be among
@@ -457,6 +426,61 @@ def remove_known(directory: Path, known: re.Pattern[str]) -> list[str]:
             continue  # something appeared since the listing
     return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     return [p.name for p in directory.iterdir()] if directory.is_dir() else []
+
+
+def stem_analyzer():
+    """The English analyzer of the title, headings and body fields: ``.analyze(text)`` gives
+    the stems (also what the PostgreSQL store indexes, so both stores read text alike)."""
+    import tantivy
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.ascii_fold())
+            .filter(tantivy.Filter.stemmer("english")).build())
+
+
+@dataclass
+class DocFields:
+    """What the lexical arm indexes of a chunk or a section (tantivy's fields; the PostgreSQL
+    store's tsvector parts, :mod:`hybrid.pg.lexical`)."""
+    title: str       # title, file name, aliases
+    headings: str    # heading path and tags
+    body: str
+    ident: list[str]  # identifier tokens (:func:`hybrid.tokens.ident_tokens`)
+    folders: list[str]  # every ancestor folder of the note
+    tags: list[str]     # every tag and its ancestors (``a/b`` gives ``a``, ``a/b``)
+
+
+def doc_fields(c: ChunkRow, section: Sequence[ChunkRow] = ()) -> DocFields:
+    """The fields of chunk ``c``, or (``section`` given: its chunks, ``c`` the first) of the
+    section."""
+    stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
+    parts = c.path.split("/")[:-1]
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    tags: list[str] = []
+    for t in c.tags:
+        segs = t.split("/")
+        tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
+    title = " ".join([c.title, stem, *c.aliases])
+    body = section_text([r.text for r in section]) if section else c.text
+    return DocFields(title, " ".join([c.heading, *c.tags]), body,
+                     ident_tokens(" ".join([body, c.heading, title, c.path])), folders, tags)
+
+
+def units(batches: Iterable[list[ChunkRow]]) -> Iterator[tuple[str, list[ChunkRow]]]:
+    """``("chunk", [row])`` for each chunk as they stream in, and ``("section", rows)`` for
+    each run of consecutive chunks (by id) with the same note and heading path: the indexer
+    stores a note's chunks under consecutive ids, in order."""
+    run: list[ChunkRow] = []
+    for batch in batches:
+        for c in sorted(batch, key=lambda r: r.id):
+            if run and (c.path, c.heading) != (run[-1].path, run[-1].heading):
+                yield "section", run
+                run = []
+            run.append(c)
+            yield "chunk", [c]
+    if run:
+        yield "section", run
 
 
 def section_text(texts: Sequence[str]) -> str:

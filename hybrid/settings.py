@@ -40,6 +40,12 @@ class Settings:
         "'hybrid[torch]'`), `ollama:<model>`, `st:<directory>` (a local sentence-transformers "
         "model; the torch extra), `hash:<dim>` (tests only).")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
+    store: str = _setting(
+        "", "Where vaults registered without `--store` keep their index: empty for local files, "
+            "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
+            "postgresql://USER@HOST/DB URL without a password (team mode).", empty_ok=True,
+        check=lambda v: v in ("", "postgresql", "postgres") or v.startswith(("postgresql://", "postgres://")),
+        hint="empty, `postgresql`, or a postgresql:// URL")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "
              "the model reads.")

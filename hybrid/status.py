@@ -32,6 +32,7 @@ class VaultStatus:
     disk_bytes: int = 0
     vector_index: str = ""
     error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
+    store: str | None = None   # a PostgreSQL vault's database (no password)
     changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
 
     def to_dict(self) -> dict:
@@ -43,6 +44,8 @@ def vault_status(v: Vault, settings: Settings, *,
                  agent_counts: Callable[[Vault], tuple[int, int]] | None = None) -> VaultStatus:
     """The status of vault ``v``. With ``agent_counts`` (given for an agent's view): its
     (notes, chunks) replace the catalog's, and there are no sizes, pending work or changes."""
+    if v.store:
+        return _pg_status(v, settings, agent_counts)
     st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
     if not st.indexed:
         return st
@@ -56,6 +59,41 @@ def vault_status(v: Vault, settings: Settings, *,
     except (IndexCorrupt, sqlite3.DatabaseError) as exc:
         # One damaged vault must not hide the others; `hybrid index` heals it.
         st.error = f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return st
+
+
+def _pg_status(v: Vault, settings: Settings,
+               agent_counts: Callable[[Vault], tuple[int, int]] | None) -> VaultStatus:
+    """The status of a vault kept in PostgreSQL (its store URL shown without a password)."""
+    from .embedders.base import canonical_id
+    from .errors import HybridError, VaultError
+    from .pg.connect import redact, resolve
+    from .pg.store import open_store
+    st = VaultStatus(v.name, str(v.path), v.path.is_dir(), False)
+    try:
+        st.store = redact(resolve(v.store or "", v.name))
+        store = open_store(v)
+    except VaultError:
+        return st  # not indexed yet
+    except HybridError as exc:
+        st.error = str(exc)
+        return st
+    try:
+        cat = store.catalog
+        st.indexed = True
+        st.notes, st.chunks = cat.file_count(), cat.chunk_count()
+        st.embedder = canonical_id(cat.get_meta("embedder"))
+        st.dim = store.vector.dim
+        ts = cat.get_meta("last_indexed")
+        st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
+        st.vector_index = ("approximate (pgvector HNSW, cosine)" if store.vector.has_index()
+                           else "exact (pgvector scan)") if st.chunks else ""
+        if agent_counts is not None:
+            st.notes, st.chunks = agent_counts(v)
+        else:
+            st.changes = changes_on_disk(v, settings)
+    finally:
+        store.close()
     return st
 
 

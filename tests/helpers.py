@@ -101,10 +101,12 @@ def paths(hits) -> list[str]:
 
 
 def consistent(h, name="vault") -> int:
-    """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending. Returns the
-    number of chunks."""
+    """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending (for a
+    PostgreSQL vault: :func:`pg_consistent`). Returns the number of chunks."""
     from hybrid.store import VaultStore
     v = h.config.vault(name)
+    if v.store:
+        return pg_consistent(v)
     store = VaultStore(v.index_dir)
     try:
         n = store.catalog.chunk_count()
@@ -136,3 +138,40 @@ def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
 
     monkeypatch.setattr(embedder, "embed_documents", failing)
     return counter
+
+
+def open_store(v):
+    """Vault ``v``'s store, local or PostgreSQL (a writer's open of the local one)."""
+    if v.store:
+        from hybrid.pg.store import open_store as open_pg
+        return open_pg(v)
+    from hybrid.store import VaultStore
+    return VaultStore(v.index_dir)
+
+
+def pg_consistent(v) -> int:
+    """A PostgreSQL vault's derived data agrees with its rows: every chunk has a vector and
+    belongs to a live file, every section's chunks exist and are its note's, the document
+    frequencies equal a recount from the tsvectors, and the BM25 statistics their counts."""
+    from hybrid.pg.store import open_store
+    store = open_store(v)
+    try:
+        q, vid = store.query, store.vault_id
+        n = store.catalog.chunk_count()
+        assert store.vector.count() == n
+        assert q("SELECT count(*) FROM hybrid_chunks c WHERE vault=%s AND NOT EXISTS (SELECT 1 FROM "
+                 "hybrid_files f WHERE f.id=c.file_id AND f.vault=%s)", (vid, vid)).fetchone()[0] == 0
+        assert q("SELECT count(*) FROM hybrid_sections s WHERE vault=%s AND EXISTS (SELECT 1 FROM "
+                 "unnest(s.chunk_ids) i WHERE NOT EXISTS (SELECT 1 FROM hybrid_chunks c WHERE c.id=i "
+                 "AND c.file_id=s.file_id))", (vid,)).fetchone()[0] == 0
+        for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
+            want = dict(q(f"SELECT u.lexeme, count(*) FROM {table} c, unnest(c.tsv) u WHERE c.vault=%s "
+                          f"GROUP BY u.lexeme", (vid,)).fetchall())
+            got = dict(q("SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=%s", (vid, unit)).fetchall())
+            assert got == want
+        stats = q("SELECT n_chunks, n_sections FROM hybrid_vaults WHERE id=%s", (vid,)).fetchone()
+        assert stats[0] == n
+        assert stats[1] == q("SELECT count(*) FROM hybrid_sections WHERE vault=%s", (vid,)).fetchone()[0]
+        return n
+    finally:
+        store.close()

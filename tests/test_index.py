@@ -4,13 +4,15 @@ import os
 import shutil
 
 import pytest
-from helpers import consistent, fail_embedding_at, paths, write
+from helpers import consistent, fail_embedding_at, open_store, paths, write
 
 import hybrid
 from hybrid.embed_queue import EmbedQueue
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
 from hybrid.filters import NoMatchingNotes
 from hybrid.store import VaultStore
+
+STORES = ("local", "postgresql")  # tests that use `fake` run against both stores
 
 
 def test_index_then_noop_then_edit_delete_rename(fake, vault):
@@ -84,11 +86,11 @@ def test_phrases_and_exclusions_hold_in_every_arm(fake, vault):
         assert "home/network.md" not in paths(fake.search("sun OR tailscale -tailscale", mode=mode, top_k=50))
 
 
-def test_embedder_change_refuses_then_reembed(vault, hybrid_home):
-    h = hybrid.open(embedder="hash:64")
+def test_embedder_change_refuses_then_reembed(vault, open_h):
+    h = open_h(embedder="hash:64")
     h.add_vault(vault, "vault")
     h.index()
-    h2 = hybrid.open(embedder="hash:32")
+    h2 = open_h(embedder="hash:32")
     with pytest.raises(EmbedderMismatch, match="--reembed"):
         h2.index()
     with pytest.raises(EmbedderMismatch, match="--reembed"):
@@ -102,7 +104,7 @@ def test_embedder_change_refuses_then_reembed(vault, hybrid_home):
 def test_second_indexer_gets_a_clear_message(fake, vault):
     fake.add_vault(vault, "vault")
     fake.index()
-    store = VaultStore(fake.config.vault("vault").index_dir)
+    store = open_store(fake.config.vault("vault"))
     lock = store.lock()
     try:
         with pytest.raises(IndexLocked, match="another `hybrid index`"):
@@ -210,14 +212,14 @@ def test_multiple_vaults_are_merged(fake, vault, tmp_path):
     assert hits[0].uri.startswith("obsidian://open?vault=")
 
 
-def test_recency_prior_demotes_stale_notes(vault, hybrid_home):
+def test_recency_prior_demotes_stale_notes(vault, open_h):
     write(vault, "old.md", "---\nupdated: 2019-01-01\n---\n# Old\n\ncompost compost bins\n")
     write(vault, "new.md", "# New\n\ncompost bins\n")
-    h = hybrid.open(embedder="hash:64")
+    h = open_h(embedder="hash:64")
     h.add_vault(vault, "vault")
     h.index()
     assert [x.path for x in h.search("compost", mode="lexical")][0] == "old.md"
-    h2 = hybrid.open(embedder="hash:64", recency_months=12, recency_penalty=0.5)
+    h2 = open_h(embedder="hash:64", recency_months=12, recency_penalty=0.5)
     assert [x.path for x in h2.search("compost", mode="lexical")][0] == "new.md"
     assert h2.search("compost", mode="lexical", top_k=1)[0].modified.startswith("20")
 

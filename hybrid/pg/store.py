@@ -1,0 +1,348 @@
+"""A vault's store in PostgreSQL: the catalog (:mod:`hybrid.pg.catalog`), the lexical arm
+(:mod:`hybrid.pg.lexical`) and the vector arm (pgvector, cosine, HNSW), with the writer lock
+as a PostgreSQL advisory lock. Same surface as :class:`hybrid.store.VaultStore`.
+
+The HNSW index is per vault: a partial expression index ``(embedding::vector(dim)) WHERE
+vault = id``, so vaults of different dimensions share the tables. It is built after a first
+bulk load (faster than growing it row by row) and maintained by PostgreSQL from then on; until
+it exists the vector arm scans exactly. Filtered searches use pgvector's iterative scan, so a
+selective filter still fills the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmbedderMismatch, IndexLocked, StoreUnavailable
+from ..vector import VectorSpec
+from .catalog import PgCatalog
+from .connect import connect, ensure_schema, redact, resolve
+from .lexical import PgLexical
+
+log = logging.getLogger("hybrid")
+LOCK_POLL = 0.2
+
+
+class PgVector:
+    def __init__(self, store: PgStore):
+        self.store = store
+        self.hidden_files: set[int] = set()  # an agent's: notes left out
+
+    @property
+    def dim(self) -> int | None:
+        got = self.store.catalog.get_meta("dim")
+        if got:
+            return int(got)
+        row = self.store.query("SELECT vector_dims(embedding) FROM hybrid_chunks WHERE vault=%s AND "
+                               "embedding IS NOT NULL LIMIT 1", (self.store.vault_id,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _index_name(self, dim: int) -> str:
+        return f"hybrid_chunks_hnsw_{int(self.store.vault_id)}_{int(dim)}"
+
+    def has_index(self) -> bool:
+        dim = self.dim
+        if not dim:
+            return False
+        row = self.store.query("SELECT to_regclass(%s) IS NOT NULL", (self._index_name(dim),)).fetchone()
+        return bool(row[0])
+
+    @property
+    def exact(self) -> bool:
+        return not self.has_index()
+
+    def count(self) -> int:
+        return self.store.query("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND embedding IS NOT NULL",
+                                (self.store.vault_id,)).fetchone()[0]
+
+    def ensure_index(self) -> bool:
+        """Build the vault's HNSW index when it has vectors and no index; whether it was built."""
+        dim = self.dim
+        if not dim or self.has_index() or not self.count():
+            return False
+        t = time.perf_counter()
+        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_chunks USING hnsw "
+                         f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
+        log.info("%s: HNSW index built in %.1f s", self.store.name, time.perf_counter() - t)
+        return True
+
+    def _predicate(self, dim: int) -> str:
+        """The rows of the vault's index: its vectors of dimension ``dim`` (a re-embed to
+        another dimension commits rows the old index does not cover, so it never blocks)."""
+        return f"vault = {int(self.store.vault_id)} AND vector_dims(embedding) = {int(dim)}"
+
+    def drop_other_indexes(self) -> None:
+        """Drop the vault's HNSW indexes of other dimensions than the current (left by a
+        re-embed that changed the dimension)."""
+        keep = self._index_name(self.dim) if self.dim else None
+        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_chunks' AND "
+                                "indexname LIKE %s", (f"hybrid_chunks_hnsw_{int(self.store.vault_id)}_%",))
+        for (name,) in rows.fetchall():
+            if name != keep:
+                self.store.query(f"DROP INDEX IF EXISTS {name}")
+
+    def search(self, query: Any, k: int, allowed: Any = None, banned: Any = ()) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus ``banned``."""
+        import numpy as np
+        dim = self.dim
+        if not dim or k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != dim:
+            raise EmbedderMismatch(f"vault {self.store.name!r} holds {dim}-dimension vectors but the "
+                                   f"query embedder gives {q.shape[0]}; run `hybrid index --vault "
+                                   f"{self.store.name} --reembed`")
+        where, args = [self._predicate(dim), "embedding IS NOT NULL"], []
+        if allowed is not None:
+            ids = sorted(set(allowed) - set(banned))
+            if not ids:
+                return []
+            where.append("id = ANY(%s)")
+            args.append(ids)
+        elif banned:
+            where.append("NOT id = ANY(%s)")
+            args.append(sorted(banned))
+        hidden = self.hidden_files
+        if hidden:
+            where.append("NOT file_id = ANY(%s)")
+            args.append(sorted(hidden))
+        expr = f"(embedding::vector({dim}))"
+        sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_chunks WHERE "
+               f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s")
+        with self.store.conn.transaction():
+            self.store.query(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, int(k)))}")
+            if len(where) > 2:
+                self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = self.store.query(sql, (q, *args, q, k)).fetchall()
+        out = [(int(i), float(s)) for i, s in rows]
+        out.sort(key=lambda x: -x[1])
+        return out
+
+
+class PgStore:
+    """One vault's index in PostgreSQL (``writer``: the indexer's open, which holds the
+    vault's advisory lock and may create or migrate the schema)."""
+
+    def __init__(self, name: str, url: str, writer: bool = False, wait: float = 0):
+        self.name, self.url, self.writable = name, url, writer
+        self.where = redact(url)
+        self.directory = Path(name)  # for messages that name a store's folder
+        self.warnings: list[str] = []
+        self.spec = VectorSpec()
+        self.conn = connect(url, name)
+        self._locked = False
+        try:
+            ensure_schema(self.conn, self.where, writer)
+            if writer:
+                self._lock(wait)
+            self.vault_id = self._vault_id(create=writer)
+            from ..lexical import stem_analyzer
+            self.stem = stem_analyzer()
+            self.catalog = PgCatalog(self)
+            self.vector = PgVector(self)
+            self.lexical = PgLexical(self)
+        except BaseException:
+            self.close()
+            raise
+
+    def query(self, sql: str, params: Any = ()):
+        return self.conn.execute(sql, params or None)
+
+    def _vault_id(self, create: bool) -> int:
+        row = self.query("SELECT id FROM hybrid_vaults WHERE name=%s", (self.name,)).fetchone()
+        if row is None and create:
+            row = self.query("INSERT INTO hybrid_vaults(name) VALUES (%s) ON CONFLICT (name) DO UPDATE "
+                             "SET name = EXCLUDED.name RETURNING id", (self.name,)).fetchone()
+        if row is None:
+            raise StoreUnavailable("not indexed yet")
+        return int(row[0])
+
+    def _lock(self, wait: float) -> None:
+        """The vault's writer lock: one indexer per vault, across every machine."""
+        key = f"hybrid:vault:{self.name}"
+        deadline = time.monotonic() + max(wait, 0) + 1.0  # a holder that just quit: its backend exits async
+        while True:
+            got = self.query("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()[0]
+            if got:
+                self._locked = True
+                self.query("SELECT set_config('application_name', %s, false)",
+                           (f"hybrid index {socket.gethostname()}"[:60],))
+                return
+            if time.monotonic() >= deadline:
+                holder = self.query(
+                    "SELECT a.application_name, a.client_addr FROM pg_locks l JOIN pg_stat_activity a "
+                    "ON a.pid = l.pid WHERE l.locktype='advisory' AND l.granted AND "
+                    "l.objid = (hashtextextended(%s, 0) & 4294967295)::bigint::oid LIMIT 1", (key,)).fetchone()
+                who = f" ({holder[0]})" if holder and holder[0] else ""
+                raise IndexLocked(f"another `hybrid index`{who} is writing {self.name!r} in "
+                                  f"{self.where}; wait for it to finish or pass --wait SECONDS")
+            time.sleep(LOCK_POLL)
+
+    def lock(self, timeout: float = 0) -> _Held:
+        """The writer lock on a connection of its own (as the local store's ``lock``): held
+        until ``release()``."""
+        other = PgStore(self.name, self.url, writer=True, wait=timeout)
+        return _Held(other)
+
+    def close(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None and not conn.closed:
+            try:
+                conn.close()  # a session lock goes with its session
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
+
+    def stale(self) -> bool:
+        return self.conn.closed
+
+    def heal_note(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+    @property
+    def embedder_id(self) -> str | None:
+        from ..embedders.base import canonical_id
+        return canonical_id(self.catalog.get_meta("embedder"))
+
+    # --- the indexer's side ---------------------------------------------------------------
+    def begin_reembed(self) -> None:
+        """Until the next :meth:`PgCatalog.apply` commits, read as an empty vault (every note is
+        read and embedded again) and hold back meta changes: readers keep the old vectors and
+        model until the new ones replace them in one transaction."""
+        self.catalog.pending_meta = {}
+
+    def set_agent(self, fingerprint: str, redactor: Any) -> None:
+        """Write agent-view tsvectors with ``redactor`` (None: no redaction) as notes change."""
+        self.catalog.agent = (fingerprint, redactor)
+
+    def sync_derived(self, model: str | None, batch: int = 5000, view: Any = None,
+                     redactor: Any = None) -> dict[str, Any]:
+        """What the local store replays into tantivy and FAISS lives in the database already;
+        here only the HNSW index is built after a first load, and notes whose agent tsvectors
+        were written with other redaction rules are redone."""
+        t = time.perf_counter()
+        stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0,
+                                 "lexical_seconds": 0.0}
+        if view is not None:
+            stats["rebuilt_agent"] = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
+        stats["lexical_seconds"] = round(time.perf_counter() - t, 3)
+        t = time.perf_counter()
+        missing = self.query("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND embedding IS NULL",
+                             (self.vault_id,)).fetchone()[0]
+        if missing and model:
+            self.query("UPDATE hybrid_chunks c SET embedding = e.vec FROM hybrid_embeddings e WHERE "
+                       "c.vault=%s AND c.embedding IS NULL AND e.vault=c.vault AND e.model=%s AND "
+                       "e.text_hash = c.embed_hash", (self.vault_id, model))
+        self.vector.drop_other_indexes()
+        stats["rebuilt_vector"] = int(self.vector.ensure_index())
+        stats["vector_seconds"] = round(time.perf_counter() - t, 3)
+        return stats
+
+    def agent_stale(self, fingerprint: str) -> bool:
+        row = self.query("SELECT 1 FROM hybrid_files WHERE vault=%s AND agent_fp IS DISTINCT FROM %s LIMIT 1",
+                         (self.vault_id, fingerprint)).fetchone()
+        return row is not None
+
+    def stale_agent_files(self, fingerprint: str) -> set[int]:
+        return {r[0] for r in self.query("SELECT id FROM hybrid_files WHERE vault=%s AND agent_fp IS "
+                                         "DISTINCT FROM %s", (self.vault_id, fingerprint))}
+
+    def refresh_agent(self, fingerprint: str, redactor: Any, batch: int = 5000) -> int:
+        """Rewrite the agent tsvectors of notes written with other redaction rules (one
+        transaction per note); how many notes were redone."""
+        from ..lexical import units
+        from .lexical import tsvector_of
+        todo = sorted(self.stale_agent_files(fingerprint))
+        for fid in todo:
+            rows = []
+            for part in self.catalog.iter_chunks(
+                    [r[0] for r in self.query("SELECT id FROM hybrid_chunks WHERE file_id=%s ORDER BY id",
+                                              (fid,))], batch):
+                rows.extend(part)
+            rows.sort(key=lambda r: r.id)
+            agent_rows = self.catalog._redacted(rows, redactor) if (redactor is not None and rows) else rows
+            with self.conn.transaction():
+                for r, a in zip(rows, agent_rows):
+                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s WHERE id=%s",
+                               (None if a is r else tsvector_of(a, self.stem)[0], r.id))
+                runs = [run for kind, run in units([agent_rows]) if kind == "section"]
+                plain = [run for kind, run in units([rows]) if kind == "section"]
+                for run, arun in zip(plain, runs):
+                    same = all(a is r for a, r in zip(arun, run))
+                    self.query("UPDATE hybrid_sections SET agent_tsv=%s WHERE file_id=%s AND chunk_ids=%s",
+                               (None if same else tsvector_of(arun[0], self.stem, arun)[0], fid,
+                                [r.id for r in run]))
+                self.query("UPDATE hybrid_files SET agent_fp=%s WHERE id=%s", (fingerprint, fid))
+        if todo:
+            log.info("%s: agent view redone for %d notes", self.name, len(todo))
+        return len(todo)
+
+    def agent_arms(self, hidden_files: Any, view: Any) -> tuple[PgLexical, PgVector]:
+        """Both arms as an agent sees them: the hidden notes, and notes whose agent tsvectors
+        were written with other redaction rules than the view's, left out inside each query."""
+        files = set(hidden_files) | self.stale_agent_files(agent_fingerprint(view))
+        vector = PgVector(self)
+        vector.hidden_files = files
+        return PgLexical(self, agent=True, hidden_files=files), vector
+
+    def reclaim(self, model: str | None, force: bool = False) -> int:
+        return self.catalog.reclaim_embeddings(model, force) if model else 0
+
+    def note_source(self) -> None:
+        """Record which machine and folder index this vault (shown by `hybrid status`)."""
+        self.catalog.set_meta("indexed_from", socket.gethostname())
+
+
+class _Held:
+    def __init__(self, store: PgStore):
+        self.store = store
+
+    def release(self) -> None:
+        self.store.close()
+
+
+def agent_fingerprint(view: Any) -> str:
+    """What the agent tsvectors depend on: the redaction rules, when redaction is on. (Which
+    notes are hidden is decided at query time.)"""
+    if not view.redact:
+        return "off"
+    from ..agent_view import rules_version
+    return "redact:" + rules_version()
+
+
+def open_store(vault: Any, writer: bool = False, wait: float = 0) -> PgStore:
+    """The PostgreSQL store of ``vault`` (its ``store`` set)."""
+    url = resolve(vault.store, vault.name)
+    try:
+        return PgStore(vault.name, url, writer=writer, wait=wait)
+    except StoreUnavailable as exc:
+        if str(exc) == "not indexed yet":
+            from ..errors import VaultError
+            raise VaultError(f"vault {vault.name!r} is not indexed yet: run "
+                             f"`hybrid index --vault {vault.name}`") from None
+        raise
+
+
+def drop_vault(store: str, name: str) -> None:
+    """Delete vault ``name`` and everything of it from the database ``store`` points at (its
+    HNSW index too). Used for throwaway vaults (an evaluation's); nothing asks for a password."""
+    url = resolve(store, name)
+    conn = connect(url, name)
+    try:
+        row = conn.execute("SELECT id FROM hybrid_vaults WHERE name=%s", (name,)).fetchone()
+        if row is None:
+            return
+        vid = int(row[0])
+        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_chunks' "
+                                     "AND indexname LIKE %s", (f"hybrid_chunks_hnsw_{vid}_%",)).fetchall():
+            conn.execute(f"DROP INDEX IF EXISTS {index}")
+        with conn.transaction():
+            conn.execute("DELETE FROM hybrid_terms WHERE vault=%s", (vid,))
+            conn.execute("DELETE FROM hybrid_files WHERE vault=%s", (vid,))
+            conn.execute("DELETE FROM hybrid_vaults WHERE id=%s", (vid,))
+    finally:
+        conn.close()
