@@ -314,6 +314,14 @@ class Hybrid:
         see PgStore.agent_arms)."""
         from .errors import IndexLocked
         from .pg.store import agent_fingerprint, open_store
+        if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint and vault.path.is_dir():
+            # as for a local vault: an index run, whose discovery drops links into newly
+            # excluded folders (where the folder is: the machine that indexes it)
+            try:
+                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
+                return
+            except (IndexLocked, VaultError):
+                pass  # the hidden set still applies at once; stale notes stay hidden
         fp = agent_fingerprint(view)
         if not store.agent_stale(fp):
             return

@@ -219,10 +219,24 @@ def build(root, files, links=None):
     return root
 
 
-def indexed(tmp_path_factory, name, files, links=None, *, embedders=(), **settings):
-    """A handle on a fresh home with one vault ``v`` holding ``files``, indexed."""
+@pytest.fixture(scope="module", params=["local", "postgresql"])
+def new_store(request):
+    """Every test here runs on both stores: ``new_store()`` is the ``store`` setting of a new
+    home (None: local files; else a fresh database of the session's PostgreSQL server)."""
+    if request.param == "local":
+        return lambda: None
+    from conftest import new_database
+    server = request.getfixturevalue("pg_server")
+    return lambda: new_database(server)
+
+
+def indexed(tmp_path_factory, name, files, links=None, *, embedders=(), store=None, **settings):
+    """A handle on a fresh home with one vault ``v`` holding ``files``, indexed (into the
+    PostgreSQL database ``store`` when given)."""
     base = tmp_path_factory.mktemp(name)
     root = build(base / "vault", files, links)
+    if store:
+        settings["store"] = store
     h = hybrid.open(base / "home", embedders=embedders, **{**SETTINGS, **settings})
     h.add_vault(root, "v")
     h.index()
@@ -237,33 +251,34 @@ def redacted_copy(files):
 
 
 @pytest.fixture(scope="module")
-def full(tmp_path_factory):
+def full(tmp_path_factory, new_store):
     """Everything: public notes, private ones, notes with secrets, symlinks to private notes."""
-    h = indexed(tmp_path_factory, "full", {**PUBLIC, **PRIVATE, **SECRET_NOTES}, PRIVATE_LINKS)
+    h = indexed(tmp_path_factory, "full", {**PUBLIC, **PRIVATE, **SECRET_NOTES}, PRIVATE_LINKS,
+                store=new_store())
     yield h
     h.close()
 
 
 @pytest.fixture(scope="module")
-def eq_full(tmp_path_factory):
+def eq_full(tmp_path_factory, new_store):
     """Public and private notes, no secrets (so the vector arm's input is the same text)."""
-    h = indexed(tmp_path_factory, "eqfull", {**PUBLIC, **PRIVATE}, PRIVATE_LINKS)
+    h = indexed(tmp_path_factory, "eqfull", {**PUBLIC, **PRIVATE}, PRIVATE_LINKS, store=new_store())
     yield h
     h.close()
 
 
 @pytest.fixture(scope="module")
-def eq_public(tmp_path_factory):
+def eq_public(tmp_path_factory, new_store):
     """``eq_full`` minus every hidden note: what an agent must believe the vault is."""
-    h = indexed(tmp_path_factory, "eqpublic", dict(PUBLIC))
+    h = indexed(tmp_path_factory, "eqpublic", dict(PUBLIC), store=new_store())
     yield h
     h.close()
 
 
 @pytest.fixture(scope="module")
-def public_redacted(tmp_path_factory):
+def public_redacted(tmp_path_factory, new_store):
     """``full`` minus every hidden note, with the secrets already redacted in the files."""
-    h = indexed(tmp_path_factory, "pubred", {**PUBLIC, **redacted_copy(SECRET_NOTES)})
+    h = indexed(tmp_path_factory, "pubred", {**PUBLIC, **redacted_copy(SECRET_NOTES)}, store=new_store())
     yield h
     h.close()
 
@@ -502,8 +517,9 @@ NOT_MARKED = {  # look private to a careless reader, are not
 
 
 @pytest.fixture(scope="module")
-def marked(tmp_path_factory):
-    h = indexed(tmp_path_factory, "marked", {**MARKED, **NOT_MARKED, "pub.md": "# Pub\n\nhere here\n"})
+def marked(tmp_path_factory, new_store):
+    h = indexed(tmp_path_factory, "marked", {**MARKED, **NOT_MARKED, "pub.md": "# Pub\n\nhere here\n"},
+                store=new_store())
     yield h
     h.close()
 
@@ -540,8 +556,8 @@ SMALL = {
 
 
 @pytest.fixture
-def small(tmp_path_factory):
-    h = indexed(tmp_path_factory, "small", SMALL)
+def small(tmp_path_factory, new_store):
+    h = indexed(tmp_path_factory, "small", SMALL, store=new_store())
     yield h
     h.close()
 
@@ -566,13 +582,13 @@ def test_agent_exclude_changed_at_run_time(small):
     assert small.status(agent=True)[0].notes == 5
 
 
-def test_agent_exclude_change_rebuilds_bm25_statistics(small, tmp_path_factory):
+def test_agent_exclude_change_rebuilds_bm25_statistics(small, tmp_path_factory, new_store):
     small.override(agent_exclude=["journal/**", "recipes"])
     got = small.search("morning sun water", agent=True, mode="lexical", top_k=10)
     without = {k: v for k, v in SMALL.items() if not k.startswith(("recipes/", "journal/"))
                and k not in ("health/medication.md", "agent_learnings/2026-02-01-kafka-tip.md",
                              "work/inbox/agent-note.md")}
-    ref = indexed(tmp_path_factory, "small-ref", without)
+    ref = indexed(tmp_path_factory, "small-ref", without, store=new_store())
     try:
         assert_same(got, ref.search("morning sun water", mode="lexical", top_k=10), "recipes excluded")
     finally:
@@ -622,11 +638,11 @@ def test_symlink_into_the_journal_is_not_searchable_by_agents(full):
             assert not agent_paths(full, q, mode, 50) & set(PRIVATE_LINKS), (q, mode)
 
 
-def test_symlink_into_a_folder_excluded_at_run_time(tmp_path_factory):
+def test_symlink_into_a_folder_excluded_at_run_time(tmp_path_factory, new_store):
     files = {"journal/2026-01-03.md": PRIVATE["journal/2026-01-03.md"], **{
         k: PUBLIC[k] for k in ("recipes/ramen.md", "home/garden.md")}}
     h = indexed(tmp_path_factory, "runtime-link", files, {"links/today.md": "../journal/2026-01-03.md"},
-                agent_exclude=[])
+                agent_exclude=[], store=new_store())
     try:
         assert "links/today.md" in agent_paths(h, "zorvatrex")  # nothing is hidden yet
         h.override(agent_exclude=["journal"])
@@ -637,10 +653,10 @@ def test_symlink_into_a_folder_excluded_at_run_time(tmp_path_factory):
         h.close()
 
 
-def test_symlink_into_a_folder_excluded_at_run_time_is_gone_after_index(tmp_path_factory):
+def test_symlink_into_a_folder_excluded_at_run_time_is_gone_after_index(tmp_path_factory, new_store):
     files = {"journal/2026-01-03.md": PRIVATE["journal/2026-01-03.md"], "home/garden.md": PUBLIC["home/garden.md"]}
     h = indexed(tmp_path_factory, "runtime-link2", files, {"links/today.md": "../journal/2026-01-03.md"},
-                agent_exclude=[])
+                agent_exclude=[], store=new_store())
     try:
         h.override(agent_exclude=["journal"])
         h.index()
@@ -662,21 +678,22 @@ PARAPHRASES = [
 
 
 @pytest.fixture(scope="module")
-def real_full(tmp_path_factory, minilm):
+def real_full(tmp_path_factory, minilm, new_store):
     h = indexed(tmp_path_factory, "real-full", {**PUBLIC, **PRIVATE, **SECRET_NOTES}, PRIVATE_LINKS,
-                embedders=[minilm], embedder="minilm")
+                embedders=[minilm], embedder="minilm", store=new_store())
     yield h
     h.close()
 
 
 @pytest.fixture(scope="module")
-def real_pair(tmp_path_factory, minilm):
+def real_pair(tmp_path_factory, minilm, new_store):
     """As eq_full / eq_public with the real model. (Not with the secret notes: MiniLM's word
     pieces cut a note with a long secret into other chunks than its redacted copy, so that
     comparison is only exact with the hash embedder's tokens.)"""
     a = indexed(tmp_path_factory, "real-eqfull", {**PUBLIC, **PRIVATE}, PRIVATE_LINKS,
-                embedders=[minilm], embedder="minilm")
-    b = indexed(tmp_path_factory, "real-eqpublic", dict(PUBLIC), embedders=[minilm], embedder="minilm")
+                embedders=[minilm], embedder="minilm", store=new_store())
+    b = indexed(tmp_path_factory, "real-eqpublic", dict(PUBLIC), embedders=[minilm], embedder="minilm",
+                store=new_store())
     yield a, b
     a.close()
     b.close()

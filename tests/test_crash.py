@@ -8,10 +8,9 @@ import sys
 import time
 
 import pytest
-from helpers import SAMPLE_VAULT, consistent, write
+from helpers import SAMPLE_VAULT, consistent, open_store, write
 
 import hybrid
-from hybrid.store import VaultStore
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +30,28 @@ def run_index(home, fault=None, wait=True):
     return p.returncode, out, err
 
 
-def setup_home(tmp_path, name, vault):
+# Where each store can be killed: the local store's steps, and the PostgreSQL store's (inside
+# the one transaction that swaps the notes, and before its first HNSW build).
+LOCAL_FAULTS = ["after-embed-batch", "before-catalog", "after-catalog", "after-lexical", "after-vector"]
+PG_FAULTS = ["after-embed-batch", "before-catalog", "pg-mid-apply", "after-catalog", "pg-before-hnsw"]
+
+
+@pytest.fixture
+def stores(request):
+    """``stores(kind)``: the ``store`` setting of a new home: None for local files, else a
+    fresh database of the session's PostgreSQL server."""
+    def make(kind):
+        if kind == "local":
+            return None
+        from conftest import new_database
+        return new_database(request.getfixturevalue("pg_server"))
+    return make
+
+
+def setup_home(tmp_path, name, vault, store=None):
     home = tmp_path / name
-    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')  # for the subprocesses
+    extra = f'store = "{store}"\n' if store else ""
+    write(home, "config.toml", f'[settings]\nembedder = "hash:64"\n{extra}')  # for the subprocesses
     hybrid.open(home).add_vault(vault, "vault")
     return home
 
@@ -44,7 +62,7 @@ def snapshot(home):
     tantivy counts deleted documents in its term statistics until segments merge."""
     h = hybrid.open(home)
     chunks = set()
-    store = VaultStore(h.config.vault("vault").index_dir)
+    store = open_store(h.config.vault("vault"))
     for batch in store.catalog.iter_chunks():
         chunks.update((c.path, c.heading, c.start_line, c.end_line, c.text) for c in batch)
     store.close()
@@ -65,15 +83,15 @@ def answers_consistently(home):
         h.close()
 
 
-def finish_and_compare(tmp_path, home, vault):
+def finish_and_compare(tmp_path, home, vault, store=None):
     """The next `hybrid index` completes, leaves the projections in step with the catalog, and
-    the result equals a clean index of the same folder."""
+    the result equals a clean index of the same folder (in ``store``: a database of its own)."""
     code, _, err = run_index(home)
     assert code == 0, err
     h = hybrid.open(home)
     consistent(h)
     h.close()
-    clean = setup_home(tmp_path, "clean", vault)
+    clean = setup_home(tmp_path, "clean", vault, store)
     assert run_index(clean)[0] == 0
     assert snapshot(home) == snapshot(clean)
 
@@ -86,16 +104,16 @@ def mutate(vault):
         v.unlink()
 
 
-@pytest.mark.parametrize("fault", ["after-embed-batch", "before-catalog", "after-catalog",
-                                   "after-lexical", "after-vector"])
-def test_kill_at_named_points(tmp_path, fault):
+@pytest.mark.parametrize("kind,fault", [("local", f) for f in LOCAL_FAULTS] +
+                         [("postgresql", f) for f in PG_FAULTS])
+def test_kill_at_named_points(tmp_path, kind, fault, stores):
     vault = tmp_path / "vault"
     shutil.copytree(SAMPLE_VAULT, vault)
-    home = setup_home(tmp_path, "home", vault)
+    home = setup_home(tmp_path, "home", vault, stores(kind))
     # first a killed initial index, then finish it
     code, _, _ = run_index(home, fault)
     assert code == -signal.SIGKILL
-    if (home / "data/vaults/vault/catalog.sqlite").exists():
+    if kind != "local" or (home / "data/vaults/vault/catalog.sqlite").exists():
         h = hybrid.open(home)
         try:
             h.search("tailscale", mode="lexical")
@@ -109,34 +127,36 @@ def test_kill_at_named_points(tmp_path, fault):
     code, _, _ = run_index(home, fault)
     assert code == -signal.SIGKILL
     answers_consistently(home)
-    finish_and_compare(tmp_path, home, vault)
+    finish_and_compare(tmp_path, home, vault, stores(kind))
 
 
-def copies_of_sample(tmp_path, n):
+def copies_of_sample(tmp_path, n, store=None):
     """A vault of n copies of the sample vault (large enough for an index run to take a while)."""
     vault = tmp_path / "vault"
     for i in range(n):
         shutil.copytree(SAMPLE_VAULT, vault / f"copy{i}")
-    return vault, setup_home(tmp_path, "home", vault)
+    return vault, setup_home(tmp_path, "home", vault, store)
 
 
-def test_kill_at_random_instants(tmp_path):
-    vault, home = copies_of_sample(tmp_path, 4)
+@pytest.mark.parametrize("kind", ["local", "postgresql"])
+def test_kill_at_random_instants(tmp_path, kind, stores):
+    vault, home = copies_of_sample(tmp_path, 4, stores(kind))
     for delay in (0.6, 0.9, 1.2, 1.6, 2.2):
         p = run_index(home, wait=False)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.communicate()
-        if (home / "data/vaults/vault/catalog.sqlite").exists():
+        if kind != "local" or (home / "data/vaults/vault/catalog.sqlite").exists():
             try:
                 answers_consistently(home)
             except hybrid.HybridError as exc:
                 assert "not indexed yet" in str(exc)
-    finish_and_compare(tmp_path, home, vault)
+    finish_and_compare(tmp_path, home, vault, stores(kind))
 
 
-def test_queries_keep_working_while_an_index_runs(tmp_path):
-    vault, home = copies_of_sample(tmp_path, 3)
+@pytest.mark.parametrize("kind", ["local", "postgresql"])
+def test_queries_keep_working_while_an_index_runs(tmp_path, kind, stores):
+    vault, home = copies_of_sample(tmp_path, 3, stores(kind))
     assert run_index(home)[0] == 0
     for p in vault.rglob("*.md"):  # force a full re-chunk of every note
         p.write_text(p.read_text(encoding="utf-8") + "\nappended line\n", encoding="utf-8")

@@ -10,7 +10,6 @@ import hybrid
 from hybrid.embed_queue import EmbedQueue
 from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
 from hybrid.filters import NoMatchingNotes
-from hybrid.store import VaultStore
 
 STORES = ("local", "postgresql")  # tests that use `fake` run against both stores
 

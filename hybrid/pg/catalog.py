@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteRecord
+from ..index_dir import checkpoint
 from ..lexical import units
 from .lexical import tag_set, tsvector_of
 
@@ -125,6 +126,7 @@ class PgCatalog:
             elif removed:
                 self.q("DELETE FROM hybrid_files WHERE vault=%s AND path = ANY(%s)", (v, removed))
             new_ids = self._insert(notes)
+            checkpoint("pg-mid-apply")  # inside the transaction: a kill here rolls it back
             self._stats()
             dim = self.q("SELECT vector_dims(embedding) FROM hybrid_chunks WHERE vault=%s AND "
                          "embedding IS NOT NULL LIMIT 1", (v,)).fetchone()
@@ -180,24 +182,23 @@ class PgCatalog:
             tags, modified = tag_set(n.tags), n.modified
             for ord_, (r, a) in enumerate(zip(rows, agent_rows)):
                 tsv, length = tsvector_of(r, stem)
-                agent_tsv = None if a is r else tsvector_of(a, stem)[0]
+                agent_tsv, agent_len = (None, None) if a is r else tsvector_of(a, stem)
                 chunk_rows.append((r.id, v, fid, ord_, r.heading, r.start_line, r.end_line, r.text,
-                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv))
-            runs = [run for kind, run in units([rows]) if kind == "section"]
-            agent_runs = [run for kind, run in units([agent_rows]) if kind == "section"]
-            for run, arun in zip(runs, agent_runs):
+                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len))
+            for run, arun in section_pairs(rows, agent_rows):
                 tsv, length = tsvector_of(run[0], stem, run)
                 same = all(a is r for a, r in zip(arun, run))
-                agent_tsv = None if same else tsvector_of(arun[0], stem, arun)[0]
+                agent_tsv, agent_len = (None, None) if same else tsvector_of(arun[0], stem, arun)
                 section_rows.append((v, fid, [r.id for r in run], n.path, tags, modified, tsv,
-                                     length, agent_tsv))
+                                     length, agent_tsv, agent_len))
         cur = self.conn.cursor()
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
-                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv) FROM STDIN") as cp:
+                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len) "
+                      "FROM STDIN") as cp:
             for row in chunk_rows:
                 cp.write_row(row)
         with cur.copy("COPY hybrid_sections (vault, file_id, chunk_ids, path, tag_set, modified, "
-                      "tsv, len, agent_tsv) FROM STDIN") as cp:
+                      "tsv, len, agent_tsv, agent_len) FROM STDIN") as cp:
             for srow in section_rows:
                 cp.write_row(srow)
         if ids:
@@ -226,13 +227,13 @@ class PgCatalog:
         return out
 
     def _stats(self) -> None:
-        """The units' counts and mean lengths (BM25's N and average length), and a new
+        """The units' counts and total lengths (BM25's N and average length), and a new
         generation, in the change's transaction."""
         self.q("UPDATE hybrid_vaults v SET generation = generation + 1, "
                "n_chunks = (SELECT count(*) FROM hybrid_chunks WHERE vault = v.id), "
-               "chunk_len = coalesce((SELECT avg(len) FROM hybrid_chunks WHERE vault = v.id), 0), "
+               "chunk_len = coalesce((SELECT sum(len) FROM hybrid_chunks WHERE vault = v.id), 0), "
                "n_sections = (SELECT count(*) FROM hybrid_sections WHERE vault = v.id), "
-               "section_len = coalesce((SELECT avg(len) FROM hybrid_sections WHERE vault = v.id), 0) "
+               "section_len = coalesce((SELECT sum(len) FROM hybrid_sections WHERE vault = v.id), 0) "
                "WHERE id = %s", (self.vault_id,))
 
     def purge(self, synced: Sequence[int]) -> None:
@@ -347,6 +348,13 @@ class PgCatalog:
     def vacuum(self) -> None:
         for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_embeddings", "hybrid_files"):
             self.q(f"VACUUM (ANALYZE) {table}")
+
+
+def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):
+    """(section's rows, the same as an agent is shown them) of one note's rows, in order."""
+    plain = [run for kind, run in units([rows]) if kind == "section"]
+    shown = [run for kind, run in units([agent_rows]) if kind == "section"]
+    return list(zip(plain, shown))
 
 
 def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,

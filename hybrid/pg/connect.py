@@ -26,8 +26,8 @@ CREATE TABLE IF NOT EXISTS hybrid_vaults (
     id serial PRIMARY KEY,
     name text NOT NULL UNIQUE,
     generation bigint NOT NULL DEFAULT 0,   -- bumped by every committed change
-    n_chunks integer NOT NULL DEFAULT 0, chunk_len real NOT NULL DEFAULT 0,
-    n_sections integer NOT NULL DEFAULT 0, section_len real NOT NULL DEFAULT 0
+    n_chunks integer NOT NULL DEFAULT 0, chunk_len bigint NOT NULL DEFAULT 0,    -- BM25's N and
+    n_sections integer NOT NULL DEFAULT 0, section_len bigint NOT NULL DEFAULT 0 -- total length
 );
 CREATE TABLE IF NOT EXISTS hybrid_meta (
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
@@ -50,9 +50,10 @@ CREATE TABLE IF NOT EXISTS hybrid_chunks (
     end_line integer NOT NULL, text text NOT NULL, embed_hash text NOT NULL,
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
     tsv tsvector NOT NULL, len integer NOT NULL,
-    agent_tsv tsvector,                     -- the redacted text's, where redaction changed it
+    agent_tsv tsvector, agent_len integer,  -- the redacted text's, where redaction changed it
     embedding vector
 );
+CREATE INDEX IF NOT EXISTS hybrid_chunks_redacted ON hybrid_chunks (vault) WHERE agent_tsv IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hybrid_chunks_file ON hybrid_chunks (file_id);
 CREATE INDEX IF NOT EXISTS hybrid_chunks_path ON hybrid_chunks (vault, path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS hybrid_chunks_modified ON hybrid_chunks (vault, modified);
@@ -64,8 +65,9 @@ CREATE TABLE IF NOT EXISTS hybrid_sections (
     file_id bigint NOT NULL REFERENCES hybrid_files(id) ON DELETE CASCADE,
     chunk_ids bigint[] NOT NULL,
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
-    tsv tsvector NOT NULL, len integer NOT NULL, agent_tsv tsvector
+    tsv tsvector NOT NULL, len integer NOT NULL, agent_tsv tsvector, agent_len integer
 );
+CREATE INDEX IF NOT EXISTS hybrid_sections_redacted ON hybrid_sections (vault) WHERE agent_tsv IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hybrid_sections_file ON hybrid_sections (file_id);
 CREATE INDEX IF NOT EXISTS hybrid_sections_path ON hybrid_sections (vault, path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS hybrid_sections_tsv ON hybrid_sections USING gin (tsv);

@@ -109,6 +109,10 @@ class PgLexical:
     def _tsv(self) -> str:
         return "coalesce(c.agent_tsv, c.tsv)" if self.agent else "c.tsv"
 
+    @property
+    def _len(self) -> str:
+        return "coalesce(c.agent_len, c.len)" if self.agent else "c.len"
+
     # --- vocabulary -----------------------------------------------------------------------
     def _present(self, word: str) -> bool:
         if self.agent and self.hidden:  # a word only hidden notes hold is absent to an agent
@@ -253,7 +257,7 @@ class PgLexical:
         lexemes = list(plan.scored)
         idf, avg = self._idf(unit, lexemes)
         sql = (f"SELECT {ids}, sum(q.w * q.idf * ({TF_SQL} * {K1 + 1}) / "
-               f"({TF_SQL} + {K1} * ({1 - B} + {B} * c.len / %s))) AS score "
+               f"({TF_SQL} + {K1} * ({1 - B} + {B} * {self._len} / %s))) AS score "
                f"FROM {table} c CROSS JOIN LATERAL unnest({self._tsv}) u "
                f"JOIN unnest(%s::text[], %s::float8[], %s::float8[]) AS q(lexeme, w, idf) "
                f"ON q.lexeme = u.lexeme "
@@ -264,18 +268,47 @@ class PgLexical:
 
     def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float]:
         """BM25's idf of each lexeme over the vault's units of kind ``unit``, and their mean
-        length."""
+        length; for an agent, over the units it may see, as it is shown them (see
+        :meth:`_agent_stats`)."""
         n_col, len_col = ("n_chunks", "chunk_len") if unit == "chunk" else ("n_sections", "section_len")
-        n, avg = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s",
-                                  (self.store.vault_id,)).fetchone()
+        v = self.store.vault_id
+        n, total = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s", (v,)).fetchone()
         df = dict(self.store.query(
             "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=%s AND lexeme = ANY(%s)",
-            (self.store.vault_id, UNIT_CODE[unit], lexemes)).fetchall())
+            (v, UNIT_CODE[unit], lexemes)).fetchall())
+        if self.agent:
+            n, total = self._agent_stats(UNIT_TABLE[unit], lexemes, df, n, total)
         out = {}
         for x in lexemes:
-            d = min(df.get(x, 0), n)
+            d = max(0, min(df.get(x, 0), n))
             out[x] = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
-        return out, float(avg) or 1.0
+        return out, (total / n if n else 0.0) or 1.0
+
+    def _agent_stats(self, table: str, lexemes: list[str], df: dict[str, int], n: int,
+                     total: int) -> tuple[int, int]:
+        """The vault's statistics less its hidden units, with its redacted units counted as an
+        agent is shown them: an agent's BM25 is that of a vault in which the private notes
+        were never written and the secrets never typed. Costs a query over the hidden and the
+        redacted units only (``df`` is corrected in place)."""
+        q, v = self.store.query, self.store.vault_id
+
+        def count(where: str, tsv: str, sign: int, args: tuple) -> None:
+            for lexeme, c in q(f"SELECT u.lexeme, count(*) FROM {table} c, unnest({tsv}) u WHERE {where} "
+                               f"AND u.lexeme = ANY(%s) GROUP BY u.lexeme", (*args, lexemes)):
+                df[lexeme] = df.get(lexeme, 0) + sign * c
+
+        if self.hidden:
+            h = (self.hidden,)
+            gone, gone_len = q(f"SELECT count(*), coalesce(sum(len), 0) FROM {table} WHERE file_id = ANY(%s)",
+                               h).fetchone()
+            n, total = n - gone, total - gone_len
+            count("c.file_id = ANY(%s)", "c.tsv", -1, h)
+        shown = "c.vault = %s AND c.agent_tsv IS NOT NULL AND NOT c.file_id = ANY(%s)"
+        args = (v, self.hidden)
+        total += q(f"SELECT coalesce(sum(c.agent_len - c.len), 0) FROM {table} c WHERE {shown}", args).fetchone()[0]
+        count(shown, "c.tsv", -1, args)
+        count(shown, "c.agent_tsv", 1, args)
+        return n, total
 
     def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
         """Every chunk id the query matches (unranked), for restricting the vector arm."""

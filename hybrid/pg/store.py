@@ -3,9 +3,10 @@
 as a PostgreSQL advisory lock. Same surface as :class:`hybrid.store.VaultStore`.
 
 The HNSW index is per vault: a partial expression index ``(embedding::vector(dim)) WHERE
-vault = id``, so vaults of different dimensions share the tables. It is built after a first
-bulk load (faster than growing it row by row) and maintained by PostgreSQL from then on; until
-it exists the vector arm scans exactly. Filtered searches use pgvector's iterative scan, so a
+vault = id``, so vaults of different dimensions share the tables. It is built once the vault
+holds ``ann_threshold`` vectors (as the local store switches from flat to IVF; an exact scan is
+fast below that), after the bulk load that brings it there, and maintained by PostgreSQL from
+then on. Filtered searches use pgvector's iterative scan, so a
 selective filter still fills the result.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbedderMismatch, IndexLocked, StoreUnavailable
+from ..index_dir import checkpoint
 from ..vector import VectorSpec
 from .catalog import PgCatalog
 from .connect import connect, ensure_schema, redact, resolve
@@ -25,6 +27,7 @@ from .lexical import PgLexical
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
+EF_SEARCH = 100  # HNSW candidates per search (pgvector's default 40 loses recall past ~50k rows)
 
 
 class PgVector:
@@ -60,9 +63,13 @@ class PgVector:
                                 (self.store.vault_id,)).fetchone()[0]
 
     def ensure_index(self) -> bool:
-        """Build the vault's HNSW index when it has vectors and no index; whether it was built."""
+        """Build the vault's HNSW index once it holds ``ann_threshold`` vectors (below that an
+        exact scan is fast, and exact: the same rule as the local store's flat/IVF switch);
+        whether it was built."""
         dim = self.dim
-        if not dim or self.has_index() or not self.count():
+        if not dim or self.has_index():
+            return False
+        if not self.store.spec.wants_ivf(self.count()):
             return False
         t = time.perf_counter()
         self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_chunks USING hnsw "
@@ -111,15 +118,17 @@ class PgVector:
             where.append("NOT file_id = ANY(%s)")
             args.append(sorted(hidden))
         expr = f"(embedding::vector({dim}))"
+        # ties by id, as FAISS breaks them; an HNSW index orders by distance alone
+        tie = "" if self.has_index() else ", id"
         sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_chunks WHERE "
-               f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s")
+               f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
         with self.store.conn.transaction():
-            self.store.query(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, int(k)))}")
+            self.store.query(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(1000, 2 * int(k)))}")
             if len(where) > 2:
                 self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = self.store.query(sql, (q, *args, q, k)).fetchall()
         out = [(int(i), float(s)) for i, s in rows]
-        out.sort(key=lambda x: -x[1])
+        out.sort(key=lambda x: (-x[1], x[0]))
         return out
 
 
@@ -229,6 +238,8 @@ class PgStore:
                                  "lexical_seconds": 0.0}
         if view is not None:
             stats["rebuilt_agent"] = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
+            from ..agent_view import META_KEY
+            self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
         stats["lexical_seconds"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         missing = self.query("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND embedding IS NULL",
@@ -237,6 +248,7 @@ class PgStore:
             self.query("UPDATE hybrid_chunks c SET embedding = e.vec FROM hybrid_embeddings e WHERE "
                        "c.vault=%s AND c.embedding IS NULL AND e.vault=c.vault AND e.model=%s AND "
                        "e.text_hash = c.embed_hash", (self.vault_id, model))
+        checkpoint("pg-before-hnsw")
         self.vector.drop_other_indexes()
         stats["rebuilt_vector"] = int(self.vector.ensure_index())
         stats["vector_seconds"] = round(time.perf_counter() - t, 3)
@@ -254,7 +266,7 @@ class PgStore:
     def refresh_agent(self, fingerprint: str, redactor: Any, batch: int = 5000) -> int:
         """Rewrite the agent tsvectors of notes written with other redaction rules (one
         transaction per note); how many notes were redone."""
-        from ..lexical import units
+        from .catalog import section_pairs
         from .lexical import tsvector_of
         todo = sorted(self.stale_agent_files(fingerprint))
         for fid in todo:
@@ -267,15 +279,13 @@ class PgStore:
             agent_rows = self.catalog._redacted(rows, redactor) if (redactor is not None and rows) else rows
             with self.conn.transaction():
                 for r, a in zip(rows, agent_rows):
-                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s WHERE id=%s",
-                               (None if a is r else tsvector_of(a, self.stem)[0], r.id))
-                runs = [run for kind, run in units([agent_rows]) if kind == "section"]
-                plain = [run for kind, run in units([rows]) if kind == "section"]
-                for run, arun in zip(plain, runs):
+                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s, agent_len=%s WHERE id=%s",
+                               (*((None, None) if a is r else tsvector_of(a, self.stem)), r.id))
+                for run, arun in section_pairs(rows, agent_rows):
                     same = all(a is r for a, r in zip(arun, run))
-                    self.query("UPDATE hybrid_sections SET agent_tsv=%s WHERE file_id=%s AND chunk_ids=%s",
-                               (None if same else tsvector_of(arun[0], self.stem, arun)[0], fid,
-                                [r.id for r in run]))
+                    self.query("UPDATE hybrid_sections SET agent_tsv=%s, agent_len=%s WHERE file_id=%s "
+                               "AND chunk_ids=%s", (*((None, None) if same else tsvector_of(arun[0], self.stem, arun)),
+                                                    fid, [r.id for r in run]))
                 self.query("UPDATE hybrid_files SET agent_fp=%s WHERE id=%s", (fingerprint, fid))
         if todo:
             log.info("%s: agent view redone for %d notes", self.name, len(todo))
