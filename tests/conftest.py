@@ -146,6 +146,28 @@ def pg_url(pg_server):
     mp.undo()
 
 
+@pytest.fixture(scope="module", params=["local", "postgresql"])
+def new_store(request):
+    """For module-scoped handles: every test that uses one runs on both stores. ``new_store()``
+    is the ``store`` setting of a new home (None: local files; else a fresh database of the
+    session's PostgreSQL server)."""
+    if request.param == "local":
+        return lambda: None
+    server = request.getfixturevalue("pg_server")
+    return lambda: new_database(server)
+
+
+def store_settings(store) -> dict:
+    """``hybrid.open`` keywords for ``new_store()``'s value."""
+    return {"store": store} if store else {}
+
+
+@pytest.fixture
+def any_sample_home(store_kind, request):
+    """The indexed sample home of the store the test runs for."""
+    return request.getfixturevalue("sample_pg" if store_kind == "postgresql" else "sample_home")
+
+
 @pytest.fixture
 def open_h(hybrid_home, store_kind, request):
     """``hybrid.open`` whose vaults keep their index in PostgreSQL (a fresh database) when the

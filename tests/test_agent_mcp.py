@@ -9,16 +9,17 @@ from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
 
-import hybrid
 from hybrid.audit import AuditLog, audit_path
 from hybrid.http_server import api_search_call
 from hybrid.mcp_server import build_server
+
+STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 
 SECRET = next(c for c in fake_secrets() if c["name"].startswith("github"))
 
 
 @pytest.fixture
-def agent_home(tmp_path):
+def agent_home(tmp_path, open_h):
     v = tmp_path / "vault"
     (v / "journal").mkdir(parents=True)
     (v / "work").mkdir()
@@ -28,7 +29,7 @@ def agent_home(tmp_path):
     (v / "health.md").write_text("---\nprivate: true\n---\n# Health\n\nquokka zorvatrex appointment\n")
     (v / "money.md").write_text("---\ntags: [private/finance]\n---\n# Money\n\nquokka Fenwick Mutual account\n")
     home = tmp_path / "home"
-    h = hybrid.open(home, embedder="hash:64", agent_exclude=["journal/**"], proposals_folder="agent_learnings")
+    h = open_h(home, embedder="hash:64", agent_exclude=["journal/**"], proposals_folder="agent_learnings")
     h.add_vault(v, "v")
     h.index()
     return h, v, home
@@ -85,7 +86,7 @@ def test_every_agent_call_is_audited(agent_home):
 
 def test_a_call_that_cannot_be_audited_is_refused(agent_home):
     h, v, home = agent_home
-    audit_path(home / "data").mkdir()  # a folder where the log file should be
+    audit_path(home / "data").mkdir(parents=True)  # a folder where the log file should be
     res = call(h, "search", {"query": "quokka"})
     assert res.is_error and "audit log" in res.content[0].text
     assert not res.structured_content or not res.structured_content.get("hits")

@@ -219,17 +219,6 @@ def build(root, files, links=None):
     return root
 
 
-@pytest.fixture(scope="module", params=["local", "postgresql"])
-def new_store(request):
-    """Every test here runs on both stores: ``new_store()`` is the ``store`` setting of a new
-    home (None: local files; else a fresh database of the session's PostgreSQL server)."""
-    if request.param == "local":
-        return lambda: None
-    from conftest import new_database
-    server = request.getfixturevalue("pg_server")
-    return lambda: new_database(server)
-
-
 def indexed(tmp_path_factory, name, files, links=None, *, embedders=(), store=None, **settings):
     """A handle on a fresh home with one vault ``v`` holding ``files``, indexed (into the
     PostgreSQL database ``store`` when given)."""

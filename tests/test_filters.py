@@ -4,6 +4,7 @@ import json
 
 import anyio
 import pytest
+from conftest import store_settings
 from helpers import indexed_vault
 from mcp import Client
 
@@ -19,8 +20,9 @@ NOTES = {
 
 
 @pytest.fixture(scope="module")
-def h(tmp_path_factory):
-    handle = indexed_vault(tmp_path_factory.mktemp("filters"), NOTES, agent_exclude=["journal"])
+def h(tmp_path_factory, new_store):
+    handle = indexed_vault(tmp_path_factory.mktemp("filters"), NOTES, agent_exclude=["journal"],
+                           **store_settings(new_store()))
     yield handle
     handle.close()
 

@@ -11,11 +11,12 @@ from helpers import write
 from mcp import Client
 from mcp_types import Implementation
 
-import hybrid
 from hybrid.cli import main
 from hybrid.errors import QuerySyntaxError
 from hybrid.filters import NoMatchingNotes
 from hybrid.mcp_server import build_server
+
+STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 
 DAY = 86400
 NOTES = {
@@ -36,9 +37,9 @@ def make_vault(root, notes=NOTES, now=1_750_000_000):
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(tmp_path, monkeypatch, open_h):
     make_vault(tmp_path / "vault")
-    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    h = open_h(tmp_path / "home", embedder="hash:64")
     h.add_vault(tmp_path / "vault", "v")
     h.index()
     monkeypatch.setenv("HYBRID_HOME", str(tmp_path / "home"))

@@ -14,6 +14,8 @@ from helpers import free_port
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+
 pytestmark = pytest.mark.slow
 
 
@@ -33,7 +35,8 @@ def http(url, method="GET", headers=None, data=None):
 
 
 @pytest.fixture
-def http_server(sample_home):
+def http_server(any_sample_home):
+    sample_home = any_sample_home
     procs = []
 
     def start(*args, token=None):
@@ -121,7 +124,8 @@ def audited_tools(home):
     return [(r["tool"], r["client"]) for r in log.records()]
 
 
-def test_stdio_session(sample_home):
+def test_stdio_session(any_sample_home):
+    sample_home = any_sample_home
     async def main():
         params = StdioServerParameters(command=sys.executable, args=["-m", "hybrid.cli", "serve"],
                                        env=env_for(sample_home))
@@ -134,7 +138,8 @@ def test_stdio_session(sample_home):
     assert all(client and client != "unknown" for _, client in tools)
 
 
-def test_http_session_health_and_fast_path(http_server, sample_home):
+def test_http_session_health_and_fast_path(http_server, any_sample_home):
+    sample_home = any_sample_home
     url = http_server()
     status, body = http(url + "/health")
     assert status == 200 and json.loads(body)["status"] == "ok"

@@ -3,6 +3,7 @@ user or agent has in hand reads the note (``hybrid get``, ``Hybrid.get``, MCP ``
 import anyio
 import pytest
 from click.testing import CliRunner
+from conftest import store_settings
 from helpers import indexed_vault
 from mcp import Client
 
@@ -50,8 +51,8 @@ NOTES = {
 
 
 @pytest.fixture(scope="module")
-def h(tmp_path_factory):
-    handle = indexed_vault(tmp_path_factory.mktemp("refs"), NOTES, "home")
+def h(tmp_path_factory, new_store):
+    handle = indexed_vault(tmp_path_factory.mktemp("refs"), NOTES, "home", **store_settings(new_store()))
     yield handle
     handle.close()
 

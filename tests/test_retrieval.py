@@ -2,6 +2,7 @@
 import pytest
 
 pytestmark = pytest.mark.slow
+STORES = ("local", "postgresql")  # every test (through `sample`) runs against both stores
 
 EXACT = {  # a verbatim identifier → the note it belongs to, which must rank first
     'pq: too many connections for role "forge_app"': "work/runbooks/DB Connection Exhaustion.md",

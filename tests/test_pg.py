@@ -1,0 +1,304 @@
+"""Team mode on a real PostgreSQL + pgvector: what only a shared database has (several handles
+and machines on one vault, roles and passwords, a server without pgvector, another schema
+version) and its bad input. The engine's own cases (retrieval, incremental, crash, agent view)
+run against both stores in their modules (``STORES``)."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import new_database
+from helpers import indexed_vault, paths, write
+
+import hybrid
+from hybrid.errors import EmbedderMismatch, StoreUnavailable, VaultError
+
+NOTES = {
+    "runbooks/rollback.md": "# Rolling back a deploy\n\nRun `forge rollback --to PREVIOUS` and watch the canary.\n",
+    "runbooks/db.md": "# Database failover\n\nPromote the replica with `pg_ctl promote`.\n",
+    "decisions/flags.md": "# Feature flags\n\nWe use Unleash; flags live for one quarter.\n",
+}
+
+
+def cli(home, *args, env=None, timeout=120):
+    e = dict(os.environ, HYBRID_HOME=str(home), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=e, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_error_line(p) -> str:
+    """The run failed with exit 1 and one `error:` line on stderr (no traceback)."""
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    lines = [x for x in p.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
+    return lines[0]
+
+
+def admin(server, sql, db="postgres"):
+    with psycopg.connect(server.get_uri(db), autocommit=True) as conn:
+        return conn.execute(sql).fetchall() if sql.lstrip().upper().startswith(("SELECT", "SHOW")) \
+            else conn.execute(sql)
+
+
+def dbname(url: str) -> str:
+    from urllib.parse import urlsplit
+    return urlsplit(url).path.lstrip("/")
+
+
+def socket_dir(url: str) -> str:
+    return url.split("host=", 1)[1].split("&")[0]
+
+
+# --- one database, many handles and machines ---------------------------------------------------
+def test_a_second_machine_queries_what_the_first_indexes(tmp_path, pg_url):
+    """Two homes (two machines) register the same vault on one database; only the first has
+    the folder. The second's long-lived handle sees every committed change without reopening."""
+    indexer = indexed_vault(tmp_path / "a", NOTES, "team", store="postgresql")
+    reader = hybrid.open(tmp_path / "b", embedder="hash:64")
+    reader.add_vault(tmp_path / "b" / "no-such-folder", "team", store="postgresql")
+    assert paths(reader.search("rollback canary", mode="lexical"))[0] == "runbooks/rollback.md"
+    assert reader.search("forge rollback", mode="vector")
+    write(tmp_path / "a" / "vault", "runbooks/rollback.md", "# Rolling back\n\nUse the blue-green switch.\n")
+    (tmp_path / "a" / "vault" / "decisions" / "flags.md").unlink()
+    indexer.index()
+    assert paths(reader.search("blue-green switch", mode="lexical")) == ["runbooks/rollback.md"]
+    assert reader.search("canary", mode="lexical") == []
+    assert reader.search("Unleash", mode="lexical") == []
+    st, = reader.status()
+    assert (st.notes, st.indexed) == (2, True) and st.store and "postgresql://" in st.store
+    assert st.changes is None  # no folder here: nothing to compare with
+    indexer.close()
+    reader.close()
+
+
+def test_vaults_of_different_dimensions_share_one_database(tmp_path, pg_url):
+    a = indexed_vault(tmp_path / "a", NOTES, "small", store="postgresql", embedder="hash:32")
+    b = indexed_vault(tmp_path / "b", {"x.md": "# X\n\nforge rollback canary notes\n"}, "large",
+                      store="postgresql", embedder="hash:96")
+    assert paths(a.search("rollback canary", mode="vector"))[0] == "runbooks/rollback.md"
+    assert paths(b.search("rollback canary", mode="vector")) == ["x.md"]
+    assert {h.vault for h in a.search("rollback", mode="lexical")} == {"small"}  # vaults stay apart
+    a.close()
+    b.close()
+
+
+def test_reembed_to_another_dimension_swaps_in_one_transaction(tmp_path, pg_url, monkeypatch):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql", embedder="hash:64", ann_threshold=1)
+    v = h.config.vault("team")
+    from hybrid.pg.store import open_store
+    store = open_store(v)
+    assert store.vector.has_index() and store.vector.dim == 64  # ann_threshold 1: HNSW in use
+    h2 = hybrid.open(tmp_path / "home", embedder="hash:32", ann_threshold=1)
+    with pytest.raises(EmbedderMismatch, match="--reembed"):
+        h2.index()
+    r = h2.index(reembed=True)[0]
+    assert r.chunks_embedded == r.chunks == 3
+    assert store.vector.dim == 32 and store.vector.has_index()
+    names = [n for (n,) in store.query("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hybrid_chunks_hnsw%'")]
+    assert names == [f"hybrid_chunks_hnsw_{store.vault_id}_32"]  # the old dimension's index is gone
+    assert paths(h2.search("rollback canary", mode="vector"))[0] == "runbooks/rollback.md"
+    with pytest.raises(EmbedderMismatch, match="32-dimension"):  # a query of another size
+        store.vector.search([0.1] * 64, 5)
+    store.close()
+    h.close()
+    h2.close()
+
+
+def test_eval_runs_on_postgresql_and_drops_its_vault(tmp_path, pg_url):
+    root = tmp_path / "vault"
+    for rel, text in NOTES.items():
+        write(root, rel, text)
+    home = tmp_path / "home"
+    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    qdir = tmp_path / "q"
+    qdir.mkdir()
+    (qdir / "q.jsonl").write_text(json.dumps({"qid": "q1", "text": "rollback canary"}) + "\n")
+    (qdir / "qrels.json").write_text(json.dumps({"q1": {"runbooks/rollback.md": 2}}))
+    p = cli(home, "eval", "--vault", str(root), "--queries", str(qdir / "q.jsonl"), "--qrels",
+            str(qdir / "qrels.json"), "--store", "postgresql", "--no-report", "--json")
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert {c["name"].split("-")[0] for c in got["configs"]} == {"lexical", "vector", "hybrid"}
+    assert all(c["metrics"]["ndcg@10"] == 1.0 for c in got["configs"] if c["name"].startswith("lexical"))
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM hybrid_vaults").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM hybrid_chunks").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'hybrid_chunks_hnsw%'"
+                            ).fetchone()[0] == 0
+
+
+# --- bad input: one line that names the fix, exit 1, nothing half-written ----------------------
+def test_unreachable_database(tmp_path):
+    home = tmp_path / "home"
+    (tmp_path / "vault").mkdir()
+    write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+    env = {"HYBRID_DATABASE_URL": f"postgresql://kb@/kb?host={tmp_path}/no-server&connect_timeout=2"}
+    assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
+               env=env).returncode == 0
+    for args in (("index",), ("query", "alpha"), ("status",)):
+        p = cli(home, *args, env=env)
+        if args == ("status",):
+            assert p.returncode == 0 and "cannot reach PostgreSQL" in p.stdout + p.stderr
+            continue
+        line = one_error_line(p)
+        assert "cannot reach PostgreSQL" in line and "HYBRID_DATABASE_URL" in line
+
+
+def test_unset_database_url(tmp_path, monkeypatch):
+    monkeypatch.delenv("HYBRID_DATABASE_URL", raising=False)
+    write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+    home = tmp_path / "home"
+    assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
+               env={}).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "HYBRID_DATABASE_URL"}
+    p = subprocess.run([sys.executable, "-m", "hybrid.cli", "index"], capture_output=True, text=True,
+                       env=dict(env, HYBRID_HOME=str(home)), timeout=120)
+    assert "HYBRID_DATABASE_URL is not set" in one_error_line(p)
+
+
+def test_wrong_password_is_named_and_never_printed(tmp_path, pg_server):
+    url = new_database(pg_server)
+    (hba,), = admin(pg_server, "SHOW hba_file")
+    original = Path(hba).read_text()
+    admin(pg_server, "CREATE ROLE kb LOGIN PASSWORD 'right-horse-battery'")
+    try:
+        Path(hba).write_text("local all kb scram-sha-256\n" + original)
+        admin(pg_server, "SELECT pg_reload_conf()")
+        db = dbname(url)
+        bad = f"postgresql://kb:Wr0ngPassw0rd@/{db}?host={socket_dir(url)}"
+        write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+        home = tmp_path / "home"
+        assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store",
+                   "postgresql", env={"HYBRID_DATABASE_URL": bad}).returncode == 0
+        for args in (("index",), ("query", "alpha")):
+            p = cli(home, *args, env={"HYBRID_DATABASE_URL": bad})
+            line = one_error_line(p)
+            assert "refused the login of kb" in line and "password" in line
+            assert "Wr0ngPassw0rd" not in p.stderr + p.stdout
+        p = cli(home, "status", "--json", env={"HYBRID_DATABASE_URL": bad})
+        assert "Wr0ngPassw0rd" not in p.stderr + p.stdout and "***" in p.stdout
+    finally:
+        Path(hba).write_text(original)
+        admin(pg_server, "SELECT pg_reload_conf()")
+
+
+def test_a_password_is_not_written_to_the_config(tmp_path):
+    write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+    home = tmp_path / "home"
+    p = cli(home, "vault", "add", str(tmp_path / "vault"), "--store", "postgresql://kb:hunter22@db.internal/kb")
+    line = one_error_line(p)
+    assert "holds a password" in line and "HYBRID_DATABASE_URL" in line and "hunter22" not in p.stderr
+    assert not (home / "config.toml").exists() or "hunter22" not in (home / "config.toml").read_text()
+    assert "is not a PostgreSQL URL" in one_error_line(cli(home, "vault", "add", str(tmp_path / "vault"),
+                                                            "--store", "mysql://kb@db/kb"))
+
+
+def test_a_server_without_pgvector(tmp_path, pg_server):
+    """PostgreSQL 18's extension_control_path, pointed at an empty folder for one superuser,
+    makes pgvector unavailable to it exactly as on a server where it was never installed."""
+    url = new_database(pg_server)
+    empty = tmp_path / "no-extensions"
+    empty.mkdir()
+    os.chmod(tmp_path, 0o755)
+    admin(pg_server, "CREATE ROLE plain SUPERUSER LOGIN")
+    admin(pg_server, f"ALTER ROLE plain SET extension_control_path = '{empty}'")
+    db = dbname(url)
+    home = tmp_path / "home"
+    write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+    env = {"HYBRID_DATABASE_URL": f"postgresql://plain@/{db}?host={socket_dir(url)}"}
+    assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
+               env=env).returncode == 0
+    line = one_error_line(cli(home, "index", env=env))
+    assert "has no pgvector extension" in line and "install it" in line
+    assert admin(pg_server, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'hybrid%'", db)[0][0] == 0
+
+
+def test_a_user_who_may_not_enable_pgvector(tmp_path, pg_server):
+    url = new_database(pg_server)
+    db = dbname(url)
+    admin(pg_server, "CREATE ROLE app LOGIN")
+    admin(pg_server, f"ALTER DATABASE {db} OWNER TO app")
+    admin(pg_server, "GRANT CREATE ON SCHEMA public TO app", db)
+    home = tmp_path / "home"
+    write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
+    env = {"HYBRID_DATABASE_URL": f"postgresql://app@/{db}?host={socket_dir(url)}"}
+    assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
+               env=env).returncode == 0
+    line = one_error_line(cli(home, "index", env=env))
+    assert "CREATE EXTENSION vector" in line
+    # once an owner enables it, the same user indexes and queries
+    admin(pg_server, "CREATE EXTENSION vector", db)
+    assert cli(home, "index", env=env).returncode == 0
+    assert "a.md" in cli(home, "query", "alpha", "-l", env=env).stdout
+
+
+@pytest.mark.parametrize("version, message", [(0, "cannot migrate"), (99, "upgrade hybrid")])
+def test_a_database_of_another_schema_version(tmp_path, pg_url, version, message):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    h.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE hybrid_schema SET version=%s", (version,))
+        before = conn.execute("SELECT count(*), max(id) FROM hybrid_chunks").fetchone()
+    home = tmp_path / "home"
+    for args in (("query", "rollback"), ("index",)):
+        line = one_error_line(cli(home, *args))
+        assert message in line and f"schema {version}" in line
+    with psycopg.connect(pg_url) as conn:  # nothing was written
+        assert conn.execute("SELECT count(*), max(id) FROM hybrid_chunks").fetchone() == before
+        assert conn.execute("SELECT version FROM hybrid_schema").fetchone()[0] == version
+
+
+def test_an_older_schema_is_migrated_by_the_indexer(tmp_path, pg_url, monkeypatch):
+    """A migration path (here a made-up step from schema 0) runs once, by a writer, in one
+    transaction; readers before it name the command."""
+    from hybrid.pg import connect
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE hybrid_schema SET version=0")
+    monkeypatch.setattr(connect, "MIGRATIONS", {0: "CREATE TABLE hybrid_migrated (x int)"})
+    h2 = hybrid.open(tmp_path / "home", embedder="hash:64")
+    with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
+        h2.search("rollback", mode="lexical")
+    h2.index()
+    assert paths(h2.search("forge rollback", mode="lexical"))[0] == "runbooks/rollback.md"
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM hybrid_schema").fetchone()[0] == connect.SCHEMA_VERSION
+        assert conn.execute("SELECT to_regclass('hybrid_migrated') IS NOT NULL").fetchone()[0]
+    h.close()
+    h2.close()
+
+
+def test_a_vault_not_indexed_yet(tmp_path, pg_url):
+    h = hybrid.open(tmp_path / "home", embedder="hash:64", store="postgresql")
+    h.add_vault(tmp_path / "elsewhere", "team")  # no folder here: fine for a reader
+    with pytest.raises(VaultError, match="not indexed yet"):
+        h.search("x")
+    with pytest.raises(VaultError, match="folder .* is missing"):
+        h.index()
+    h.close()
+
+
+def test_the_lock_holder_is_named_and_freed_when_it_dies(tmp_path, pg_url):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, hybrid\nfrom hybrid.pg.store import open_store\n"
+        f"h = hybrid.open({str(tmp_path / 'home')!r})\n"
+        "s = open_store(h.config.vault('team'), writer=True)\nprint('held', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        from hybrid.errors import IndexLocked
+        with pytest.raises(IndexLocked, match=r"another `hybrid index` \(hybrid index .*\) is writing 'team'"):
+            h.index()
+        assert h.search("rollback", mode="lexical")  # readers are not blocked
+    finally:
+        holder.kill()
+        holder.wait()
+    t = time.monotonic()
+    h.index(wait=10)  # a killed holder's session ends, and its lock with it
+    assert time.monotonic() - t < 10
+    h.close()
