@@ -314,6 +314,8 @@ class Hybrid:
         see PgStore.agent_arms)."""
         from .errors import IndexLocked
         from .pg.store import agent_fingerprint, open_store
+        if store.read_only:
+            return  # a read replica: the indexer (on the primary) does it
         if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint and vault.path.is_dir():
             # as for a local vault: an index run, whose discovery drops links into newly
             # excluded folders (where the folder is: the machine that indexes it)

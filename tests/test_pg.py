@@ -302,3 +302,26 @@ def test_the_lock_holder_is_named_and_freed_when_it_dies(tmp_path, pg_url):
     h.index(wait=10)  # a killed holder's session ends, and its lock with it
     assert time.monotonic() - t < 10
     h.close()
+
+
+def test_a_read_only_connection_serves_every_kind_of_query(tmp_path, pg_server):
+    """A query server pointed at a read replica: its sessions are read-only (no temporary
+    objects, no writes). Simulated by a role whose transactions default to read-only."""
+    url = new_database(pg_server)
+    db = dbname(url)
+    diary = {"private/diary.md": "---\nprivate: true\n---\n# D\n\nrollback secrets\n"}
+    owner = indexed_vault(tmp_path / "a", {**NOTES, **diary}, "team", store=url)
+    admin(pg_server, "CREATE ROLE replica LOGIN")
+    admin(pg_server, "ALTER ROLE replica SET default_transaction_read_only = on")
+    admin(pg_server, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO replica", db)
+    ro = f"postgresql://replica@/{db}?host={socket_dir(url)}"
+    h = hybrid.open(tmp_path / "b", embedder="hash:64")
+    h.add_vault(tmp_path / "b" / "elsewhere", "team", store=ro)
+    for mode in ("lexical", "vector", "hybrid"):
+        assert h.search("forge rollback canary", mode=mode)
+        assert "private/diary.md" not in paths(h.search("rollback", mode=mode, agent=True, top_k=20))
+    assert set(paths(h.search("rollback", mode="lexical", folders=["runbooks"]))) == {"runbooks/rollback.md"}
+    assert h.status()[0].notes == 4 and h.status(agent=True)[0].notes == 3
+    assert [x.path for x in h.search("folder:runbooks")]  # a listing: filters alone
+    owner.close()
+    h.close()

