@@ -98,8 +98,8 @@ def test_reembed_to_another_dimension_swaps_in_one_transaction(tmp_path, pg_url,
     r = h2.index(reembed=True)[0]
     assert r.chunks_embedded == r.chunks == 3
     assert store.vector.dim == 32 and store.vector.has_index()
-    names = [n for (n,) in store.query("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hybrid_chunks_hnsw%'")]
-    assert names == [f"hybrid_chunks_hnsw_{store.vault_id}_32"]  # the old dimension's index is gone
+    names = [n for (n,) in store.query("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hybrid_vectors_hnsw%'")]
+    assert names == [f"hybrid_vectors_hnsw_{store.vault_id}_32"]  # the old dimension's index is gone
     assert paths(h2.search("rollback canary", mode="vector"))[0] == "runbooks/rollback.md"
     with pytest.raises(EmbedderMismatch, match="32-dimension"):  # a query of another size
         store.vector.search([0.1] * 64, 5)
@@ -127,7 +127,7 @@ def test_eval_runs_on_postgresql_and_drops_its_vault(tmp_path, pg_url):
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM hybrid_vaults").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM hybrid_chunks").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'hybrid_chunks_hnsw%'"
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'hybrid_vectors_hnsw%'"
                             ).fetchone()[0] == 0
 
 

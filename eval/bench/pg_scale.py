@@ -77,7 +77,7 @@ def hnsw_recall(home: Path, queries: list[str], k: int = 10) -> dict | None:
                 store.query("SET LOCAL enable_bitmapscan = off")
                 dim = store.vector.dim
                 exact = {r[0] for r in store.query(
-                    f"SELECT id FROM hybrid_chunks WHERE vault=%s ORDER BY embedding::vector({dim}) <=> "
+                    f"SELECT id FROM hybrid_vectors WHERE vault=%s ORDER BY embedding::vector({dim}) <=> "
                     f"%s::vector({dim}) LIMIT %s", (store.vault_id, qv, k))}
             hits += len(approx & exact)
             total += len(exact)

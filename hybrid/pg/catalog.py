@@ -134,8 +134,8 @@ class PgCatalog:
             new_ids = self._insert(notes)
             checkpoint("pg-mid-apply")  # inside the transaction: a kill here rolls it back
             self._stats()
-            dim = self.q("SELECT vector_dims(embedding) FROM hybrid_chunks WHERE vault=%s AND "
-                         "embedding IS NOT NULL LIMIT 1", (v,)).fetchone()
+            dim = self.q("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",
+                         (v,)).fetchone()
             if dim:  # readers cast to it: it changes with the vectors, in their transaction
                 (self.pending_meta.__setitem__ if self.pending_meta is not None else self._put_meta)(
                     "dim", str(dim[0]))
@@ -209,9 +209,9 @@ class PgCatalog:
                 cp.write_row(srow)
         if ids:
             model = self.get_meta("embedder") or ""
-            self.q("UPDATE hybrid_chunks c SET embedding = e.vec FROM hybrid_embeddings e WHERE "
-                   "c.id = ANY(%s) AND e.vault=%s AND e.model=%s AND e.text_hash = c.embed_hash",
-                   (ids, v, model))
+            self.q("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
+                   "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
+                   "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.id = ANY(%s)", (model, ids))
             fids = sorted({r[2] for r in chunk_rows})
             for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
                 self.q(f"INSERT INTO hybrid_terms(vault, unit, lexeme, df) SELECT %s, %s, u.lexeme, "
@@ -321,8 +321,7 @@ class PgCatalog:
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
         import numpy as np
-        rows = self.q("SELECT id, embedding FROM hybrid_chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
-                      (list(chunk_ids),))
+        rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
         return [(i, np.asarray(v, dtype=np.float32).tobytes()) for i, v in rows]
 
     def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:

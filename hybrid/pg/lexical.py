@@ -256,13 +256,36 @@ class PgLexical:
             return []
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        where, args = self._where(plan, folders, tags, since, exclude_folders)
+        filters = (folders, tags, since, exclude_folders)
+        where, args = self._where(plan, *filters)
         if plan.match is None or not plan.scored:
             sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(where)} "
                    f"ORDER BY c.id LIMIT %s")
             return [(list(r[0]), float(r[1])) for r in self.store.query(sql, (*args, limit))]
         lexemes = list(plan.scored)
         idf, avg = self._idf(unit, lexemes)
+        if q.phrases or len(lexemes) < 2:
+            return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+        # MaxScore: a unit that holds none of the query's rarest lexemes scores at most the sum
+        # of the others' upper bounds (w·idf·(k1+1)). Score the units holding the rarest ones
+        # first; once the limit-th score beats what the rest could add, the others cannot enter
+        # and are never read (a query with a common word no longer scores half the vault).
+        bound = {x: plan.scored[x] * idf[x] * (K1 + 1) for x in lexemes}
+        order = sorted(lexemes, key=lambda x: (-bound[x], x))
+        for cut in range(1, len(order)):
+            rest = sum(bound[x] for x in order[cut:])
+            match = " | ".join(quote(x) for x in order[:cut])
+            w, a = self._where(Plan(match, plan.excludes, plan.scored), *filters)
+            got = self._scored(unit, plan, lexemes, idf, avg, w, a, limit)
+            if len(got) >= limit and got[limit - 1][1] > rest:
+                return got
+        return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+
+    def _scored(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+                where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float]]:
+        """BM25 of the units passing ``where`` over every scored lexeme, the best ``limit``."""
+        table = UNIT_TABLE[unit]
+        ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
         # The candidates' tsvectors are detoasted once (``|| ''``: a value computed into the
         # materialized CTE), and each (candidate, lexeme) frequency computed once (OFFSET 0
         # keeps the planner from inlining it into each of its three uses).
@@ -277,7 +300,9 @@ class PgLexical:
                f"WHERE f.tf > 0 GROUP BY cand.id, cand.ids ORDER BY score DESC, cand.id LIMIT %s")
         params = ([quote(x) for x in lexemes], [plan.scored[x] for x in lexemes], [idf[x] for x in lexemes],
                   *args, avg, limit)
-        return [(list(r[0]), float(r[1])) for r in self.store.query(sql, params)]
+        with self.store.conn.transaction():
+            self.store.query("SET LOCAL work_mem = '64MB'")  # the candidates stay in memory
+            return [(list(r[0]), float(r[1])) for r in self.store.query(sql, params)]
 
     def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float]:
         """BM25's idf of each lexeme over the vault's units of kind ``unit``, and their mean

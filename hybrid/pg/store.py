@@ -2,12 +2,13 @@
 (:mod:`hybrid.pg.lexical`) and the vector arm (pgvector, cosine, HNSW), with the writer lock
 as a PostgreSQL advisory lock. Same surface as :class:`hybrid.store.VaultStore`.
 
-The HNSW index is per vault: a partial expression index ``(embedding::vector(dim)) WHERE
-vault = id``, so vaults of different dimensions share the tables. It is built once the vault
-holds ``ann_threshold`` vectors (as the local store switches from flat to IVF; an exact scan is
-fast below that), after the bulk load that brings it there, and maintained by PostgreSQL from
-then on. Filtered searches use pgvector's iterative scan, so a
-selective filter still fills the result.
+Vectors live in ``hybrid_vectors`` (narrow rows: an exact scan reads little else). The HNSW
+index is per vault, a partial expression index ``(embedding::vector(dim)) WHERE vault = id``,
+so vaults of different dimensions share the tables. It is built once the vault holds
+``ann_threshold`` vectors (as the local store switches from flat to IVF; an exact scan is fast
+below that), after the bulk load that brings it there, and maintained by PostgreSQL from then
+on. Filtered searches use pgvector's iterative scan, so a selective filter still fills the
+result.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ class PgVector:
         got = self.store.catalog.get_meta("dim")
         if got:
             return int(got)
-        row = self.store.query("SELECT vector_dims(embedding) FROM hybrid_chunks WHERE vault=%s AND "
-                               "embedding IS NOT NULL LIMIT 1", (self.store.vault_id,)).fetchone()
+        row = self.store.query("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",
+                               (self.store.vault_id,)).fetchone()
         return int(row[0]) if row else None
 
     def _index_name(self, dim: int) -> str:
-        return f"hybrid_chunks_hnsw_{int(self.store.vault_id)}_{int(dim)}"
+        return f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_{int(dim)}"
 
     def has_index(self) -> bool:
         dim = self.dim
@@ -59,7 +60,7 @@ class PgVector:
         return not self.has_index()
 
     def count(self) -> int:
-        return self.store.query("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND embedding IS NOT NULL",
+        return self.store.query("SELECT count(*) FROM hybrid_vectors WHERE vault=%s",
                                 (self.store.vault_id,)).fetchone()[0]
 
     def ensure_index(self) -> bool:
@@ -72,7 +73,7 @@ class PgVector:
         if not self.store.spec.wants_ivf(self.count()):
             return False
         t = time.perf_counter()
-        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_chunks USING hnsw "
+        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
                          f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
         log.info("%s: HNSW index built in %.1f s", self.store.name, time.perf_counter() - t)
         return True
@@ -86,8 +87,8 @@ class PgVector:
         """Drop the vault's HNSW indexes of other dimensions than the current (left by a
         re-embed that changed the dimension)."""
         keep = self._index_name(self.dim) if self.dim else None
-        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_chunks' AND "
-                                "indexname LIKE %s", (f"hybrid_chunks_hnsw_{int(self.store.vault_id)}_%",))
+        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND "
+                                "indexname LIKE %s", (f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_%",))
         for (name,) in rows.fetchall():
             if name != keep:
                 self.store.query(f"DROP INDEX IF EXISTS {name}")
@@ -103,7 +104,7 @@ class PgVector:
             raise EmbedderMismatch(f"vault {self.store.name!r} holds {dim}-dimension vectors but the "
                                    f"query embedder gives {q.shape[0]}; run `hybrid index --vault "
                                    f"{self.store.name} --reembed`")
-        where, args = [self._predicate(dim), "embedding IS NOT NULL"], []
+        where, args = [self._predicate(dim)], []
         if allowed is not None:
             ids = sorted(set(allowed) - set(banned))
             if not ids:
@@ -120,11 +121,11 @@ class PgVector:
         expr = f"(embedding::vector({dim}))"
         # ties by id, as FAISS breaks them; an HNSW index orders by distance alone
         tie = "" if self.has_index() else ", id"
-        sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_chunks WHERE "
+        sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
                f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
         with self.store.conn.transaction():
             self.store.query(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(1000, 2 * int(k)))}")
-            if len(where) > 2:
+            if len(where) > 1:
                 self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = self.store.query(sql, (q, *args, q, k)).fetchall()
         out = [(int(i), float(s)) for i, s in rows]
@@ -244,12 +245,11 @@ class PgStore:
             self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
         stats["lexical_seconds"] = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
-        missing = self.query("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND embedding IS NULL",
-                             (self.vault_id,)).fetchone()[0]
-        if missing and model:
-            self.query("UPDATE hybrid_chunks c SET embedding = e.vec FROM hybrid_embeddings e WHERE "
-                       "c.vault=%s AND c.embedding IS NULL AND e.vault=c.vault AND e.model=%s AND "
-                       "e.text_hash = c.embed_hash", (self.vault_id, model))
+        if model:  # chunks whose vector was not cached when they came in (none, normally)
+            self.query("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
+                       "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
+                       "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.vault = %s AND NOT EXISTS "
+                       "(SELECT 1 FROM hybrid_vectors x WHERE x.id = c.id)", (model, self.vault_id))
         checkpoint("pg-before-hnsw")
         self.vector.drop_other_indexes()
         stats["rebuilt_vector"] = int(self.vector.ensure_index())
@@ -349,8 +349,8 @@ def drop_vault(store: str, name: str) -> None:
         if row is None:
             return
         vid = int(row[0])
-        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_chunks' "
-                                     "AND indexname LIKE %s", (f"hybrid_chunks_hnsw_{vid}_%",)).fetchall():
+        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' "
+                                     "AND indexname LIKE %s", (f"hybrid_vectors_hnsw_{vid}_%",)).fetchall():
             conn.execute(f"DROP INDEX IF EXISTS {index}")
         with conn.transaction():
             conn.execute("DELETE FROM hybrid_terms WHERE vault=%s", (vid,))
