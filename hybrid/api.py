@@ -132,6 +132,10 @@ class Hybrid:
         """Rename a vault, keeping its index (its folder is renamed with it)."""
         self.refresh()
         vault = self.config.vault(old)
+        if vault.store:
+            raise VaultError(f"vault {old!r} is kept in PostgreSQL under that name, which other "
+                             f"machines share; it cannot be renamed here (register it again with "
+                             f"--name {new} and `hybrid index` to copy it under the new name)")
         target = self.config.index_dir(new)
         with self._index_lock(vault, wait):
             if new not in self.config.vaults and target.exists():

@@ -325,3 +325,25 @@ def test_a_read_only_connection_serves_every_kind_of_query(tmp_path, pg_server):
     assert [x.path for x in h.search("folder:runbooks")]  # a listing: filters alone
     owner.close()
     h.close()
+
+
+def test_a_shared_vault_is_not_renamed_from_one_machine(tmp_path, pg_url):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    with pytest.raises(VaultError, match="cannot be renamed here"):
+        h.rename_vault("team", "kb")
+    assert h.search("rollback", mode="lexical")
+    h.close()
+
+
+def test_vacuum_reclaims_cached_vectors_of_a_postgresql_vault(tmp_path, pg_url):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    write(tmp_path / "vault", "runbooks/rollback.md", "# Rolling back\n\nUse the blue-green switch.\n")
+    h.index()
+    with psycopg.connect(pg_url) as conn:
+        before = conn.execute("SELECT count(*) FROM hybrid_embeddings").fetchone()[0]
+    report, = h.vacuum()
+    assert report.embeddings_removed == 1  # the edited note's old text
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM hybrid_embeddings").fetchone()[0] == before - 1
+    assert paths(h.search("blue-green", mode="vector", top_k=1)) == ["runbooks/rollback.md"]
+    h.close()

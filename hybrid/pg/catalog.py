@@ -75,6 +75,7 @@ class PgCatalog:
         self.db = SqlCompat(self.conn, self.vault_id)
         self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
         self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
+        self.changed = 0  # chunks (and notes) changed by this handle: a big load re-ANALYZEs
 
     def q(self, sql: str, params: Sequence[Any] = ()):
         return self.conn.execute(sql, params)
@@ -132,6 +133,7 @@ class PgCatalog:
             elif removed:
                 self.q("DELETE FROM hybrid_files WHERE vault=%s AND path = ANY(%s)", (v, removed))
             new_ids = self._insert(notes)
+            self.changed += len(new_ids) + len(gone)
             checkpoint("pg-mid-apply")  # inside the transaction: a kill here rolls it back
             self._stats()
             dim = self.q("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",

@@ -286,13 +286,13 @@ class PgLexical:
         """BM25 of the units passing ``where`` over every scored lexeme, the best ``limit``."""
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        # The candidates' tsvectors are detoasted once (``|| ''``: a value computed into the
-        # materialized CTE), and each (candidate, lexeme) frequency computed once (OFFSET 0
-        # keeps the planner from inlining it into each of its three uses).
+        # Each (candidate, lexeme) frequency is computed once (OFFSET 0 keeps the planner from
+        # inlining it into each of its three uses). tsvectors are stored in the row (see the
+        # schema), so reading one costs no detoasting.
         sql = (f"WITH q AS MATERIALIZED (SELECT t::tsquery AS tq, w, idf FROM "
                f"unnest(%s::text[], %s::float8[], %s::float8[]) AS x(t, w, idf)), "
                f"cand AS MATERIALIZED (SELECT c.id, {ids} AS ids, {self._len} AS len, "
-               f"{self._tsv} || ''::tsvector AS v FROM {table} c WHERE {' AND '.join(where)}) "
+               f"{self._tsv} AS v FROM {table} c WHERE {' AND '.join(where)}) "
                f"SELECT cand.ids, sum(q.w * q.idf * (f.tf * {K1 + 1}) / "
                f"(f.tf + {K1} * ({1 - B} + {B} * cand.len / %s))) AS score "
                f"FROM cand CROSS JOIN q CROSS JOIN LATERAL "

@@ -250,6 +250,12 @@ class PgStore:
                        "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
                        "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.vault = %s AND NOT EXISTS "
                        "(SELECT 1 FROM hybrid_vectors x WHERE x.id = c.id)", (model, self.vault_id))
+        if self.catalog.changed > max(1000, self.catalog.chunk_count() // 10):
+            # fresh planner statistics after a big load (autovacuum gets there within minutes):
+            # which lexemes are rare decides between the GIN index and a scan
+            for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_vectors"):
+                self.query(f"ANALYZE {table}")
+            self.catalog.changed = 0
         checkpoint("pg-before-hnsw")
         self.vector.drop_other_indexes()
         stats["rebuilt_vector"] = int(self.vector.ensure_index())
