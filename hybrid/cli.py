@@ -263,7 +263,9 @@ def status(ctx, as_json):
         return
     for r in rows:
         state = "indexed" if r.indexed else "not indexed"
-        if not r.exists:
+        if r.store:
+            state += f" in {r.store}" + ("" if r.exists else "; no folder here: queries only")
+        elif not r.exists:
             state += ", FOLDER MISSING"
         if r.pending:
             state += f", {r.pending} pending (run `hybrid index`)"
@@ -271,8 +273,9 @@ def status(ctx, as_json):
             state += f", UNREADABLE: {r.error}"
         click.echo(f"{r.name}: {r.path} ({state})")
         if r.indexed and not r.error:
+            size = "" if r.store else f", {r.disk_bytes / 1e6:.1f} MB on disk"
             click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
-                       f"last indexed {r.last_indexed}, {r.disk_bytes / 1e6:.1f} MB on disk")
+                       f"last indexed {r.last_indexed}{size}")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
             if r.changes is not None:

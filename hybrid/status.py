@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -86,7 +87,9 @@ def _pg_status(v: Vault, settings: Settings,
         st.dim = store.vector.dim
         ts = cat.get_meta("last_indexed")
         st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
-        st.vector_index = ("approximate (pgvector HNSW, cosine)" if store.vector.has_index()
+        hnsw = json.loads(cat.get_meta("hnsw") or "{}")
+        st.vector_index = ((f"approximate (pgvector HNSW, ef_search {hnsw.get('ef_search')}, calibrated "
+                            f"recall@10 {hnsw.get('recall')})") if store.vector.has_index()
                            else "exact (pgvector scan)") if st.chunks else ""
         if agent_counts is not None:
             st.notes, st.chunks = agent_counts(v)

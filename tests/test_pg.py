@@ -71,6 +71,9 @@ def test_a_second_machine_queries_what_the_first_indexes(tmp_path, pg_url):
     st, = reader.status()
     assert (st.notes, st.indexed) == (2, True) and st.store and "postgresql://" in st.store
     assert st.changes is None  # no folder here: nothing to compare with
+    shown = cli(tmp_path / "b", "status").stdout
+    assert "team: " in shown and "indexed in postgresql://" in shown and "queries only" in shown
+    assert "FOLDER MISSING" not in shown and "MB on disk" not in shown
     indexer.close()
     reader.close()
 
@@ -101,6 +104,8 @@ def test_reembed_to_another_dimension_swaps_in_one_transaction(tmp_path, pg_url,
     names = [n for (n,) in store.query("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'hybrid_vectors_hnsw%'")]
     assert names == [f"hybrid_vectors_hnsw_{store.vault_id}_32"]  # the old dimension's index is gone
     assert paths(h2.search("rollback canary", mode="vector"))[0] == "runbooks/rollback.md"
+    got = store.catalog.vectors("", store.catalog.all_chunk_ids())  # read back as float32 bytes
+    assert len(got) == 3 and all(len(b) == 32 * 4 for _, b in got)
     with pytest.raises(EmbedderMismatch, match="32-dimension"):  # a query of another size
         store.vector.search([0.1] * 64, 5)
     store.close()
@@ -346,4 +351,16 @@ def test_vacuum_reclaims_cached_vectors_of_a_postgresql_vault(tmp_path, pg_url):
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM hybrid_embeddings").fetchone()[0] == before - 1
     assert paths(h.search("blue-green", mode="vector", top_k=1)) == ["runbooks/rollback.md"]
+    h.close()
+
+
+def test_a_lost_connection_is_one_line_and_the_next_query_reconnects(tmp_path, pg_url, pg_server):
+    h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
+    assert h.search("rollback", mode="hybrid")
+    admin(pg_server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hybrid' "
+                     f"AND datname = '{dbname(pg_url)}'")
+    with pytest.raises(StoreUnavailable, match="lost the connection to PostgreSQL"):
+        for _ in range(3):  # the server's notice of termination may come with the next query
+            h.search("rollback", mode="lexical")
+    assert paths(h.search("forge rollback", mode="hybrid"))[0] == "runbooks/rollback.md"
     h.close()

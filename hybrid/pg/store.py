@@ -13,6 +13,7 @@ result.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -28,7 +29,8 @@ from .lexical import PgLexical
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
-EF_SEARCH = 100  # HNSW candidates per search (pgvector's default 40 loses recall past ~50k rows)
+EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
+EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
 
 
 class PgVector:
@@ -75,8 +77,46 @@ class PgVector:
         t = time.perf_counter()
         self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
                          f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
-        log.info("%s: HNSW index built in %.1f s", self.store.name, time.perf_counter() - t)
+        ef, recall = self.calibrate(dim, self.store.spec.ann_recall)
+        self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall}))
+        log.info("%s: HNSW index built in %.1f s (ef_search %d, calibrated recall@10 %.3f)",
+                 self.store.name, time.perf_counter() - t, ef, recall)
         return True
+
+    def calibrate(self, dim: int, target: float, k: int = 10) -> tuple[int, float]:
+        """The smallest ``ef_search`` on the ladder whose recall@k against an exact scan reaches
+        ``target``, for queries near stored vectors (as the local IVF's nprobe is calibrated:
+        :func:`hybrid.vector.calibration_queries`). Returns (ef_search, measured recall)."""
+        import numpy as np
+
+        from ..vector import CALIBRATION_QUERIES, calibration_queries
+        from .catalog import as_array
+        rows = self.store.query(f"SELECT embedding FROM hybrid_vectors WHERE {self._predicate(dim)} "
+                                f"ORDER BY md5(id::text) LIMIT %s", (CALIBRATION_QUERIES * 4,)).fetchall()
+        vecs = np.stack([as_array(r[0]) for r in rows])
+        queries = calibration_queries(vecs, CALIBRATION_QUERIES, np.random.default_rng(1234))
+        expr = f"(embedding::vector({dim}))"
+        sql = (f"SELECT id FROM hybrid_vectors WHERE {self._predicate(dim)} ORDER BY {expr} <=> "
+               f"%s::vector({dim}) LIMIT {int(k)}")
+        truth = []
+        with self.store.conn.transaction():
+            self.store.query("SET LOCAL enable_indexscan = off")
+            self.store.query("SET LOCAL enable_bitmapscan = off")
+            truth = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
+        recall = 0.0
+        for ef in EF_LADDER:
+            with self.store.conn.transaction():
+                self.store.query(f"SET LOCAL hnsw.ef_search = {ef}")
+                found = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
+            recall = sum(len(f & t) for f, t in zip(found, truth)) / max(1, sum(len(t) for t in truth))
+            if recall >= target:
+                return ef, round(recall, 4)
+        return EF_LADDER[-1], round(recall, 4)
+
+    def ef_search(self, k: int) -> int:
+        """HNSW candidates for a top-``k`` search: the calibrated value, and at least ``k``."""
+        got = json.loads(self.store.catalog.get_meta("hnsw") or "{}")
+        return max(int(got.get("ef_search", EF_SEARCH)), min(1000, int(k)))
 
     def _predicate(self, dim: int) -> str:
         """The rows of the vault's index: its vectors of dimension ``dim`` (a re-embed to
@@ -124,7 +164,7 @@ class PgVector:
         sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
                f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
         with self.store.conn.transaction():
-            self.store.query(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(1000, 2 * int(k)))}")
+            self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
             if len(where) > 1:
                 self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = self.store.query(sql, (q, *args, q, k)).fetchall()
@@ -162,7 +202,18 @@ class PgStore:
             raise
 
     def query(self, sql: str, params: Any = ()):
-        return self.conn.execute(sql, params or None)
+        """Run ``sql``; a lost connection (a restarted or unreachable server, a terminated
+        session) is one line, and a long-lived handle reopens the store at its next query
+        (see :meth:`stale`)."""
+        import psycopg
+        try:
+            return self.conn.execute(sql, params or None)
+        except psycopg.OperationalError as exc:
+            if not (self.conn.closed or self.conn.broken):
+                raise
+            text = " ".join(str(exc).split())[:160]
+            raise StoreUnavailable(f"lost the connection to PostgreSQL at {self.where} ({text}); "
+                                   f"the next query connects again") from None
 
     def _vault_id(self, create: bool) -> int:
         row = self.query("SELECT id FROM hybrid_vaults WHERE name=%s", (self.name,)).fetchone()
@@ -209,7 +260,8 @@ class PgStore:
                 pass
 
     def stale(self) -> bool:
-        return self.conn.closed
+        """Whether the connection is gone (a long-lived handle then opens the store again)."""
+        return bool(self.conn.closed or self.conn.broken)
 
     def heal_note(self, message: str) -> None:
         self.warnings.append(message)
