@@ -1,7 +1,8 @@
 #!/bin/sh
 # Register the team vault (its index in the database at $HYBRID_DATABASE_URL), then run one role:
 #   index   keep the index in step with the folder mounted at $VAULT_DIR (`hybrid watch`; one per vault)
-#   serve   answer queries over HTTP and MCP on port 8765 (needs HYBRID_TOKEN; as many as you like)
+#   serve   answer queries over HTTP and MCP on port 8765 (needs HYBRID_TOKEN, and HYBRID_ALLOWED_HOSTS
+#           with the names clients use; as many servers as you like)
 # Anything else is run as a hybrid command (e.g. `query "…"`, `status`).
 set -eu
 : "${HYBRID_DATABASE_URL:?set HYBRID_DATABASE_URL=postgresql://USER:PASSWORD@HOST/DB}"
