@@ -329,7 +329,7 @@ class Hybrid:
             except (IndexLocked, VaultError):
                 pass  # the hidden set still applies at once; stale notes stay hidden
         fp = agent_fingerprint(view)
-        if not store.agent_stale(fp):
+        if not store.stale_agent_files(fp):
             return
         try:
             writer = open_store(vault, writer=True, wait=0)

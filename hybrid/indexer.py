@@ -133,7 +133,6 @@ def _index_postgres(job: _Job, report: IndexReport, reembed: bool, wait: float) 
         if reembed:
             store.begin_reembed()
         _sync(store, job, report)  # type: ignore[arg-type]
-        store.note_source()
     finally:
         store.close()
 

@@ -325,13 +325,6 @@ class PgCatalog:
         rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
         return [(i, as_array(v).tobytes()) for i, v in rows]
 
-    def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        import numpy as np
-        got = self.vectors(model, self.all_chunk_ids())
-        ids = np.array([i for i, _ in got], dtype=np.int64)
-        mat = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
-        return ids, mat
-
     def reclaim_embeddings(self, model: str, force: bool = False) -> int:
         """Delete this vault's cached vectors no chunk uses under ``model`` once they may exceed
         max(EMBED_CACHE_MIN, live chunks), or always with ``force``."""
@@ -347,9 +340,6 @@ class PgCatalog:
         if deleted:
             log.info("%s: reclaimed %d unused cached embeddings", self.store.name, deleted)
         return deleted
-
-    def checkpoint_wal(self) -> None:
-        pass  # PostgreSQL manages its own WAL
 
     def vacuum(self) -> None:
         for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_embeddings", "hybrid_files"):

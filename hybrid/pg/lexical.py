@@ -358,9 +358,6 @@ class PgLexical:
         sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
         return {r[0] for r in self.store.query(sql, (*args, limit))}
 
-    def count(self) -> int:
-        return self.store.catalog.chunk_count()
-
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -50,8 +50,8 @@ class PgVector:
     def _index_name(self, dim: int) -> str:
         return f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_{int(dim)}"
 
-    def has_index(self) -> bool:
-        dim = self.dim
+    def has_index(self, dim: int | None = None) -> bool:
+        dim = dim or self.dim
         if not dim:
             return False
         row = self.store.query("SELECT to_regclass(%s) IS NOT NULL", (self._index_name(dim),)).fetchone()
@@ -166,12 +166,14 @@ class PgVector:
             args.append(sorted(hidden))
         expr = f"(embedding::vector({dim}))"
         # ties by id, as FAISS breaks them; an HNSW index orders by distance alone
-        tie = "" if self.has_index() else ", id"
+        indexed = self.has_index(dim)
+        tie = "" if indexed else ", id"
         sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
                f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
         with self.store.conn.transaction():
-            self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
-            if len(where) > 1:
+            if indexed:
+                self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
+            if indexed and len(where) > 1:
                 self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = self.store.query(sql, (q, *args, q, k)).fetchall()
         out = [(int(i), float(s)) for i, s in rows]
@@ -194,7 +196,6 @@ class PgStore:
         self.warnings: list[str] = []
         self.spec = VectorSpec()
         self.conn = connect(url, name)
-        self._locked = False
         try:
             ensure_schema(self.conn, self.where, writer)
             if writer:
@@ -241,7 +242,6 @@ class PgStore:
         while True:
             got = self.query("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()[0]
             if got:
-                self._locked = True
                 self.query("SELECT set_config('application_name', %s, false)",
                            (f"hybrid index {socket.gethostname()}"[:60],))
                 return
@@ -324,11 +324,6 @@ class PgStore:
         stats["vector_seconds"] = round(time.perf_counter() - t, 3)
         return stats
 
-    def agent_stale(self, fingerprint: str) -> bool:
-        row = self.query("SELECT 1 FROM hybrid_files WHERE vault=%s AND agent_fp IS DISTINCT FROM %s LIMIT 1",
-                         (self.vault_id, fingerprint)).fetchone()
-        return row is not None
-
     def stale_agent_files(self, fingerprint: str) -> set[int]:
         return {r[0] for r in self.query("SELECT id FROM hybrid_files WHERE vault=%s AND agent_fp IS "
                                          "DISTINCT FROM %s", (self.vault_id, fingerprint))}
@@ -371,10 +366,6 @@ class PgStore:
 
     def reclaim(self, model: str | None, force: bool = False) -> int:
         return self.catalog.reclaim_embeddings(model, force) if model else 0
-
-    def note_source(self) -> None:
-        """Record which machine and folder index this vault (shown by `hybrid status`)."""
-        self.catalog.set_meta("indexed_from", socket.gethostname())
 
 
 class _Held:
