@@ -364,11 +364,12 @@ class _AgentCatalog:
         self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
         self._cache = cache
 
-    def filter_ids(self, folders=(), tags=(), since=None, among=None) -> set[int]:
-        return self._catalog.filter_ids(folders, tags, since, among) - self._hidden.chunks
+    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=()) -> set[int]:
+        return self._catalog.filter_ids(folders, tags, since, among, sources) - self._hidden.chunks
 
-    def note_ids(self, folders=(), tags=(), since=None) -> Iterator[int]:
-        return (fid for fid in self._catalog.note_ids(folders, tags, since) if fid not in self._hidden.files)
+    def note_ids(self, folders=(), tags=(), since=None, sources=()) -> Iterator[int]:
+        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources)
+                if fid not in self._hidden.files)
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         # judged again on each row's own note: a note made private while this search ran (its

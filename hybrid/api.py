@@ -103,15 +103,21 @@ class Hybrid:
         self.config.settings = fresh.settings  # with this handle's overrides (see refresh)
 
     def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
-                  exclude: Sequence[str] = (), store: str | None = None) -> Vault:
+                  exclude: Sequence[str] = (), store: str | None = None, kind: str = "notes") -> Vault:
         """Register ``path``. Refuses a name that is taken by another folder (``move_vault``
         re-points one) and a folder registered under another name. ``store``: a PostgreSQL URL
-        (without a password) or ``postgresql`` for ``$HYBRID_DATABASE_URL`` (team mode)."""
-        if store is None and self.settings.store:
+        (without a password) or ``postgresql`` for ``$HYBRID_DATABASE_URL`` (team mode).
+        ``kind``: ``bookmarks`` or ``slack`` registers that export as a source
+        (:mod:`hybrid.sources`), always indexed locally."""
+        if store is None and self.settings.store and kind == "notes":
             store = self.settings.store
         with self.config.edit() as cfg:
-            vault = cfg.add_vault(Path(path), name, list(include), list(exclude), store)
+            vault = cfg.add_vault(Path(path), name, list(include), list(exclude), store, kind)
         return self.config.vault(vault.name)
+
+    def add_source(self, kind: str, path: str | Path, name: str | None = None) -> Vault:
+        """Register a bookmarks export (``kind="bookmarks"``) or a Slack export (``"slack"``)."""
+        return self.add_vault(path, name, kind=kind)
 
     def remove_vault(self, name: str, purge: bool = True, wait: float = 0) -> Vault:
         """Unregister vault ``name`` and (``purge``) delete its index: only the files the index
@@ -192,17 +198,20 @@ class Hybrid:
 
     # --- indexing -------------------------------------------------------------------------
     def index(self, vaults: Sequence[str] | None = None, *, reembed: bool = False, wait: float = 0,
-              progress: Progress | None = None, keep_going: bool = False) -> list[IndexReport]:
+              progress: Progress | None = None, keep_going: bool = False,
+              fetch: str | None = None) -> list[IndexReport]:
         """Index the named vaults (default: all). One vault that fails (its folder missing,
         another indexer at work) never stops the others: every vault is tried, then the first
         failure is raised; with ``keep_going`` nothing is raised and a failed vault's report
-        carries its ``error`` instead."""
+        carries its ``error`` instead. ``fetch`` (bookmarks sources only; it goes online):
+        ``"new"`` fetches the pages not fetched yet (and those that failed before), ``"all"``
+        fetches every page again."""
         self.refresh()
         reports: list[IndexReport] = []
         first: HybridError | None = None
         for vault in self.config.select(vaults):
             try:
-                reports.append(self._index_one(vault, reembed, wait, progress))
+                reports.append(self._index_one(vault, reembed, wait, progress, fetch))
             except HybridError as exc:
                 first = first or exc
                 reports.append(IndexReport(vault.name, error=str(exc)))
@@ -211,11 +220,11 @@ class Hybrid:
         return reports
 
     def _index_one(self, vault: Vault, reembed: bool, wait: float,
-                   progress: Progress | None) -> IndexReport:
+                   progress: Progress | None, fetch: str | None = None) -> IndexReport:
         if reembed:  # the files behind an open store are about to be replaced wholesale
             self._close_store(vault.name)
         return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
-                           reembed=reembed, wait=wait, progress=progress)
+                           reembed=reembed, wait=wait, progress=progress, fetch=fetch)
 
     def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
         """Reclaim disk space in the named vaults' indexes (default: all): unused cached
@@ -417,11 +426,12 @@ class Hybrid:
         if parsed.vault and vault and parsed.vault != vault:
             raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
         v = self.vault_for(vault or parsed.vault, hint=vault_hint)
-        limit = self.config.settings.max_file_bytes
+        limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
         if not agent:
-            return reader.read_note(v, parsed, start, end, max_chars, limit, catalog=self._catalog_or_none(v))
+            return reader.read_note(v, parsed, start, end, max_chars, limit,
+                                    catalog=self._catalog_or_none(v), max_pdf_bytes=pdf_limit)
         view = AgentView.of(v, self.settings)
-        return reader.read_note(v, parsed, start, end, max_chars, limit,
+        return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
     def _catalog_or_none(self, v: Vault):

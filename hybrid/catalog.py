@@ -72,6 +72,17 @@ CREATE TABLE IF NOT EXISTS embeddings (
     UNIQUE (model, text_hash)
 );
 CREATE TABLE IF NOT EXISTS journal (chunk_id INTEGER PRIMARY KEY);
+-- A bookmarks source's fetched pages (`hybrid index --fetch`): fetched once, kept until asked
+-- again; a failed fetch keeps its error and is tried again on the next --fetch.
+CREATE TABLE IF NOT EXISTS fetched (
+    url TEXT PRIMARY KEY,
+    ok INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    text TEXT NOT NULL,
+    error TEXT NOT NULL,
+    status INTEGER,
+    fetched_at REAL NOT NULL
+);
 """
 
 
@@ -108,6 +119,20 @@ class ChunkRow:
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class FetchedRow:
+    """A bookmarked page's fetch (:func:`hybrid.sources.fetch.fetch_pages` returns these as
+    ``Page``): its main text when ``ok``, else the one-line ``error``."""
+    url: str
+    ok: bool
+    title: str = ""
+    text: str = ""
+    error: str = ""
+    status: int | None = None
+    fetched_at: float = 0.0
+    content_type: str = ""  # what the server said it sent (not stored)
 
 
 @dataclass
@@ -321,29 +346,31 @@ class Catalog:
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None, among: Sequence[int] | None = None) -> set[int]:
+                   since: float | None = None, among: Sequence[int] | None = None,
+                   sources: Sequence[str] = ()) -> set[int]:
         """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
-        also matches its nested children) and was modified at or after ``since``; only those
-        in ``among`` when given (a cheap membership test for a few candidates)."""
+        also matches its nested children), was modified at or after ``since`` and is a
+        document of one of ``sources`` (kinds); only those in ``among`` when given (a cheap
+        membership test for a few candidates)."""
         if among is not None:
             out: set[int] = set()
             ids = list(among)
             for i in range(0, len(ids), 900):
-                out |= self._filter_ids(folders, tags, since, ids[i:i + 900])
+                out |= self._filter_ids(folders, tags, since, ids[i:i + 900], sources)
             return out
-        return self._filter_ids(folders, tags, since, None)
+        return self._filter_ids(folders, tags, since, None, sources)
 
     def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None) -> Iterator[int]:
+                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
         """Live file ids of the notes that pass the filters (as :meth:`filter_ids`), lazily:
         a caller asking whether any does stops at the first."""
-        where, args = _note_filter(folders, tags, since)
+        where, args = _note_filter(folders, tags, since, sources)
         sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *where])
         for (fid,) in self.db.execute(sql, args):
             yield fid
 
-    def _filter_ids(self, folders, tags, since, _in) -> set[int]:
-        where, args = _note_filter(folders, tags, since)
+    def _filter_ids(self, folders, tags, since, _in, sources=()) -> set[int]:
+        where, args = _note_filter(folders, tags, since, sources)
         if _in is not None:
             where.append(f"c.id IN ({','.join('?' * len(_in))})")
             args.extend(_in)
@@ -351,6 +378,36 @@ class Catalog:
         if where:
             sql += " WHERE " + " AND ".join(where)
         return {r[0] for r in self.db.execute(sql, args)}
+
+    # --- fetched pages (bookmarks sources) -------------------------------------------------
+    def fetched(self) -> dict[str, FetchedRow]:
+        """Every fetched page by URL (empty for a catalog made before the table existed)."""
+        try:
+            rows = self.db.execute("SELECT url, ok, title, text, error, status, fetched_at FROM fetched")
+            return {r[0]: FetchedRow(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+
+    def put_fetched(self, rows: Iterable[FetchedRow]) -> None:
+        """Record fetch results; a failure never replaces a page fetched before."""
+        with self.transaction():
+            for r in rows:
+                if not r.ok and self.db.execute("SELECT 1 FROM fetched WHERE url=? AND ok=1",
+                                                (r.url,)).fetchone():
+                    continue
+                self.db.execute("INSERT OR REPLACE INTO fetched(url, ok, title, text, error, status, "
+                                "fetched_at) VALUES (?,?,?,?,?,?,?)",
+                                (r.url, int(r.ok), r.title, r.text, r.error, r.status, r.fetched_at))
+
+    def drop_fetched(self, keep: Iterable[str]) -> int:
+        """Forget fetched pages of URLs no longer bookmarked; returns how many."""
+        keep = set(keep)
+        gone = [u for u in self.fetched() if u not in keep]
+        with self.transaction():
+            self.db.executemany("DELETE FROM fetched WHERE url=?", [(u,) for u in gone])
+        return len(gone)
 
     # --- embeddings -----------------------------------------------------------------------
     def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
@@ -444,12 +501,17 @@ class Catalog:
         self.checkpoint_wal()
 
 
-def _note_filter(folders: Sequence[str], tags: Sequence[str],
-                 since: float | None) -> tuple[list[str], list[Any]]:
+def _note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
+                 sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
     """WHERE terms over ``files f`` for notes in one of ``folders``, with every tag of ``tags``
-    (or a nested child) and modified at or after ``since``."""
+    (or a nested child), modified at or after ``since`` and of one of the kinds ``sources``."""
     where: list[str] = []
     args: list[Any] = []
+    if sources:
+        from .sources import kind_condition
+        cond, kargs = kind_condition(tuple(sources))
+        where.append(cond)
+        args.extend(kargs)
     if folders:
         where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
         args.extend(_like_prefix(f + "/") for f in folders)

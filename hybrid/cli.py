@@ -27,7 +27,8 @@ from .errors import HybridError
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              lazy_commands={"eval": ".cli_eval:eval_cmd", "audit": ".cli_audit:audit_cmd",
-                            "proposals": ".cli_proposals:proposals_cmd"})
+                            "proposals": ".cli_proposals:proposals_cmd",
+                            "source": ".cli_sources:source_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -72,7 +73,7 @@ def vault_list(ctx, as_json):
     vaults = open_handle(ctx).vaults
     if as_json:
         print_json([{"name": v.name, "path": str(v.path), "include": v.include, "exclude": v.exclude,
-                      "embedder": v.embedder} for v in vaults])
+                      "embedder": v.embedder, "kind": v.kind} for v in vaults])
         return
     for v in vaults:
         click.echo(f"{v.name}\t{v.path}")
@@ -121,8 +122,12 @@ def vault_move(ctx, name, path):
 @click.option("--wait", type=float, default=0, show_default=True,
               help="Seconds to wait for another indexer holding the vault's lock.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.option("--fetch", is_flag=True, help="Bookmarks sources: first fetch the pages not fetched yet "
+              "(and those that failed before) and index their main text. Goes online; pages "
+              "fetched once are never fetched again unless --refetch.")
+@click.option("--refetch", is_flag=True, help="Bookmarks sources: fetch every page again.")
 @click.pass_context
-def index(ctx, path, name, vaults, reembed, wait, as_json):
+def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
     """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
     h = open_handle(ctx)
     if path:
@@ -136,7 +141,8 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
         for v in h.config.select(vaults or None):  # one at a time, so each vault has its own bars
             if progress:
                 progress.vault(v.name, v.embedder)
-            reports += h.index([v.name], reembed=reembed, wait=wait, progress=progress, keep_going=True)
+            reports += h.index([v.name], reembed=reembed, wait=wait, progress=progress, keep_going=True,
+                               fetch="all" if refetch else "new" if fetch else None)
     if as_json:
         print_json([r.to_dict() for r in reports])
     for r in reports:
@@ -145,7 +151,9 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
         elif not as_json:
             click.echo(f"{r.vault}: {r.added} added, {r.updated} updated, {r.removed} removed, "
                        f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
-                       f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s")
+                       f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s"
+                       + (f" · {r.fetched} pages fetched, {r.fetch_failed} failed"
+                          if r.fetched or r.fetch_failed else ""))
     if any(r.error for r in reports):
         ctx.exit(1)
 
@@ -179,17 +187,21 @@ def index(ctx, path, name, vaults, reembed, wait, as_json):
               help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.")
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.0,
               help="Leave out hits whose confidence is below this (0-1; weak < 0.4 <= fair < 0.7 <= strong).")
+@click.option("--source", "sources", multiple=True,
+              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
+              help="Only documents of this kind (repeatable: any).")
 @click.pass_context
 def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files, explain, as_json, group, full,
-          rerank, rerank_model, local, as_agent, exclude_folders, min_score):
+          rerank, rerank_model, local, as_agent, exclude_folders, min_score, sources):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
-    and inline filters tag:NAME folder:PATH since:DATE. Filters alone (`tag:recipes`, or no TEXT
-    with --tag/--folder/--since) list the notes that pass them, newest first.
+    and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
+    or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
 
     Hits are grouped by note: each note's best passage, its other passages below it.
     Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
-    if not text and not (folders or tags or since):
-        raise click.UsageError("give words to search for, or a --tag, --folder or --since filter to list notes")
+    if not text and not (folders or tags or since or sources):
+        raise click.UsageError("give words to search for, or a --tag, --folder, --since or --source "
+                               "filter to list notes")
     from .cli_render import Look, QueryView
     view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
                      explain=explain, look=Look.detect())
@@ -199,7 +211,7 @@ def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files,
     # Checked before asking a server: "query is too long" beats the server's 413.
     request = SearchRequest(" ".join(text), top_k=view.fetch, mode=mode, vaults=vaults or None,
                             folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
-                            rerank=rerank or bool(rerank_model), min_score=min_score)
+                            rerank=rerank or bool(rerank_model), min_score=min_score, sources=sources)
     if rerank_model:
         h.override(rerank_model=rerank_model)
 
@@ -266,18 +278,21 @@ def status(ctx, as_json):
         if r.store:
             state += f" in {r.store}" + ("" if r.exists else "; no folder here: queries only")
         elif not r.exists:
-            state += ", FOLDER MISSING"
+            state += ", FOLDER MISSING" if r.kind == "notes" else ", EXPORT MISSING"
         if r.pending:
             state += f", {r.pending} pending (run `hybrid index`)"
         if r.error:
             state += f", UNREADABLE: {r.error}"
-        click.echo(f"{r.name}: {r.path} ({state})")
+        kind = "" if r.kind == "notes" else f"{r.kind} source "
+        click.echo(f"{r.name}: {kind}{r.path} ({state})")
         if r.indexed and not r.error:
             size = "" if r.store else f", {r.disk_bytes / 1e6:.1f} MB on disk"
             click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
                        f"last indexed {r.last_indexed}{size}")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+            if r.sources and set(r.sources) != {"note"}:
+                click.echo("  documents: " + ", ".join(f"{n} {k}" for k, n in r.sources.items()))
             if r.changes is not None:
                 click.echo(f"  files on disk: {r.changes.text}")
             hidden = r.notes - agent[r.name]

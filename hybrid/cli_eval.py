@@ -65,12 +65,15 @@ def _weights(v: str) -> tuple[float, float]:
                    "<data dir>/eval/<date-time>).")
 @click.option("--store", metavar="URL", help="Index into PostgreSQL + pgvector instead of local files "
               "(a URL, or `postgresql` for $HYBRID_DATABASE_URL); the evaluation's vault is dropped after.")
+@click.option("--source", "sources", multiple=True,
+              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
+              help="Search only documents of this kind (repeatable: any), as `query --source`.")
 @click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
-             store, no_report, as_json):
+             store, sources, no_report, as_json):
     """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
     labelled queries)."""
     from .evaluate import grid, run_eval
@@ -96,7 +99,8 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
         with progress_bar(sys.stderr.isatty()) as progress:
             result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
                               exclude=exclude, metrics=_csv(metrics, str, "metric names"),
-                              significance=significance, progress=progress, store=store)
+                              significance=significance, progress=progress, store=store,
+                              sources=tuple(sources))
         target = None if no_report else Path(out) if out else default_out(h.config.data)
         _output(result, target, as_json, settings)
 

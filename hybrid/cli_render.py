@@ -250,6 +250,8 @@ class QueryView:
         where = heading_text(best)
         if where:
             out.append(indent + lk.style(where, fg="cyan"))
+        if best.url:
+            out.append(indent + lk.style(lk.link(best.url, best.url), dim=True))
         if self.explain:
             out.append(indent + arms_long(best, lk))
         out += self.body(best, needles, indent)
@@ -264,7 +266,7 @@ class QueryView:
         """A further passage of a note: its line range (linked), heading, confidence when not the
         one ``shown`` for the note already, and a short snippet (``--full``: the whole chunk)."""
         lk = self.look
-        lead = f"↳ {h.start_line}-{h.end_line}"
+        lead = f"↳ p. {h.page}" if h.page is not None else f"↳ {h.start_line}-{h.end_line}"
         parts = [lk.style(lk.link(lead, self.uri(h)), dim=True)]
         if h.heading and h.heading_path[-1:] != [h.title]:
             parts.append(lk.style(h.heading_path[-1], fg="cyan"))
@@ -301,8 +303,8 @@ class QueryView:
         return out
 
     def uri(self, h: Hit) -> str:
-        if h.uri:
-            return h.uri
+        if h.uri or h.source in ("bookmark", "slack"):
+            return h.uri  # a source's document has no file of its own to link
         root = self.roots.get(h.vault)
         return (root / h.path).resolve().as_uri() if root else ""
 
@@ -396,7 +398,8 @@ def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> l
         rows.append(("literals", " ".join(lits) + literal_note(p.terms, lits, request.mode)))
     if result.corrections:
         rows.append(("corrected", ", ".join(f"{a} → {b}" for a, b in result.corrections.items())))
-    filters = [f"folder {x}" for x in f.folders] + [f"tag {x}" for x in f.tags]
+    filters = ([f"folder {x}" for x in f.folders] + [f"tag {x}" for x in f.tags]
+               + [f"source {x}" for x in f.sources])
     if f.since is not None:
         filters.append("since " + dt.datetime.fromtimestamp(f.since).strftime("%Y-%m-%d"))
     filters += [f"exclude {x}" for x in f.exclude_folders] + [f"vault {x}" for x in request.vaults or ()]

@@ -49,7 +49,9 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
     return name
 
 
-VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store"}
+VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind"}
+# where a vault's documents come from (hybrid.sources): a folder, a bookmarks export, a Slack export
+VAULT_KINDS = ("notes", "bookmarks", "slack")
 
 
 def home_dir() -> Path | None:
@@ -83,6 +85,12 @@ class Vault:
     index_dir: Path
     agent_exclude: list[str] = field(default_factory=list)  # the settings' and the vault's own
     store: str | None = None  # a PostgreSQL URL, or "postgresql" ($HYBRID_DATABASE_URL): team mode
+    kind: str = "notes"  # or "bookmarks" / "slack": ``path`` is then that export (a file or folder)
+
+    @property
+    def is_folder(self) -> bool:
+        """Whether the documents are the files of a folder (a notes vault)."""
+        return self.kind == "notes"
 
 
 @dataclass
@@ -108,6 +116,7 @@ class Config:
             index_dir=self.index_dir(name),
             agent_exclude=list(self.settings.agent_exclude) + list(raw.get("agent_exclude") or []),
             store=str(raw["store"]) if raw.get("store") else None,
+            kind=str(raw.get("kind") or "notes"),
         )
 
     def index_dir(self, name: str) -> Path:
@@ -133,16 +142,31 @@ class Config:
         return [self.vault(n) for n in dict.fromkeys(names)]
 
     def add_vault(self, path: Path, name: str | None = None, include: list[str] | None = None,
-                  exclude: list[str] | None = None, store: str | None = None) -> Vault:
+                  exclude: list[str] | None = None, store: str | None = None,
+                  kind: str = "notes") -> Vault:
         """Register ``path`` (with ``store``, a PostgreSQL vault: the folder need exist only
-        where it is indexed; other machines query the database)."""
+        where it is indexed; other machines query the database). ``kind`` other than
+        ``notes`` registers a source (:mod:`hybrid.sources`): ``path`` is then a bookmarks
+        export file, or a Slack export (zip or folder)."""
         path = Path(path).expanduser().resolve()
+        if kind not in VAULT_KINDS:
+            raise VaultError(f"unknown source kind {kind!r} (known: {', '.join(VAULT_KINDS)})")
+        if kind != "notes":
+            if store is not None:
+                raise VaultError(f"{kind} sources are indexed locally only (team mode on PostgreSQL "
+                                 "serves folders of notes); register it without --store")
+            if not path.exists():
+                raise VaultError(f"{kind} export {str(path)!r} does not exist")
+            if kind == "bookmarks" and not path.is_file():
+                raise VaultError(f"bookmarks export {str(path)!r} is not a file (export your "
+                                 "browser's bookmarks to an HTML or JSON file)")
         if store is not None:
             from .pg.connect import check_store_value
             store = check_store_value(store)
-        if not path.is_dir() and (store is None or path.exists()):
+        if kind == "notes" and not path.is_dir() and (store is None or path.exists()):
             raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")
-        name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", path.name).strip("-.")[:64] or "vault"
+        stem = path.name if path.is_dir() or kind == "notes" else path.stem
+        name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-.")[:64] or "vault"
         check_vault_name(name)
         self._check_folder(path, name)
         if name in self.vaults and self._folder(name) != path:
@@ -158,6 +182,10 @@ class Config:
             entry["exclude"] = list(exclude)
         if store is not None:
             entry["store"] = store
+        if kind != "notes":
+            entry["kind"] = kind
+        elif "kind" in entry:
+            raise VaultError(f"vault {name!r} is a {entry['kind']} source; pick another --name")
         self.vaults[name] = entry
         return self.vault(name)
 
@@ -191,9 +219,12 @@ class Config:
     def move_vault(self, name: str, path: Path) -> Vault:
         """Point vault ``name`` at another folder (the notes moved); its index is kept and the
         next index run only re-reads what differs."""
-        self.vault(name)
+        vault = self.vault(name)
         path = Path(path).expanduser().resolve()
-        if not path.is_dir():
+        if not vault.is_folder:
+            if not path.exists():
+                raise VaultError(f"{vault.kind} export {str(path)!r} does not exist")
+        elif not path.is_dir():
             raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")
         self._check_folder(path, name)
         self.vaults[name] = {**self.vaults[name], "path": str(path)}
@@ -285,6 +316,9 @@ def load_config(home: Path | None = None, data: Path | None = None) -> Config:
         unknown = set(raw) - VAULT_KEYS
         if unknown:
             raise ConfigError(f"{path}: vault {name!r} has unknown keys {sorted(unknown)}")
+        if raw.get("kind", "notes") not in VAULT_KINDS:
+            raise ConfigError(f"{path}: vault {name!r} has kind {raw.get('kind')!r} (known: "
+                              f"{', '.join(VAULT_KINDS)})")
         cfg.vaults[name] = raw
     return cfg
 

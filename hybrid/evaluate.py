@@ -263,11 +263,13 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
              include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
              progress: Progress | None = None, workdir: Path | None = None,
-             embedder=None, reranker=None, store: str | None = None) -> EvalResult:
+             embedder=None, reranker=None, store: str | None = None,
+             sources: Sequence[str] = ()) -> EvalResult:
     """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
     (default: built from ``settings``) let a caller share already loaded models. ``store``: a
     PostgreSQL store (a URL, or ``postgresql`` for ``$HYBRID_DATABASE_URL``) to index into
-    instead of local files; the evaluation's vault is dropped from it afterwards."""
+    instead of local files; the evaluation's vault is dropped from it afterwards. ``sources``:
+    search only documents of these kinds (``--source``)."""
     from ranx import Qrels
 
     t0 = time.perf_counter()
@@ -298,7 +300,8 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
         try:
             _index_for_eval(h, vault_path, include, exclude, chunking, result, progress, name, store)
             for cfg in group:
-                result.results.append(_score_config(h, cfg, queries, qrels, qr, metrics, problems, progress))
+                result.results.append(_score_config(h, cfg, queries, qrels, qr, metrics, problems,
+                                                    progress, tuple(sources)))
         finally:
             h.close()
             if store:
@@ -326,7 +329,7 @@ def _index_for_eval(h, vault_path: Path, include: Sequence[str], exclude: Sequen
 
 def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
                   qr, metrics: Sequence[str], problems: Problems,
-                  progress: Progress | None) -> ConfigResult:
+                  progress: Progress | None, sources: tuple[str, ...] = ()) -> ConfigResult:
     """Run every query under ``cfg`` (its fusion settings applied to the handle) and score the
     note-level run with ranx."""
     from ranx import Run, evaluate
@@ -336,7 +339,7 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
     for i, (qid, q) in enumerate(queries.items(), 1):
         try:
             hits = h.search(q.text, top_k=DEPTH, mode="hybrid" if cfg.mode == "rerank" else cfg.mode,
-                            rerank=cfg.mode == "rerank")
+                            rerank=cfg.mode == "rerank", sources=sources)
         except HybridError as exc:
             problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
             hits = []

@@ -31,8 +31,11 @@ def check_filters(stores: Sequence[Any], filters: Filters) -> None:
     if not filters.narrows:
         return
     f = filters
-    if _exists(stores, f.folders, f.tags, f.since):
+    if _exists(stores, f.folders, f.tags, f.since, f.sources):
         return
+    if f.sources and not _exists(stores, (), (), None, f.sources):
+        raise NoMatchingNotes(f"no {' or '.join(f.sources)} document is indexed"
+                              f"{_kinds_hint(stores)}")
     folders_ok = not f.folders or _exists(stores, f.folders, (), None)
     if not folders_ok:
         shown = ", ".join(repr(x) for x in f.folders)
@@ -47,15 +50,25 @@ def check_filters(stores: Sequence[Any], filters: Filters) -> None:
         raise NoMatchingNotes(f"no note was modified since {when}{last}")
     parts = [f"folder {', '.join(f.folders)}" if f.folders else "",
              f"tag{'s' if len(f.tags) > 1 else ''} {', '.join(f.tags)}" if f.tags else "",
-             f"modified since {dt.date.fromtimestamp(f.since).isoformat()}" if f.since is not None else ""]
+             f"modified since {dt.date.fromtimestamp(f.since).isoformat()}" if f.since is not None else "",
+             f"source {', '.join(f.sources)}" if f.sources else ""]
     raise NoMatchingNotes(f"no note matches all of: {'; '.join(p for p in parts if p)} "
                           f"(each alone matches notes; drop one)")
 
 
-def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None) -> bool:
+def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None,
+            sources: Sequence[str] = ()) -> bool:
     """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
     notes itself); stops at the first."""
-    return any(next(iter(store.catalog.note_ids(folders, tags, since)), None) is not None for store in stores)
+    return any(next(iter(store.catalog.note_ids(folders, tags, since, sources)), None) is not None
+               for store in stores)
+
+
+def _kinds_hint(stores: Sequence[Any]) -> str:
+    """" (indexed: note, pdf)": the kinds the searched vaults do hold."""
+    from .sources import KINDS
+    held = [k for k in KINDS if _exists(stores, (), (), None, (k,))]
+    return f" in the vaults searched (they hold: {', '.join(held)})" if held else ""
 
 
 def _visible_rows(store: Any) -> Iterable[tuple[str, str, float]]:

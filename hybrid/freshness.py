@@ -45,8 +45,10 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     from . import notes as notes_mod
     from .agent_view import AgentView
     from .catalog import Catalog
-    from .indexer import chunking_meta, file_hash, read_bytes
+    from .indexer import chunking_meta, content_hash, size_limit
     catalog_path = vault.index_dir / "catalog.sqlite"
+    if not vault.is_folder:
+        return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
     if not vault.path.is_dir() or (not vault.store and not catalog_path.exists()):
         return None
     cat: Any
@@ -70,7 +72,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
                                     link_exclude=AgentView.of(vault, settings).exclude_patterns):
         present.add(entry.path)
-        if entry.size > settings.max_file_bytes:
+        if entry.size > size_limit(settings, entry.path)[0]:
             continue  # the indexer skips it (with a warning): nothing it would do
         row = known.get(entry.path)
         if row is None:
@@ -79,7 +81,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
             out.changed += 1  # the chunking settings changed: every note is chunked again
         elif row.size != entry.size or row.mtime_ns != entry.mtime_ns:
             try:
-                same = file_hash(read_bytes(entry)) == row.hash
+                same = content_hash(entry) == row.hash
             except FileNotFoundError:
                 present.discard(entry.path)  # gone since it was listed
                 continue

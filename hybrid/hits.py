@@ -33,6 +33,9 @@ class Hit:
     uri: str = ""
     chunk_id: int = 0
     text: str = ""
+    source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark, slack
+    page: int | None = None   # a PDF hit's page (1-based)
+    url: str = ""             # a bookmark hit's page address
 
     @property
     def heading(self) -> str:
@@ -45,6 +48,9 @@ class Hit:
 
     @property
     def citation(self) -> str:
+        """``vault:path:START-END``; a PDF's ``vault:path#page=N`` (what ``hybrid get`` reads)."""
+        if self.page is not None:
+            return f"{self.vault}:{self.path}#page={self.page}"
         return f"{self.vault}:{self.path}:{self.start_line}-{self.end_line}"
 
     def to_dict(self, *, text: bool = True) -> dict[str, Any]:
@@ -66,6 +72,27 @@ def confidence_label(confidence: float | None) -> str:
     if confidence is None:
         return ""
     return "strong" if confidence >= 0.7 else "fair" if confidence >= 0.4 else "weak"
+
+
+def source_fields(path: str, heading: str, properties: Any, vault_folder: str) -> dict[str, Any]:
+    """The fields of a hit that depend on its document's kind: ``source``, ``page`` (a PDF's
+    section ``Page N``), ``url`` (a bookmark's) and ``uri``, what opens it: Obsidian for a file
+    of a vault, the page itself for a bookmark, nothing for a Slack day."""
+    from .sources import kind_of
+    from .sources.pdf import page_of
+    kind = kind_of(path)
+    out: dict[str, Any] = {"source": kind}
+    if kind == "pdf":
+        out["page"] = page_of(heading.split(" > ", 1)[0])
+    if kind == "bookmark":
+        props = properties() if callable(properties) else properties
+        url = props.get("url") if isinstance(props, dict) else None
+        out["url"] = out["uri"] = url if isinstance(url, str) else ""
+    elif kind == "slack":
+        out["uri"] = ""
+    else:
+        out["uri"] = obsidian_uri(vault_folder, path)
+    return out
 
 
 def obsidian_uri(vault_folder: str, path: str) -> str:

@@ -27,6 +27,9 @@ from .embed_queue import EmbedQueue
 from .embedders import Embedder
 from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
 from .settings import Settings
+from .sources import kind_of
+from .sources.convert import to_note
+from .sources.pdf import Unreadable
 from .store import (
     VaultStore,
     checkpoint,
@@ -67,6 +70,8 @@ class IndexReport:
     cache_hits: int = 0
     seconds: float = 0.0
     recovered: int = 0
+    fetched: int = 0        # bookmarked pages fetched by this run (--fetch)
+    fetch_failed: int = 0   # … that could not be fetched (each is a warning)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None   # set when this vault could not be indexed (the others were)
@@ -96,14 +101,18 @@ def _modified(note: notes_mod.Note, mtime_ns: int) -> float:
 
 
 def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed: bool = False,
-                wait: float = 0, progress: Progress | None = None) -> IndexReport:
-    """Bring one vault's index up to date with its folder. See the module docstring."""
+                wait: float = 0, progress: Progress | None = None,
+                fetch: str | None = None) -> IndexReport:
+    """Bring one vault's index up to date with its folder (or, for a source, its export). See
+    the module docstring. ``fetch`` (``"new"`` or ``"all"``): first fetch a bookmarks source's
+    pages (:func:`hybrid.sources.entries.fetch_bookmarks`)."""
     clock = Stopwatch()
     report = IndexReport(vault.name)
-    if not vault.path.is_dir():
-        raise VaultError(f"vault {vault.name!r}: folder {vault.path} is missing; nothing was "
-                         f"changed in its index (if the notes moved: `hybrid vault move {vault.name} NEW_PATH`)")
-    job = _Job(vault, embedder, settings, progress, clock)
+    if not (vault.path.is_dir() if vault.is_folder else vault.path.exists()):
+        what = "folder" if vault.is_folder else f"{vault.kind} export"
+        raise VaultError(f"vault {vault.name!r}: {what} {vault.path} is missing; nothing was "
+                         f"changed in its index (if it moved: `hybrid vault move {vault.name} NEW_PATH`)")
+    job = _Job(vault, embedder, settings, progress, clock, fetch)
     if vault.store:
         _index_postgres(job, report, reembed, wait)
         report.seconds = round(clock.elapsed(), 3)
@@ -145,6 +154,7 @@ class _Job:
     settings: Settings
     progress: Progress | None
     clock: Stopwatch
+    fetch: str | None = None
 
     @functools.cached_property
     def view(self) -> AgentView:
@@ -160,9 +170,11 @@ class _Job:
 
 
 def chunking_meta(s: Settings) -> str:
-    """The chunking parameters as recorded in the catalog: a change re-chunks every note."""
+    """The chunking parameters as recorded in the catalog: a change re-chunks every note.
+    (Version 3: every lexical document carries its kind for ``--source``; the re-read costs
+    no embedding, the chunks being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 2})
+                       "header": s.context_header, "version": 3})
 
 
 def file_hash(data: bytes) -> str:
@@ -247,14 +259,23 @@ def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
     unchanged file is counted and not read (all are read when the chunking changed)."""
     vault, known = job.vault, store.catalog.files()
     rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking)
-    entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude,
-                                      link_exclude=job.view.exclude_patterns))
+    if vault.is_folder:
+        entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude,
+                                          link_exclude=job.view.exclude_patterns))
+    else:
+        from .sources.entries import fetch_bookmarks, source_entries
+        if job.fetch and vault.kind == "bookmarks":
+            fetch_bookmarks(vault, store.catalog, report, job.fetch, job.settings)
+        entries, warnings = source_entries(vault, store.catalog)
+        for w in warnings:
+            _warn(report, w)
     if not entries and known:
         # An empty folder where notes were is far more often a drive or share that is not
         # mounted than a user who deleted every note: keep the index (and its embeddings).
-        raise VaultError(f"vault {vault.name!r}: folder {vault.path} has no notes now, but the "
-                         f"index has {len(known):,}; nothing was removed (a drive not mounted?). "
-                         f"If the notes really are gone, run `hybrid vault remove {vault.name}`")
+        where = "folder" if vault.is_folder else f"{vault.kind} export"
+        raise VaultError(f"vault {vault.name!r}: {where} {vault.path} has no documents now, but "
+                         f"the index has {len(known):,}; nothing was removed (a drive not "
+                         f"mounted?). If they really are gone, run `hybrid vault remove {vault.name}`")
     plan = _Plan(known, set(), [], rechunk_all)
     for entry in entries:
         plan.present.add(entry.path)
@@ -339,17 +360,20 @@ class ReadResult:
 
 def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch) -> ReadResult:
-    """Read, hash and chunk one changed file. Any failure of one file (unreadable, binary, or
-    an exception while decoding, parsing or chunking it) is one warning naming the file and
-    counts in ``report.skipped``."""
+    """Read, hash and chunk one changed document. Any failure of one document (unreadable,
+    binary, a PDF without text, or an exception while decoding, parsing or chunking it) is one
+    warning naming it and counts in ``report.skipped``. A PDF is hashed as a stream and read
+    page by page, never whole into memory."""
     skipped = ReadResult(ReadStatus.SKIPPED)
-    if entry.size > settings.max_file_bytes:
+    limit, setting = size_limit(settings, entry.path)
+    if entry.size > limit:
         report.skipped += 1
-        _warn(report, f"{entry.path}: {entry.size:,} bytes is over max_file_bytes "
-                      f"({settings.max_file_bytes:,}); skipped")
+        _warn(report, f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
         return skipped
+    streamed = entry.load is None and kind_of(entry.path) == "pdf"
     try:
-        data = read_bytes(entry)
+        data = None if streamed else read_bytes(entry)
+        digest = content_hash(entry) if data is None else file_hash(data)
     except FileNotFoundError:
         log.info("%s: vanished while indexing; treated as deleted", entry.path)
         return ReadResult(ReadStatus.VANISHED)
@@ -357,38 +381,51 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings,
         report.skipped += 1
         _warn(report, f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
         return skipped
-    digest = file_hash(data)
+    except Exception as exc:  # noqa: BLE001 - a source's document that cannot be rendered
+        report.skipped += 1
+        _warn(report, f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks")
+        return skipped
     if row is not None and row.hash == digest and not force:
         return ReadResult(ReadStatus.TOUCHED)
     try:
         return ReadResult(ReadStatus.CHANGED, _record(entry, data, digest, chunker, report, clock))
-    except notes_mod.BinaryFile as exc:
+    except (notes_mod.BinaryFile, Unreadable) as exc:
         report.skipped += 1
         _warn(report, str(exc))
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
         report.skipped += 1
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        _warn(report, f"{entry.path}: cannot index ({type(exc).__name__}: {first}); "
-                      "kept its previous chunks")
+        _warn(report, f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks")
     return skipped
 
 
-def _record(entry: notes_mod.FileEntry, data: bytes, digest: str, chunker: Chunker,
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
+
+
+def size_limit(settings: Settings, path: str) -> tuple[int, str]:
+    """(bytes, setting name): the largest document of this kind that is indexed."""
+    if kind_of(path) == "pdf":
+        return settings.max_pdf_bytes, "max_pdf_bytes"
+    return settings.max_file_bytes, "max_file_bytes"
+
+
+def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch) -> NoteRecord:
-    """Decode, parse and chunk one file's bytes into the record the catalog stores. Whatever it
-    raises is caught by ``_read`` and costs only this file."""
-    text, warnings = notes_mod.decode(data, entry.path)
-    note = notes_mod.parse_note(entry.path, text)
-    for w in warnings + note.warnings:
+    """Turn one document (``data``, or a PDF read from its file) into the record the catalog
+    stores. Whatever it raises is caught by ``_read`` and costs only this document."""
+    note = to_note(entry.path, data, entry.abspath)
+    for w in note.warnings:
         _warn(report, w)
     with clock("chunk"):
         chunks = chunker.chunk(note)
     if not chunks:
         log.info("%s: no text to index", entry.path)
+    size = len(data) if data is not None else entry.size
     return NoteRecord(
-        path=entry.path, size=len(data), mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
+        path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
         tags=note.tags, aliases=note.aliases, properties=note.properties, created=note.created,
-        modified=_modified(note, entry.mtime_ns),
+        modified=_modified(note, entry.source_mtime_ns or entry.mtime_ns),
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],
         embed_texts=[c.embed_text for c in chunks],
@@ -396,8 +433,21 @@ def _record(entry: notes_mod.FileEntry, data: bytes, digest: str, chunker: Chunk
 
 
 def read_bytes(entry: notes_mod.FileEntry) -> bytes:
+    if entry.load is not None:
+        return entry.load()
     with open(entry.abspath, "rb") as fh:
         return fh.read()
+
+
+def content_hash(entry: notes_mod.FileEntry) -> str:
+    """:func:`file_hash` of a document, reading a file in blocks (a large PDF never whole)."""
+    if entry.load is not None:
+        return file_hash(entry.load())
+    h = hashlib.blake2b(digest_size=16)
+    with open(entry.abspath, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 class _ReadAhead:

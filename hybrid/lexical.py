@@ -32,6 +32,7 @@ from pathlib import Path
 from .catalog import ChunkRow
 from .db import disk_full, is_disk_full
 from .errors import HybridError, IndexCorrupt
+from .sources import kind_of, kind_term
 from .tokens import (  # noqa: F401 - re-exported: the lexical arm's vocabulary
     BRACKETS,
     IDENT_RE,
@@ -298,7 +299,8 @@ class LexicalIndex:
 
     def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
                     tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
-                    stopwords: bool = True, exclude_folders: Sequence[str] = ()):
+                    stopwords: bool = True, exclude_folders: Sequence[str] = (),
+                    sources: Sequence[str] = ()):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         parts = []
         should = []
@@ -325,7 +327,7 @@ class LexicalIndex:
             clauses = self._text_clause(ex, phrase=True)
             if clauses:
                 parts.append((Occur.MustNot, Q.boolean_query([(Occur.Should, c) for c in clauses])))
-        filters = self._filters(folders, tags, since)
+        filters = self._filters(folders, tags, since, sources)
         if filters is not None:
             parts.append((Occur.Must, filters))
         for f in exclude_folders:
@@ -335,12 +337,16 @@ class LexicalIndex:
         query = Q.boolean_query(parts)
         return query if scored else Q.const_score_query(query, 1.0)
 
-    def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None):
+    def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
+                 sources: Sequence[str] = ()):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         must = []
         if folders:
             must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f))
                                          for f in folders]))
+        if sources:
+            must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", kind_term(k)))
+                                         for k in sources]))
         for t in tags:
             must.append(Q.term_query(s, "tag", t))
         if since is not None:
@@ -447,7 +453,7 @@ class DocFields:
     headings: str    # heading path and tags
     body: str
     ident: list[str]  # identifier tokens (:func:`hybrid.tokens.ident_tokens`)
-    folders: list[str]  # every ancestor folder of the note
+    folders: list[str]  # every ancestor folder of the note, and its kind's term (sources.kind_term)
     tags: list[str]     # every tag and its ancestors (``a/b`` gives ``a``, ``a/b``)
 
 
@@ -456,7 +462,7 @@ def doc_fields(c: ChunkRow, section: Sequence[ChunkRow] = ()) -> DocFields:
     section."""
     stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
     parts = c.path.split("/")[:-1]
-    folders = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)] + [kind_term(kind_of(c.path))]
     tags: list[str] = []
     for t in c.tags:
         segs = t.split("/")

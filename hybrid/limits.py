@@ -28,7 +28,8 @@ class BadSearchArgs(HybridError, ValueError):
 
 
 def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
-                 rerank=False, exclude_folders=(), min_score=0.0, max_top_k: int = MAX_TOP_K) -> None:
+                 rerank=False, exclude_folders=(), min_score=0.0, sources=(),
+                 max_top_k: int = MAX_TOP_K) -> None:
     """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
     has the documented type and range. Explicit checks, because a wrong type that slips
     through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
@@ -43,8 +44,14 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
         raise BadSearchArgs(f"mode must be one of {', '.join(MODES)} (got {_show(mode)})")
     if vaults is not None:
         _check_strings("vaults", vaults)
-    for name, value in (("folders", folders), ("tags", tags), ("exclude_folders", exclude_folders)):
+    for name, value in (("folders", folders), ("tags", tags), ("exclude_folders", exclude_folders),
+                        ("sources", sources)):
         _check_strings(name, value)
+    from .sources import check_kinds
+    try:
+        check_kinds(sources)
+    except ValueError as exc:
+        raise BadSearchArgs(str(exc)) from None
     if since is not None and not (isinstance(since, str) or _is_number(since)):
         raise BadSearchArgs(f"since must be a date like 2024-01-31 or an age like 30d (got {_show(since)})")
     if isinstance(since, str):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .agent_view import base_catalog
-from .hits import Hit, obsidian_uri, snippet
+from .hits import Hit, snippet, source_fields
 from .result import SearchResult
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ def _passing(store: Any, filters: Filters) -> list[tuple[int, str, float]]:
     """(file id, path, modified) of the live notes of ``store`` passing ``filters`` that the
     store's reader may see."""
     catalog = base_catalog(store)
-    ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since))  # an agent's: visible only
+    ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since,  # an agent's: visible only
+                                      filters.sources))
     out = []
     for part in _batches(ids):
         q = f"SELECT id, path, modified FROM files WHERE deleted=0 AND id IN ({','.join('?' * len(part))})"
@@ -80,11 +81,13 @@ def _hits(targets: Sequence[tuple[Any, Any]], notes: list[tuple[float, str, str,
         if row is None or span is None:
             continue
         vault = targets[n][0]
+        fields = source_fields(path, row.heading, lambda row=row: row.properties, vault.path.name)
+        fields.pop("page", None)  # a listing cites the whole document
         hits.append(Hit(
             vault=name, path=path, title=row.title, heading_path=[], start_line=span[1],
             end_line=span[2], snippet=snippet(row.text, [], snippet_chars), score=0.0, tags=row.tags,
             modified=dt.datetime.fromtimestamp(row.modified).isoformat(timespec="seconds"),
-            uri=obsidian_uri(vault.path.name, path), chunk_id=row.id, text=row.text))
+            chunk_id=row.id, text=row.text, **fields))
     return hits
 
 

@@ -133,16 +133,18 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
         since: Annotated[str | None, Field(description="Only notes modified since YYYY-MM-DD or an age like 30d, 6m, 1y.")] = None,
         rerank: Annotated[bool, Field(description="Rescore the top candidates with the configured cross-encoder (slower; needs the rerank_model setting).")] = False,
         min_score: Annotated[float, Field(description="Leave out hits whose confidence is below this, 0-1 (each hit's confidence estimates how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong). 0.4 drops weak hits; you may then get none.")] = 0.0,
+        source: Annotated[list[Literal["note", "pdf", "text", "web", "bookmark", "slack"]] | None, Field(description="Only documents of these kinds: note (markdown), pdf (hits carry `page`), text, web (saved pages), bookmark (hits carry `url`), slack (channel/day messages).")] = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def call() -> CallToolResult:
-            if not isinstance(query, str) or not (query.strip() or folder or tags or since):
+            if not isinstance(query, str) or not (query.strip() or folder or tags or since or source):
                 raise ToolError("query is empty: pass the words or identifier to search for "
                                 "(or a filter alone, e.g. tags, to list the notes passing it)")
             request = SearchRequest(query, top_k=top_k, mode=mode, vaults=vaults or None,
                                     folders=(folder,) if folder else (), tags=tags or (),
                                     since=since, rerank=rerank, exclude_folders=exclude or (),
-                                    min_score=min_score, max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
+                                    min_score=min_score, sources=source or (),
+                                    max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
             result = h.search(request, agent=True)
             data = [x.to_dict(text=False) for x in result]
             text = render_hits(query, data, result.corrected_query)
@@ -150,7 +152,7 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
                                   structured_content={"query": query, "hits": data})
         args = {"query": query, "vaults": vaults, "top_k": top_k, "mode": mode, "folder": folder,
                 "exclude": exclude, "tags": tags, "since": since, "rerank": rerank or None,
-                "min_score": min_score or None}
+                "min_score": min_score or None, "source": source}
         return audited(h, ctx, "search", args, call,
                        lambda r: [x["citation"] for x in _structured(r).get("hits", [])])
 

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,11 @@ class FileEntry:
     abspath: str       # a plain string: building 100k Path objects costs a no-op re-index 0.1 s
     size: int
     mtime_ns: int
+    # A document of a source that is not a folder (a bookmark, a Slack day): its text comes
+    # from ``load()``, ``mtime_ns`` is its stamp (see hybrid.sources.VirtualDoc) and
+    # ``source_mtime_ns`` the source file's mtime, its date when the text names none.
+    load: Callable[[], bytes] | None = None
+    source_mtime_ns: int = 0
 
 
 def hidden(rel: str) -> bool:

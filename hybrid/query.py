@@ -1,5 +1,5 @@
 """Query syntax: free words, ``"required phrases"``, ``-excluded`` words or ``-"phrases"``, and
-inline filters ``tag:NAME``, ``folder:PATH``, ``since:DATE``. A query of filters alone lists the
+inline filters ``tag:NAME``, ``folder:PATH``, ``since:DATE``, ``source:KIND``. A query of filters alone lists the
 notes passing them, newest first.
 
 ``--flags`` are words, not exclusions (only ``-`` followed by a letter excludes). DATE is
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .errors import QuerySyntaxError
 from .notes import normalize_tag
 
-FILTER_RE = re.compile(r"^(tag|folder|since):(.+)$", re.I)
+FILTER_RE = re.compile(r"^(tag|folder|since|source):(.+)$", re.I)
 # a token of a query: -?"phrase" (groups 1-2) or a bare token (group 3)
 TOKEN_RE = re.compile(r'(-?)"([^"]*)"|(\S+)')
 RELATIVE_RE = re.compile(r"^(\d+)\s*([dwmy])$", re.I)
@@ -30,6 +30,7 @@ class ParsedQuery:
     tags: list[str] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)
     since: float | None = None
+    sources: list[str] = field(default_factory=list)  # document kinds (hybrid.sources)
 
     @property
     def text(self) -> str:
@@ -87,6 +88,12 @@ def parse_query(text: str) -> ParsedQuery:
                 q.tags.append(normalize_tag(value))
             elif key == "folder":
                 q.folders.append(normalize_folder(value))
+            elif key == "source":
+                from .sources import check_kinds
+                try:
+                    q.sources.extend(check_kinds(value.split(",")))
+                except ValueError as exc:
+                    raise QuerySyntaxError(str(exc)) from None
             else:
                 q.since = parse_date(value)
             continue
@@ -97,6 +104,6 @@ def parse_query(text: str) -> ParsedQuery:
     if not q.terms and not q.phrases:
         if q.excludes:
             raise QuerySyntaxError("query has only exclusions: add a word or phrase to search for")
-        if not (q.tags or q.folders or q.since is not None):
+        if not (q.tags or q.folders or q.since is not None or q.sources):
             raise QuerySyntaxError("empty query: give some words to search for")
     return q  # only filters: a listing of the notes passing them (ParsedQuery.listing)

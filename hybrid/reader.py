@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import PathRefused
 from .refs import Ref, block_lines, parse_ref, section_lines
+from .sources import kind_of
 
 if TYPE_CHECKING:
     from .agent_view import AgentView
@@ -64,10 +65,13 @@ class AgentCheck:
 
 def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_chars: int | None,
               max_file_bytes: int, agent: AgentCheck | None = None,
-              catalog: Catalog | None = None) -> NoteText:
+              catalog: Catalog | None = None, max_pdf_bytes: int | None = None) -> NoteText:
     """Lines ``start``..``end`` (1-based, inclusive; default all, or the section or block the
     reference names) of the note ``ref`` (any form :mod:`hybrid.refs` parses) in vault ``v``.
-    ``catalog`` (the vault's, when indexed) resolves titles, file names and aliases."""
+    ``catalog`` (the vault's, when indexed) resolves titles, file names and aliases. A
+    document that is not markdown is read as the indexer read it (:mod:`hybrid.sources`): a
+    PDF's text by page (``paper.pdf#page=3`` or ``#page=3-5``: those pages), a web page's
+    main text, a bookmark or a Slack day rendered from its source."""
     if isinstance(ref, str):
         ref = parse_ref(ref)
     if not ref.path:
@@ -75,18 +79,22 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
                           "vault:path:12-40")
     if ref.start is not None:
         start, end = ref.start, ref.end
-    target, rel = _locate(v, ref.path, max_file_bytes, agent, catalog or (agent.catalog if agent else None))
-    from .notes import BinaryFile, decode
-    try:
-        text, _ = decode(target.read_bytes(), rel)
-    except (OSError, BinaryFile):
-        raise PathRefused(f"{ref.path!r} is not a readable note in vault {v.name!r}") from None
+    catalog = catalog or (agent.catalog if agent else None)
+    if v.is_folder:
+        limits = (max_file_bytes, max_pdf_bytes or max_file_bytes)
+        target, rel = _locate(v, ref.path, limits, agent, catalog)
+        text = _file_text(v, target, rel, ref.path)
+    else:
+        rel, text = _source_text(v, ref.path, agent, catalog)
     if agent is not None and agent.redactor is not None:
         text = agent.redactor.redact(text)  # the whole note, so no secret is cut in two
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if start is None and (ref.heading or ref.block):
+    pages = _pages(ref.heading) if start is None and kind_of(rel) == "pdf" else None
+    if pages is not None:
+        start, end = _page_lines(lines, rel, *pages)
+    elif start is None and (ref.heading or ref.block):
         span = section_lines(lines, ref.heading) if ref.heading else block_lines(lines, ref.block or "")
         if span is None:
             what = "#".join(ref.heading) if ref.heading else f"^{ref.block}"
@@ -103,13 +111,86 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     return NoteText(v.name, rel, s, e, len(lines), body)
 
 
+def _file_text(v: Vault, target: Path, rel: str, asked: str) -> str:
+    """The text of a vault's file as the indexer reads it (markdown and plain text as they
+    are; a web page's main text; a PDF's pages)."""
+    from .notes import BinaryFile, decode
+    from .sources.pdf import Unreadable
+    kind = kind_of(rel)
+    try:
+        if kind in ("pdf", "web"):
+            from .sources.convert import to_note
+            data = None if kind == "pdf" else target.read_bytes()
+            return "\n".join(to_note(rel, data, str(target)).lines)
+        return decode(target.read_bytes(), rel)[0]
+    except (OSError, BinaryFile, Unreadable):
+        raise PathRefused(f"{asked!r} is not a readable note in vault {v.name!r}") from None
+
+
+def _source_text(v: Vault, path: str, agent: AgentCheck | None,
+                 catalog: Catalog | None) -> tuple[str, str]:
+    """(path, text) of a bookmark or Slack day of source ``v``, rendered from its export
+    now; it must be in the index (an agent's: visible to it), found by path or by name."""
+    from .sources.entries import documents
+    if catalog is None:
+        raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
+    refused = PathRefused(f"{path!r} is not a document you can read in {v.kind} source {v.name!r} "
+                          "(use a path from a search hit)")
+    known = set(catalog.files())
+    rel = path if path in known else None
+    if rel is None:
+        names = _by_name(catalog, path.rsplit(".", 1)[0] if "." in path[-10:] else path, agent)
+        if len(names) != 1:
+            raise refused
+        rel = names[0]
+    if agent is not None and not agent.allows(rel, rel):
+        raise refused
+    try:
+        docs, _ = documents(v, catalog)
+    except (OSError, ValueError) as exc:
+        raise PathRefused(f"{v.kind} source {v.name!r}: cannot read {v.path} ({exc})") from None
+    doc = next((d for d in docs if d.path == rel), None)
+    if doc is None:
+        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
+    try:
+        return rel, doc.load()
+    except (OSError, ValueError) as exc:
+        raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
+
+
+PAGE_REF_RE = re.compile(r"^page=(\d+)(?:-(\d+))?$", re.I)
+
+
+def _pages(heading: list[str] | None) -> tuple[int, int] | None:
+    """(first, last) page of a ``#page=N`` / ``#page=N-M`` reference, else None."""
+    m = PAGE_REF_RE.match(heading[0]) if heading and len(heading) == 1 else None
+    if m is None:
+        return None
+    first = int(m.group(1))
+    return first, int(m.group(2) or first)
+
+
+def _page_lines(lines: list[str], rel: str, first: int, last: int) -> tuple[int, int]:
+    """The lines of pages ``first``..``last`` of a PDF's text (pages without text have none)."""
+    from .sources.pdf import PAGE_HEADING, page_of
+    starts = [(page_of(line[2:]), i + 1) for i, line in enumerate(lines)
+              if line.startswith("# " + PAGE_HEADING)]
+    inside = [(p, i) for p, i in starts if p is not None and first <= p <= last]
+    if last < first or not inside:
+        held = [p for p, _ in starts if p is not None]
+        where = f" (pages with text: {held[0]}-{held[-1]})" if held else ""
+        raise PathRefused(f"{rel}: no page {first}{f'-{last}' if last != first else ''} with text{where}")
+    after = [i for p, i in starts if p is not None and p > last]
+    return inside[0][1], (after[0] - 2 if after else len(lines))
+
+
 def _headings_hint(lines: list[str]) -> str:
     from .refs import heading_of
     heads = [h[1] for line in lines if (h := heading_of(line))]
     return f" (its headings: {', '.join(heads[:8])}{', …' if len(heads) > 8 else ''})" if heads else ""
 
 
-def _locate(v: Vault, path: str, max_file_bytes: int, agent: AgentCheck | None,
+def _locate(v: Vault, path: str, max_file_bytes: int | tuple[int, int], agent: AgentCheck | None,
             catalog: Catalog | None) -> tuple[Path, str]:
     """The file ``path`` names: itself, itself + ``.md``, else the one note whose title, file
     name or alias it is (or whose path ends with it: Obsidian's shortest-path links)."""
@@ -151,7 +232,8 @@ def _by_name(catalog: Catalog, name: str, agent: AgentCheck | None) -> list[str]
     return sorted(out, key=lambda p: (p.count("/"), p))
 
 
-def _agent_note_file(v: Vault, path: str, max_file_bytes: int, agent: AgentCheck) -> tuple[Path, str]:
+def _agent_note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int],
+                     agent: AgentCheck) -> tuple[Path, str]:
     """``note_file`` for an agent: refusals that depend on what is on disk all read the same."""
     _check_syntax(v, path)
     refused = PathRefused(f"{path!r} is not a note you can read in vault {v.name!r} (use a path "
@@ -177,9 +259,12 @@ def _check_syntax(v: Vault, path: str) -> str:
     return rel
 
 
-def note_file(v: Vault, path: str, max_file_bytes: int) -> tuple[Path, str]:
+def note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int]) -> tuple[Path, str]:
     """The file behind vault-relative ``path``, if indexing would pick it up (see the module
-    docstring). Anything else is refused with the same words whether or not it exists."""
+    docstring). Anything else is refused with the same words whether or not it exists.
+    ``max_file_bytes``: the limit, or (the limit, a PDF's limit)."""
+    if isinstance(max_file_bytes, tuple):
+        max_file_bytes = max_file_bytes[1] if kind_of(path) == "pdf" else max_file_bytes[0]
     from .notes import glob_to_regex, target_allowed
     rel = _check_syntax(v, path)
     root = v.path.resolve()

@@ -21,11 +21,12 @@ class Filters:
     tags: tuple[str, ...] = ()              # every one of these tags (or a nested child)
     since: float | None = None              # modified at or after (epoch seconds)
     exclude_folders: tuple[str, ...] = ()   # none of these folders
+    sources: tuple[str, ...] = ()           # any of these document kinds (hybrid.sources)
 
     @property
     def narrows(self) -> bool:
-        """Whether a note must pass a folder, tag or date test (exclusions aside)."""
-        return bool(self.folders or self.tags or self.since is not None)
+        """Whether a note must pass a folder, tag, date or kind test (exclusions aside)."""
+        return bool(self.folders or self.tags or self.since is not None or self.sources)
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,14 @@ class SearchRequest:
     rerank: bool = False
     exclude_folders: Sequence[str] = ()
     min_score: float = 0.0                   # drop hits whose confidence is below (0..1)
+    sources: Sequence[str] = ()              # document kinds: note, pdf, text, web, bookmark, slack
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
         check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
-                     exclude_folders=self.exclude_folders, min_score=self.min_score, max_top_k=max_top_k)
+                     exclude_folders=self.exclude_folders, min_score=self.min_score,
+                     sources=self.sources, max_top_k=max_top_k)
         from .notes import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
@@ -59,6 +62,8 @@ class SearchRequest:
         set_(self, "folders", tuple(normalize_folder(f) for f in self.folders))
         set_(self, "exclude_folders", tuple(normalize_folder(f) for f in self.exclude_folders))
         set_(self, "tags", tuple(normalize_tag(t) for t in self.tags))
+        from .sources import check_kinds
+        set_(self, "sources", check_kinds(self.sources))
         if isinstance(self.since, str):
             set_(self, "since", parse_date(self.since))
         elif self.since is not None:
@@ -69,7 +74,8 @@ class SearchRequest:
         """The query text split into terms, phrases, exclusions and inline filters
         (QuerySyntaxError for an empty query, an open quote, a bad date). No text at all with a
         folder, tag or date filter is a listing (``ParsedQuery.listing``), as ``tag:x`` is."""
-        if not self.query.strip() and (self.folders or self.tags or self.since is not None):
+        if not self.query.strip() and (self.folders or self.tags or self.since is not None
+                                       or self.sources):
             return ParsedQuery()
         return parse_query(self.query)
 
@@ -82,7 +88,8 @@ class SearchRequest:
         assert not isinstance(since, str)  # parsed in __post_init__
         return Filters(folders=tuple(self.folders) + tuple(p.folders),
                        tags=tuple(self.tags) + tuple(p.tags), since=since,
-                       exclude_folders=tuple(self.exclude_folders))
+                       exclude_folders=tuple(self.exclude_folders),
+                       sources=tuple(dict.fromkeys((*self.sources, *p.sources))))
 
     def to_json(self) -> dict[str, Any]:
         """The JSON body of ``POST /api/search`` for this request."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from . import confidence, fuse
 from .catalog import ChunkRow
-from .hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet  # noqa: F401 - re-exported
+from .hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet, source_fields  # noqa: F401 - re-exported
 from .lexical import LexicalQuery, literals
 from .query import ParsedQuery
 from .request import Filters, SearchRequest
@@ -137,7 +137,7 @@ def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: 
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
     opts = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
                 since=filters.since, stopwords=settings.stopwords,
-                exclude_folders=filters.exclude_folders)
+                exclude_folders=filters.exclude_folders, sources=filters.sources)
     lists = []
     # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
     # not the section that repeats it most
@@ -219,7 +219,8 @@ def _vector_hits(store: VaultStore | AgentStore, qvec, parsed: ParsedQuery, filt
         hits = _post_filtered(store, qvec, depth, banned, filters)
         if hits is not None:
             return hits
-    allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since)
+    allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
+                                        sources=filters.sources)
                if filters.narrows else None)
     if parsed.phrases:
         must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
@@ -237,7 +238,7 @@ def _post_filtered(store: VaultStore | AgentStore, qvec, depth: int, banned: set
     total = store.vector.count()
     for wide in (10 * depth, 40 * depth):
         cand = store.vector.search(qvec, wide, None, banned)
-        keep = store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
+        keep = store.catalog.filter_ids(filters.folders, filters.tags, filters.since, sources=filters.sources,
                                         among=[i for i, _ in cand])
         got = [(i, s) for i, s in cand if i in keep]
         if len(got) >= depth:
@@ -437,7 +438,8 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
             vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
             rerank_score=ce.get(key), tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
-            uri=obsidian_uri(folder_names[key[0]], r.path), chunk_id=r.id, text=r.text))
+            chunk_id=r.id, text=r.text,
+            **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))
     return hits
 
 

@@ -54,9 +54,14 @@ class Settings:
             "section is split.")
     context_header: bool = _setting(True, "Prefix each embedded chunk with `title > heading path`.")
     batch_size: int = _setting(32, "Texts per embedding batch.")
-    max_file_bytes: int = _setting(5_000_000, "Larger notes are skipped with a warning.")
+    max_file_bytes: int = _setting(5_000_000, "Larger notes (and text or HTML files) are skipped "
+                                              "with a warning.")
+    max_pdf_bytes: int = _setting(200_000_000, "Larger PDFs are skipped with a warning (a PDF is "
+                                               "read page by page, never whole into memory).")
     include: tuple[str, ...] = _setting(
-        ("**/*.md",), "Globs (vault-relative) of files to index; a vault may override.")
+        ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm"),
+        "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
+        "(text per page), plain text and saved web pages (their main text) are read.")
     exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.")
     rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
     weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,8 @@ class VaultStatus:
     error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
     store: str | None = None   # a PostgreSQL vault's database (no password)
     changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
+    kind: str = "notes"        # where its documents come from: notes (a folder), bookmarks, slack
+    sources: dict[str, int] = field(default_factory=dict)  # documents per kind (owners only)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -47,7 +50,8 @@ def vault_status(v: Vault, settings: Settings, *,
     (notes, chunks) replace the catalog's, and there are no sizes, pending work or changes."""
     if v.store:
         return _pg_status(v, settings, agent_counts)
-    st = VaultStatus(v.name, str(v.path), v.path.is_dir(), (v.index_dir / "catalog.sqlite").exists())
+    st = VaultStatus(v.name, str(v.path), v.path.is_dir() if v.is_folder else v.path.exists(),
+                     (v.index_dir / "catalog.sqlite").exists(), kind=v.kind)
     if not st.indexed:
         return st
     try:
@@ -55,6 +59,7 @@ def vault_status(v: Vault, settings: Settings, *,
         if agent_counts is not None:  # what agents see: their counts, no sizes, pending work or changes
             st.notes, st.chunks = agent_counts(v)
             st.pending = 0
+            st.sources = {}
         else:
             st.changes = changes_on_disk(v, settings)
     except (IndexCorrupt, sqlite3.DatabaseError) as exc:
@@ -94,10 +99,18 @@ def _pg_status(v: Vault, settings: Settings,
         if agent_counts is not None:
             st.notes, st.chunks = agent_counts(v)
         else:
+            st.sources = kind_counts(cat.files())
             st.changes = changes_on_disk(v, settings)
     finally:
         store.close()
     return st
+
+
+def kind_counts(paths: Iterable[str]) -> dict[str, int]:
+    """Documents per kind (:mod:`hybrid.sources`), in the kinds' order, kinds with none left out."""
+    from .sources import KINDS, kind_of
+    got = Counter(kind_of(p) for p in paths)
+    return {k: got[k] for k in KINDS if got[k]}
 
 
 def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
@@ -114,6 +127,7 @@ def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
         st.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
         st.pending = len(cat.journal())
         st.vector_index = _layout_text(cat.get_meta("vector_layout"), st.chunks)
+        st.sources = kind_counts(cat.files())
     finally:
         cat.close()
     if sizes:

@@ -175,3 +175,27 @@ def pg_consistent(v) -> int:
         return n
     finally:
         store.close()
+
+
+def write_pdf(path: Path, pages: list[str], *, title: str | None = None,
+              password: str | None = None, images_only: bool = False) -> Path:
+    """A real PDF at ``path`` with one page per text of ``pages`` (fpdf2); ``password``: only
+    readable with it (AES-128); ``images_only``: each page a filled box, no text layer (a scan)."""
+    from fpdf import FPDF
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    if title:
+        pdf.set_title(title)
+    for text in pages:
+        pdf.add_page()
+        if images_only:
+            pdf.rect(20, 20, 120, 160, style="F")
+        else:
+            pdf.multi_cell(0, 6, text)
+    if password:
+        from fpdf.enums import EncryptionMethod
+        pdf.set_encryption(owner_password=password + "-owner", user_password=password,
+                           encryption_method=EncryptionMethod.AES_128)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path

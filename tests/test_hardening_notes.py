@@ -104,8 +104,9 @@ def test_a_note_that_raises_is_skipped_with_one_line_and_keeps_its_chunks(fake, 
         raise RuntimeError("surprise\nsecond line of the message")
 
     if where == "parse_note":
-        real = indexer.notes_mod.parse_note
-        monkeypatch.setattr(indexer.notes_mod, "parse_note",
+        from hybrid.sources import convert
+        real = convert.parse_note
+        monkeypatch.setattr(convert, "parse_note",
                             lambda path, text: boom() if path == "home/garden.md" else real(path, text))
     else:
         real = Chunker.chunk

@@ -241,7 +241,7 @@ def secrets_vault(fake, vault):
     write(vault, ".git/config", "[remote]\nurl = https://token@host/x\n")
     write(vault, ".obsidian/plugins/copilot/data.json", '{"openai": "sk-secret"}\n')
     write(vault, "archive/old.md", "# Old\n\nexcluded words\n")
-    write(vault, "notes.txt", "plain text, not included\n")
+    write(vault, "notes.csv", "plain text, not included\n")
     (vault / "bin.md").write_bytes(b"# x\n\x00\x01\x02binary")
     (vault / "link.md").symlink_to(vault / ".env")
     fake.add_vault(vault, "vault", exclude=["archive/**"])
@@ -249,7 +249,7 @@ def secrets_vault(fake, vault):
 
 
 @pytest.mark.parametrize("ref", [".env", ".git/config", ".obsidian/plugins/copilot/data.json",
-                                 "archive/old.md", "notes.txt", "link.md", "bin.md", "home",
+                                 "archive/old.md", "notes.csv", "link.md", "bin.md", "home",
                                  "./.env", "home/../.env", "home/../../etc/passwd", "/etc/passwd",
                                  ".", ""])
 def test_get_refuses_what_is_not_indexed(fake, secrets_vault, ref):
@@ -403,7 +403,7 @@ def test_an_emptied_vault_folder_keeps_its_index(fake, vault, tmp_path):
     hidden_away = tmp_path / "away"
     shutil.move(str(vault), str(hidden_away))
     vault.mkdir()  # the empty mount point
-    with pytest.raises(VaultError, match="no notes now"):
+    with pytest.raises(VaultError, match="no documents now"):
         fake.index()
     assert fake.status()[0].notes == 4 and fake.search("tomatoes", mode="lexical")
     vault.rmdir()

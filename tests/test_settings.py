@@ -30,7 +30,7 @@ def test_settings_are_frozen():
     ({"chunk_tokens": 12.5}, "setting 'chunk_tokens' must be like 128"),
     ({"vector_storage": "int4"}, "must be one of float32, float16, sq8"),
     ({"ann_recall": 1.5}, "setting 'ann_recall' must be like 0.99"),
-    ({"include": "**/*.md"}, "setting 'include' must be like ['**/*.md']"),
+    ({"include": "**/*.md"}, "setting 'include' must be like ['**/*.md', '**/*.pdf'"),
     ({"embedder": ""}, "setting 'embedder' must be like 'minilm'"),
     ({"chunk_size": 3}, "unknown setting 'chunk_size'"),
 ], ids=lambda v: str(v)[:30])

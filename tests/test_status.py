@@ -59,7 +59,7 @@ def test_status_counts_files_new_changed_deleted_since_the_last_run(tmp_path, mo
     os.utime(vault / "b.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # touched only
     (vault / "c.md").unlink()
     (vault / "d.md").unlink()  # a private note's activity: owners see it, agents never
-    (vault / "notes.txt").write_text("not a note")  # outside the include globs
+    (vault / "notes.csv").write_text("not a note")  # outside the include globs
     st, = h.status()
     assert st.changes == Changes(new=2, changed=1, deleted=2)
     assert st.changes.text == "2 new, 1 changed, 2 deleted: run `hybrid index`"

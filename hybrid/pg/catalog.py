@@ -290,8 +290,9 @@ class PgCatalog:
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None, among: Sequence[int] | None = None) -> set[int]:
-        where, args = note_filter(folders, tags, since, "c")
+                   since: float | None = None, among: Sequence[int] | None = None,
+                   sources: Sequence[str] = ()) -> set[int]:
+        where, args = note_filter(folders, tags, since, "c", sources)
         if among is not None:
             where.append("c.id = ANY(%s)")
             args.append(list(among))
@@ -299,8 +300,8 @@ class PgCatalog:
         return {r[0] for r in self.q(sql, (self.vault_id, *args))}
 
     def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None) -> Iterator[int]:
-        where, args = note_filter(folders, tags, since, "f")
+                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
+        where, args = note_filter(folders, tags, since, "f", sources)
         sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *where])
         for (fid,) in self.q(sql, (self.vault_id, *args)):
             yield fid
@@ -361,10 +362,10 @@ def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):
 
 
 def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
-                alias: str) -> tuple[list[str], list[Any]]:
+                alias: str, sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
     """WHERE terms (over ``hybrid_chunks c`` or ``hybrid_files f``) for notes in one of
-    ``folders``, with every tag of ``tags`` (or a nested child) and modified at or after
-    ``since``."""
+    ``folders``, with every tag of ``tags`` (or a nested child), modified at or after
+    ``since`` and of one of the kinds ``sources``."""
     from .lexical import _like
     where: list[str] = []
     args: list[Any] = []
@@ -383,4 +384,9 @@ def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None
     if since is not None:
         where.append(f"{alias}.modified >= %s")
         args.append(since)
+    if sources:
+        from ..sources import kind_condition
+        cond, kargs = kind_condition(tuple(sources), f"{alias}.path", "%s")
+        where.append(cond)
+        args.extend(kargs)
     return where, args

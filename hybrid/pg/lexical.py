@@ -213,7 +213,8 @@ class PgLexical:
         return plan
 
     def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str],
-               since: float | None, exclude_folders: Sequence[str]) -> tuple[list[str], list[Any]]:
+               since: float | None, exclude_folders: Sequence[str],
+               sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
         where, args = ["c.vault = %s"], [self.store.vault_id]
         if plan.match is not None:
             where.append("c.tsv @@ %s::tsquery")
@@ -236,6 +237,11 @@ class PgLexical:
         if since is not None:
             where.append("c.modified >= %s")
             args.append(int(since))
+        if sources:
+            from ..sources import kind_condition
+            cond, kargs = kind_condition(tuple(sources), "c.path", "%s")
+            where.append(cond)
+            args.extend(kargs)
         if self.agent and self.hidden:
             where.append("NOT c.file_id = ANY(%s)")
             args.append(self.hidden)
@@ -248,15 +254,16 @@ class PgLexical:
     def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
                      folders: Sequence[str] = (), tags: Sequence[str] = (),
                      since: float | None = None, scored: bool = True, stopwords: bool = True,
-                     exclude_folders: Sequence[str] = ()) -> list[tuple[list[int], float]]:
+                     exclude_folders: Sequence[str] = (),
+                     sources: Sequence[str] = ()) -> list[tuple[list[int], float]]:
         """Top ``limit`` units of kind ``unit`` as (chunk ids, BM25 score)."""
         plan = self.plan(q, fuzzy=fuzzy, stopwords=stopwords)
         if plan.match is None and not (plan.excludes or folders or tags or since is not None
-                                       or exclude_folders):
+                                       or exclude_folders or sources):
             return []
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        filters = (folders, tags, since, exclude_folders)
+        filters = (folders, tags, since, exclude_folders, sources)
         where, args = self._where(plan, *filters)
         if plan.match is None or not plan.scored:
             sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(where)} "
@@ -354,7 +361,8 @@ class PgLexical:
         if plan.match is None and not plan.excludes:
             return set()
         where, args = self._where(plan, opts.get("folders", ()), opts.get("tags", ()),
-                                  opts.get("since"), opts.get("exclude_folders", ()))
+                                  opts.get("since"), opts.get("exclude_folders", ()),
+                                  opts.get("sources", ()))
         sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
         return {r[0] for r in self.store.query(sql, (*args, limit))}
 

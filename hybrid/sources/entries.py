@@ -1,0 +1,80 @@
+"""The documents of a source vault (bookmarks, Slack) as the indexer lists them, and fetching
+a bookmarks source's pages on request.
+
+Each :class:`hybrid.sources.VirtualDoc` becomes a :class:`hybrid.notes.FileEntry` whose
+``mtime_ns`` is the document's stamp, so an unchanged bookmark or Slack day is skipped on the
+size-and-stamp check without being rendered again, exactly like an unchanged file.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..catalog import FetchedRow
+from ..notes import FileEntry
+from . import VirtualDoc
+
+if TYPE_CHECKING:
+    from ..config import Vault
+    from ..indexer import IndexReport
+    from ..settings import Settings
+
+log = logging.getLogger("hybrid")
+FAILURES_LISTED = 20  # fetch failures named one by one in the report; the rest are counted
+
+
+def documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
+    """(documents, warnings) of a bookmarks or Slack source, read from its export now."""
+    if vault.kind == "bookmarks":
+        from .bookmarks import documents as bookmark_docs
+        from .bookmarks import read_bookmarks
+        marks, warnings = read_bookmarks(vault.path)
+        pages = {u: r for u, r in catalog.fetched().items() if r.ok}
+        return bookmark_docs(marks, pages), warnings
+    if vault.kind == "slack":
+        from .slack import SlackExport
+        export = SlackExport(vault.path)
+        return export.documents(), list(export.warnings)
+    raise ValueError(f"vault {vault.name!r} is a folder of notes, not a source")
+
+
+def source_entries(vault: Vault, catalog: Any) -> tuple[list[FileEntry], list[str]]:
+    """(entries, warnings) for the indexer's plan."""
+    docs, warnings = documents(vault, catalog)
+    mtime = vault.path.stat().st_mtime_ns
+    where = str(vault.path)
+    return [FileEntry(d.path, where, d.size, d.stamp, load=_encoded(d), source_mtime_ns=mtime)
+            for d in docs], warnings
+
+
+def _encoded(doc: VirtualDoc):
+    return lambda: doc.load().encode("utf-8")
+
+
+def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
+                    settings: Settings) -> None:
+    """Fetch the pages of a bookmarks source into its catalog: with ``mode`` ``"new"`` those
+    never fetched and those that failed before, with ``"all"`` every one again. A page that
+    fails keeps its title-only entry (and any text fetched before) and is reported."""
+    from .bookmarks import read_bookmarks
+    from .fetch import fetch_pages
+    marks, _ = read_bookmarks(vault.path)
+    urls = list(dict.fromkeys(b.url for b in marks))
+    catalog.drop_fetched(urls)
+    done = {u for u, r in catalog.fetched().items() if r.ok}
+    todo = urls if mode == "all" else [u for u in urls if u not in done]
+    if not todo:
+        return
+    log.info("%s: fetching %d page(s)", vault.name, len(todo))
+    pages = fetch_pages(todo)
+    catalog.put_fetched(FetchedRow(p.url, p.ok, p.title, p.text, p.error, p.status, p.fetched_at)
+                        for p in pages.values())
+    failed = [p for p in pages.values() if not p.ok]
+    report.fetched = len(pages) - len(failed)
+    report.fetch_failed = len(failed)
+    for p in failed[:FAILURES_LISTED]:
+        report.warnings.append(f"{p.url}: not fetched ({p.error}); indexed by its title")
+        log.warning("%s: not fetched (%s)", p.url, p.error)
+    if len(failed) > FAILURES_LISTED:
+        report.warnings.append(f"… and {len(failed) - FAILURES_LISTED} more pages not fetched")
