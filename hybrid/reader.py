@@ -139,7 +139,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     known = set(catalog.files())
     rel = path if path in known else None
     if rel is None:
-        names = _by_name(catalog, path.rsplit(".", 1)[0] if "." in path[-10:] else path, agent)
+        names = _by_name(catalog, path.removesuffix(_SOURCE_SUFFIXES.get(v.kind, "")), agent)
         if len(names) != 1:
             raise refused
         rel = names[0]
@@ -158,6 +158,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
         raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
 
 
+_SOURCE_SUFFIXES = {"bookmarks": ".bookmark", "slack": ".slack"}
 PAGE_REF_RE = re.compile(r"^page=(\d+)(?:-(\d+))?$", re.I)
 
 
