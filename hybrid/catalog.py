@@ -380,10 +380,12 @@ class Catalog:
         return {r[0] for r in self.db.execute(sql, args)}
 
     # --- fetched pages (bookmarks sources) -------------------------------------------------
-    def fetched(self) -> dict[str, FetchedRow]:
-        """Every fetched page by URL (empty for a catalog made before the table existed)."""
+    def fetched(self, url: str | None = None) -> dict[str, FetchedRow]:
+        """Every fetched page by URL, or only ``url``'s (empty for a catalog made before the
+        table existed)."""
+        sql = "SELECT url, ok, title, text, error, status, fetched_at FROM fetched"
         try:
-            rows = self.db.execute("SELECT url, ok, title, text, error, status, fetched_at FROM fetched")
+            rows = self.db.execute(sql, ()) if url is None else self.db.execute(sql + " WHERE url=?", (url,))
             return {r[0]: FetchedRow(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):

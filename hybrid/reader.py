@@ -131,7 +131,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
                  catalog: Catalog | None) -> tuple[str, str]:
     """(path, text) of a bookmark or Slack day of source ``v``, rendered from its export
     now; it must be in the index (an agent's: visible to it), found by path or by name."""
-    from .sources.entries import documents
+    from .sources.entries import document_text
     if catalog is None:
         raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
     refused = PathRefused(f"{path!r} is not a document you can read in {v.kind} source {v.name!r} "
@@ -146,16 +146,12 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     if agent is not None and not agent.allows(rel, rel):
         raise refused
     try:
-        docs, _ = documents(v, catalog)
-    except (OSError, ValueError) as exc:
-        raise PathRefused(f"{v.kind} source {v.name!r}: cannot read {v.path} ({exc})") from None
-    doc = next((d for d in docs if d.path == rel), None)
-    if doc is None:
-        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
-    try:
-        return rel, doc.load()
+        text = document_text(v, catalog, rel)
     except (OSError, ValueError) as exc:
         raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
+    if text is None:
+        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
+    return rel, text
 
 
 _SOURCE_SUFFIXES = {"bookmarks": ".bookmark", "slack": ".slack"}

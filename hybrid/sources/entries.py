@@ -39,6 +39,23 @@ def documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
     raise ValueError(f"vault {vault.name!r} is a folder of notes, not a source")
 
 
+def document_text(vault: Vault, catalog: Any, path: str) -> str | None:
+    """The text of the one document ``path`` of a bookmarks or Slack source, rendered from its
+    export now (None when the export no longer has it): only that bookmark's fetched page is
+    read, only that Slack day's file."""
+    if vault.kind == "bookmarks":
+        from .bookmarks import bookmark_paths, read_bookmarks, render
+        marks, _ = read_bookmarks(vault.path)
+        for mark, where in zip(marks, bookmark_paths(marks)):
+            if where == path:
+                page = catalog.fetched(mark.url).get(mark.url)
+                return render(mark, page if page is not None and page.ok else None)
+        return None
+    docs, _ = documents(vault, catalog)  # a Slack export lists its days; nothing is rendered
+    doc = next((d for d in docs if d.path == path), None)
+    return None if doc is None else doc.load()
+
+
 def source_entries(vault: Vault, catalog: Any) -> tuple[list[FileEntry], list[str]]:
     """(entries, warnings) for the indexer's plan."""
     docs, warnings = documents(vault, catalog)
