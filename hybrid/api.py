@@ -429,12 +429,12 @@ class Hybrid:
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
         if not agent:
             return reader.read_note(v, parsed, start, end, max_chars, limit,
-                                    catalog=self._catalog_or_none(v), max_pdf_bytes=pdf_limit)
+                                    catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
         view = AgentView.of(v, self.settings)
         return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
-    def _catalog_or_none(self, v: Vault):
+    def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""
         try:
             return self._store(v).catalog

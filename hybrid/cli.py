@@ -28,7 +28,7 @@ from .errors import HybridError
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              lazy_commands={"eval": ".cli_eval:eval_cmd", "audit": ".cli_audit:audit_cmd",
                             "proposals": ".cli_proposals:proposals_cmd",
-                            "source": ".cli_sources:source_cmd"})
+                            "source": ".cli_sources:source_cmd", "ui": ".ui.launch:ui_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -366,7 +366,8 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
     try:
         if http_:
             from .http_server import serve_http
-            click.echo(f"hybrid: MCP at http://{host}:{port}/mcp, health at /health"
+            click.echo(f"hybrid: search page at http://{host}:{port}/ (sign in with `hybrid ui`"
+                       + (" or the token" if token else "") + "), MCP at /mcp, health at /health"
                        + (" (token required)" if token else ""), err=True)
             env_hosts = os.environ.get("HYBRID_ALLOWED_HOSTS", "").split(",")
             serve_http(h, host, port, token, watcher,

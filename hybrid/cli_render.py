@@ -376,6 +376,10 @@ def arms_long(h: Hit, look: Look) -> str:
     parts = [arm("bm25", h.lexical_rank, h.lexical_score), arm("vector", h.vector_rank, h.vector_score)]
     if h.rerank_score is not None:
         parts.append(f"rerank {h.rerank_score:.4g}")
+    if h.pin:
+        parts.append(f"pinned ({h.pin})")
+    if h.recency_penalty:
+        parts.append(f"recency ×{1 - h.recency_penalty:.2g}")
     parts.append(f"fused {h.score:.4f}")
     if h.confidence is not None:
         parts.append(f"confidence {h.confidence_label} {h.confidence:.2f}")

@@ -26,6 +26,10 @@ class Hit:
     vector_rank: int | None = None
     vector_score: float | None = None
     rerank_score: float | None = None
+    fused_score: float | None = None     # the fused (RRF) score, before exact-first and recency
+    pin: str | None = None               # lifted by exact-first ("verbatim", "literal") or kept on
+                                         # top through the rerank ("phrase")
+    recency_penalty: float | None = None  # the recency demotion applied (score × (1 - penalty))
     # calibrated estimate (0..1) that this passage's note answers the query; see hybrid/confidence.py
     confidence: float | None = None
     tags: list[str] = field(default_factory=list)

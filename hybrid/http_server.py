@@ -1,5 +1,6 @@
-"""The long-lived HTTP server: MCP over Streamable HTTP at ``/mcp``, ``GET /health``, and
-``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running).
+"""The long-lived HTTP server: MCP over Streamable HTTP at ``/mcp``, ``GET /health``,
+``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running) and the
+search page at ``/`` with its routes under ``/ui/`` (:mod:`hybrid.ui`).
 
 Security: binds 127.0.0.1 by default. Every request (``/health`` included) must carry a ``Host``
 that is exactly ``localhost``, a loopback IP literal (127.0.0.0/8, ::1), the bound address or a
@@ -8,8 +9,9 @@ one of those hosts (``Origin: null`` is refused): 403 otherwise, which defeats D
 cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` (415), so a
 browser cannot send it without a CORS preflight, which this server never grants. Bodies over
 ``limits.MAX_BODY_BYTES`` get 413 before they are read in full. With a token (``--token`` /
-``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` needs
-``Authorization: Bearer <token>`` (401).
+``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` and the
+page's needs ``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session
+or that header themselves (:mod:`hybrid.ui.session`).
 
 ``/api/search`` serves the agent view (:mod:`hybrid.agent_view`) and records each call in the
 audit log, like the MCP tools, unless the caller proves to be the owner: ``hybrid query`` sends
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import HybridError
 from .limits import MAX_BODY_BYTES, BadSearchArgs
 from .request import SearchRequest
+from .ui.routes import ui_path
 
 if TYPE_CHECKING:
     from .api import Hybrid
@@ -139,7 +142,7 @@ class Guard:
             m = _ORIGIN_RE.match(origin.strip().lower())
             if not (m and self.host_ok(m["host"])):
                 return 403, f"Origin {origin[:100]!r} is not allowed"
-        if self.token and path != "/health":
+        if self.token and path != "/health" and not ui_path(path):  # the page's routes check sessions
             auth = headers.get("authorization", "")
             given = auth[7:] if auth.lower().startswith("bearer ") else ""
             if not hmac.compare_digest(given.encode(), self.token.encode()):
@@ -206,6 +209,7 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
     from starlette.responses import JSONResponse
 
     from .mcp_server import build_server
+    from .ui.routes import add_routes
 
     server = build_server(h, watcher)
     started = time.time()
@@ -230,6 +234,8 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
         client = None if owner else f"http {peer} {request.headers.get('user-agent', '')}".strip()[:200]
         status, data = await anyio.to_thread.run_sync(lambda: api_search_call(h, body, client))
         return JSONResponse(data, status_code=status)
+
+    add_routes(server, h, port=port, token=token, owner_key=owner_key, watcher=watcher, started=started)
 
     # The SDK checks Host/Origin on /mcp too; it gets the same names as the Guard (which checks
     # every route, and more strictly: the SDK only compares strings).

@@ -24,12 +24,14 @@ class SearchResult(list[Hit]):
     and as the vaults stem them), when the engine reported them."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
-                 corrections: Mapping[str, str] | None = None, needles: Sequence[str] = ()):
+                 corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
+                 fusion: Mapping[str, float] | None = None):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
         self.corrections: dict[str, str] = dict(corrections or {})
         self.needles: list[str] = list(needles)
+        self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
 
     @property
     def corrected_query(self) -> str:
@@ -47,7 +49,7 @@ class SearchResult(list[Hit]):
 
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides ``hits`` (old clients ignore it)."""
-        return {"corrections": self.corrections, "needles": self.needles}
+        return {"corrections": self.corrections, "needles": self.needles, "fusion": self.fusion}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -57,9 +59,12 @@ class SearchResult(list[Hit]):
         corrections = {str(k): str(v) for k, v in corrections.items()} if isinstance(corrections, dict) else {}
         needles = data.get("needles")
         needles = [str(n) for n in needles] if isinstance(needles, list) else []
+        fusion = data.get("fusion")
+        fusion = {str(k): v for k, v in fusion.items()
+                  if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
         return cls((Hit.from_dict(d) for d in data["hits"]), query=query,
                    parsed=apply_corrections(parsed, corrections), corrections=corrections,
-                   needles=needles)
+                   needles=needles, fusion=fusion)
 
 
 def fix_words(text: str, fixes: Mapping[str, str]) -> str:

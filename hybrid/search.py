@@ -51,6 +51,11 @@ class Arms:
     vector: Ranked = field(default_factory=list)
     exact: int = 0  # how many top hits exact-first placed (they answer a literal: no rerank)
     coverage: float = 1.0  # share of the query's content words the best BM25 hits contain
+    # how the final order came about, for the score breakdown (the search page, --json)
+    fused: dict = field(default_factory=dict)    # key → fused score before the priors
+    pins: dict = field(default_factory=dict)     # key → "verbatim" | "literal" | "phrase"
+    demoted: dict = field(default_factory=dict)  # key → recency penalty applied (0..1)
+    weights: tuple[float, float] | None = None   # (lexical, vector) fusion weights used
 
 
 def run_search(targets: Targets, request: SearchRequest, settings: Settings,
@@ -84,11 +89,13 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     with clock("weigh"):
         weights = fusion_weights(targets, parsed, arms, rows, settings) if request.mode == "hybrid" else None
     fused = fuse_arms(request.mode, arms, settings, weights)
+    arms.fused, arms.weights = dict(fused), weights
     fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
     ce: dict[Key, float] = {}
     if request.rerank and rescore is not None and fused and not arms.exact:
         with clock("rerank"):
-            fused, ce = rerank(fused, rows, parsed, rescore, settings.rerank_top_n)
+            fused, ce, kept = rerank(fused, rows, parsed, rescore, settings.rerank_top_n)
+            arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
         hits = build_hits(targets, fused[:request.top_k], rows, arms, ce, words, settings.snippet_chars)
@@ -100,7 +107,10 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
-    return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words)
+    fusion = ({"k": settings.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
+              if arms.weights else {})
+    return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words,
+                        fusion=fusion)
 
 
 def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:
@@ -308,11 +318,14 @@ def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: P
         fused = exact_first(fused, [k for k, _ in arms.lexical], rows, lits, lookup,
                             verbatim_text(parsed.terms, lits))
         old = dict(before)
-        arms.exact = sum(1 for k, s in fused if s != old.get(k))  # the lifted ones
+        lifted = [(k, s - old.get(k, 0.0)) for k, s in fused if s != old.get(k)]
+        arms.exact = len(lifted)
+        arms.pins.update((k, "verbatim" if lift >= 2.0 else "literal") for k, lift in lifted)
     if settings.recency_months:
         cutoff = time.time() - settings.recency_months * 30.44 * 86400
         penalties = {k: settings.recency_penalty for k, _ in fused if rows[k].modified < cutoff}
         fused = fuse.demote(fused, penalties)
+        arms.demoted.update(penalties)
     return fused
 
 
@@ -389,10 +402,10 @@ def verbatim_text(terms: Sequence[str], lits: Sequence[str]) -> str:
 
 
 def rerank(fused: Ranked, rows: dict[Key, ChunkRow], parsed: ParsedQuery, rescore: Rescorer,
-           top_n: int) -> tuple[Ranked, dict[Key, float]]:
+           top_n: int) -> tuple[Ranked, dict[Key, float], int]:
     """Rescore the top ``top_n`` with the cross-encoder and blend its order with the fused one;
     chunks holding the query's phrases or compound identifiers stay pinned on top. Returns the
-    new ranking and each rescored key's logit."""
+    new ranking, each rescored key's logit and how many leading hits stayed pinned."""
     from .lexical import identifiers, is_compound
     from .rerank import blend, pinned
     depth = max(top_n, 1)
@@ -403,7 +416,7 @@ def rerank(fused: Ranked, rows: dict[Key, ChunkRow], parsed: ParsedQuery, rescor
     keep = pinned(lits, [rows[k].text for k, _ in head])
     reranked = sorted(zip([k for k, _ in head], blend(logits, depth)), key=lambda kv: -kv[1])
     reranked = head[:keep] + [kv for kv in reranked if kv[0] not in dict(head[:keep])]
-    return reranked + fused[len(head):], ce
+    return reranked + fused[len(head):], ce, keep
 
 
 def _passage(row: ChunkRow) -> str:
@@ -436,7 +449,8 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
             snippet=snippet(r.text, words, snippet_chars), score=round(float(score), 6),
             lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
             vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
-            rerank_score=ce.get(key), tags=r.tags,
+            rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),
+            recency_penalty=arms.demoted.get(key), tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
             chunk_id=r.id, text=r.text,
             **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))

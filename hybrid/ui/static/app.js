@@ -1,0 +1,604 @@
+// hybrid's search page. No framework, no build step: every element is made with el() and every
+// piece of note text is set with textContent (notes, saved pages and bookmarks are untrusted).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const DEBOUNCE_MS = 180;
+const TOP_K = 20;
+const SAFE_LINK = /^(obsidian:|https?:)/i;
+const FILTERS = ["vault", "folder", "tag", "since", "source", "mode"];
+
+const state = {
+  seq: 0,            // the newest search sent; older answers are dropped
+  controller: null,  // aborts the search in flight when a newer one starts
+  timer: 0,
+  needles: null,     // RegExp of the words the server matched, for highlighting
+  fusion: {},        // RRF k and the arms' weights of the last search
+  hits: [],
+  jobsTimer: 0,
+  rerankModel: "",
+};
+
+// --- small helpers ---------------------------------------------------------------------------
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+class SignedOut extends Error {}
+
+async function api(path, body, signal) {
+  const init = body === undefined ? { signal } : {
+    method: "POST", signal, body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json" },
+  };
+  const resp = await fetch(path, { credentials: "same-origin", ...init });
+  let data = null;
+  try { data = await resp.json(); } catch { data = null; }
+  if (resp.status === 401 && path !== "/ui/login") throw new SignedOut();
+  if (!resp.ok) throw new Error((data && data.error) || `the server answered ${resp.status}`);
+  return data;
+}
+
+function fmt(x, digits = 4) {
+  if (x === null || x === undefined) return "–";
+  return Number(x).toPrecision(digits).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+}
+
+function ago(iso) {
+  if (!iso) return "never";
+  const s = (Date.now() - new Date(iso).getTime()) / 1000;
+  if (!isFinite(s)) return iso;
+  if (s < 90) return "just now";
+  if (s < 5400) return `${Math.round(s / 60)} min ago`;
+  if (s < 129600) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} days ago`;
+}
+
+// Put text into node with every needle match wrapped in <mark> (at word starts, as the server's
+// snippets are cut: stems like "consum" mark "consumers").
+function highlight(node, text) {
+  const re = state.needles;
+  if (!re) { node.append(text); return node; }
+  let last = 0;
+  re.lastIndex = 0;
+  for (const m of text.matchAll(re)) {
+    if (!m[0]) continue;
+    node.append(text.slice(last, m.index), el("mark", { text: m[0] }));
+    last = m.index + m[0].length;
+  }
+  node.append(text.slice(last));
+  return node;
+}
+
+function needleRegex(needles) {
+  const words = (needles || []).filter((n) => n.length >= 2)
+    .sort((a, b) => b.length - a.length)
+    .map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!words.length) return null;
+  return new RegExp(`(?<![\\p{L}\\p{N}_])(?:${words.join("|")})`, "giu");
+}
+
+// --- views -----------------------------------------------------------------------------------
+function show(view) {
+  $("signin").hidden = view !== "signin";
+  $("search-view").hidden = view !== "search";
+  $("status-view").hidden = view !== "status";
+  $("nav").hidden = view === "signin";
+  $("nav-search").setAttribute("aria-pressed", String(view === "search"));
+  $("nav-status").setAttribute("aria-pressed", String(view === "status"));
+  if (view === "status") loadStatus();
+  if (view === "search") $("q").focus();
+}
+
+async function signedOut() {
+  let info = { token_login: false };
+  try { info = await api("/ui/api/session"); } catch { /* the form stays hidden */ }
+  $("signin-form").hidden = !info.token_login;
+  show("signin");
+  if (info.token_login) $("token").focus();
+}
+
+function guard(fn) {
+  return async (...args) => {
+    try { return await fn(...args); } catch (err) {
+      if (err instanceof SignedOut) return signedOut();
+      if (err.name === "AbortError") return undefined;
+      throw err;
+    }
+  };
+}
+
+// --- search ----------------------------------------------------------------------------------
+function filterValues() {
+  const out = {};
+  for (const f of FILTERS) out[f] = $(`f-${f}`).value.trim();
+  out.rerank = $("f-rerank").checked;
+  return out;
+}
+
+function requestBody(q, f) {
+  const body = { query: q, top_k: TOP_K, mode: f.mode || "hybrid" };
+  if (f.vault) body.vaults = [f.vault];
+  if (f.folder) body.folders = [f.folder];
+  if (f.tag) body.tags = [f.tag];
+  if (f.since) body.since = f.since;
+  if (f.source) body.sources = [f.source];
+  if (f.rerank) body.rerank = true;
+  return body;
+}
+
+function saveUrl(q, f) {
+  const p = new URLSearchParams();
+  if (q) p.set("q", q);
+  for (const k of FILTERS) if (f[k] && !(k === "mode" && f[k] === "hybrid")) p.set(k, f[k]);
+  if (f.rerank) p.set("rerank", "1");
+  const qs = p.toString();
+  history.replaceState(null, "", qs ? `/?${qs}` : "/");
+}
+
+function loadUrl() {
+  const p = new URLSearchParams(location.search);
+  $("q").value = p.get("q") || "";
+  for (const k of FILTERS) if (p.has(k)) ensureOption($(`f-${k}`), p.get(k));
+  $("f-rerank").checked = p.get("rerank") === "1";
+  if (p.get("signin") === "expired") $("signin-expired").hidden = false;
+}
+
+function ensureOption(input, value) {
+  if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) {
+    input.append(el("option", { value, text: value }));
+  }
+  input.value = value;
+}
+
+function schedule() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(runSearch, DEBOUNCE_MS);
+}
+
+const runSearch = guard(async () => {
+  clearTimeout(state.timer);
+  const q = $("q").value;
+  const f = filterValues();
+  saveUrl(q.trim(), f);
+  if (state.controller) state.controller.abort();
+  const seq = ++state.seq;
+  const narrowed = f.folder || f.tag || f.since || f.source;
+  if (!q.trim() && !narrowed) {
+    state.controller = null;
+    renderHits([]);
+    $("error").textContent = "";
+    $("summary").textContent = "";
+    return;
+  }
+  state.controller = new AbortController();
+  $("results").setAttribute("aria-busy", "true");
+  let data;
+  try {
+    data = await api("/ui/api/search", requestBody(q, f), state.controller.signal);
+  } catch (err) {
+    if (seq !== state.seq || err.name === "AbortError") return;
+    if (err instanceof SignedOut) throw err;
+    $("results").removeAttribute("aria-busy");
+    $("error").textContent = err.message;
+    $("summary").textContent = "";
+    renderHits([]);
+    return;
+  }
+  if (seq !== state.seq) return; // a newer search is on its way
+  $("results").removeAttribute("aria-busy");
+  $("error").textContent = "";
+  state.needles = needleRegex(data.needles);
+  state.fusion = data.fusion || {};
+  renderHits(data.hits);
+  const n = data.hits.length;
+  let line = n ? `${n} ${n === 1 ? "passage" : "passages"} in ${Math.round(data.took_ms)} ms`
+               : "Nothing found";
+  if (data.corrected_query) line += ` · searched for “${data.corrected_query}”`;
+  const read = readAs(data.parsed);
+  if (read) line += ` · read as ${read}`;
+  $("summary").textContent = line;
+});
+
+function readAs(p) {
+  if (!p) return "";
+  const parts = [];
+  if (p.phrases.length) parts.push(p.phrases.map((x) => `“${x}”`).join(" "));
+  if (p.excludes.length) parts.push("without " + p.excludes.join(", "));
+  if (p.folders.length) parts.push("in " + p.folders.join(", "));
+  if (p.tags.length) parts.push("tagged " + p.tags.map((t) => `#${t}`).join(" "));
+  if (p.sources.length) parts.push("kind " + p.sources.join(", "));
+  if (p.since !== null && p.since !== undefined) parts.push("since " + new Date(p.since * 1000).toISOString().slice(0, 10));
+  if (p.listing) parts.push("a listing, newest first");
+  return parts.join(" · ");
+}
+
+// --- hits ------------------------------------------------------------------------------------
+function renderHits(hits) {
+  state.hits = hits;
+  const list = $("results");
+  list.replaceChildren(...hits.map((h, i) => hitItem(h, i)));
+}
+
+function folderOf(path) {
+  const i = path.lastIndexOf("/");
+  return i > 0 ? path.slice(0, i) : "";
+}
+
+function hitItem(h, i) {
+  const id = `hit-${i}`;
+  const title = el("button", {
+    type: "button", id: `${id}-title`, "aria-expanded": "false", "aria-controls": `${id}-body`,
+    onclick: () => toggle(i), text: h.title || h.path,
+  });
+  const citation = h.citation;
+  const chips = el("ul", { class: "chips", "aria-label": "Kind, folder and tags (choose one to filter by it)" });
+  chips.append(el("li", {}, el("button", {
+    type: "button", class: "kind", "data-filter": "source", "data-value": h.source,
+    title: `Only ${h.source} results`, text: h.source + (h.page ? ` · p. ${h.page}` : ""),
+    onclick: () => follow("source", h.source),
+  })));
+  const folder = folderOf(h.path);
+  if (folder) chips.append(el("li", {}, el("button", {
+    type: "button", "data-filter": "folder", "data-value": folder, title: `Only notes in ${folder}/`,
+    text: `${folder}/`, onclick: () => follow("folder", folder),
+  })));
+  for (const t of h.tags || []) chips.append(el("li", {}, el("button", {
+    type: "button", "data-filter": "tag", "data-value": t, title: `Only notes tagged #${t}`,
+    text: `#${t}`, onclick: () => follow("tag", t),
+  })));
+  const actions = el("div", { class: "actions" });
+  if (h.uri && SAFE_LINK.test(h.uri)) {
+    const obsidian = h.uri.toLowerCase().startsWith("obsidian:");
+    actions.append(el("a", {
+      href: h.uri, class: obsidian ? "open-obsidian" : "open-page",
+      rel: obsidian ? null : "noopener noreferrer", target: obsidian ? null : "_blank",
+      text: obsidian ? "Open in Obsidian" : "Open page",
+    }));
+  }
+  actions.append(el("button", { type: "button", class: "copy", "data-citation": citation,
+                                onclick: (e) => copy(citation, e.currentTarget), text: "Copy citation" }));
+  if (h.confidence !== null && h.confidence !== undefined) {
+    actions.append(el("span", { class: "conf", text: `confidence ${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }));
+  }
+  return el("li", { class: "hit", id, "data-index": i, "data-citation": citation },
+    el("article", { "aria-labelledby": `${id}-title` },
+      el("h3", {}, title),
+      where(h) ? el("p", { class: "where", text: where(h) }) : null,
+      el("p", { class: "cite" }, el("code", { text: citation }),
+         h.url ? el("span", { text: ` · ${h.url}` }) : null),
+      highlight(el("p", { class: "snippet" }), h.snippet || ""),
+      chips,
+      breakdown(h),
+      actions,
+      el("div", { class: "section", id: `${id}-body`, hidden: true })));
+}
+
+// The heading path, without a first heading that only repeats the title.
+function where(h) {
+  const path = [...(h.heading_path || [])];
+  if (path.length && path[0] === h.title) path.shift();
+  return path.join(" › ");
+}
+
+function confLabel(c) { return c >= 0.7 ? "strong" : c >= 0.4 ? "fair" : "weak"; }
+
+// How hybrid retrieval placed this passage: each arm's rank and score, what fusion made of them,
+// the priors that moved it (exact-first pin, recency demotion), the reranker, the final score.
+function breakdown(h) {
+  const k = state.fusion.k ?? 60;
+  const wl = state.fusion.lexical ?? 1;
+  const wv = state.fusion.vector ?? 1;
+  const lexPart = h.lexical_rank ? wl / (k + h.lexical_rank) : 0;
+  const vecPart = h.vector_rank ? wv / (k + h.vector_rank) : 0;
+  const dl = el("dl", { class: "breakdown", "aria-label": "Score breakdown" });
+  const row = (cls, name, value, title) => dl.append(
+    el("div", { class: cls, title }, el("dt", { text: name }), el("dd", { text: value })));
+  row("lex", "BM25", h.lexical_rank ? `#${h.lexical_rank} · ${fmt(h.lexical_score)}` : "not matched",
+      "rank and BM25 score among the passages matching the words");
+  row("vec", "Vector", h.vector_rank ? `#${h.vector_rank} · ${fmt(h.vector_score, 3)}` : "not near",
+      "rank and cosine similarity among the passages nearest in meaning");
+  if (h.fused_score !== null && h.fused_score !== undefined) {
+    row("fused", "Fused", fmt(h.fused_score), state.fusion.k
+      ? `reciprocal-rank fusion: ${fmt(wl, 3)}/(${k}+BM25 rank) + ${fmt(wv, 3)}/(${k}+vector rank)` : "one arm's score");
+  }
+  if (h.pin) row("pin", "Pinned", h.pin === "phrase" ? "kept first (phrase)" : `exact-first (${h.pin})`,
+                 "the passage contains the query's literal words as written, so it ranks above the rest");
+  if (h.recency_penalty) row("recency", "Recency", `×${fmt(1 - h.recency_penalty, 2)}`,
+                             "demoted: the note has not changed for a long time");
+  if (h.rerank_score !== null && h.rerank_score !== undefined) {
+    row("rerank", "Rerank", fmt(h.rerank_score, 3), "cross-encoder score (logit)");
+  }
+  row("final", "Final", fmt(h.score), "the score the results are ordered by");
+  const total = lexPart + vecPart;
+  const wrap = el("div", { class: "score" }, dl);
+  if (total > 0) {
+    const lexPct = Math.round((100 * lexPart) / total);
+    const mix = el("div", { class: "mix", role: "img",
+      "aria-label": `Fusion share: words ${lexPct}%, meaning ${100 - lexPct}%` },
+      el("span", { class: "lex" }), el("span", { class: "vec" }));
+    mix.children[0].style.width = `${lexPct}%`;   // CSSOM, allowed under the page's CSP
+    mix.children[1].style.width = `${100 - lexPct}%`;
+    wrap.append(mix);
+  }
+  return wrap;
+}
+
+function follow(kind, value) {
+  ensureOption($(`f-${kind}`), value);
+  runSearch();
+  $("q").focus();
+}
+
+async function copy(text, button) {
+  let ok = false;
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    }
+  } catch { ok = false; }
+  if (!ok) { // plain http on a LAN name: the old way
+    const area = el("textarea", { class: "visually-hidden", readonly: true });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    area.remove();
+  }
+  const was = "Copy citation";
+  button.textContent = ok ? "Copied" : "Copy failed";
+  $("summary").textContent = ok ? `Copied ${text}` : "Could not copy: select the citation and copy it";
+  setTimeout(() => { button.textContent = was; }, 1500);
+}
+
+const toggle = guard(async (i, open) => {
+  const h = state.hits[i];
+  const button = $(`hit-${i}-title`);
+  const body = $(`hit-${i}-body`);
+  if (!h || !button) return;
+  const expand = open ?? button.getAttribute("aria-expanded") !== "true";
+  button.setAttribute("aria-expanded", String(expand));
+  body.hidden = !expand;
+  if (!expand || body.dataset.loaded) return;
+  body.replaceChildren(el("p", { class: "more", text: "Reading from disk…" }));
+  try {
+    const s = await api("/ui/api/read", {
+      vault: h.vault, path: h.path, start_line: h.start_line, end_line: h.end_line,
+      heading_path: h.heading_path,
+    });
+    body.dataset.loaded = "1";
+    const pre = el("pre", { "aria-label": `${h.path}, lines ${s.start_line} to ${s.end_line}` });
+    s.lines.forEach((text, j) => {
+      const n = s.start_line + j;
+      const inHit = n >= s.hit_start && n <= s.hit_end;
+      pre.append(el("span", { class: inHit ? "line in-hit" : "line" },
+        el("span", { class: "ln", "aria-hidden": "true", text: String(n) }), highlight(el("span"), text || " ")));
+    });
+    body.replaceChildren(pre, el("p", { class: "more",
+      text: `${s.path}, lines ${s.start_line}–${s.end_line} of ${s.total_lines} (read now from disk)` }));
+  } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    body.replaceChildren(el("p", { class: "error", role: "alert", text: err.message }));
+  }
+});
+
+// --- keyboard --------------------------------------------------------------------------------
+function hitButtons() { return [...document.querySelectorAll("#results .hit h3 button")]; }
+
+function currentHit() {
+  const li = document.activeElement && document.activeElement.closest("#results .hit");
+  return li ? Number(li.dataset.index) : -1;
+}
+
+function onKey(e) {
+  if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || $("search-view").hidden) return;
+  const t = e.target;
+  const typing = t instanceof HTMLInputElement || t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement;
+  const inQuery = t === $("q");
+  const inResults = !!(t.closest && t.closest("#results"));
+  if (e.key === "/" && !typing) {
+    e.preventDefault();
+    $("q").focus();
+    $("q").select();
+    return;
+  }
+  if ((e.key === "ArrowDown" || e.key === "ArrowUp") && (inQuery || inResults)) {
+    const buttons = hitButtons();
+    if (!buttons.length) return;
+    e.preventDefault();
+    const at = inQuery ? -1 : currentHit();
+    const next = e.key === "ArrowDown" ? Math.min(at + 1, buttons.length - 1) : at - 1;
+    if (next < 0) { $("q").focus(); return; }
+    buttons[next].focus();
+    buttons[next].scrollIntoView({ block: "nearest" });
+    return;
+  }
+  if (e.key === "Escape") {
+    const i = currentHit();
+    if (i >= 0) {
+      const b = $(`hit-${i}-title`);
+      if (b.getAttribute("aria-expanded") === "true") { toggle(i, false); b.focus(); }
+      else $("q").focus();
+      e.preventDefault();
+    } else if (inQuery && $("q").value) {
+      $("q").value = "";
+      runSearch();
+      e.preventDefault();
+    }
+  }
+}
+
+document.addEventListener("focusin", () => {
+  const i = currentHit();
+  for (const li of document.querySelectorAll("#results .hit")) li.classList.toggle("selected", Number(li.dataset.index) === i);
+});
+
+// --- status and re-indexing ------------------------------------------------------------------
+const STAGES = { scan: "reading notes", load: "loading model", embed: "embedding chunks", write: "writing indexes" };
+
+const loadStatus = guard(async () => {
+  let data;
+  try { data = await api("/ui/api/status"); } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    $("status-error").textContent = err.message;
+    return;
+  }
+  $("status-error").textContent = "";
+  const s = data.server;
+  state.rerankModel = s.rerank_model || "";
+  $("server-line").textContent = `hybrid ${s.version} · server pid ${s.pid}, up ${Math.round(s.uptime_s / 60)} min · ` +
+    (s.watching ? "watcher on" : "watcher off (start with `hybrid serve --http --watch`)") +
+    (s.rerank_model ? ` · reranker ${s.rerank_model}` : "");
+  $("vault-list").replaceChildren(...data.vaults.map(vaultCard));
+  if (!data.vaults.length) $("vault-list").append(el("p", { text: "No vaults registered: run `hybrid index PATH`." }));
+  renderJobs(data.jobs);
+});
+
+function vaultCard(v) {
+  const dl = el("dl");
+  const add = (name, value) => dl.append(el("dt", { text: name }), el("dd", { text: value }));
+  add("Folder", v.path + (v.exists ? "" : " (missing)"));
+  if (v.kind && v.kind !== "notes") add("Kind", v.kind);
+  add("Indexed", v.indexed ? `${v.notes} notes, ${v.chunks} chunks` : "not yet");
+  if (v.sources && Object.keys(v.sources).length > 1) {
+    add("Documents", Object.entries(v.sources).map(([k, n]) => `${n} ${k}`).join(", "));
+  }
+  add("Last indexed", v.last_indexed ? `${ago(v.last_indexed)} (${v.last_indexed.replace("T", " ")})` : "never");
+  add("Model", v.embedder ? `${v.embedder}${v.dim ? ` · ${v.dim} dimensions` : ""}` : "–");
+  add("Vector layout", v.vector_index || "–");
+  if (v.store) add("Store", v.store);
+  const w = v.watcher || {};
+  add("Watcher", w.watching ? `watching${w.pending ? " · re-indexing" : ""}${w.last_error ? ` · last error: ${w.last_error}` : ""}`
+                            : "not watching");
+  if (v.changes) {
+    const c = v.changes;
+    add("On disk", c.new || c.changed || c.deleted ? `${c.new} new, ${c.changed} changed, ${c.deleted} deleted since indexed` : "up to date");
+  }
+  if (v.disk_bytes) add("Index size", `${(v.disk_bytes / 1048576).toFixed(1)} MB`);
+  if (v.error) add("Problem", v.error);
+  const button = el("button", { type: "button", class: "primary reindex", "data-vault": v.name,
+                                text: `Re-index ${v.name}`, onclick: () => reindex(v.name) });
+  return el("section", { class: "vault", "aria-labelledby": `vault-${v.name}`, "data-vault": v.name },
+    el("h3", { id: `vault-${v.name}`, text: v.name }), dl, button,
+    el("div", { class: "job", id: `job-${v.name}`, role: "status", "aria-live": "polite" }));
+}
+
+const reindex = guard(async (name) => {
+  try {
+    await api("/ui/api/reindex", { vault: name });
+  } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    $("status-error").textContent = err.message;
+    return;
+  }
+  pollJobs();
+});
+
+const pollJobs = guard(async () => {
+  clearTimeout(state.jobsTimer);
+  const data = await api("/ui/api/jobs");
+  renderJobs(data.jobs);
+  const running = data.jobs.some((j) => j.state === "running");
+  state.jobsTimer = running ? setTimeout(pollJobs, 400) : 0;
+  if (!running) loadStatus(); // fresh counts; the cards keep each vault's last run line
+});
+
+function renderJobs(jobs) {
+  const latest = {};
+  for (const j of jobs) if (!latest[j.vault] || j.id > latest[j.vault].id) latest[j.vault] = j;
+  for (const j of Object.values(latest)) {
+    const box = $(`job-${j.vault}`);
+    if (!box) continue;
+    const button = document.querySelector(`.reindex[data-vault="${CSS.escape(j.vault)}"]`);
+    if (button) button.disabled = j.state === "running";
+    if (j.state === "running") {
+      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.total}` : ""}`;
+      const bar = el("progress", { max: j.total || 1, "aria-label": `Re-indexing ${j.vault}: ${label}` });
+      if (j.total) bar.value = j.done; else bar.removeAttribute("value");
+      box.replaceChildren(bar, el("span", { text: label }));
+      if (!state.jobsTimer) pollJobs();
+    } else if (j.state === "done") {
+      const s = j.summary;
+      box.replaceChildren(el("span", { class: "done",
+        text: `Re-indexed: ${s.added} added, ${s.updated} updated, ${s.removed} removed, ${s.unchanged} unchanged` +
+              `${s.skipped ? `, ${s.skipped} skipped` : ""} in ${fmt(s.seconds, 2)} s` +
+              `${s.warnings ? ` (${s.warnings} warnings: see \`hybrid index\`)` : ""}` }));
+    } else {
+      box.replaceChildren(el("span", { class: "error", text: `Re-index failed: ${j.error}` }));
+    }
+  }
+}
+
+// --- start -----------------------------------------------------------------------------------
+const loadFacets = guard(async () => {
+  const f = await api("/ui/api/facets");
+  const fill = (select, values) => {
+    const keep = select.value;
+    select.replaceChildren(select.options[0], ...values.map((v) => el("option", { value: v, text: v })));
+    if (keep) ensureOption(select, keep);
+  };
+  fill($("f-vault"), f.vaults);
+  fill($("f-source"), f.sources);
+  $("folders").replaceChildren(...f.folders.map((v) => el("option", { value: v })));
+  $("tags").replaceChildren(...f.tags.map((v) => el("option", { value: v })));
+});
+
+async function start() {
+  show("search");
+  if (window.matchMedia("(max-width: 40rem)").matches && !location.search.match(/(folder|tag|since|source|vault)=/)) {
+    $("filters-box").open = false; // a phone: the results first
+  }
+  loadUrl();
+  await loadFacets();
+  loadUrl(); // the filters' options exist now
+  const status = await api("/ui/api/status").catch(() => null);
+  if (status && status.server.rerank_model) $("rerank-field").hidden = false;
+  if ($("q").value || $("f-tag").value || $("f-folder").value || $("f-source").value) runSearch();
+}
+
+function wire() {
+  $("q").addEventListener("input", schedule);
+  $("search-form").addEventListener("submit", (e) => { e.preventDefault(); runSearch(); });
+  for (const f of FILTERS) $(`f-${f}`).addEventListener(f === "folder" || f === "tag" || f === "since" ? "input" : "change", schedule);
+  $("f-rerank").addEventListener("change", schedule);
+  $("f-clear").addEventListener("click", () => {
+    for (const f of FILTERS) $(`f-${f}`).value = f === "mode" ? "hybrid" : "";
+    $("f-rerank").checked = false;
+    runSearch();
+    $("q").focus();
+  });
+  $("nav-search").addEventListener("click", () => show("search"));
+  $("nav-status").addEventListener("click", () => show("status"));
+  $("signout").addEventListener("click", async () => {
+    await api("/ui/logout", {}).catch(() => null);
+    renderHits([]);
+    signedOut();
+  });
+  $("signin-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    $("signin-error").textContent = "";
+    try {
+      await api("/ui/login", { token: $("token").value });
+      $("token").value = "";
+      $("signin-expired").hidden = true;
+      await guard(start)();
+    } catch (err) {
+      $("signin-error").textContent = err.message;
+    }
+  });
+  document.addEventListener("keydown", onKey);
+}
+
+wire();
+api("/ui/api/session").then((s) => (s.signed_in ? guard(start)() : signedOut()))
+  .catch((err) => { $("signin-error").textContent = `Cannot reach the server: ${err.message}`; show("signin"); });
