@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -199,3 +200,28 @@ def write_pdf(path: Path, pages: list[str], *, title: str | None = None,
     path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
     return path
+
+
+@contextlib.contextmanager
+def app_server(h, token: str | None = None, owner_key: str = "OWNER-KEY", watcher=None):
+    """``hybrid serve --http``'s app for handle ``h`` on 127.0.0.1 (a free port), served by
+    uvicorn in a thread; yields its base URL; stopped on exit."""
+    import uvicorn
+
+    from hybrid.http_server import build_app
+    port = free_port()
+    app = build_app(h, "127.0.0.1", port, token, watcher, owner_key=owner_key)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

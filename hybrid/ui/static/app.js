@@ -103,6 +103,7 @@ async function signedOut() {
   let info = { token_login: false };
   try { info = await api("/ui/api/session"); } catch { /* the form stays hidden */ }
   $("signin-form").hidden = !info.token_login;
+  if (new URLSearchParams(location.search).get("signin") === "expired") $("signin-expired").hidden = false;
   show("signin");
   if (info.token_login) $("token").focus();
 }
@@ -150,7 +151,6 @@ function loadUrl() {
   $("q").value = p.get("q") || "";
   for (const k of FILTERS) if (p.has(k)) ensureOption($(`f-${k}`), p.get(k));
   $("f-rerank").checked = p.get("rerank") === "1";
-  if (p.get("signin") === "expired") $("signin-expired").hidden = false;
 }
 
 function ensureOption(input, value) {
@@ -200,6 +200,7 @@ const runSearch = guard(async () => {
   state.needles = needleRegex(data.needles);
   state.fusion = data.fusion || {};
   renderHits(data.hits);
+  $("results").dataset.answered = q; // the query these results answer
   const n = data.hits.length;
   let line = n ? `${n} ${n === 1 ? "passage" : "passages"} in ${Math.round(data.took_ms)} ms`
                : "Nothing found";
