@@ -153,6 +153,41 @@ def test_search_expand_follow_a_filter_and_the_score_breakdown(sample_server, op
     assert p.errors == []
 
 
+CONTRAST = """() => {
+  const rgb = s => s.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = c => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const bg = e => {
+    for (; e; e = e.parentElement) {
+      const c = getComputedStyle(e).backgroundColor;
+      if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') return rgb(c);
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  const sel = '#q, .hint, label, #summary, .hit h3 button, .where, .cite, .snippet, mark, .chips button, ' +
+              '.breakdown dt, .breakdown dd, .actions a, .actions button, .conf, .bar button';
+  for (const e of document.querySelectorAll(sel)) {
+    if (!e.offsetParent) continue;
+    const a = lum(rgb(getComputedStyle(e).color)), b = lum(bg(e));
+    out.push([e.className || e.tagName, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_contrast_meets_wcag_aa(sample_server, open_page, scheme):
+    page = open_page(sample_server, color_scheme=scheme).sign_in()
+    search(page, "kafka consumer lag")
+    ratios = page.evaluate(CONTRAST)
+    assert len(ratios) > 30
+    low = [(what, round(r, 2)) for what, r in ratios if r < 4.5]
+    assert low == [], low
+
+
 def test_keyboard_navigation(sample_server, open_page):
     page = open_page(sample_server).sign_in()
     page.locator("body").click(position={"x": 5, "y": 300})
@@ -189,6 +224,10 @@ def test_typing_is_debounced_and_only_the_last_query_answers(sample_server, open
     page.wait_for_timeout(400)  # let any late answer land: it must not replace the last one
     assert p.searches < len("tailscale subnet router") // 2
     assert "tailscale" in page.locator("#hit-0").inner_text().lower()
+    # a query the engine refuses: its one-line reason, and no stale results under it
+    page.fill("#q", 'tailscale "open quote')
+    page.locator("#error", has_text="quote").wait_for()
+    assert page.locator("#results .hit").count() == 0
 
 
 @pytest.fixture
