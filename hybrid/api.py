@@ -17,6 +17,7 @@ from .filters import check_filters
 from .indexer import IndexReport, Progress, index_vault
 from .listing import list_notes
 from .reader import NoteText
+from .refs import Ref
 from .request import SearchRequest, as_request
 from .search import SearchResult, run_search
 from .status import VaultStatus, vault_status
@@ -407,7 +408,7 @@ class Hybrid:
                 self._rerankers[key] = factory(spec)
             return self._rerankers[key]
 
-    def get(self, ref: str, vault: str | None = None, start: int | None = None,
+    def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
             vault_hint: str = "--vault") -> NoteText:
         """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.refs` accepts: a
@@ -416,10 +417,11 @@ class Hybrid:
         ``[[Note#Heading]]`` / ``Note#^block``. Anything that resolves outside the vault
         (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
         an agent may see, its secrets redacted; a refusal says the same whether or not the note
-        exists (see :mod:`hybrid.reader`). ``vault_hint`` names the vault argument in errors."""
+        exists (see :mod:`hybrid.reader`). ``vault_hint`` names the vault argument in errors.
+        A :class:`~hybrid.refs.Ref` is taken as it is (a file with ``#`` in its name, by path)."""
         from .refs import parse_ref
         self.refresh()
-        parsed = parse_ref(ref, self.config.vaults)
+        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
         if parsed.vault_folder is not None and parsed.vault is None:
             parsed.vault = next((v.name for v in self.config.all_vaults()
                                  if v.path.name == parsed.vault_folder), None)
