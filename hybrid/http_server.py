@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import HybridError
 from .limits import MAX_BODY_BYTES, BadSearchArgs
 from .request import SearchRequest
-from .ui.routes import ui_path
+from .ui.routes import ui_path, with_security_headers
 
 if TYPE_CHECKING:
     from .api import Hybrid
@@ -122,6 +122,8 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if ui_path(scope["path"]):  # every answer of the page's, refusals and 404/405s included
+            send = with_security_headers(send)
         refusal = self.refusal(headers, scope["path"])
         if refusal:
             return await _plain(send, *refusal)

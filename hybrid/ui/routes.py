@@ -58,6 +58,19 @@ def ui_path(path: str) -> bool:
     return path == "/" or path == "/favicon.ico" or path.startswith("/ui/")
 
 
+def with_security_headers(send):
+    """An ASGI ``send`` that adds :data:`SECURITY_HEADERS` to a response lacking them (the
+    Guard's refusals, the framework's own 404 and 405 answers)."""
+    extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def sending(message):
+        if message["type"] == "http.response.start":
+            have = {k.lower() for k, _ in message.get("headers", [])}
+            message = {**message, "headers": [*message.get("headers", []), *(kv for kv in extra if kv[0] not in have)]}
+        await send(message)
+    return sending
+
+
 def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: str, watcher=None,
                started: float | None = None) -> Sessions:
     """Register the page's routes on the MCP server's app; returns its :class:`Sessions`."""
@@ -248,8 +261,10 @@ def read_section(h: Hybrid, body: dict) -> dict:
     vault, path = body.get("vault"), body.get("path")
     start, end = body.get("start_line"), body.get("end_line")
     heading = body.get("heading_path") or []
-    if not (isinstance(vault, str) and isinstance(path, str) and isinstance(start, int)
-            and isinstance(end, int) and 1 <= start <= end):
+    if not (isinstance(vault, str) and isinstance(path, str) and _line(start) and _line(end)):
+        raise BadSearchArgs("read needs vault, path, start_line and end_line (1 <= start <= end)")
+    start, end = int(start), int(end)  # type: ignore[arg-type]  # ints: checked just above
+    if start > end:
         raise BadSearchArgs("read needs vault, path, start_line and end_line (1 <= start <= end)")
     if not (isinstance(heading, list) and all(isinstance(x, str) for x in heading)):
         raise BadSearchArgs("heading_path must be a list of headings")
@@ -267,11 +282,16 @@ def read_section(h: Hybrid, body: dict) -> dict:
     first, last = span
     if last - first + 1 > SECTION_LINES:  # keep the hit in view, and as much around it as fits
         room = max(0, SECTION_LINES - (end - start + 1))
-        first = max(first, start - room // 2)
-        last = min(last, first + SECTION_LINES - 1)
+        lo = max(first, min(start - room // 2, last - SECTION_LINES + 1))  # a hit near the end: shift back
+        first, last = lo, min(last, lo + SECTION_LINES - 1)
     return {"vault": vault, "path": note.path, "start_line": first, "end_line": last,
             "total_lines": len(lines), "hit_start": start, "hit_end": end,
             "lines": lines[first - 1:last]}
+
+
+def _line(x: Any) -> bool:
+    """A 1-based line number (not a bool, which Python counts as an int)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
 
 
 def _next_heading(lines: list[str], after: int, limit: int) -> int:

@@ -42,6 +42,8 @@ def _secret(data: Path) -> bytes:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         fh.write(key.hex())
+        fh.flush()
+        os.fsync(fh.fileno())  # never an empty key after a crash
     try:
         os.link(tmp, path)  # first writer wins: two servers starting at once share one key
     except FileExistsError:
@@ -52,7 +54,12 @@ def _secret(data: Path) -> bytes:
 
 
 def _secret_read(path: Path) -> bytes:
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    """The key in ``path``; ValueError unless it is 32 bytes of hex (an empty or cut file must
+    not become a key anyone can compute)."""
+    key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    if len(key) != 32:
+        raise ValueError(f"{path}: not a 32-byte key")
+    return key
 
 
 class Sessions:
@@ -77,7 +84,9 @@ class Sessions:
         if not value or value.count(".") != 1:
             return False
         issued, mac = value.split(".")
-        if not issued.isdigit() or not hmac.compare_digest(mac, self._mac(issued)):
+        if not (issued.isascii() and issued.isdigit() and mac.isascii()):
+            return False
+        if not hmac.compare_digest(mac.encode(), self._mac(issued).encode()):
             return False
         age = self.clock() - int(issued)
         return -60 <= age <= SESSION_DAYS * 86400
