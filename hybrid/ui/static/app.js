@@ -2,7 +2,9 @@
 // piece of note text is set with textContent (notes, saved pages and bookmarks are untrusted).
 "use strict";
 
-const $ = (id) => document.getElementById(id);
+import { $, el, api, fmt, guard, handlers, SignedOut } from "./common.js";
+import { loadStatus } from "./status.js";
+
 const DEBOUNCE_MS = 180;
 const TOP_K = 20;
 const SAFE_LINK = /^(obsidian:|https?:)/i;
@@ -15,53 +17,7 @@ const state = {
   needles: null,     // RegExp of the words the server matched, for highlighting
   fusion: {},        // RRF k and the arms' weights of the last search
   hits: [],
-  jobsTimer: 0,
-  rerankModel: "",
 };
-
-// --- small helpers ---------------------------------------------------------------------------
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
-class SignedOut extends Error {}
-
-async function api(path, body, signal) {
-  const init = body === undefined ? { signal } : {
-    method: "POST", signal, body: JSON.stringify(body),
-    headers: { "Content-Type": "application/json" },
-  };
-  const resp = await fetch(path, { credentials: "same-origin", ...init });
-  let data = null;
-  try { data = await resp.json(); } catch { data = null; }
-  if (resp.status === 401 && path !== "/ui/login") throw new SignedOut();
-  if (!resp.ok) throw new Error((data && data.error) || `the server answered ${resp.status}`);
-  return data;
-}
-
-function fmt(x, digits = 4) {
-  if (x === null || x === undefined) return "–";
-  return Number(x).toPrecision(digits).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
-}
-
-function ago(iso) {
-  if (!iso) return "never";
-  const s = (Date.now() - new Date(iso).getTime()) / 1000;
-  if (!isFinite(s)) return iso;
-  if (s < 90) return "just now";
-  if (s < 5400) return `${Math.round(s / 60)} min ago`;
-  if (s < 129600) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86400)} days ago`;
-}
 
 // Put text into node with every needle match wrapped in <mark> (at word starts, as the server's
 // snippets are cut: stems like "consum" mark "consumers").
@@ -86,7 +42,6 @@ function needleRegex(needles) {
   if (!words.length) return null;
   return new RegExp(`(?<![\\p{L}\\p{N}_])(?:${words.join("|")})`, "giu");
 }
-
 // --- views -----------------------------------------------------------------------------------
 function show(view) {
   $("signin").hidden = view !== "signin";
@@ -106,16 +61,6 @@ async function signedOut() {
   if (new URLSearchParams(location.search).get("signin") === "expired") $("signin-expired").hidden = false;
   show("signin");
   if (info.token_login) $("token").focus();
-}
-
-function guard(fn) {
-  return async (...args) => {
-    try { return await fn(...args); } catch (err) {
-      if (err instanceof SignedOut) return signedOut();
-      if (err.name === "AbortError") return undefined;
-      throw err;
-    }
-  };
 }
 
 // --- search ----------------------------------------------------------------------------------
@@ -443,103 +388,6 @@ document.addEventListener("focusin", () => {
   const i = currentHit();
   for (const li of document.querySelectorAll("#results .hit")) li.classList.toggle("selected", Number(li.dataset.index) === i);
 });
-
-// --- status and re-indexing ------------------------------------------------------------------
-const STAGES = { scan: "reading notes", load: "loading model", embed: "embedding chunks", write: "writing indexes" };
-
-const loadStatus = guard(async () => {
-  let data;
-  try { data = await api("/ui/api/status"); } catch (err) {
-    if (err instanceof SignedOut) throw err;
-    $("status-error").textContent = err.message;
-    return;
-  }
-  $("status-error").textContent = "";
-  const s = data.server;
-  state.rerankModel = s.rerank_model || "";
-  $("server-line").textContent = `hybrid ${s.version} · server pid ${s.pid}, up ${Math.round(s.uptime_s / 60)} min · ` +
-    (s.watching ? "watcher on" : "watcher off (start with `hybrid serve --http --watch`)") +
-    (s.rerank_model ? ` · reranker ${s.rerank_model}` : "");
-  $("vault-list").replaceChildren(...data.vaults.map(vaultCard));
-  if (!data.vaults.length) $("vault-list").append(el("p", { text: "No vaults registered: run `hybrid index PATH`." }));
-  renderJobs(data.jobs);
-});
-
-function vaultCard(v) {
-  const dl = el("dl");
-  const add = (name, value) => dl.append(el("dt", { text: name }), el("dd", { text: value }));
-  add("Folder", v.path + (v.exists ? "" : " (missing)"));
-  if (v.kind && v.kind !== "notes") add("Kind", v.kind);
-  add("Indexed", v.indexed ? `${v.notes} notes, ${v.chunks} chunks` : "not yet");
-  if (v.sources && Object.keys(v.sources).length > 1) {
-    add("Documents", Object.entries(v.sources).map(([k, n]) => `${n} ${k}`).join(", "));
-  }
-  add("Last indexed", v.last_indexed ? `${ago(v.last_indexed)} (${v.last_indexed.replace("T", " ")})` : "never");
-  add("Model", v.embedder ? `${v.embedder}${v.dim ? ` · ${v.dim} dimensions` : ""}` : "–");
-  add("Vector layout", v.vector_index || "–");
-  if (v.store) add("Store", v.store);
-  const w = v.watcher || {};
-  add("Watcher", w.watching ? `watching${w.pending ? " · re-indexing" : ""}${w.last_error ? ` · last error: ${w.last_error}` : ""}`
-                            : "not watching");
-  if (v.changes) {
-    const c = v.changes;
-    add("On disk", c.new || c.changed || c.deleted ? `${c.new} new, ${c.changed} changed, ${c.deleted} deleted since indexed` : "up to date");
-  }
-  if (v.disk_bytes) add("Index size", `${(v.disk_bytes / 1048576).toFixed(1)} MB`);
-  if (v.error) add("Problem", v.error);
-  const button = el("button", { type: "button", class: "primary reindex", "data-vault": v.name,
-                                text: `Re-index ${v.name}`, onclick: () => reindex(v.name) });
-  return el("section", { class: "vault", "aria-labelledby": `vault-${v.name}`, "data-vault": v.name },
-    el("h3", { id: `vault-${v.name}`, text: v.name }), dl, button,
-    el("div", { class: "job", id: `job-${v.name}`, role: "status", "aria-live": "polite" }));
-}
-
-const reindex = guard(async (name) => {
-  try {
-    await api("/ui/api/reindex", { vault: name });
-  } catch (err) {
-    if (err instanceof SignedOut) throw err;
-    $("status-error").textContent = err.message;
-    return;
-  }
-  pollJobs();
-});
-
-const pollJobs = guard(async () => {
-  clearTimeout(state.jobsTimer);
-  const data = await api("/ui/api/jobs");
-  renderJobs(data.jobs);
-  const running = data.jobs.some((j) => j.state === "running");
-  state.jobsTimer = running ? setTimeout(pollJobs, 400) : 0;
-  if (!running) loadStatus(); // fresh counts; the cards keep each vault's last run line
-});
-
-function renderJobs(jobs) {
-  const latest = {};
-  for (const j of jobs) if (!latest[j.vault] || j.id > latest[j.vault].id) latest[j.vault] = j;
-  for (const j of Object.values(latest)) {
-    const box = $(`job-${j.vault}`);
-    if (!box) continue;
-    const button = document.querySelector(`.reindex[data-vault="${CSS.escape(j.vault)}"]`);
-    if (button) button.disabled = j.state === "running";
-    if (j.state === "running") {
-      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.total}` : ""}`;
-      const bar = el("progress", { max: j.total || 1, "aria-label": `Re-indexing ${j.vault}: ${label}` });
-      if (j.total) bar.value = j.done; else bar.removeAttribute("value");
-      box.replaceChildren(bar, el("span", { text: label }));
-      if (!state.jobsTimer) pollJobs();
-    } else if (j.state === "done") {
-      const s = j.summary;
-      box.replaceChildren(el("span", { class: "done",
-        text: `Re-indexed: ${s.added} added, ${s.updated} updated, ${s.removed} removed, ${s.unchanged} unchanged` +
-              `${s.skipped ? `, ${s.skipped} skipped` : ""} in ${fmt(s.seconds, 2)} s` +
-              `${s.warnings ? ` (${s.warnings} warnings: see \`hybrid index\`)` : ""}` }));
-    } else {
-      box.replaceChildren(el("span", { class: "error", text: `Re-index failed: ${j.error}` }));
-    }
-  }
-}
-
 // --- start -----------------------------------------------------------------------------------
 const loadFacets = guard(async () => {
   const f = await api("/ui/api/facets");
@@ -600,6 +448,7 @@ function wire() {
   document.addEventListener("keydown", onKey);
 }
 
+handlers.signedOut = signedOut;
 wire();
 api("/ui/api/session").then((s) => (s.signed_in ? guard(start)() : signedOut()))
   .catch((err) => { $("signin-error").textContent = `Cannot reach the server: ${err.message}`; show("signin"); });

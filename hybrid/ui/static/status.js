@@ -1,0 +1,100 @@
+// The status view: every vault's state, and re-index runs with their progress.
+"use strict";
+
+import { $, el, api, fmt, ago, guard, SignedOut } from "./common.js";
+
+let jobsTimer = 0;
+
+const STAGES = { scan: "reading notes", load: "loading model", embed: "embedding chunks", write: "writing indexes" };
+
+export const loadStatus = guard(async () => {
+  let data;
+  try { data = await api("/ui/api/status"); } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    $("status-error").textContent = err.message;
+    return;
+  }
+  $("status-error").textContent = "";
+  const s = data.server;
+  $("server-line").textContent = `hybrid ${s.version} · server pid ${s.pid}, up ${Math.round(s.uptime_s / 60)} min · ` +
+    (s.watching ? "watcher on" : "watcher off (start with `hybrid serve --http --watch`)") +
+    (s.rerank_model ? ` · reranker ${s.rerank_model}` : "");
+  $("vault-list").replaceChildren(...data.vaults.map(vaultCard));
+  if (!data.vaults.length) $("vault-list").append(el("p", { text: "No vaults registered: run `hybrid index PATH`." }));
+  renderJobs(data.jobs);
+});
+
+function vaultCard(v) {
+  const dl = el("dl");
+  const add = (name, value) => dl.append(el("dt", { text: name }), el("dd", { text: value }));
+  add("Folder", v.path + (v.exists ? "" : " (missing)"));
+  if (v.kind && v.kind !== "notes") add("Kind", v.kind);
+  add("Indexed", v.indexed ? `${v.notes} notes, ${v.chunks} chunks` : "not yet");
+  if (v.sources && Object.keys(v.sources).length > 1) {
+    add("Documents", Object.entries(v.sources).map(([k, n]) => `${n} ${k}`).join(", "));
+  }
+  add("Last indexed", v.last_indexed ? `${ago(v.last_indexed)} (${v.last_indexed.replace("T", " ")})` : "never");
+  add("Model", v.embedder ? `${v.embedder}${v.dim ? ` · ${v.dim} dimensions` : ""}` : "–");
+  add("Vector layout", v.vector_index || "–");
+  if (v.store) add("Store", v.store);
+  const w = v.watcher || {};
+  add("Watcher", w.watching ? `watching${w.pending ? " · re-indexing" : ""}${w.last_error ? ` · last error: ${w.last_error}` : ""}`
+                            : "not watching");
+  if (v.changes) {
+    const c = v.changes;
+    add("On disk", c.new || c.changed || c.deleted ? `${c.new} new, ${c.changed} changed, ${c.deleted} deleted since indexed` : "up to date");
+  }
+  if (v.disk_bytes) add("Index size", `${(v.disk_bytes / 1048576).toFixed(1)} MB`);
+  if (v.error) add("Problem", v.error);
+  const button = el("button", { type: "button", class: "primary reindex", "data-vault": v.name,
+                                text: `Re-index ${v.name}`, onclick: () => reindex(v.name) });
+  return el("section", { class: "vault", "aria-labelledby": `vault-${v.name}`, "data-vault": v.name },
+    el("h3", { id: `vault-${v.name}`, text: v.name }), dl, button,
+    el("div", { class: "job", id: `job-${v.name}`, role: "status", "aria-live": "polite" }));
+}
+
+const reindex = guard(async (name) => {
+  try {
+    await api("/ui/api/reindex", { vault: name });
+  } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    $("status-error").textContent = err.message;
+    return;
+  }
+  pollJobs();
+});
+
+const pollJobs = guard(async () => {
+  clearTimeout(jobsTimer);
+  const data = await api("/ui/api/jobs");
+  renderJobs(data.jobs);
+  const running = data.jobs.some((j) => j.state === "running");
+  jobsTimer = running ? setTimeout(pollJobs, 400) : 0;
+  if (!running) loadStatus(); // fresh counts; the cards keep each vault's last run line
+});
+
+function renderJobs(jobs) {
+  const latest = {};
+  for (const j of jobs) if (!latest[j.vault] || j.id > latest[j.vault].id) latest[j.vault] = j;
+  for (const j of Object.values(latest)) {
+    const box = $(`job-${j.vault}`);
+    if (!box) continue;
+    const button = document.querySelector(`.reindex[data-vault="${CSS.escape(j.vault)}"]`);
+    if (button) button.disabled = j.state === "running";
+    if (j.state === "running") {
+      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.total}` : ""}`;
+      const bar = el("progress", { max: j.total || 1, "aria-label": `Re-indexing ${j.vault}: ${label}` });
+      if (j.total) bar.value = j.done; else bar.removeAttribute("value");
+      box.replaceChildren(bar, el("span", { text: label }));
+      if (!jobsTimer) pollJobs();
+    } else if (j.state === "done") {
+      const s = j.summary;
+      box.replaceChildren(el("span", { class: "done",
+        text: `Re-indexed: ${s.added} added, ${s.updated} updated, ${s.removed} removed, ${s.unchanged} unchanged` +
+              `${s.skipped ? `, ${s.skipped} skipped` : ""} in ${fmt(s.seconds, 2)} s` +
+              `${s.warnings ? ` (${s.warnings} warnings: see \`hybrid index\`)` : ""}` }));
+    } else {
+      box.replaceChildren(el("span", { class: "error", text: `Re-index failed: ${j.error}` }));
+    }
+  }
+}
