@@ -3,7 +3,7 @@ helpers live in helpers.py."""
 import sys
 
 import pytest
-from helpers import SAMPLE_VAULT, write
+from helpers import SAMPLE_VAULT, http_servers, write
 
 import hybrid
 from hybrid.embedders import make_embedder, minilm_path
@@ -214,3 +214,11 @@ def sample(sample_home, minilm, store_kind, request):
     h = hybrid.open(home, embedders=[minilm])
     yield h
     h.close()
+
+
+@pytest.fixture
+def serve(home, tmp_path):
+    """``serve(*args, env=None, port=None)``: start `hybrid serve --http` on the test module's
+    ``home`` fixture (a HYBRID_HOME), wait for /health; every one is stopped after the test."""
+    with http_servers(home, tmp_path) as start:
+        yield start

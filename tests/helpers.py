@@ -225,3 +225,72 @@ def app_server(h, token: str | None = None, owner_key: str = "OWNER-KEY", watche
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def hash_home(home: Path, vault: Path) -> Path:
+    """A config whose default embedder is the hash embedder (so server subprocesses use it
+    too), with ``vault`` indexed as ``vault``."""
+    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    h = hybrid.open(home)
+    h.add_vault(vault, "vault")
+    h.index()
+    h.close()
+    return home
+
+
+def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a subprocess on ``home``: no token or allowed hosts of the caller's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
+    return {**env, "HYBRID_HOME": str(home), **(extra or {})}
+
+
+class ServerProcess:
+    """A running `hybrid serve --http` subprocess (see :func:`http_servers`)."""
+
+    def __init__(self, proc, port, home):
+        self.proc, self.port, self.home = proc, port, home
+
+    @property
+    def info(self) -> Path:
+        """Its address file (server.json)."""
+        from hybrid.http_server import server_file
+        return server_file(hybrid.open(self.home))
+
+
+@contextlib.contextmanager
+def http_servers(home: Path, logs: Path):
+    """Yields ``start(*args, env=None, port=None)``: start `hybrid serve --http` on ``home``
+    (a free port unless given), wait for /health, return a :class:`ServerProcess`. Every one
+    started is stopped on exit; their stderr goes to files in ``logs``."""
+    import urllib.request
+    procs = []
+
+    def start(*args, env=None, port=None):
+        port = port or free_port()
+        log_path = logs / f"server-{port}-{len(procs)}.log"
+        log = open(log_path, "wb")
+        p = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port), *args],
+                             env=server_env(home, env), stdout=subprocess.DEVNULL, stderr=log)
+        procs.append((p, log))
+        deadline = time.time() + 60
+        while time.time() < deadline and p.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as resp:
+                    if resp.status == 200:
+                        return ServerProcess(p, port, home)
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(log_path.read_text() if p.poll() is not None else "server did not start")
+
+    try:
+        yield start
+    finally:
+        for p, log in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            log.close()

@@ -5,23 +5,21 @@ Real servers (``hybrid serve --http`` subprocesses on 127.0.0.1) and a real MCP 
 hash embedder keeps them quick."""
 import http.client
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 
 import anyio
 import pytest
-from helpers import free_port, write
+from helpers import free_port, hash_home, server_env
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from starlette.testclient import TestClient
 
 import hybrid
 from hybrid.errors import HybridError
-from hybrid.http_server import build_app, is_loopback, remote_search, server_file
+from hybrid.http_server import build_app, is_loopback, remote_search
 from hybrid.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_TOP_K, BadSearchArgs
 from hybrid.request import SearchRequest
 
@@ -52,61 +50,7 @@ def search(port, payload, headers=None, **kw):
 
 @pytest.fixture
 def home(hybrid_home, vault):
-    """A config whose default embedder is the hash embedder (so server subprocesses use it
-    too), with the small test vault indexed."""
-    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
-    h = hybrid.open(hybrid_home)
-    h.add_vault(vault, "vault")
-    h.index()
-    h.close()
-    return hybrid_home
-
-
-class Server:
-    def __init__(self, proc, port, home):
-        self.proc, self.port, self.home = proc, port, home
-
-    @property
-    def info(self):
-        return server_file(hybrid.open(self.home))
-
-
-def _env(home, extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
-    return {**env, "HYBRID_HOME": str(home), **extra}
-
-
-@pytest.fixture
-def serve(home, tmp_path):
-    """Start `hybrid serve --http` subprocesses; every one is stopped at the end of the test."""
-    procs = []
-
-    def start(*args, env=None, port=None):
-        port = port or free_port()
-        log_path = tmp_path / f"server-{port}-{len(procs)}.log"
-        log = open(log_path, "wb")
-        p = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port), *args],
-                             env=_env(home, env or {}), stdout=subprocess.DEVNULL, stderr=log)
-        procs.append((p, log))
-        deadline = time.time() + 60
-        while time.time() < deadline and p.poll() is None:
-            try:
-                if request(port, "GET", "/health")[0] == 200:
-                    return Server(p, port, home)
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError(log_path.read_text() if p.poll() is not None else "server did not start")
-
-    yield start
-    for p, log in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
+    return hash_home(hybrid_home, vault)
 
 
 @pytest.fixture
@@ -185,7 +129,7 @@ def test_allowed_hosts_make_a_lan_bind_usable(serve):
 @pytest.mark.slow
 def test_a_bad_allow_host_is_one_error_line(home):
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(free_port()),
-                        "--allow-host", "evil.com/path"], env=_env(home, {}), capture_output=True, text=True,
+                        "--allow-host", "evil.com/path"], env=server_env(home), capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 1 and "not a host name" in r.stderr and "Traceback" not in r.stderr
 
@@ -282,7 +226,7 @@ def test_python_api_accepts_the_largest_allowed_values(fake, vault):
 @pytest.mark.slow
 def test_cli_query_too_long_is_one_error_line(home):
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "query", "x" * (MAX_QUERY_CHARS + 1)],
-                       env=_env(home, {}), capture_output=True, text=True, timeout=120)
+                       env=server_env(home), capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and r.stderr.startswith("error: query is too long") and "Traceback" not in r.stderr
     assert r.stdout == ""
 
@@ -319,7 +263,7 @@ def test_server_json_is_removed_when_the_server_is_stopped(serve, sig):
 def test_a_second_server_on_a_taken_port_leaves_the_first_ones_file(serve, home):
     first = serve()
     r = subprocess.run([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(first.port)],
-                       env=_env(home, {}), capture_output=True, text=True, timeout=120)
+                       env=server_env(home), capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert json.loads(first.info.read_text())["pid"] == first.proc.pid
     assert search(first.port, {"query": "tailscale"})[0] == 200

@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from helpers import free_port, write
+from helpers import free_port, hash_home, server_env, write
 from starlette.testclient import TestClient
 
 import hybrid
@@ -870,11 +870,6 @@ def test_tickets_are_capped(tmp_path):
 
 
 # --- 14. `hybrid ui` against real servers (subprocesses) ---------------------------------------
-def _env(home) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
-    return {**env, "HYBRID_HOME": str(home)}
-
-
 def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
     """One GET on 127.0.0.1 that follows no redirect: (status, lower-cased headers, body)."""
     parts = urllib.parse.urlsplit(url)
@@ -889,7 +884,7 @@ def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict
 
 
 def hybrid_ui(home, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", "ui", "--no-open", *args], env=_env(home),
+    return subprocess.run([sys.executable, "-m", "hybrid.cli", "ui", "--no-open", *args], env=server_env(home),
                           capture_output=True, text=True, timeout=240)
 
 
@@ -911,14 +906,7 @@ def check_sign_in_link(url: str, port: int) -> str:
 
 @pytest.fixture
 def home(hybrid_home, vault):
-    """A config whose default embedder is the hash embedder (so server subprocesses use it too),
-    with the conftest vault indexed as ``vault``."""
-    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
-    h = hybrid.open(hybrid_home)
-    h.add_vault(vault, "vault")
-    h.index()
-    h.close()
-    return hybrid_home
+    return hash_home(hybrid_home, vault)
 
 
 @pytest.fixture
@@ -928,39 +916,6 @@ def data_dir(home) -> Path:
         return h.config.data
     finally:
         h.close()
-
-
-@pytest.fixture
-def serve(home, tmp_path):
-    """``serve()``: start `hybrid serve --http` on a free port, wait for /health; returns
-    (process, port). Every one is stopped at the end of the test."""
-    procs = []
-
-    def start():
-        port = free_port()
-        log = open(tmp_path / f"server-{port}.log", "wb")
-        p = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port)],
-                             env=_env(home), stdout=subprocess.DEVNULL, stderr=log)
-        procs.append((p, log))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and p.poll() is None:
-            try:
-                if http_get(f"http://127.0.0.1:{port}/health")[0] == 200:
-                    return p, port
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError((tmp_path / f"server-{port}.log").read_text() or "server did not start")
-
-    yield start
-    for p, log in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
 
 
 def _gone(pid: int) -> bool:
@@ -996,7 +951,8 @@ def background(data_dir):
 
 @pytest.mark.slow
 def test_hybrid_ui_signs_in_to_the_running_server(serve, home):
-    proc, port = serve()
+    server = serve()
+    proc, port = server.proc, server.port
     r = hybrid_ui(home)
     assert r.returncode == 0, r.stderr
     assert "starting the server" not in r.stderr  # it found the running one
