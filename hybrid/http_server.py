@@ -399,19 +399,27 @@ def remote_result(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> Se
     return SearchResult.from_response(data, request.query, request.parsed)
 
 
+def server_info(h: Hybrid) -> dict | None:
+    """The running server's address file (``url``, ``pid``, ``token``, ``owner_key``), or None
+    when there is none, it cannot be read, or it has no owner key (a server from before the
+    agent view would not know us as the owner)."""
+    try:
+        info = json.loads(server_file(h).read_text(encoding="utf-8"))
+        info["url"], info["owner_key"] = str(info["url"]), str(info.get("owner_key") or "")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return info if info["owner_key"] else None
+
+
 def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | None:
     """The server's JSON answer (a dict with a ``hits`` list), or None."""
     import urllib.error
     import urllib.request
 
-    try:
-        info = json.loads(server_file(h).read_text(encoding="utf-8"))
-        url = str(info["url"])
-        owner_key = str(info.get("owner_key") or "")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    info = server_info(h)
+    if info is None:
         return None
-    if not owner_key:  # a server from before the agent view: it would not know us as the owner
-        return None
+    url, owner_key = info["url"], info["owner_key"]
     req = urllib.request.Request(url + "/api/search", data=json.dumps(request.to_json()).encode(),
                                  headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
                                  method="POST")

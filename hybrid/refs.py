@@ -93,11 +93,11 @@ def heading_key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def section_lines(lines: list[str], heading: list[str]) -> tuple[int, int] | None:
-    """1-based (first, last) line of the section under ``heading`` (each element a heading
-    nested in the one before, as in ``Note#A#B``), or None. Headings in code fences don't count."""
+def heading_lines(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(0-based line index, level, :func:`heading_key`) of every heading in ``lines``, in order;
+    headings inside code fences don't count."""
     from .notes import FENCE_RE
-    heads: list[tuple[int, int, str]] = []  # (line index, level, key)
+    heads: list[tuple[int, int, str]] = []
     fence = ""
     for i, line in enumerate(lines):
         f = FENCE_RE.match(line)
@@ -110,6 +110,13 @@ def section_lines(lines: list[str], heading: list[str]) -> tuple[int, int] | Non
         h = heading_of(line)
         if h:
             heads.append((i, h[0], heading_key(h[1])))
+    return heads
+
+
+def section_lines(lines: list[str], heading: list[str]) -> tuple[int, int] | None:
+    """1-based (first, last) line of the section under ``heading`` (each element a heading
+    nested in the one before, as in ``Note#A#B``), or None. Headings in code fences don't count."""
+    heads = heading_lines(lines)
     lo, hi = 0, len(lines)  # the span searched for the next part of the heading path
     found = None
     for want in (heading_key(x) for x in heading):

@@ -6,7 +6,6 @@ because its browser is absent proves nothing."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import urllib.request
@@ -57,11 +56,8 @@ class Page:
 
     def sign_in(self):
         """Sign in as ``hybrid ui`` does: a one-time link got with the owner key."""
-        req = urllib.request.Request(self.url + "/ui/api/ticket", data=b"{}", method="POST",
-                                     headers={"Content-Type": "application/json", "X-Hybrid-Owner": OWNER})
-        with urllib.request.urlopen(req) as resp:
-            path = json.loads(resp.read())["path"]
-        self.page.goto(self.url + path)
+        from hybrid.ui.launch import sign_in_url
+        self.page.goto(sign_in_url({"url": self.url, "owner_key": OWNER}))
         self.page.wait_for_selector("#search-view:not([hidden])")
         return self.page
 

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import common  # noqa: F401 - puts the checkout on sys.path
@@ -29,6 +28,7 @@ import common  # noqa: F401 - puts the checkout on sys.path
 import hybrid
 from hybrid.evalio import sample_set
 from hybrid.http_server import build_app
+from hybrid.ui.launch import sign_in_url
 
 CHROMIUM = os.environ.get("HYBRID_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -62,13 +62,6 @@ def serve(h, port: int):
     return server
 
 
-def sign_in_path(url: str) -> str:
-    req = urllib.request.Request(url + "/ui/api/ticket", data=b"{}", method="POST",
-                                 headers={"Content-Type": "application/json", "X-Hybrid-Owner": OWNER})
-    with urllib.request.urlopen(req) as resp:
-        return json.loads(resp.read())["path"]
-
-
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
@@ -95,7 +88,7 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page(viewport={"width": 1100, "height": 1000})
-            page.goto(url + sign_in_path(url))
+            page.goto(sign_in_url({"url": url, "owner_key": OWNER}))
             page.wait_for_selector("#search-view:not([hidden])")
             page.on("response", lambda r: server_ms.append(r.json()["took_ms"])
                     if r.url.endswith("/ui/api/search") and r.ok else None)
@@ -111,7 +104,7 @@ def main() -> int:
                 page.wait_for_selector("#hit-0-body pre")
                 page.screenshot(path=str(shots / "search-page.png"))
                 phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
-                phone.goto(url + sign_in_path(url))
+                phone.goto(sign_in_url({"url": url, "owner_key": OWNER}))
                 phone.wait_for_selector("#search-view:not([hidden])")
                 phone.evaluate(TIMED, "sourdough starter feeding")
                 phone.screenshot(path=str(shots / "search-page-phone.png"))

@@ -30,16 +30,12 @@ START_TIMEOUT = 60.0  # seconds to wait for a server started here to listen
 
 def running_server(h: Hybrid) -> dict | None:
     """The address file of a server that answers ``/health`` now, else None."""
-    from ..http_server import server_file
-    try:
-        info = json.loads(server_file(h).read_text(encoding="utf-8"))
-        url, key = str(info["url"]), str(info.get("owner_key") or "")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    if not key:
+    from ..http_server import server_info
+    info = server_info(h)
+    if info is None:
         return None
     try:
-        with urllib.request.urlopen(url + "/health", timeout=2) as resp:
+        with urllib.request.urlopen(info["url"] + "/health", timeout=2) as resp:
             if resp.status == 200:
                 return info
     except (OSError, ValueError):

@@ -257,7 +257,7 @@ def read_section(h: Hybrid, body: dict) -> dict:
     """The section around a hit, read from disk as ``hybrid get`` reads it: the section under
     the hit's heading path when it holds the hit's lines (at most :data:`SECTION_LINES`, kept
     around the hit), else the hit's lines and :data:`CONTEXT_LINES` on either side."""
-    from ..refs import section_lines
+    from ..refs import heading_lines, section_lines
     vault, path = body.get("vault"), body.get("path")
     start, end = body.get("start_line"), body.get("end_line")
     heading = body.get("heading_path") or []
@@ -278,7 +278,8 @@ def read_section(h: Hybrid, body: dict) -> dict:
     if span is None or not (span[0] <= start and end <= span[1]):
         span = (max(1, start - CONTEXT_LINES), min(len(lines), end + CONTEXT_LINES))
     else:  # the section's own text: up to its first subheading after the hit, not its subsections
-        span = (span[0], _next_heading(lines, end, span[1]))
+        below = [i for i, _, _ in heading_lines(lines) if end <= i < span[1]]  # 0-based i: line i + 1
+        span = (span[0], below[0] if below else span[1])
     first, last = span
     if last - first + 1 > SECTION_LINES:  # keep the hit in view, and as much around it as fits
         room = max(0, SECTION_LINES - (end - start + 1))
@@ -292,22 +293,6 @@ def read_section(h: Hybrid, body: dict) -> dict:
 def _line(x: Any) -> bool:
     """A 1-based line number (not a bool, which Python counts as an int)."""
     return isinstance(x, int) and not isinstance(x, bool) and x >= 1
-
-
-def _next_heading(lines: list[str], after: int, limit: int) -> int:
-    """The line before the first heading below line ``after`` (1-based; code fences skipped),
-    or ``limit``."""
-    from ..notes import FENCE_RE
-    from ..refs import heading_of
-    fence = ""
-    for i in range(after, limit):  # 0-based index i is line i + 1
-        f = FENCE_RE.match(lines[i])
-        if f:
-            mark = f.group(1)[0]
-            fence = "" if fence == mark else (fence or mark)
-        elif not fence and heading_of(lines[i]):
-            return i
-    return limit
 
 
 def status_data(h: Hybrid, watcher, jobs: IndexJobs, started: float) -> dict:
