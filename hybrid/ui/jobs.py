@@ -9,6 +9,7 @@ a bar per run. One job per vault at a time; finished jobs are kept (the newest
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,6 +20,7 @@ from ..errors import HybridError
 if TYPE_CHECKING:
     from ..api import Hybrid
 
+log = logging.getLogger("hybrid")
 KEEP = 20
 LOCK_WAIT = 60.0  # seconds a job waits for another indexer (the watcher, a CLI run) to finish
 
@@ -78,6 +80,7 @@ class IndexJobs:
             with self._lock:
                 job.state, job.error = "failed", str(exc).splitlines()[0] if str(exc) else "failed"
         except Exception as exc:  # a bug must still end the job, not leave it "running" forever
+            log.exception("re-indexing %s from the search page failed", job.vault)
             with self._lock:
                 job.state, job.error = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
         finally:

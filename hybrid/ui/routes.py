@@ -99,7 +99,7 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
         return hmac.compare_digest(given.encode(), token.encode())
 
     async def json_body(request: Request) -> dict:
-        """The JSON object a POST carries; BadSearchArgs (→ 400/415) otherwise."""
+        """The JSON object a POST carries; a refusal (415 for another media type, 400) otherwise."""
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
             raise _Refused(415, "Content-Type must be application/json")
