@@ -8,8 +8,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from click.testing import CliRunner
-from helpers import JsonHandler, hybrid_cmd, local_server, write
-from test_hardening_http import home, serve  # noqa: F401 - fixtures of the real-server test
+from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
 
 import hybrid
 from hybrid.cli import main
@@ -297,8 +296,14 @@ def test_cli_through_a_server_announces_the_correction(kafka_home, monkeypatch):
         assert result.needles and isinstance(result[0], Hit)
 
 
+@pytest.fixture
+def home(hybrid_home, vault):
+    """The small test vault indexed with the hash embedder, for the `serve` fixture's servers."""
+    return hash_home(hybrid_home, vault)
+
+
 @pytest.mark.slow
-def test_real_server_carries_corrections(serve, home):  # noqa: F811 - fixtures imported above
+def test_real_server_carries_corrections(serve, home):
     serve()
     h = hybrid.open(home)
     try:
