@@ -7,27 +7,27 @@ import threading
 import pytest
 from helpers import OBSIDIAN_HELP, SAMPLE_VAULT
 from secrets_fixtures import HARD_NEGATIVES, fake_secrets, pem_block
+from test_redact_corpus import leaked
 
 from hybrid.errors import HybridError
 from hybrid.lexical import overlap
 from hybrid.redact import REDACTED, RedactionUnavailable, Redactor, available, redactor
 
 CASES = fake_secrets()
-# Cases kingfisher plus hybrid/data/secret_rules.yml cannot catch, with the reason.
-EXPECTED_MISSES = {
-    # no token shape and no `keyword: value` syntax; every detector measured misses it
-    "prose-password",
-}
+# Cases kingfisher plus hybrid/data/secret_rules.yml cannot catch, with the reason. (Empty since
+# the prose rule custom.password-prose caught "prose-password"; recall and precision over the
+# whole corpus are in tests/test_redact_corpus.py.)
+EXPECTED_MISSES: set[str] = set()
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("kf-cache")
+def cache_dir(kingfisher_cache):
+    return kingfisher_cache
 
 
 @pytest.fixture(scope="module")
 def rd(cache_dir):
-    """One redactor for the module; its rules compile once (about 4 s) into a private cache."""
+    """One redactor for the module; its rules compile once per session into a private cache."""
     r = Redactor(cache_dir)
     r.warm()
     return r
@@ -41,7 +41,7 @@ def test_fixture_secrets_are_not_literal_in_the_tests():
     sources = "".join(p.read_text(encoding="utf-8") for p in (here / "secrets_fixtures.py", Path(__file__)))
     for case in CASES:
         if case["name"] != "frontmatter-password":  # hunter2x: the rule file's own example
-            assert case["secret"] not in sources, case["name"]
+            assert not any(s in sources for s in case["secrets"]), case["name"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -50,14 +50,14 @@ def test_recall(rd, case):
     if case["name"] in EXPECTED_MISSES:
         assert case["secret"] in out, f"{case['name']} is caught now: drop it from EXPECTED_MISSES"
         return
-    assert case["secret"] not in out
+    assert not any(leaked(s, out) for s in case["secrets"])
     assert REDACTED in out
     assert out.count("\n") == case["line"].count("\n")
     assert rd.redact(out) == out  # idempotent: REDACTED itself is not a secret
 
 
 def test_recall_summary(rd):
-    caught = [c["name"] for c in CASES if c["secret"] not in rd.redact(c["line"])]
+    caught = [c["name"] for c in CASES if not any(leaked(s, rd.redact(c["line"])) for s in c["secrets"])]
     assert len(caught) == len(CASES) - len(EXPECTED_MISSES)
 
 
