@@ -58,11 +58,24 @@ class Settings:
                                               "with a warning.")
     max_pdf_bytes: int = _setting(200_000_000, "Larger PDFs are skipped with a warning (a PDF is "
                                                "read page by page, never whole into memory).")
+    convert_max_memory_mb: int = _setting(
+        1024, "Memory (address space, in MB) the separate process that reads PDFs and web pages "
+              "may use for one document; a document that needs more (a decompression bomb) is "
+              "skipped with a warning. Enforced on Linux; elsewhere only `convert_timeout` applies.",
+        check=lambda v: v >= 128, hint="a number of MB, at least 128")
+    convert_timeout: float = _setting(
+        120, "Seconds one PDF or web page may take to be read; a slower one is skipped with a "
+             "warning (its converter process is stopped and started again).",
+        check=lambda v: v > 0, hint="a number of seconds, more than 0")
     include: tuple[str, ...] = _setting(
         ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm"),
         "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
         "(text per page), plain text and saved web pages (their main text) are read.")
     exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.")
+    fetch_private: bool = _setting(
+        False, "Let `hybrid index --fetch` fetch bookmarked pages (or follow redirects) to loopback, "
+               "private-network and other non-public addresses; link-local and cloud metadata "
+               "addresses (169.254.169.254 …) are refused always.")
     rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
     weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
     weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion.")
@@ -132,6 +145,12 @@ class Settings:
     audit_max_mb: float = _setting(10, "Size at which the audit log rotates, in MB.",
                                    check=lambda v: v > 0)
     audit_keep: int = _setting(5, "How many rotated audit logs to keep.")
+    http_header_timeout: float = _setting(
+        10, "Seconds a client of `hybrid serve --http` has to send a request's head (from connecting, "
+            "or from the previous answer); then its connection is closed.", check=lambda v: v > 0)
+    http_body_timeout: float = _setting(
+        30, "Seconds a client of `hybrid serve --http` has to send a request's body, once its head "
+            "is in; then it gets 408 and its connection is closed.", check=lambda v: v > 0)
 
     def __post_init__(self) -> None:
         for f in fields(self):

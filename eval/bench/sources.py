@@ -29,7 +29,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import common  # noqa: F401 - puts the checkout on sys.path
+import common  # also puts the checkout on sys.path
 
 import hybrid
 from hybrid.embedders import make_embedder
@@ -154,7 +154,7 @@ def quality(tmp: Path, minilm) -> dict:
         export = tmp / "bookmarks.html"
         bookmarks_export(export, base, to_web, vault)
         by_url = {f"{base}/{page}": note for page, note in to_web.items()}
-        h = hybrid.open(tmp / "h-bm", embedders=[minilm])
+        h = hybrid.open(tmp / "h-bm", embedders=[minilm], fetch_private=True)  # pages served on 127.0.0.1
         h.add_source("bookmarks", export, "reading")
         titles_only = score_after(h, queries, qrels, by_url, fetch=None)
         fetched = score_after(h, queries, qrels, by_url, fetch="new")
@@ -177,17 +177,13 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def speed(tmp: Path, pages: int, minilm) -> dict:
+def speed_pdfs(folder: Path, pages: int = 400, per_pdf: int = 50) -> list[Path]:
+    """PDFs of ``per_pdf`` pages of obsidian-help paragraphs (the sample vault's without it)."""
     from fpdf import FPDF
-
-    from hybrid.sources.pdf import pdf_note
     oh = common.OBSIDIAN_HELP if common.OBSIDIAN_HELP.is_dir() else sample_set()[0]
     text = [p.read_text(encoding="utf-8") for p in sorted(oh.rglob("*.md"))]
     paras = [t for doc in text for t in doc.split("\n\n") if len(t) > 80]
-    folder = tmp / "speed"
-    folder.mkdir()
-    per_pdf = 50
-    made = 0
+    folder.mkdir(parents=True, exist_ok=True)
     i = 0
     for n in range(pages // per_pdf):
         pdf = FPDF()
@@ -198,8 +194,15 @@ def speed(tmp: Path, pages: int, minilm) -> dict:
             pdf.multi_cell(0, 5, "\n\n".join(paras[(i + k) % len(paras)] for k in range(6))[:3000])
             i += 6
         pdf.output(str(folder / f"doc-{n:03d}.pdf"))
-        made += per_pdf
-    files = sorted(folder.glob("*.pdf"))
+    return sorted(folder.glob("*.pdf"))
+
+
+def speed(tmp: Path, pages: int, minilm) -> dict:
+    from hybrid.sources.pdf import pdf_note
+    per_pdf = 50
+    folder = tmp / "speed"
+    files = speed_pdfs(folder, pages, per_pdf)
+    made = len(files) * per_pdf
     extract = []
     for _ in range(3):
         t = time.perf_counter()

@@ -5,33 +5,43 @@ notes; plain text keeps its lines as they are; a saved web page is reduced to it
 markdown by trafilatura (Apache-2.0), so its headings become sections; a PDF is read page by page
 (:mod:`hybrid.sources.pdf`). Line numbers in citations count lines of this text, which is also
 what ``hybrid get`` shows for the document.
+
+PDFs and web pages are parsed by third-party code (PDFium, lxml) in the converter worker
+(:mod:`hybrid.sources.worker`), under ``convert_max_memory_mb`` and ``convert_timeout``; a
+document over either bound raises :class:`ConvertError` naming it and the bound. Markdown and
+plain text are parsed here, by our own bounded parser.
 """
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
 from ..notes import BinaryFile, Note, decode, parse_note
 from . import kind_of
+from .sandbox import ConvertError, Limits, convert, convert_limits
 
-_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["to_note", "text_note", "html_note", "main_text"]
 
 
-def to_note(path: str, data: bytes | None, abspath: str | None = None) -> Note:
+def to_note(path: str, data: bytes | None, abspath: str | None = None,
+            limits: Limits | None = None) -> Note:
     """The note of the document at vault-relative ``path``: from ``data``, or (a PDF, read
-    page by page) from the file ``abspath``. Raises BinaryFile or pdf.Unreadable for a
-    document with no text to index."""
+    page by page) from the file ``abspath``. Raises BinaryFile or ConvertError (a PDF's
+    Unreadable among them) for a document with no text to index or over ``limits``."""
     kind = kind_of(path)
     if kind == "pdf":
         from .pdf import pdf_note
         source = abspath if data is None else data
         if source is None:
             raise ValueError(f"{path}: nothing to read")
-        return pdf_note(path, source)
+        return pdf_note(path, source, limits)
     if data is None:
         raise ValueError(f"{path}: nothing to read")
     if kind == "web":
-        return html_note(path, data)
+        return html_note(path, data, limits)
     text, warnings = decode(data, path)
     note = text_note(path, text) if kind == "text" else parse_note(path, text)
     note.warnings[:0] = warnings
@@ -44,36 +54,39 @@ def text_note(path: str, text: str) -> Note:
     return Note(path=path, title=stem.rsplit(".", 1)[0] or stem, lines=text.split("\n"), body_start=1)
 
 
-def html_note(path: str, data: bytes) -> Note:
-    """A saved web page's main text (navigation, ads and footers left out) as markdown."""
+def html_note(path: str, data: bytes, limits: Limits | None = None) -> Note:
+    """A saved web page's main text (navigation, ads and footers left out) as markdown.
+    Raises ConvertError when it has no text (saying why: nested too deep to parse, or none)."""
     if b"\x00" in data[:8192]:
         raise BinaryFile(f"{path}: binary content in an HTML file; skipped")
     html = data.decode("utf-8", errors="replace")
-    markdown, title = main_text(html)
+    markdown, title, warnings = _page(html, path, limits)
     note = parse_note(path, markdown)
     stem = path.rsplit("/", 1)[-1]
     note.title = title or (note.title if note.title != stem else stem.rsplit(".", 1)[0])
     note.tags = []  # '#word' in a page's prose is no tag of the owner's
+    note.warnings[:0] = warnings
     return note
 
 
-def main_text(html: str) -> tuple[str, str]:
-    """(main text as markdown, page title) of an HTML page; the whole visible text when no
-    main part is found, and ("", title) when the page has no text at all."""
-    import trafilatura
-    text = trafilatura.extract(html, output_format="markdown", include_comments=False,
-                               include_tables=True, favor_recall=True) or ""
+def main_text(html: str, name: str = "page", limits: Limits | None = None) -> tuple[str, str]:
+    """(main text as markdown, page title) of an HTML page (``name``: its path or URL, for
+    errors); the whole visible text when no main part is found. ConvertError when it has no
+    text at all, or is over ``limits``."""
+    text, title, _ = _page(html, name, limits)
+    return text, title
+
+
+def _page(html: str, name: str, limits: Limits | None) -> tuple[str, str, list[str]]:
+    """(markdown, title, warnings) of a page, converted by the worker."""
+    reply = convert("html", name, limits or convert_limits(), html.encode("utf-8", "surrogatepass"))
+    text, title, deep = reply.get("text"), reply.get("title"), reply.get("too_deep")
+    if not reply["ok"] or not isinstance(text, str) or not isinstance(title, str) \
+            or not isinstance(deep, int):
+        raise ConvertError(name, "the converter sent a malformed reply")
     if not text.strip():
-        text = trafilatura.html2txt(html) or ""
-    title = ""
-    try:
-        meta = trafilatura.extract_metadata(html)
-        title = (meta.title or "") if meta is not None else ""
-    except Exception:  # noqa: BLE001 - the title is optional
-        title = ""
-    if not title:
-        m = _TITLE_RE.search(html[:200_000])
-        title = " ".join(m.group(1).split()) if m else ""
-    if text.lstrip().startswith("---"):
-        text = "\n" + text  # never read as frontmatter
-    return text, title[:300]
+        raise ConvertError(name, f"nested too deep to parse (over {deep} levels of elements); no "
+                                 "text extracted" if deep else "no text extracted")
+    warnings = [f"{name}: nested too deep to parse (over {deep} levels of elements); the text "
+                "inside them is left out"] if deep else []
+    return text, title[:300], warnings

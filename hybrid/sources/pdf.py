@@ -1,18 +1,21 @@
 """PDF text, page by page, with PDFium (pypdfium2: Apache-2.0/BSD; not AGPL).
 
 A PDF becomes a note whose sections are its pages: ``# Page N`` and that page's text, so chunks
-never span two pages and a hit's page is its section (:func:`page_of`). Pages are read one at a
-time and closed, so a large PDF costs the memory of one page plus the text kept so far (capped
-at ``MAX_TEXT_CHARS``). A PDF that cannot be read (encrypted, damaged, or without a text layer:
-a scan) raises :class:`Unreadable`, which the indexer reports as one warning and skips.
+never span two pages and a hit's page is its section (:func:`page_of`). PDFium runs in the
+converter worker (:mod:`hybrid.sources.worker`) under a memory and time bound; there pages are
+read one at a time and closed, so a large PDF costs the memory of one page plus the text kept so
+far (capped at ``MAX_TEXT_CHARS``). A PDF that cannot be read (encrypted, damaged, or without a
+text layer: a scan) raises :class:`Unreadable`, one over the bounds ConvertError; the indexer
+reports either as one warning and skips the PDF.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..notes import FENCE_RE, Note
+from .sandbox import ConvertError, Limits, convert, convert_limits
 
 PAGE_HEADING = "Page "
 MAX_TEXT_CHARS = 20_000_000  # text kept from one PDF; later pages are left out with a warning
@@ -21,7 +24,7 @@ _HEADING_LIKE = re.compile(r"^\s{0,3}#")
 _JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|document\d*|\s*)$", re.I)
 
 
-class Unreadable(ValueError):
+class Unreadable(ConvertError):
     """The PDF has no text to index: encrypted, damaged, or only images (a scan)."""
 
 
@@ -34,35 +37,36 @@ def page_of(heading: str) -> int | None:
     return None
 
 
-def _open(source: str | bytes, path: str):
-    import pypdfium2 as pdfium
-    try:
-        return pdfium.PdfDocument(source)
-    except pdfium.PdfiumError as exc:
-        why = str(exc)
-        if "password" in why.lower():
-            raise Unreadable(f"{path}: encrypted PDF (needs a password); skipped") from None
-        raise Unreadable(f"{path}: damaged or not a PDF ({why.strip().splitlines()[0][:120]}); "
-                         "skipped") from None
+@dataclass
+class PdfText:
+    """What the converter read of a PDF."""
+    pages: int                       # pages in the PDF
+    texts: list[tuple[int, str]]     # (page number, cleaned text) of the pages read, in order
+    title: str                       # its metadata title ("" when none or a placeholder)
+    cut_from: int | None = None      # the page the text cap cut short (the last read), else None
 
 
-def page_texts(source: str | bytes, path: str) -> Iterator[tuple[int, str]]:
-    """(page number, text) of every page, in order, one page in memory at a time."""
-    pdf = _open(source, path)
-    try:
-        for i in range(len(pdf)):
-            page = pdf[i]
-            try:
-                textpage = page.get_textpage()
-                try:
-                    text = textpage.get_text_range()
-                finally:
-                    textpage.close()
-            finally:
-                page.close()
-            yield i + 1, clean(text)
-    finally:
-        pdf.close()
+def pdf_text(source: str | bytes, path: str, max_chars: int = MAX_TEXT_CHARS,
+             limits: Limits | None = None) -> PdfText:
+    """The text of the PDF at ``source`` (a file path or its bytes), page by page, read by the
+    converter worker under ``limits``: at most ``max_chars`` in all, the page that passes them
+    cut short (``cut_from``). Raises :class:`Unreadable` for a PDF PDFium cannot open,
+    ConvertError over the limits."""
+    args = {"path": source} if isinstance(source, str) else {}
+    reply = convert("pdf", path, limits or convert_limits(), b"" if isinstance(source, str) else source,
+                    max_chars=max_chars, **args)
+    if not reply["ok"]:
+        why = str(reply.get("message") or "")
+        if reply.get("kind") == "encrypted":
+            raise Unreadable(path, "encrypted PDF (needs a password)")
+        raise Unreadable(path, f"damaged or not a PDF ({why})")
+    pages, texts, title = reply.get("pages"), reply.get("texts"), reply.get("title")
+    if not isinstance(pages, int) or not isinstance(title, str) or not isinstance(texts, list) \
+            or len(texts) > pages or not all(isinstance(t, str) for t in texts):
+        raise ConvertError(path, "the converter sent a malformed reply")
+    title = "" if _JUNK_TITLE.match(title.strip()) else " ".join(title.split())[:300]
+    return PdfText(pages, [(i, clean(t)) for i, t in enumerate(texts, 1)], title,
+                   len(texts) if reply.get("cut") is True and texts else None)
 
 
 def clean(text: str) -> str:
@@ -80,41 +84,32 @@ def clean(text: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def metadata_title(source: str | bytes, path: str) -> str:
-    pdf = _open(source, path)
-    try:
-        title = str(pdf.get_metadata_dict().get("Title") or "").strip()
-    except Exception:  # noqa: BLE001 - metadata is optional
-        title = ""
-    finally:
-        pdf.close()
-    return "" if _JUNK_TITLE.match(title) else " ".join(title.split())[:300]
-
-
-def pdf_note(path: str, source: str | bytes) -> Note:
+def pdf_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
     """The note of the PDF at ``source`` (a file path or its bytes; its ``warnings`` say what
-    was left out). Raises :class:`Unreadable` when no page has text."""
+    was left out). Raises :class:`Unreadable` when no page has text, ConvertError when
+    reading it is over ``limits``."""
+    got = pdf_text(source, path, MAX_TEXT_CHARS, limits)
     warnings: list[str] = []
     lines: list[str] = []
-    pages = kept = chars = 0
-    for number, text in page_texts(source, path):
-        pages = number
+    kept = chars = 0
+    cut_from = got.cut_from
+    for number, text in got.texts:
+        if number == cut_from or chars + len(text) > MAX_TEXT_CHARS:
+            cut_from = number  # no page is kept in part
+            break
         if not text.strip():
             continue
-        if chars + len(text) > MAX_TEXT_CHARS:
-            warnings.append(f"{path}: text beyond {MAX_TEXT_CHARS:,} characters left out "
-                            f"(from page {number} on)")
-            break
         if lines:
             lines.append("")
         lines += [f"# {PAGE_HEADING}{number}", "", *text.split("\n")]
         kept += 1
         chars += len(text)
+    if cut_from is not None:
+        warnings.append(f"{path}: text beyond {MAX_TEXT_CHARS:,} characters left out "
+                        f"(from page {cut_from} on)")
     if not kept:
-        raise Unreadable(f"{path}: no text layer in {pages} page(s) (a scan or images only); "
-                         "skipped" if pages else f"{path}: a PDF without pages; skipped")
+        raise Unreadable(path, f"no text layer in {got.pages} page(s) (a scan or images only)"
+                         if got.pages else "a PDF without pages")
     stem = path.rsplit("/", 1)[-1]
-    title = metadata_title(source, path) or stem[:-4]
-    note = Note(path=path, title=title, lines=lines, body_start=1,
-                properties={"pages": pages}, warnings=warnings)
-    return note
+    return Note(path=path, title=got.title or stem[:-4], lines=lines, body_start=1,
+                properties={"pages": got.pages}, warnings=warnings)

@@ -1,0 +1,265 @@
+"""The converter worker: PDFs and web pages are parsed in a separate process, under a memory
+and a time bound, so that one hostile or broken document costs one warning, never the run.
+
+A 1.4 MB PDF whose content stream inflates to 400 MB (a decompression bomb) made PDFium take
+5+ GB and abort the whole ``hybrid index``; trafilatura/lxml have their own ways to spend
+memory and time. Both now run in a child process that
+
+- is started with ``subprocess`` running this file by path (``python worker.py MB``), not
+  ``-m hybrid.sources.worker`` and never by fork: the parent holds ONNX Runtime threads and
+  loaded models, and ``hybrid/__init__`` imports the whole API; this file imports nothing of
+  hybrid, and the child imports pypdfium2 or trafilatura only when a document needs them;
+- limits its own address space (``RLIMIT_AS``, ``convert_max_memory_mb``: the whole process,
+  interpreter and libraries included; PDFium aborts when an allocation fails, Python raises
+  MemoryError) and, as a backstop for a parent that died mid-document, its CPU time
+  (``RLIMIT_CPU``, raised before each document). Where ``resource`` is missing (Windows) or
+  the limit cannot be set, only the deadline applies;
+- is killed by the parent when a document takes longer than ``convert_timeout`` seconds of
+  wall-clock time, and started again for the next document.
+
+The parent's side (starting, watching and stopping workers, :class:`~hybrid.sources.sandbox.
+ConvertError`) is :mod:`hybrid.sources.sandbox`. One worker per memory limit stays up for the
+documents of a run (its start costs ~50 ms, with trafilatura ~0.3 s) and is stopped when the
+index run ends, when ``Hybrid.close()`` is called and at exit (``sandbox.shutdown``). An idle
+worker whose parent died reads end-of-file and exits. Calls from several threads take turns
+(one lock per worker).
+
+The protocol is plain data, never pickle: the parent must not unpickle what a process that
+parsed hostile input sends. A request is two frames (a JSON header, then the document's
+bytes, maybe empty); a reply is one JSON frame, checked for shape before use. A frame is an
+8-byte big-endian length and its bytes. The child talks on a copy of its stdout and points
+fd 1 at /dev/null, so a library that prints cannot corrupt a frame.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import struct
+import sys
+import time
+from typing import IO
+
+_LEN = struct.Struct(">Q")
+MAX_HEADER_BYTES = 1 << 20
+
+
+# --- frames: both sides ------------------------------------------------------------------
+
+def write_frame(out: IO[bytes], data: bytes) -> None:
+    out.write(_LEN.pack(len(data)))
+    out.write(data)
+
+
+def read_frame(inp: IO[bytes], limit: int) -> bytes | None:
+    """One frame's bytes, or None at end of input (or a frame longer than ``limit``)."""
+    head = _read_exactly(inp, _LEN.size)
+    if head is None:
+        return None
+    (size,) = _LEN.unpack(head)
+    if size > limit:
+        return None
+    return _read_exactly(inp, size)
+
+
+def _read_exactly(inp: IO[bytes], size: int) -> bytes | None:
+    parts, got = [], 0
+    while got < size:
+        block = inp.read(size - got)
+        if not block:
+            return None
+        parts.append(block)
+        got += len(block)
+    return b"".join(parts)
+
+
+# --- the worker's side: runs in the child process -----------------------------------------
+
+def _limit_resources(memory_mb: int) -> bool:
+    """Cap this process's address space at ``memory_mb`` (never above a limit it inherited);
+    False where that cannot be done."""
+    try:
+        import resource
+    except ImportError:  # Windows: the parent's deadline is the only bound
+        return False
+    want = memory_mb * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (want, want))
+    except (ValueError, OSError):  # a platform that does not enforce it (macOS): the deadline
+        return False
+    return True
+
+
+def _cpu_budget(seconds: int) -> None:
+    """Let the next document use at most ``seconds`` more of CPU time (SIGXCPU ends the
+    process beyond it): the deadline's backstop when the parent is gone."""
+    try:
+        import resource
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        limit = int(used.ru_utime + used.ru_stime) + 1 + max(1, seconds)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _fault(name: str) -> None:
+    """Test hook: ``HYBRID_FAULT=convert-hang:NAME`` (or ``convert-crash:NAME``) makes the
+    worker hang (or abort) on the document NAME, as a pathological input would."""
+    fault = os.environ.get("HYBRID_FAULT", "")
+    if fault == f"convert-hang:{name}":
+        while True:
+            time.sleep(60)
+    if fault == f"convert-crash:{name}":
+        os.abort()
+
+
+def _pdf(header: dict, payload: bytes) -> dict:
+    """The raw text of each page (``cut``: the last one cut short at ``max_chars`` in all), the
+    page count and the metadata title; ``{"ok": False, "kind": "encrypted" | "damaged"}`` for a PDF PDFium
+    cannot open."""
+    import pypdfium2 as pdfium
+    source = header["path"] if header.get("path") is not None else payload
+    try:
+        pdf = pdfium.PdfDocument(source)
+    except pdfium.PdfiumError as exc:
+        why = str(exc).strip()
+        kind = "encrypted" if "password" in why.lower() else "damaged"
+        return {"ok": False, "kind": kind, "message": why.splitlines()[0][:120] if why else ""}
+    try:
+        count = len(pdf)
+        max_chars = int(header.get("max_chars") or 0)
+        texts: list[str] = []
+        chars = 0
+        cut = False
+        for i in range(count):
+            page = pdf[i]
+            try:
+                textpage = page.get_textpage()
+                try:
+                    text = textpage.get_text_range()
+                finally:
+                    textpage.close()
+            finally:
+                page.close()
+            if max_chars and chars + len(text) > max_chars:  # the reply stays within the cap
+                texts.append(text[:max_chars - chars])
+                cut = True
+                break
+            texts.append(text)
+            chars += len(text)
+        try:
+            title = str(pdf.get_metadata_dict().get("Title") or "")
+        except Exception:  # noqa: BLE001 - metadata is optional
+            title = ""
+    finally:
+        pdf.close()
+    return {"ok": True, "pages": count, "texts": texts, "title": title[:2000], "cut": cut}
+
+
+_TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_DEPTH_RE = re.compile(r"depth in document: (\d+)")
+
+
+def _html(header: dict, payload: bytes) -> dict:
+    """The page's main text as markdown and its title (see :func:`main_text`), and how deep
+    its nesting went past what the parser reads (``too_deep``: that depth, else 0)."""
+    html = payload.decode("utf-8", "surrogatepass")
+    text, title = main_text(html)
+    return {"ok": True, "text": text, "title": title, "too_deep": _too_deep(html)}
+
+
+def main_text(html: str) -> tuple[str, str]:
+    """(main text as markdown, page title) of an HTML page; the whole visible text when no
+    main part is found, and ("", title) when the page has no text at all."""
+    import trafilatura
+    text = trafilatura.extract(html, output_format="markdown", include_comments=False,
+                               include_tables=True, favor_recall=True) or ""
+    if not text.strip():
+        text = trafilatura.html2txt(html) or ""
+    title = ""
+    try:
+        meta = trafilatura.extract_metadata(html)
+        title = (meta.title or "") if meta is not None else ""
+    except Exception:  # noqa: BLE001 - the title is optional
+        title = ""
+    if not title:
+        m = _TITLE_RE.search(html[:200_000])
+        title = " ".join(m.group(1).split()) if m else ""
+    if text.lstrip().startswith("---"):
+        text = "\n" + text  # never read as frontmatter
+    return text, title[:300]
+
+
+def _too_deep(html: str) -> int:
+    """The depth at which libxml2 stopped reading the page (it gives up on nesting deeper
+    than 256 elements, and the text inside is lost), or 0 when it read it all."""
+    from lxml import etree
+    parser = etree.HTMLParser(collect_ids=False, remove_comments=True, remove_pis=True)
+    try:
+        try:
+            etree.fromstring(html, parser)
+        except ValueError:  # a str with an encoding declaration: parse its bytes
+            etree.fromstring(html.encode("utf-8", "surrogatepass"), parser)
+    except (etree.LxmlError, ValueError):
+        pass
+    for entry in parser.error_log:
+        if "Excessive depth" in entry.message:
+            m = _DEPTH_RE.search(entry.message)
+            return int(m.group(1)) if m else 256
+    return 0
+
+
+_OPS = {"pdf": _pdf, "html": _html}
+
+
+def _serve(memory_mb: int) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # no sibling shadows a library
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    limited = _limit_resources(memory_mb)
+    out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    inp = os.fdopen(0, "rb", buffering=1 << 16)
+    write_frame(out, json.dumps({"memory_limit_mb": memory_mb if limited else None,
+                                  "python": sys.version.split()[0]}).encode("utf-8"))
+    out.flush()
+    while True:
+        head = read_frame(inp, MAX_HEADER_BYTES)
+        payload = read_frame(inp, 1 << 40) if head is not None else None
+        if head is None or payload is None:
+            return  # the parent closed the pipe (or is gone)
+        memory_error = False
+        try:
+            header = json.loads(head)
+            _cpu_budget(int(header.get("cpu", 600)))
+            _fault(str(header.get("name", "")))
+            reply = _OPS[header["op"]](header, payload)
+        except MemoryError:
+            reply, memory_error = {"ok": False, "kind": "memory"}, True
+        except Exception as exc:  # noqa: BLE001 - one document's failure is its reply
+            text = str(exc).strip()
+            reply = {"ok": False, "kind": "error",
+                     "message": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"}
+        del payload
+        try:
+            data = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        except MemoryError:
+            data, memory_error = b'{"ok": false, "kind": "memory"}', True
+        del reply
+        write_frame(out, data)
+        out.flush()
+        if memory_error:
+            return
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))
