@@ -410,7 +410,8 @@ def fetched(site):
     import pypdfium2  # noqa: F401 - imported before the clock starts
     import trafilatura  # noqa: F401
     start = time.monotonic()
-    pages = fetch_pages(urls, timeout=0.5, max_bytes=20_000, progress=lambda d, t: calls.append((d, t)))
+    pages = fetch_pages(urls, timeout=0.5, max_bytes=20_000, private=True,  # the server is on 127.0.0.1
+                        progress=lambda d, t: calls.append((d, t)))
     elapsed = time.monotonic() - start
     return {"site": site, "closed": closed, "pages": pages, "calls": calls, "elapsed": elapsed,
             "urls": urls, "seen": list(SiteHandler.seen)}
@@ -468,6 +469,6 @@ def test_fetch_is_polite_and_reports_progress(fetched):
 
 
 def test_fetch_without_robots_and_empty(site):
-    pages = fetch_pages([f"{site}/private/secret"], robots=False, timeout=5)
+    pages = fetch_pages([f"{site}/private/secret"], robots=False, timeout=5, private=True)
     assert pages[f"{site}/private/secret"].ok and pages[f"{site}/private/secret"].text == "secret"
     assert fetch_pages([]) == {}

@@ -72,7 +72,7 @@ def server():
 @pytest.fixture
 def reading(tmp_path, server):
     export = write(tmp_path, "bookmarks.html", bookmarks_html(server.url))
-    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    h = hybrid.open(tmp_path / "home", embedder="hash:64", fetch_private=True)  # the server is on 127.0.0.1
     v = h.add_source("bookmarks", export, "reading")
     assert (v.kind, v.name) == ("bookmarks", "reading")
     return h, export
@@ -226,7 +226,7 @@ def test_slack_day_changed_reindexes_that_day_only(tmp_path):
 @pytest.mark.slow
 def test_cli_source_add_index_fetch_and_query(tmp_path, server):
     home = tmp_path / "home"
-    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    write(home, "config.toml", '[settings]\nembedder = "hash:64"\nfetch_private = true\n')
     export = write(tmp_path, "bookmarks.html", bookmarks_html(server.url))
     add = hybrid_cmd(home, "source", "add", "bookmarks", str(export), "--name", "reading")
     assert add.returncode == 0 and "registered bookmarks source 'reading'" in add.stderr

@@ -75,7 +75,7 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
     never fetched and those that failed before, with ``"all"`` every one again. A page that
     fails keeps its title-only entry (and any text fetched before) and is reported."""
     from .bookmarks import read_bookmarks
-    from .fetch import fetch_pages
+    from .fetch import fetch_pages, skipped_summary
     marks, _ = read_bookmarks(vault.path)
     urls = list(dict.fromkeys(b.url for b in marks))
     catalog.drop_fetched(urls)
@@ -84,7 +84,8 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
     if not todo:
         return
     log.info("%s: fetching %d page(s)", vault.name, len(todo))
-    pages = fetch_pages(todo)
+    from .sandbox import convert_limits
+    pages = fetch_pages(todo, private=settings.fetch_private, convert=convert_limits(settings))
     catalog.put_fetched(FetchedRow(p.url, p.ok, p.title, p.text, p.error, p.status, p.fetched_at)
                         for p in pages.values())
     failed = [p for p in pages.values() if not p.ok]
@@ -95,3 +96,7 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
         log.warning("%s: not fetched (%s)", p.url, p.error)
     if len(failed) > FAILURES_LISTED:
         report.warnings.append(f"… and {len(failed) - FAILURES_LISTED} more pages not fetched")
+    skipped = skipped_summary(failed)
+    if skipped:  # the refusals counted by why, however many were named above
+        report.warnings.append(f"fetch ({vault.name}): {skipped}")
+        log.warning("fetch (%s): %s", vault.name, skipped)
