@@ -2,16 +2,7 @@
 ``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running) and the
 search page at ``/`` with its routes under ``/ui/`` (:mod:`hybrid.ui`).
 
-Security: binds 127.0.0.1 by default. Every request (``/health`` included) must carry a ``Host``
-that is exactly ``localhost``, a loopback IP literal (127.0.0.0/8, ::1), the bound address or a
-name given with ``--allow-host`` / ``HYBRID_ALLOWED_HOSTS``; an ``Origin``, when sent, must name
-one of those hosts (``Origin: null`` is refused): 403 otherwise, which defeats DNS rebinding and
-cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` (415), so a
-browser cannot send it without a CORS preflight, which this server never grants. Bodies over
-``limits.MAX_BODY_BYTES`` get 413 before they are read in full. With a token (``--token`` /
-``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` and the
-page's needs ``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session
-or that header themselves (:mod:`hybrid.ui.session`).
+What may reach it (hosts, tokens, bodies, connections) is :mod:`hybrid.http_guard`'s.
 
 ``/api/search`` serves the agent view (:mod:`hybrid.agent_view`) and records each call in the
 audit log, like the MCP tools, unless the caller proves to be the owner: ``hybrid query`` sends
@@ -22,11 +13,9 @@ user only) as ``X-Hybrid-Owner``.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import os
-import re
 import secrets
 import signal
 import threading
@@ -37,167 +26,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import HybridError
-from .limits import MAX_BODY_BYTES, BadSearchArgs
+from .http_guard import WILDCARD_BINDS, Guard, is_loopback, protocol_class, url_host
+from .limits import BadSearchArgs, mcp_body_limit
 from .request import SearchRequest
-from .ui.routes import ui_path, with_security_headers
+from .ui.session import Throttle
 
 if TYPE_CHECKING:
     from .api import Hybrid
     from .result import SearchResult
 
 log = logging.getLogger("hybrid")
-WILDCARD_BINDS = {"0.0.0.0", "::"}
-# host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it
-_HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::(?P<port>[0-9]{1,5}))?$")
-_ORIGIN_RE = re.compile(r"^https?://(?P<host>[^/?#@]+)$")
-
-
-def normalize_host(value: str) -> str | None:
-    """The bare lower-case name or canonical IP of a Host header, Origin host, ``--host`` or
-    ``--allow-host`` value ('[::1]:8765' → '::1', 'LocalHost:80' → 'localhost'); None when it is
-    not a plain host[:port], so anything odd is refused rather than guessed at."""
-    v = value.strip().lower()
-    try:
-        return str(ipaddress.ip_address(v))  # a bare IP, e.g. --host ::1
-    except ValueError:
-        pass
-    m = _HOST_RE.match(v)
-    if not m:
-        return None
-    try:
-        ip = ipaddress.ip_address(m["v6"] or m["name"])
-    except ValueError:
-        return None if m["v6"] else m["name"]
-    return str(ip) if (ip.version == 6) == bool(m["v6"]) else None  # brackets are for IPv6 only
-
-
-def is_loopback(host: str) -> bool:
-    """Exactly 'localhost' or a loopback IP literal (with or without port or brackets). Names
-    that merely look like one, such as '127.evil.com', are not: an attacker controls their DNS."""
-    name = normalize_host(host)
-    if name is None:
-        return False
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def allowed_names(bind_host: str, extra: Iterable[str] = ()) -> set[str]:
-    """Host names accepted besides loopback ones: the bound address (unless a wildcard, which no
-    client puts in a Host header) and the ``--allow-host`` names. A bad name is a user error."""
-    names = set()
-    for value in [bind_host, *extra]:
-        name = normalize_host(value)
-        if name is None:
-            raise HybridError(f"{value!r} is not a host name or IP address (for --allow-host / "
-                              f"HYBRID_ALLOWED_HOSTS give a bare name like mybox.lan or 192.168.1.5)")
-        if name not in WILDCARD_BINDS:
-            names.add(name)
-    return names
-
-
-def _url_host(name: str) -> str:
-    return f"[{name}]" if ":" in name else name
-
-
-class Guard:
-    """ASGI middleware in front of every route: Host/Origin validation, the bearer token, and the
-    body-size cap (checked on Content-Length and on the bytes actually streamed)."""
-
-    def __init__(self, app, bind_host: str, token: str | None, allowed_hosts: Iterable[str] = (),
-                 max_body: int = MAX_BODY_BYTES):
-        self.app = app
-        self.names = allowed_names(bind_host, allowed_hosts)
-        self.token = token
-        self.max_body = max_body
-
-    def host_ok(self, value: str) -> bool:
-        name = normalize_host(value)
-        return name is not None and (is_loopback(name) or name in self.names)
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if ui_path(scope["path"]):  # every answer of the page's, refusals and 404/405s included
-            send = with_security_headers(send)
-        refusal = self.refusal(headers, scope["path"])
-        if refusal:
-            return await _plain(send, *refusal)
-        body = await _read_body(headers, receive, self.max_body)
-        if body is None:
-            return None
-        if isinstance(body, tuple):
-            return await _plain(send, *body)
-        return await self.app(scope, _replay(body, receive), send)
-
-    def refusal(self, headers: dict[str, str], path: str) -> tuple | None:
-        """(status, message[, headers]) when the request must be refused before it is read."""
-        host = headers.get("host", "")
-        if not self.host_ok(host):
-            return 403, f"Host {host[:100]!r} is not allowed (start the server with --allow-host NAME to accept it)"
-        origin = headers.get("origin")
-        if origin is not None:
-            m = _ORIGIN_RE.match(origin.strip().lower())
-            if not (m and self.host_ok(m["host"])):
-                return 403, f"Origin {origin[:100]!r} is not allowed"
-        if self.token and path != "/health" and not ui_path(path):  # the page's routes check sessions
-            auth = headers.get("authorization", "")
-            given = auth[7:] if auth.lower().startswith("bearer ") else ""
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                return 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}
-        return None
-
-
-async def _read_body(headers: dict[str, str], receive, limit: int) -> bytes | tuple | None:
-    """The whole request body, or (status, message) as soon as it is known to be too big: a
-    declared Content-Length over the limit is refused unread, a streamed one once it crosses it.
-    None: the client went away mid-body, so there is no one to answer."""
-    declared = headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            return 400, "bad Content-Length header"
-        if int(declared) > limit:
-            return 413, f"request body too large (limit {limit} bytes)"
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return 413, f"request body too large (limit {limit} bytes)"
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive):
-    """A receive() that hands the app the already-read body once, then the real stream (for
-    http.disconnect, which long-lived MCP responses wait on)."""
-    sent = False
-
-    async def replayed():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-    return replayed
-
-
-async def _plain(send, status: int, text: str, extra: dict[str, str] | None = None):
-    body = (json.dumps({"error": text}) + "\n").encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 def server_file(h: Hybrid) -> Path:
     return h.config.data / "server.json"
 
@@ -216,12 +54,19 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
     server = build_server(h, watcher)
     started = time.time()
     owner_key = owner_key or secrets.token_urlsafe(32)
-    guard = Guard(None, host, token, allowed_hosts)  # validates the names before anything starts
+    throttle = Throttle()
+    # validates the names before anything starts
+    mcp_max_body = mcp_body_limit(h.settings.proposal_max_chars)
+    guard = Guard(None, host, token, allowed_hosts, throttle=throttle, owner_key=owner_key,
+                  body_timeout=h.settings.http_body_timeout, mcp_max_body=mcp_max_body)
 
     @server.custom_route("/health", methods=["GET"])
     async def health(request: Request):
+        # The registry as last loaded, not h.vaults: that re-reads a changed config.toml under
+        # the handle's lock, which a search holds, and this runs on the event loop: every
+        # connection would wait for the search.
         return JSONResponse({"status": "ok", "pid": os.getpid(), "uptime_s": round(time.time() - started, 1),
-                             "vaults": [v.name for v in h.vaults],
+                             "vaults": sorted(h.config.vaults),
                              "watching": bool(watcher)})
 
     @server.custom_route("/api/search", methods=["POST"])
@@ -237,17 +82,18 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
         status, data = await anyio.to_thread.run_sync(lambda: api_search_call(h, body, client))
         return JSONResponse(data, status_code=status)
 
-    add_routes(server, h, port=port, token=token, owner_key=owner_key, watcher=watcher, started=started)
+    add_routes(server, h, port=port, token=token, owner_key=owner_key, watcher=watcher, started=started,
+               throttle=throttle)
 
     # The SDK checks Host/Origin on /mcp too; it gets the same names as the Guard (which checks
     # every route, and more strictly: the SDK only compares strings).
-    names = [_url_host(n) for n in sorted({"127.0.0.1", "localhost", "::1"} | guard.names)]
+    names = [url_host(n) for n in sorted({"127.0.0.1", "localhost", "::1"} | guard.names)]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=names + [f"{n}:*" for n in names],
         allowed_origins=[f"{s}://{n}{p}" for s in ("http", "https") for n in names for p in ("", ":*")])
     guard.app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
-                                           host=host, max_request_body_size=MAX_BODY_BYTES)
+                                           host=host, max_request_body_size=mcp_max_body)
     return guard
 
 
@@ -269,6 +115,10 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
         status, data = 422, {"error": str(exc)}
+    except Exception as exc:  # a bug: logged whole; the caller (and the audit log) get one line
+        from .mcp_server import internal_error
+        log.exception("/api/search: internal error")
+        status, data = 500, {"error": internal_error(exc)}
     if agent_client is None:
         return status, data
     record = {"tool": "api/search", "client": agent_client,
@@ -333,7 +183,11 @@ def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
         log.warning("only loopback Host names are accepted: for clients on the network, add "
                     "--allow-host NAME (or HYBRID_ALLOWED_HOSTS) with the name or IP they use")
     info = server_file(h)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    # proxy_headers off: uvicorn would otherwise take the client address from X-Forwarded-For
+    # on loopback connections, and a token guesser could name a fresh address per request
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            http=protocol_class(h.settings.http_header_timeout), ws="none",
+                            proxy_headers=False)
     server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token, owner_key))
     try:
         with _graceful_signals(server):
@@ -348,9 +202,9 @@ def _write_info(info: Path, host: str, port: int, token: str | None, owner_key: 
     """Record where this server listens and its owner key (atomically: a reader never sees half
     a file; readable by the user only: the key unlocks the owner's view)."""
     info.parent.mkdir(parents=True, exist_ok=True)
-    url_host = "127.0.0.1" if host in WILDCARD_BINDS else _url_host(host.strip("[]"))
+    name = "127.0.0.1" if host in WILDCARD_BINDS else url_host(host.strip("[]"))
     tmp = info.with_suffix(f".{os.getpid()}.tmp")
-    data = json.dumps({"url": f"http://{url_host}:{port}", "pid": os.getpid(), "token": bool(token),
+    data = json.dumps({"url": f"http://{name}:{port}", "pid": os.getpid(), "token": bool(token),
                        "owner_key": owner_key})
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

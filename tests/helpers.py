@@ -206,25 +206,10 @@ def write_pdf(path: Path, pages: list[str], *, title: str | None = None,
 def app_server(h, token: str | None = None, owner_key: str = "OWNER-KEY", watcher=None):
     """``hybrid serve --http``'s app for handle ``h`` on 127.0.0.1 (a free port), served by
     uvicorn in a thread; yields its base URL; stopped on exit."""
-    import uvicorn
-
     from hybrid.http_server import build_app
     port = free_port()
-    app = build_app(h, "127.0.0.1", port, token, watcher, owner_key=owner_key)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
+    with uvicorn_thread(build_app(h, "127.0.0.1", port, token, watcher, owner_key=owner_key), port):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def hash_home(home: Path, vault: Path) -> Path:
@@ -294,3 +279,26 @@ def http_servers(home: Path, logs: Path):
                     p.kill()
                     p.wait()
             log.close()
+
+
+@contextlib.contextmanager
+def uvicorn_thread(app, port: int | None = None, **config):
+    """Serve ASGI ``app`` with uvicorn on 127.0.0.1 (a free port unless given) in a thread,
+    with extra ``uvicorn.Config`` keywords (e.g. ``http=`` a protocol class); yields the port;
+    stopped on exit. For tests that patch the server's internals (a subprocess cannot be)."""
+    import uvicorn
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

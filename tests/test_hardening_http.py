@@ -19,7 +19,8 @@ from starlette.testclient import TestClient
 
 import hybrid
 from hybrid.errors import HybridError
-from hybrid.http_server import build_app, is_loopback, remote_search
+from hybrid.http_guard import is_loopback
+from hybrid.http_server import build_app, remote_search
 from hybrid.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_TOP_K, BadSearchArgs
 from hybrid.request import SearchRequest
 

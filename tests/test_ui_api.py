@@ -30,7 +30,7 @@ from hybrid.limits import MAX_BODY_BYTES
 from hybrid.ui import jobs as jobs_mod
 from hybrid.ui.jobs import IndexJobs
 from hybrid.ui.routes import SECTION_LINES, read_section
-from hybrid.ui.session import MAX_FAILURES, SESSION_DAYS, TICKET_TTL, Sessions
+from hybrid.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, TICKET_TTL, Sessions, Throttle, Throttled
 
 OWNER = "KEY"
 TOKEN = "s3cret"
@@ -322,19 +322,27 @@ def test_token_form_signs_in_with_the_right_token_only(token_client):
 def test_token_form_is_throttled_after_wrong_tokens(token_client):
     for _ in range(MAX_FAILURES):
         one_line_error(token_client.post("/ui/login", json={"token": "guess"}), 401)
-    r = token_client.post("/ui/login", json={"token": TOKEN})
+    r = token_client.post("/ui/login", json={"token": TOKEN})  # from the guesser's address: unchecked
     assert "wait" in one_line_error(r, 429)
+    assert 1 <= int(r.headers["retry-after"]) <= FAILURE_WINDOW
     assert "set-cookie" not in r.headers
     assert token_client.get("/ui/api/status").status_code == 401
 
 
-def test_throttle_lifts_after_a_minute(tmp_path):
+def test_throttle_lifts_as_time_passes():
     now = [5_000.0]
-    s = Sessions(tmp_path / "data", PORT, TOKEN, clock=lambda: now[0])
-    assert [s.check_token("x") for _ in range(MAX_FAILURES)] == ["wrong"] * MAX_FAILURES
-    assert s.check_token(TOKEN) == "throttled"
-    now[0] += 61
-    assert s.check_token(TOKEN) == "ok"
+    t = Throttle(clock=lambda: now[0])
+    assert [t.check("10.0.0.9", "x", TOKEN) for _ in range(MAX_FAILURES)] == [False] * MAX_FAILURES
+    with pytest.raises(Throttled) as exc:
+        t.check("10.0.0.9", TOKEN, TOKEN)  # not even the right token is checked
+    assert exc.value.retry_after == round(FAILURE_WINDOW / MAX_FAILURES)
+    now[0] += FAILURE_WINDOW / MAX_FAILURES  # one more guess a while
+    assert t.check("10.0.0.9", "y", TOKEN) is False
+    with pytest.raises(Throttled):
+        t.check("10.0.0.9", TOKEN, TOKEN)
+    now[0] += FAILURE_WINDOW + 1  # a quiet minute: the whole budget again
+    assert t.check("10.0.0.9", TOKEN, TOKEN) is True
+    assert [t.check("10.0.0.9", "x", TOKEN) for _ in range(MAX_FAILURES)] == [False] * MAX_FAILURES
 
 
 def test_token_form_on_a_server_without_a_token_is_400(client):
@@ -821,9 +829,11 @@ def test_a_cookie_signed_under_another_token_is_refused(tmp_path):
     assert mine.valid(value)
     assert not other.valid(value) and not none.valid(value)
     assert not mine.valid(other.issue()) and not mine.valid(none.issue())
-    issued, mac = value.split(".")
-    for bad in (None, "", issued, f"{issued}.", f".{mac}", f"{issued}.{mac}.x", f"{int(issued) + 1}.{mac}",
-                f"-{issued}.{mac}", f"{issued}.{mac[:-1]}", f"{issued}.{mac.upper()}"):
+    issued, sid, mac = value.split(".")
+    other_sid = f"{int(sid[0], 16) ^ 1:x}{sid[1:]}"
+    for bad in (None, "", issued, f"{issued}.{sid}", f"{issued}.{mac}", f".{sid}.{mac}", f"{issued}.{sid}.{mac}.x",
+                f"{int(issued) + 1}.{sid}.{mac}", f"{issued}.{other_sid}.{mac}", f"-{issued}.{sid}.{mac}",
+                f"{issued}.{sid}.{mac[:-1]}", f"{issued}.{sid}.{mac.upper()}", f"{issued}.{sid.upper()}.{mac}"):
         assert not mine.valid(bad), bad
 
 
@@ -855,9 +865,10 @@ def test_an_empty_ui_key_is_not_used_to_sign_cookies(tmp_path):
     data.mkdir()
     (data / "ui.key").write_text("", encoding="ascii")  # e.g. a crash before the key reached the disk
     s = Sessions(data, PORT, None)
-    key = hmac.new(b"", b"hybrid-ui-session\0", hashlib.sha256).digest()  # what anyone can compute
-    issued = str(int(time.time()))
-    forged = f"{issued}.{hmac.new(key, issued.encode(), hashlib.sha256).hexdigest()}"
+    epoch = json.loads((data / "ui-sessions.json").read_text())["epoch"]  # even knowing the epoch
+    key = hmac.new(b"", b"hybrid-ui-session\0\0" + epoch.encode(), hashlib.sha256).digest()  # anyone's
+    issued, sid = str(int(time.time())), "ab" * 16
+    forged = f"{issued}.{sid}.{hmac.new(key, f'{issued}.{sid}'.encode(), hashlib.sha256).hexdigest()}"
     assert not s.valid(forged)
 
 

@@ -2,12 +2,16 @@
 
 Public: ``GET /`` (the page), ``GET /ui/static/NAME``, ``GET /ui/api/session`` (signed in or
 not, and whether the server takes a token), the sign-in doors ``GET /ui/login?ticket=…`` and
-``POST /ui/login`` and ``POST /ui/logout``; ``POST /ui/api/ticket`` takes the owner key.
+``POST /ui/login`` and ``POST /ui/logout`` (which ends the session on the server, not just in
+this browser); ``POST /ui/api/ticket`` takes the owner key.
 
 Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the server has one):
 ``POST /ui/api/search``, ``POST /ui/api/read``, ``GET /ui/api/status``, ``GET /ui/api/facets``,
-``POST /ui/api/reindex``, ``GET /ui/api/jobs``. They serve the owner's view: every note, no
-redaction, no audit record (the audit log is of what agents were shown).
+``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
+owner's view: every note, no redaction, no audit record (the audit log is of what agents were
+shown). A wrong token, in the header or the sign-in form, counts against the client's address
+(:class:`~hybrid.ui.session.Throttle`, shared with the Guard): 429 with ``Retry-After`` once it
+has sent too many.
 
 Every answer carries a Content-Security-Policy with no ``unsafe-inline`` (the page has no
 inline script or style, and builds every piece of note text with ``textContent``), ``nosniff``,
@@ -33,7 +37,7 @@ from ..limits import BadSearchArgs
 from ..request import SearchRequest
 from . import STATIC
 from .jobs import IndexJobs
-from .session import Sessions
+from .session import Sessions, Throttle, Throttled
 
 if TYPE_CHECKING:
     from ..api import Hybrid
@@ -72,13 +76,15 @@ def with_security_headers(send):
 
 
 def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: str, watcher=None,
-               started: float | None = None) -> Sessions:
-    """Register the page's routes on the MCP server's app; returns its :class:`Sessions`."""
+               started: float | None = None, throttle: Throttle | None = None) -> Sessions:
+    """Register the page's routes on the MCP server's app; returns its :class:`Sessions`.
+    ``throttle``: the server's count of wrong tokens (default: one of the page's own)."""
     import anyio
     from starlette.requests import Request
     from starlette.responses import JSONResponse, RedirectResponse, Response
 
     sessions = Sessions(h.config.data, port, token)
+    throttle = Throttle() if throttle is None else throttle
     jobs = IndexJobs(h)
     started = started or time.time()
 
@@ -89,14 +95,19 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
     def error(status: int, message: str) -> Response:
         return answer({"error": message}, status)
 
+    def client(request: Request) -> str:
+        return request.client.host if request.client else "?"
+
     def signed_in(request: Request) -> bool:
+        """A live session cookie, or the right bearer token (Throttled: too many wrong ones
+        from this address, this one not checked)."""
         if sessions.valid(request.cookies.get(sessions.cookie)):
             return True
-        if not token:
+        auth = request.headers.get("authorization")
+        if not token or auth is None:
             return False
-        auth = request.headers.get("authorization", "")
         given = auth[7:] if auth.lower().startswith("bearer ") else ""
-        return hmac.compare_digest(given.encode(), token.encode())
+        return throttle.check(client(request), given, token)
 
     async def json_body(request: Request) -> dict:
         """The JSON object a POST carries; a refusal (415 for another media type, 400) otherwise."""
@@ -115,10 +126,12 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
         """A UI route: refusals become one-line JSON errors; ``auth`` routes need a session."""
         def wrap(fn):
             async def handler(request: Request):
-                if auth and not signed_in(request):
-                    return error(401, "sign in first: run `hybrid ui`, or enter the server's token")
                 try:
+                    if auth and not signed_in(request):
+                        return error(401, "sign in first: run `hybrid ui`, or enter the server's token")
                     return await fn(request)
+                except Throttled as exc:
+                    return answer({"error": str(exc)}, 429, {"retry-after": str(exc.retry_after)})
                 except _Refused as exc:
                     return error(exc.status, exc.message)
                 except BadSearchArgs as exc:
@@ -165,16 +178,20 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
         given = (await json_body(request)).get("token")
         if not token:
             raise _Refused(400, "this server has no token: sign in with `hybrid ui`")
-        verdict = sessions.check_token(given if isinstance(given, str) else "")
-        if verdict == "throttled":
-            raise _Refused(429, "too many wrong tokens: wait a minute")
-        if verdict != "ok":
+        if not throttle.check(client(request), given if isinstance(given, str) else "", token):
             raise _Refused(401, "wrong token")
         return answer({"signed_in": True}, headers={"set-cookie": sessions.set_cookie(sessions.issue())})
 
     @route("/ui/logout", ["POST"], auth=False)
     async def logout(request: Request):
         await json_body(request)
+        sessions.revoke(request.cookies.get(sessions.cookie))  # a copy of the cookie stops working too
+        return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
+
+    @route("/ui/logout-everywhere", ["POST"], auth=True)
+    async def logout_everywhere(request: Request):
+        await json_body(request)
+        sessions.revoke_all()
         return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
 
     @route("/ui/api/ticket", ["POST"], auth=False)

@@ -1,32 +1,61 @@
-"""Who may use the search page: a signed cookie, got by one of two doors.
+"""Who may use the search page: a signed cookie, got by one of two doors; and the throttle on
+wrong secrets that every route of the HTTP server shares.
 
 - A **one-time link** (``/ui/login?ticket=…``): ``hybrid ui`` asks the server for a ticket with
   the owner key from ``server.json`` (readable by the user only), then opens the link. A ticket
   works once, within :data:`TICKET_TTL` seconds.
 - The server's **token** (``--token`` / ``HYBRID_TOKEN``), typed into the page's sign-in form.
-  Failed attempts are throttled (:data:`MAX_FAILURES` a minute, then 429).
 
 The cookie (``HttpOnly``, ``SameSite=Strict``, named after the port: cookies ignore ports, and two
-servers on one host must not sign each other out) holds an issue time and an HMAC of it under a
-key derived from a secret kept in the data folder (``ui.key``, mode 0600) and the token. Sessions
-so outlive a server restart; changing the token, or deleting ``ui.key``, signs every browser out.
+servers on one host must not sign each other out) holds an issue time, a random session id and
+an HMAC of the two under a key derived from a secret kept in the data folder (``ui.key``, mode
+0600), the token and the current *epoch*. Sessions so outlive a server restart; changing the
+token, or deleting ``ui.key``, signs every browser out.
+
+Signing out is server-side: the session's id goes on a revoked list, and signing out everywhere
+draws a new epoch, which no earlier cookie was signed under. Both live in ``ui-sessions.json``
+beside ``ui.key`` (written atomically, mode 0600, re-read when another process changes it). The
+list keeps an id only until its session would have expired anyway, and at most
+:data:`MAX_REVOKED` of them (past that, everyone is signed out). A missing or damaged file
+signs everyone out: it fails closed.
+
+:class:`Throttle` counts wrong guesses of the token per client address (the bearer header on any
+route, the sign-in form). Past :data:`MAX_FAILURES` an address may try once every
+``FAILURE_WINDOW / MAX_FAILURES`` seconds; meanwhile its requests that would need the token
+checked are refused unchecked (429, ``Retry-After``). Other addresses are unaffected, and so is a
+request that proves itself with something that cannot be guessed: a session cookie, the owner
+key, a ticket (256 random bits each; there is nothing to throttle).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
+import json
+import logging
+import math
 import os
+import re
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
+
+log = logging.getLogger("hybrid")
 
 SESSION_DAYS = 30
 TICKET_TTL = 120.0      # seconds a one-time sign-in link stays valid
 MAX_TICKETS = 64        # outstanding tickets kept (the oldest go first)
-MAX_FAILURES = 5        # wrong tokens accepted per minute before sign-in answers 429
+MAX_FAILURES = 5        # wrong tokens an address may send before it must wait
+FAILURE_WINDOW = 60.0   # ... after which it may try MAX_FAILURES times again per this many seconds
+MAX_CLIENTS = 4096      # addresses the throttle remembers (the ones quiet longest are forgotten first)
+MAX_REVOKED = 1024      # signed-out sessions remembered until they expire; past it, all are signed out
 COOKIE_PREFIX = "hybrid_session_"
+REVOKED_FILE = "ui-sessions.json"
+_SESSION_RE = re.compile(r"^(?P<issued>[0-9]{1,12})\.(?P<sid>[0-9a-f]{32})\.(?P<mac>[0-9a-f]{64})$")
+_EPOCH_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 def _secret(data: Path) -> bytes:
@@ -36,20 +65,9 @@ def _secret(data: Path) -> bytes:
         return _secret_read(path)
     except (OSError, ValueError):  # absent (or damaged: a new key signs everyone out, no harm)
         path.unlink(missing_ok=True)
-    data.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(key.hex())
-        fh.flush()
-        os.fsync(fh.fileno())  # never an empty key after a crash
-    try:
-        os.link(tmp, path)  # first writer wins: two servers starting at once share one key
-    except FileExistsError:
-        return _secret_read(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    if not _write_private(path, key.hex(), first=True):
+        return _secret_read(path)  # another server wrote it first: share its key
     return key
 
 
@@ -62,37 +80,78 @@ def _secret_read(path: Path) -> bytes:
     return key
 
 
+def _write_private(path: Path, text: str, first: bool = False) -> bool:
+    """Write ``text`` to ``path`` whole or not at all (a reader never sees half a file, a crash
+    never leaves an empty one), readable by the user only. ``first``: only if ``path`` does not
+    exist yet (two servers starting at once keep the first writer's); False when it did."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if not first:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 class Sessions:
-    """Issues and checks session cookies and one-time tickets for one server."""
+    """Issues, checks and revokes session cookies, and one-time tickets, for one server."""
 
     def __init__(self, data: Path, port: int, token: str | None, clock=time.time):
-        self.key = hmac.new(_secret(data), b"hybrid-ui-session\0" + (token or "").encode(),
-                            hashlib.sha256).digest()
+        self._secret = _secret(data)
         self.token = token
         self.cookie = f"{COOKIE_PREFIX}{port}"
         self.clock = clock
+        self.path = data / REVOKED_FILE
         self._tickets: dict[str, float] = {}
-        self._failures: list[float] = []
         self._lock = threading.Lock()
+        self._epoch = ""
+        self._revoked: dict[str, int] = {}  # session id -> when it expires anyway
+        self._seen: tuple | None = ("unread",)  # the file's identity when last read or written
+        with self._lock:
+            self._sync()
 
     # --- the cookie -------------------------------------------------------------------------
     def issue(self) -> str:
-        issued = str(int(self.clock()))
-        return f"{issued}.{self._mac(issued)}"
+        issued, sid = str(int(self.clock())), secrets.token_hex(16)
+        with self._lock:
+            self._sync()
+            return f"{issued}.{sid}.{self._mac(issued, sid)}"
 
     def valid(self, value: str | None) -> bool:
-        if not value or value.count(".") != 1:
+        parsed = self._parse(value)
+        if parsed is None:
             return False
-        issued, mac = value.split(".")
-        if not (issued.isascii() and issued.isdigit() and mac.isascii()):
-            return False
-        if not hmac.compare_digest(mac.encode(), self._mac(issued).encode()):
-            return False
-        age = self.clock() - int(issued)
+        age = self.clock() - int(parsed[0])
         return -60 <= age <= SESSION_DAYS * 86400
 
-    def _mac(self, issued: str) -> str:
-        return hmac.new(self.key, issued.encode(), hashlib.sha256).hexdigest()
+    def _parse(self, value: str | None) -> tuple[str, str] | None:
+        """(issued, session id) of a cookie signed under the current epoch and not revoked."""
+        m = _SESSION_RE.match(value or "")
+        if not m:
+            return None
+        with self._lock:
+            self._sync()
+            if not hmac.compare_digest(m["mac"], self._mac(m["issued"], m["sid"])):
+                return None
+            if m["sid"] in self._revoked:
+                return None
+        return m["issued"], m["sid"]
+
+    def _mac(self, issued: str, sid: str) -> str:
+        key = hmac.new(self._secret, b"hybrid-ui-session\0" + (self.token or "").encode() + b"\0" +
+                       self._epoch.encode(), hashlib.sha256).digest()
+        return hmac.new(key, f"{issued}.{sid}".encode(), hashlib.sha256).hexdigest()
 
     def set_cookie(self, value: str) -> str:
         """The Set-Cookie header value for a session."""
@@ -102,11 +161,85 @@ class Sessions:
     def clear_cookie(self) -> str:
         return f"{self.cookie}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
 
+    # --- signing out ------------------------------------------------------------------------
+    def revoke(self, value: str | None) -> bool:
+        """End the session of cookie ``value`` on every server sharing this data folder, for
+        good; False when it was not a live session (nothing to do)."""
+        parsed = self._parse(value)
+        if parsed is None:
+            return False
+        issued, sid = parsed
+        with self._lock:
+            self._sync()
+            self._revoked[sid] = int(issued) + SESSION_DAYS * 86400
+            self._prune()
+            if len(self._revoked) > MAX_REVOKED:  # someone signs in and out a lot: all out, list empty
+                self._new_epoch()
+            self._save()
+        return True
+
+    def revoke_all(self) -> None:
+        """Sign every browser out (this server's and others sharing the data folder): a new
+        epoch, under which no earlier cookie's signature holds; outstanding tickets die too."""
+        with self._lock:
+            self._sync()
+            self._new_epoch()
+            self._tickets.clear()
+            self._save()
+
+    def _new_epoch(self) -> None:
+        self._epoch, self._revoked = secrets.token_hex(16), {}
+
+    def _prune(self) -> None:
+        now = self.clock()
+        self._revoked = {sid: exp for sid, exp in self._revoked.items() if exp >= now}
+
+    def _sync(self) -> None:
+        """Adopt the revocation file when it changed since it was last read (another server
+        or a restart wrote it); a missing or damaged one is replaced by a new epoch, which
+        signs everyone out. Called with the lock held."""
+        seen = self._identity()
+        if seen == self._seen:
+            return
+        try:
+            state = json.loads(self.path.read_text(encoding="ascii"))
+            epoch, revoked = state["epoch"], state["revoked"]
+            if not (isinstance(epoch, str) and _EPOCH_RE.match(epoch) and isinstance(revoked, dict)
+                    and all(isinstance(k, str) and type(v) is int for k, v in revoked.items())):
+                raise ValueError("not a revocation state")
+            self._epoch, self._revoked, self._seen = epoch, dict(revoked), seen
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            if seen is not None:
+                log.warning("%s is damaged: every browser is signed out of the search page", self.path)
+            self._new_epoch()
+            self._save(first=seen is None)
+
+    def _save(self, first: bool = False) -> None:
+        """Write the revocation state (called with the lock held). When another server made
+        the file first (``first``), its state is adopted instead."""
+        text = json.dumps({"epoch": self._epoch, "revoked": self._revoked})
+        try:
+            written = _write_private(self.path, text, first=first)
+        except OSError as exc:  # kept in memory: it does not outlive this server
+            log.error("cannot record sign-outs in %s (%s): they last until the server stops", self.path, exc)
+            written = True
+        if written:
+            self._seen = self._identity()
+        else:
+            self._sync()
+
+    def _identity(self) -> tuple | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
     # --- one-time tickets -------------------------------------------------------------------
     def ticket(self) -> str:
         now = self.clock()
         with self._lock:
-            self._prune(now)
+            self._prune_tickets(now)
             while len(self._tickets) >= MAX_TICKETS:
                 self._tickets.pop(next(iter(self._tickets)))
             t = secrets.token_urlsafe(32)
@@ -119,20 +252,67 @@ class Sessions:
             expires = self._tickets.pop(ticket, None)
             return expires is not None and self.clock() <= expires
 
-    def _prune(self, now: float) -> None:
+    def _prune_tickets(self, now: float) -> None:
         for t in [t for t, exp in self._tickets.items() if exp < now]:
             del self._tickets[t]
 
-    # --- the token form ---------------------------------------------------------------------
-    def check_token(self, given: str) -> str:
-        """"ok", "wrong" or "throttled" for a token typed into the sign-in form. Without a
-        server token the form has nothing to check: always "wrong"."""
-        now = self.clock()
+
+class Throttled(Exception):
+    """Too many wrong tokens from this address: try again in ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"too many wrong tokens from your address: wait {retry_after} s and try again")
+        self.retry_after = retry_after
+
+
+class Throttle:
+    """Wrong tokens per client address, as a leaky bucket: each wrong one adds 1, the bucket
+    drains by ``limit`` per ``window`` seconds, and while it holds ``limit`` the address's
+    token is not checked at all. Only wrong tokens count, so a right one never uses up the
+    budget; memory is bounded by ``max_clients`` addresses (IPv6 ones by their /64, which one
+    host usually has whole)."""
+
+    def __init__(self, limit: int = MAX_FAILURES, window: float = FAILURE_WINDOW,
+                 max_clients: int = MAX_CLIENTS, clock=time.monotonic):
+        self.limit, self.rate, self.max_clients, self.clock = limit, limit / window, max_clients, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (level, when)
+        self._lock = threading.Lock()
+
+    def check(self, client: str, given: str, secret: str) -> bool:
+        """Whether ``given`` is ``secret``; a wrong one is counted against ``client``.
+        :class:`Throttled` (unchecked) while ``client`` has used up its wrong guesses."""
+        key, now = client_key(client), self.clock()
         with self._lock:
-            self._failures = [t for t in self._failures if t > now - 60]
-            if len(self._failures) >= MAX_FAILURES:
-                return "throttled"
-            if self.token and hmac.compare_digest(given.encode(), self.token.encode()):
-                return "ok"
-            self._failures.append(now)
-            return "wrong"
+            level = self._level(key, now)
+            if level > self.limit - 1:
+                raise Throttled(max(1, math.ceil((level - (self.limit - 1)) / self.rate - 1e-9)))
+            if hmac.compare_digest(given.encode(), secret.encode()):
+                return True
+            self._buckets[key] = (level + 1, now)
+            self._buckets.move_to_end(key)
+            while len(self._buckets) > self.max_clients:
+                self._buckets.popitem(last=False)
+            return False
+
+    def _level(self, key: str, now: float) -> float:
+        level, when = self._buckets.get(key, (0.0, now))
+        return max(0.0, level - (now - when) * self.rate)
+
+    @property
+    def clients(self) -> int:
+        """How many addresses it remembers now."""
+        return len(self._buckets)
+
+
+def client_key(host: str) -> str:
+    """What the throttle counts by: the address, an IPv6 one by its /64 (one host often has all
+    of it, so it would otherwise have 2**64 fresh budgets), an IPv4-mapped one as IPv4."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)

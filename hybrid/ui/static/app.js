@@ -433,6 +433,13 @@ function wire() {
     renderHits([]);
     signedOut();
   });
+  $("signout-all").addEventListener("click", async () => {
+    try { await api("/ui/logout-everywhere", {}); } catch (err) {
+      if (!(err instanceof SignedOut)) { $("status-error").textContent = err.message; return; }
+    }
+    renderHits([]);
+    signedOut();
+  });
   $("signin-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     $("signin-error").textContent = "";

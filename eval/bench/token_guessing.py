@@ -1,0 +1,116 @@
+"""How fast can a client guess the server's token? Starts ``hybrid serve --http --token X`` on
+127.0.0.1 (a temporary home, the hash embedder, one tiny note) and hammers it for a few seconds
+with wrong ``Authorization: Bearer`` tokens from several keep-alive connections, spread over
+``/api/search``, ``/ui/api/search`` and ``/mcp``; then checks the right token still gets in.
+
+    .venv/bin/python eval/bench/token_guessing.py [--seconds 5] [--connections 8]
+
+Prints JSON: requests sent, how many the server checked (401) and refused unchecked (429), the
+checked guesses per second (what an attacker gets: a 429 tells them nothing about the token),
+and the status the right token got at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from common import free_port, wait_healthy
+
+TOKEN = "right-" + secrets.token_hex(8)
+ROUTES = [("POST", "/api/search", b'{"query": "x"}'), ("POST", "/ui/api/search", b'{"query": "x"}'),
+          ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')]
+
+
+def make_home(tmp: Path) -> Path:
+    import hybrid
+    home, vault = tmp / "home", tmp / "vault"
+    vault.mkdir(parents=True)
+    (vault / "note.md").write_text("# Note\n\nA tiny note.\n", encoding="utf-8")
+    home.mkdir()
+    (home / "config.toml").write_text('[settings]\nembedder = "hash:64"\n', encoding="utf-8")
+    h = hybrid.open(home)
+    h.add_vault(vault, "v")
+    h.index()
+    h.close()
+    return home
+
+
+def ask(conn: http.client.HTTPConnection, port: int, method: str, path: str, body: bytes, token: str) -> int:
+    conn.request(method, path, body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                                      "Accept": "application/json, text/event-stream",
+                                      "Authorization": f"Bearer {token}"})
+    r = conn.getresponse()
+    r.read()
+    return r.status
+
+
+def hammer(port: int, seconds: float, counts: Counter, lock: threading.Lock, worker: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    deadline, i = time.perf_counter() + seconds, worker
+    mine: Counter = Counter()
+    while time.perf_counter() < deadline:
+        method, path, body = ROUTES[i % len(ROUTES)]
+        i += 1
+        try:
+            mine[ask(conn, port, method, path, body, f"guess-{secrets.token_hex(8)}")] += 1
+        except (OSError, http.client.HTTPException):
+            mine["error"] += 1
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.close()
+    with lock:
+        counts.update(mine)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--connections", type=int, default=8)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="hybrid-bench-guess-"))
+    home = make_home(tmp)
+    env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
+    env["HYBRID_HOME"] = str(home)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port),
+                               "--token", TOKEN], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", timeout=120)
+        counts: Counter = Counter()
+        lock = threading.Lock()
+        threads = [threading.Thread(target=hammer, args=(port, args.seconds, counts, lock, n))
+                   for n in range(args.connections)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.perf_counter() - t0
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        owner = ask(conn, port, "POST", "/api/search", b'{"query": "note"}', TOKEN)
+        conn.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    sent = sum(counts.values())
+    print(json.dumps({"seconds": round(took, 2), "connections": args.connections, "requests": sent,
+                      "requests_per_s": round(sent / took, 1), "checked_401": counts[401],
+                      "refused_429": counts[429],
+                      "other": {str(k): v for k, v in counts.items() if k not in (401, 429)},
+                      "checked_guesses_per_s": round(counts[401] / took, 1),
+                      "right_token_status_after": owner}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
