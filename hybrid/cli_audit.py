@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import unicodedata
 from collections import deque
 from typing import Any
 
 import click
 
 from .audit import AuditLog, parse_since, record_epoch
-from .cli_support import open_handle, print_json
+from .cli_support import open_handle, print_json, terminal_text
 
 #: Citations shown per call in the human output (the rest is "…").
 SHOWN_CITATIONS = 3
@@ -123,19 +122,7 @@ def _short(value: Any, quote: bool = True) -> str:
 def _clean(text: str) -> str:
     """Text safe to print on one terminal line: line breaks, escape sequences and other control
     or format characters (bidi overrides) an agent put in its arguments shown escaped."""
-    if text.isprintable():
-        return text
-    out = []
-    for c in text:
-        if c.isprintable() or c == " ":
-            out.append(c)
-        elif c in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[c])
-        elif unicodedata.category(c) in ("Zs",):
-            out.append(" ")
-        else:
-            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-    return "".join(out)
+    return terminal_text(text, one_line=True)
 
 
 def _summary(shown: int, total: int, since: float | None, tool: str | None, client: str | None,

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from .cli_support import Group, open_handle, print_json
+from .cli_support import Group, open_handle, print_json, terminal_text
 from .config import Vault
 from .proposals import (
     OFF_MESSAGE,
@@ -84,6 +84,7 @@ def _indexed(vault: Vault, rel: str) -> bool:
 
 
 def _cut(text: str, width: int) -> str:
+    text = terminal_text(text, one_line=True)
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -151,6 +152,7 @@ def show_cmd(ctx, name, vault, as_json):
     if as_json:
         print_json({**proposal.to_dict(), "text": text})
         return
+    text = terminal_text(text)  # an agent wrote it: no escape sequence reaches the terminal
     click.echo(text, nl=not text.endswith("\n"))
 
 

@@ -14,6 +14,27 @@ import click
 from .errors import HybridError
 
 
+def terminal_text(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to write to a terminal: control characters (ESC, C1 such as CSI U+009B,
+    DEL) and format characters (bidi overrides such as U+202E, zero-width ones) are shown as
+    ``\\uXXXX`` escapes, so text an agent wrote cannot move the cursor, recolour or reorder what
+    the owner reads. Newlines and tabs stay, unless ``one_line`` (then ``\\n``, ``\\t``)."""
+    if text.isprintable() and not one_line:
+        return text
+    import unicodedata
+    out = []
+    for c in text:
+        if c.isprintable() or c == " " or (c in "\n\t" and not one_line):
+            out.append(c)
+        elif c in "\n\r\t" and one_line:
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[c])
+        elif unicodedata.category(c) == "Zs":
+            out.append(" ")
+        else:
+            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+    return "".join(out)
+
+
 class StderrFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return f"{record.levelname.lower()}: {record.getMessage()}"
@@ -38,6 +59,13 @@ class Group(click.Group):
             return super().invoke(ctx)
         except HybridError as exc:
             click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+        except Exception as exc:
+            psycopg = sys.modules.get("psycopg")  # a refusal no store method translated
+            if psycopg is None or not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+                raise
+            from .pg.connect import privilege_problem
+            click.echo(f"error: {privilege_problem(exc, None, True)}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

@@ -52,3 +52,10 @@ class DiskFull(HybridError):
 class StoreUnavailable(HybridError):
     """A PostgreSQL store cannot be used: unreachable, login refused, pgvector missing, a schema
     this hybrid cannot read. The message names the fix and never holds a password."""
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message, at most ``limit`` characters (its type's name when
+    it has none): how an unforeseen failure is shown to a caller and written to a log record."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__

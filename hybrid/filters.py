@@ -45,15 +45,24 @@ def check_filters(stores: Sequence[Any], filters: Filters) -> None:
             raise NoMatchingNotes(f"no note carries tag {tag!r}{_near([tag], _tags(stores), 'tags')}")
     if f.since is not None and not _exists(stores, (), (), f.since):
         newest = max((m for s in stores for m in _modified(s)), default=None)
-        when = dt.date.fromtimestamp(f.since).isoformat()
-        last = f" (the newest was modified {dt.date.fromtimestamp(newest).isoformat()})" if newest else ""
+        when = _day(f.since)
+        last = f" (the newest was modified {_day(newest)})" if newest else ""
         raise NoMatchingNotes(f"no note was modified since {when}{last}")
     parts = [f"folder {', '.join(f.folders)}" if f.folders else "",
              f"tag{'s' if len(f.tags) > 1 else ''} {', '.join(f.tags)}" if f.tags else "",
-             f"modified since {dt.date.fromtimestamp(f.since).isoformat()}" if f.since is not None else "",
+             f"modified since {_day(f.since)}" if f.since is not None else "",
              f"source {', '.join(f.sources)}" if f.sources else ""]
     raise NoMatchingNotes(f"no note matches all of: {'; '.join(p for p in parts if p)} "
                           f"(each alone matches notes; drop one)")
+
+
+def _day(epoch: float) -> str:
+    """The local date of ``epoch``; in UTC where local time has no such date (year 1 west of
+    Greenwich)."""
+    try:
+        return dt.date.fromtimestamp(epoch).isoformat()
+    except (ValueError, OverflowError, OSError):
+        return dt.datetime.fromtimestamp(epoch, dt.UTC).date().isoformat()
 
 
 def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None,
@@ -72,7 +81,7 @@ def _kinds_hint(stores: Sequence[Any]) -> str:
 
 
 def _visible_rows(store: Any) -> Iterable[tuple[str, str, float]]:
-    from .agent_view import base_catalog, hidden_file_ids
+    from .agent_store import base_catalog, hidden_file_ids
     hidden = hidden_file_ids(store)
     for fid, path, tags, modified in base_catalog(store).db.execute(
             "SELECT id, path, tags, modified FROM files WHERE deleted=0"):
@@ -92,8 +101,9 @@ def _folders(stores: Sequence[Any]) -> set[str]:
 def _tags(stores: Sequence[Any]) -> set[str]:
     out: set[str] = set()
     for store in stores:
+        shows = getattr(store.catalog, "shows", None)  # an agent's: no tag that is a secret
         for _, tags, _ in _visible_rows(store):
-            out.update(json.loads(tags))
+            out.update(t for t in json.loads(tags) if shows is None or shows(t))
     return out
 
 

@@ -19,6 +19,15 @@ MAX_TOP_K_MCP = 50  # hits per MCP `search` call: an agent's context is the cons
 MAX_QUERY_CHARS = 4000  # characters of query text
 MAX_BODY_BYTES = 64 * 1024  # bytes of an HTTP request body (any route)
 MAX_FILTER_ITEMS = 256  # entries in each of vaults / folders / tags / exclude_folders
+# The most bytes one character can take in a JSON body (an emoji as "\ud83e\udd8a"): an MCP
+# request may carry ``proposal_max_chars`` characters of propose_note content, whatever they are.
+JSON_BYTES_PER_CHAR = 12
+
+
+def mcp_body_limit(proposal_max_chars: int) -> int:
+    """Bytes of an MCP request body: room for a whole proposal in the worst JSON encoding, so the
+    tool (not the transport) refuses an over-long one, naming its limit."""
+    return MAX_BODY_BYTES + JSON_BYTES_PER_CHAR * max(0, proposal_max_chars)
 MODES = ("lexical", "vector", "hybrid")
 
 

@@ -74,6 +74,12 @@ def fail(exc: Exception) -> ToolError:
     return ToolError(str(exc))
 
 
+def internal_error(exc: BaseException) -> str:
+    """One line for a failure nobody foresaw (its traceback goes to the server's log)."""
+    from .errors import one_line
+    return f"internal error ({type(exc).__name__}: {one_line(exc)}); the server logged the details"
+
+
 def client_name(ctx: Context | None) -> str:
     """The MCP client as it introduced itself (``claude-code 1.0.3``), or ``unknown``."""
     try:
@@ -87,7 +93,8 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
             call: Callable[[], CallToolResult], cites: Callable[[CallToolResult], list[str]]) -> CallToolResult:
     """Run ``call`` and append its audit record (arguments, client, returned citations, time)
     before the result goes back. A failed call is recorded with its error and re-raised as a
-    tool error; a call that cannot be recorded is refused (AuditError)."""
+    tool error, whatever it raised (an unforeseen failure too: its traceback goes to the log,
+    one line to the agent); a call that cannot be recorded is refused (AuditError)."""
     record: dict[str, Any] = {"tool": tool, "client": client_name(ctx),
                               "args": {k: v for k, v in args.items() if v is not None}}
     started = time.perf_counter()
@@ -97,6 +104,12 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
         record.update(returned=[], count=0, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         _append(h, record, started)
         raise exc if isinstance(exc, ToolError) else fail(exc) from None
+    except Exception as exc:  # a bug, not the caller's mistake: logged whole, one line to the agent
+        log.exception("%s: internal error", tool)
+        error = internal_error(exc)
+        record.update(returned=[], count=0, error=error)
+        _append(h, record, started)
+        raise ToolError(error) from None
     returned = cites(result)
     record.update(returned=returned, count=len(returned), error=None)
     _append(h, record, started)

@@ -64,10 +64,15 @@ class SearchRequest:
         set_(self, "tags", tuple(normalize_tag(t) for t in self.tags))
         from .sources import check_kinds
         set_(self, "sources", check_kinds(self.sources))
-        if isinstance(self.since, str):
-            set_(self, "since", parse_date(self.since))
-        elif self.since is not None:
-            set_(self, "since", float(self.since))
+        if self.since is not None:
+            from .errors import QuerySyntaxError
+            from .query import check_since
+            try:
+                since = parse_date(self.since) if isinstance(self.since, str) else \
+                    check_since(float(self.since), self.since)
+            except (QuerySyntaxError, OverflowError) as exc:  # OverflowError: float() of a huge int
+                raise BadSearchArgs(str(exc) if "since" in str(exc) else f"since: {exc}") from None
+            set_(self, "since", since)
 
     @cached_property
     def parsed(self) -> ParsedQuery:

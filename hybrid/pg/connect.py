@@ -15,10 +15,19 @@ log = logging.getLogger("hybrid")
 ENV_URL = "HYBRID_DATABASE_URL"
 SCHEMES = ("postgresql://", "postgres://")
 ENV_WORDS = ("postgresql", "postgres", "env")  # `store = "postgresql"`: the URL is in ENV_URL
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CONNECT_TIMEOUT = 10
-# Migrations from version N to N+1 (SQL run in one transaction); none yet.
-MIGRATIONS: dict[int, str] = {}
+# Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
+MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: what is embedded for a chunk an agent is shown redacted (hybrid.agent_vectors); the
+    # notes that hold one are marked stale, so they stay hidden from agents until redone
+    1: """
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_hash text;
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_text text;
+UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
+    (SELECT file_id FROM hybrid_chunks WHERE agent_tsv IS NOT NULL);
+""",
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hybrid_schema (version integer NOT NULL);
@@ -50,7 +59,8 @@ CREATE TABLE IF NOT EXISTS hybrid_chunks (
     end_line integer NOT NULL, text text NOT NULL, embed_hash text NOT NULL,
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
     tsv tsvector NOT NULL, len integer NOT NULL,
-    agent_tsv tsvector, agent_len integer   -- the redacted text's, where redaction changed it
+    agent_tsv tsvector, agent_len integer,  -- the redacted text's, where redaction changed it
+    agent_embed_hash text, agent_embed_text text  -- and what is embedded for it (agent_vectors)
 );
 CREATE INDEX IF NOT EXISTS hybrid_chunks_redacted ON hybrid_chunks (vault) WHERE agent_tsv IS NOT NULL;
 -- tsvectors stay in the row (MAIN, rows up to a page): out of line, BM25 read ~6 pages per
@@ -187,6 +197,24 @@ def connect_problem(exc: BaseException, url: str, vault: str) -> str:
             f"and the URL ({ENV_URL} or the vault's store)")
 
 
+WRITE_GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}; " \
+              "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
+READ_GRANT = "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
+
+
+def privilege_problem(exc: BaseException, role: str | None, writer: bool, where: str = "") -> StoreUnavailable:
+    """One line for a statement PostgreSQL refused for want of a privilege: what was refused,
+    to which role, and the GRANT an owner of the database runs: what an indexer (``writer``)
+    needs, or what a query server needs."""
+    text = " ".join(str(exc).split()) or "permission denied"
+    who = repr(role) if role else "of the store URL"
+    grant = (WRITE_GRANT if writer else READ_GRANT).format(role=role or "ROLE")
+    need = "`hybrid index` needs SELECT, INSERT, UPDATE and DELETE" if writer else "a query needs SELECT"
+    at = f" at {where}" if where else ""
+    return StoreUnavailable(f"PostgreSQL{at} refused role {who}: {_short(text)}; {need} on the "
+                            f"hybrid_* tables: have an owner of the database run {grant}")
+
+
 def _short(text: str) -> str:
     text = re.sub(r"password=\S+", "password=***", text)
     return text[:160]
@@ -196,7 +224,10 @@ def ensure_schema(conn: Any, where: str, writer: bool) -> None:
     """Create or migrate hybrid's tables (a writer), or check that they are current (a reader,
     which never writes the schema). pgvector must be installable in the database."""
     import psycopg
-    version = schema_version(conn)
+    try:
+        version = schema_version(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise privilege_problem(exc, conn.info.user, writer, where) from None
     if version == SCHEMA_VERSION:
         _register(conn, where)
         return
