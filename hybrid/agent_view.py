@@ -1,10 +1,20 @@
 """The agent view: which notes an agent may see, and the text it is shown.
 
 An agent (an MCP client, a caller of the HTTP API) searches a vault in which the notes it may
-not see do not exist. Those are the notes matched by an ``agent_exclude`` glob, carrying a
-``private_tags`` tag (or a nested child of one), with frontmatter ``private: true``, and
-unreviewed proposals (the ``proposals_folder``, and notes an agent proposed that still say
-``status: proposed``). Text it is shown has credentials replaced by ``[redacted secret]``.
+not see do not exist. Those are the notes matched by an ``agent_exclude`` glob (this vault's, or
+that of another registered vault whose folder holds this one or lies inside it: a folder hidden
+from agents stays hidden whichever vault reaches it), carrying a ``private_tags`` tag (or a nested
+child of one), with frontmatter ``private: true``, whose front block cannot be read (its privacy
+cannot be known: fail closed), and unreviewed proposals (the ``proposals_folder``, and notes an
+agent proposed that still say ``status: proposed``). Paths, globs and tags are compared in NFC
+and case-folded, so ``Privé/**`` hides a folder a sync tool wrote decomposed, and ``#Личное``
+is the tag ``личное``. Text it is shown has credentials replaced by ``[redacted secret]``; so
+are the tags, titles and headings it is shown.
+
+:meth:`AgentView.hides` is the one decision. It is applied to what the catalog recorded when
+the note was indexed and, for a note read from disk (``get_note``) or one whose file changed
+since it was indexed, to the file as it is now: a note made private after it was indexed is
+hidden before the next index run.
 
 Enforced in the engine, inside each arm, so no private note can surface through hits, ranks,
 scores, snippets, counts, spelling corrections or a short result list:
@@ -16,13 +26,16 @@ scores, snippets, counts, spelling corrections or a short result list:
   secret's value cannot be searched for. It is rebuilt from the catalog (no re-embedding) when
   the view's settings change; its settings' fingerprint is kept in the catalog meta.
 - **vector arm**: the FAISS search bans the chunk ids of hidden notes (a cosine score does not
-  depend on other documents, so this is exact).
-- **rows**: hydrated rows of hidden notes are dropped (defence in depth) and the text, heading
-  and title of every row are redacted before any snippet, coverage or exact-first test sees them.
+  depend on other documents, so this is exact), and scores a chunk shown redacted by the vector
+  of its redacted text (:mod:`hybrid.agent_vectors`).
+- **rows**: hydrated rows of hidden notes are dropped (defence in depth) and the text, heading,
+  title and tags of every row are redacted before any snippet, coverage or exact-first test sees
+  them.
 
 The hidden set is computed from the catalog (path, tags, frontmatter) with the settings in force
 at query time, so a changed ``agent_exclude`` hides a folder at once, even before the agent index
-is rebuilt.
+is rebuilt. This module decides and keeps the agent index in step; :mod:`hybrid.agent_store`
+is the store as an agent reads it.
 """
 
 from __future__ import annotations
@@ -33,17 +46,18 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import HybridError
 
 if TYPE_CHECKING:
+    from .agent_vectors import Redacted
     from .catalog import Catalog, ChunkRow
     from .config import Vault
-    from .lexical import LexicalIndex
     from .settings import Settings
     from .store import VaultStore
 
@@ -57,6 +71,30 @@ class AgentViewStale(HybridError):
     """The agent index does not match the agent settings and cannot be rebuilt right now."""
 
 
+# Bump when what :meth:`AgentView.hides` decides changes for the same settings (it feeds the
+# fingerprint: an index built under older rules is brought in step before an agent is served).
+PRIVACY_REVISION = 2
+
+
+def fold(text: str) -> str:
+    """``text`` as the agent view compares paths, globs and tags: NFC, case-folded."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Another registered vault whose folder overlaps this vault's: its ``agent_exclude`` globs
+    (and its proposals folder) apply to the notes of this vault that lie in its folder.
+    ``inside``: this vault's folder lies inside the other's at ``prefix`` (a path ``p`` here is
+    ``prefix + p`` there); else the other lies inside this one at ``prefix``."""
+    vault: str
+    prefix: str
+    inside: bool
+    exclude: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class AgentView:
     """What an agent may see of one vault."""
@@ -65,43 +103,58 @@ class AgentView:
     proposals_folder: str = ""
     see_proposals: bool = False
     redact: bool = True
+    reach: tuple[Reach, ...] = ()
 
     @classmethod
     def of(cls, vault: Vault, settings: Settings) -> AgentView:
         return cls(exclude=tuple(vault.agent_exclude),
-                   private_tags=tuple(t.lower().lstrip("#").strip("/") for t in settings.private_tags),
+                   private_tags=tuple(fold(t.lstrip("#").strip("/")) for t in settings.private_tags),
                    proposals_folder=settings.proposals_folder.strip("/"),
                    see_proposals=settings.agents_see_proposals,
-                   redact=settings.redact_secrets)
+                   redact=settings.redact_secrets,
+                   reach=tuple(Reach(n, prefix, inside, tuple(ex))
+                               for n, prefix, inside, ex in vault.agent_reach))
 
     @functools.cached_property
     def exclude_patterns(self) -> list[re.Pattern[str]]:
-        """``agent_exclude`` as regexes, case-insensitive (hiding too much is the safe side on a
-        case-insensitive file system). A bare folder name (``journal``) hides the folder."""
-        from .notes import glob_to_regex
-        out: list[re.Pattern[str]] = []
-        for g in self.exclude:
-            g = g.strip().lstrip("./").rstrip("/") if g.strip() not in ("**", "*") else g.strip()
-            if not g:
-                continue
-            pats = [g] if any(c in g for c in "*?[") or g.endswith(".md") else [g, g + "/**"]
-            out.extend(re.compile(glob_to_regex(p).pattern, re.IGNORECASE) for p in pats)
+        """``agent_exclude`` as regexes over :func:`fold`-ed paths (hiding too much is the safe
+        side on a case-insensitive file system). A bare folder name (``journal``) hides the folder."""
+        return _patterns(self.exclude)
+
+    @functools.cached_property
+    def _reach_patterns(self) -> list[tuple[Reach, str, list[re.Pattern[str]]]]:
+        out = []
+        for r in self.reach:
+            globs = list(r.exclude)
+            if self.proposals_folder and not self.see_proposals:
+                globs.append(self.proposals_folder + "/**")
+            if globs:
+                out.append((r, fold(r.prefix), _patterns(globs)))
         return out
 
     def hides(self, path: str, tags: Iterable[str] = (), properties: dict | None = None) -> str | None:
-        """Why the note at ``path`` is hidden from agents, or None when they may see it."""
-        if any(r.match(path) for r in self.exclude_patterns):
+        """Why the note at ``path`` is hidden from agents, or None when they may see it. The
+        one decision of the agent view: ``tags`` and ``properties`` are the note's as read."""
+        from .notes import FRONT_UNREADABLE
+        p = fold(path)
+        if any(r.match(p) for r in self.exclude_patterns):
             return "agent_exclude"
+        for reach, prefix, pats in self._reach_patterns:
+            there = prefix + p if reach.inside else p[len(prefix):] if p.startswith(prefix) else None
+            if there is not None and any(r.match(there) for r in pats):
+                return f"agent_exclude of vault {reach.vault}"
         props = {str(k).lower(): v for k, v in (properties or {}).items()}
+        if FRONT_UNREADABLE in props:
+            return f"front block unreadable: {props[FRONT_UNREADABLE]}"
         if not self.see_proposals:
-            folder = self.proposals_folder
-            if folder and path.lower().startswith(folder.lower() + "/"):
+            folder = fold(self.proposals_folder)
+            if folder and p.startswith(folder + "/"):
                 return "proposal"
             if props.get("proposed_by") and str(props.get("status", "")).strip().lower() == "proposed":
                 return "proposal"
         for t in tags:
-            t = str(t).lower()
-            if any(t == p or t.startswith(p + "/") for p in self.private_tags):
+            t = fold(str(t))
+            if any(t == q or t.startswith(q + "/") for q in self.private_tags):
                 return "private tag"
         if _truthy(props.get("private")):
             return "private"
@@ -109,22 +162,54 @@ class AgentView:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """Changes whenever the agent index must be rebuilt: the settings above, and the
-        redaction rules (detector version and project rule file)."""
+        """Changes whenever the agent index must be rebuilt: the settings above, the vaults
+        that reach this one, what ``hides`` decides, and the redaction rules (detector version
+        and project rule file)."""
         data = {"exclude": sorted(self.exclude), "tags": sorted(self.private_tags),
                 "proposals": [self.proposals_folder, self.see_proposals],
+                "reach": sorted([r.vault, r.prefix, r.inside, sorted(r.exclude)] for r in self.reach),
+                "rules": PRIVACY_REVISION,
                 "redact": rules_version() if self.redact else None}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
 
+    @property
+    def by_path(self) -> bool:
+        """Whether a note can be hidden for its path alone (so every path must be looked at)."""
+        return bool(self.exclude_patterns or self._reach_patterns
+                    or (self.proposals_folder and not self.see_proposals))
+
     def sql_candidates(self) -> tuple[str, list[str]]:
         """A WHERE clause over ``files f`` that every note hidden for its tags or frontmatter
-        satisfies (a cheap prefilter: the JSON is then parsed for those rows only)."""
+        satisfies (a cheap prefilter: the JSON is then parsed for those rows only). Tags are
+        stored as JSON with non-ASCII characters escaped: a private tag that is not ASCII is
+        looked for in every note with a non-ASCII tag (few), whatever its case or form."""
+        from .notes import FRONT_UNREADABLE
         where, args = ["f.properties LIKE '%\"private\"%' COLLATE NOCASE",
-                       "f.properties LIKE '%\"proposed_by\"%' COLLATE NOCASE"], []
+                       "f.properties LIKE '%\"proposed_by\"%' COLLATE NOCASE",
+                       f"f.properties LIKE '%\"{FRONT_UNREADABLE}\"%'"], []
         for t in self.private_tags:
+            if t.isascii():
+                where.append("f.tags LIKE ? ESCAPE '\\'")
+                args.append("%\"" + _like(t) + "%")
+        if not all(t.isascii() for t in self.private_tags):
             where.append("f.tags LIKE ? ESCAPE '\\'")
-            args.append("%\"" + _like(t) + "%")
+            args.append("%\\\\u%")
         return " OR ".join(where), args
+
+
+def _patterns(globs: Iterable[str]) -> list[re.Pattern[str]]:
+    """Agent-exclude globs as regexes over :func:`fold`-ed paths; a bare folder name hides the
+    folder."""
+    from .notes import glob_to_regex
+    out: list[re.Pattern[str]] = []
+    for g in globs:
+        g = g.strip().lstrip("./").rstrip("/") if g.strip() not in ("**", "*") else g.strip()
+        if not g:
+            continue
+        g = fold(g)
+        pats = [g] if any(c in g for c in "*?[") or g.endswith(".md") else [g, g + "/**"]
+        out.extend(re.compile(glob_to_regex(p).pattern, re.IGNORECASE) for p in pats)
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -165,16 +250,36 @@ def _like(text: str) -> str:
 # --- the hidden set --------------------------------------------------------------------------
 def hidden_files(catalog: Catalog, view: AgentView) -> dict[int, str]:
     """``{file id: path}`` of every file (live or deleted) an agent may not see."""
-    out: dict[int, str] = {}
-    if view.exclude_patterns or (view.proposals_folder and not view.see_proposals):
-        for fid, path in catalog.db.execute("SELECT id, path FROM files"):
-            if view.hides(path):
-                out[fid] = path
+    return {fid: path for fid, (path, _) in _verdicts(catalog, view).items()}
+
+
+def hidden_report(catalog: Catalog, view: AgentView) -> dict[str, list[str]]:
+    """The live notes hidden from agents, by why (``agent_exclude``, ``private tag``,
+    ``private``, ``proposal``, ``front block unreadable``, …): for the owner's ``status``. A
+    note whose front block is unreadable is listed as ``path (what is wrong with it)``."""
+    out: dict[str, list[str]] = {}
+    for path, why in _verdicts(catalog, view, live=True).values():
+        reason, _, detail = why.split(" of vault ")[0].partition(": ")
+        out.setdefault(reason, []).append(f"{path} ({detail})" if detail else path)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def _verdicts(catalog: Catalog, view: AgentView, live: bool = False) -> dict[int, tuple[str, str]]:
+    """``{file id: (path, why it is hidden)}`` of the files (``live``: only those not deleted)
+    an agent may not see."""
+    out: dict[int, tuple[str, str]] = {}
+    only = " WHERE deleted=0" if live else ""
+    if view.by_path:
+        for fid, path in catalog.db.execute(f"SELECT id, path FROM files{only}"):
+            why = view.hides(path)
+            if why:
+                out[fid] = (path, why)
     where, args = view.sql_candidates()
     for fid, path, tags, props in catalog.db.execute(
-            f"SELECT id, path, tags, properties FROM files f WHERE {where}", args):
-        if fid not in out and view.hides(path, json.loads(tags), json.loads(props)):
-            out[fid] = path
+            f"SELECT id, path, tags, properties FROM files f WHERE ({where}){' AND f.deleted=0' if live else ''}",
+            args):
+        if fid not in out and (why := view.hides(path, json.loads(tags), json.loads(props))):
+            out[fid] = (path, why)
     return out
 
 
@@ -196,12 +301,42 @@ class Hidden:
     chunks: set[int]
     version: tuple
     rows: RowCache
+    on_disk: dict[int, tuple[int, int, bool]] = field(default_factory=dict)  # see stale_verdicts
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    redacted: Redacted | None = None  # the chunks shown redacted (hybrid.agent_vectors)
+
+
+class RowCache:
+    """Redacted rows by chunk id, for one catalog (ids are never reused in it: a chunk's text
+    never changes under its id), the most recently used kept."""
+
+    def __init__(self, size: int = 20_000):
+        from collections import OrderedDict
+        self._rows: OrderedDict[int, ChunkRow] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, row: ChunkRow) -> ChunkRow | None:
+        with self._lock:
+            got = self._rows.get(row.id)
+            if got is not None and got.embed_hash == row.embed_hash and got.dead == row.dead:
+                self._rows.move_to_end(row.id)
+                return got
+            return None
+
+    def put(self, row: ChunkRow) -> None:
+        with self._lock:
+            self._rows[row.id] = row
+            if len(self._rows) > self._size:
+                self._rows.popitem(last=False)
+
 
 
 # --- redaction of rows ------------------------------------------------------------------------
 def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[ChunkRow]:
     """``rows`` with their text redacted as part of their whole note (a secret cut across two
-    chunks is found in the note and removed from both), and their heading, title and aliases."""
+    chunks is found in the note and removed from both), and their heading, title, aliases and
+    tags (``#ghp_…`` is a tag too)."""
     by_file: dict[int, list[ChunkRow]] = {}
     for r in rows:
         by_file.setdefault(r.file_id, []).append(r)
@@ -222,7 +357,7 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
             if text is None:  # replaced since the search ran: judged alone
                 text = redactor.redact(r.text)
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
-                                aliases=[field(a) for a in r.aliases])
+                                aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags])
     return [out[r.id] for r in rows]
 
 
@@ -240,11 +375,17 @@ def visible(rows: Iterable[ChunkRow], view: AgentView) -> list[ChunkRow]:
 
 
 def agent_batches(catalog: Catalog, batches: Iterable[list[ChunkRow]], view: AgentView,
-                  redactor) -> Iterator[list[ChunkRow]]:
-    """The rows of ``batches`` an agent may see, redacted, in the same order."""
+                  redactor, redacted: list | None = None) -> Iterator[list[ChunkRow]]:
+    """The rows of ``batches`` an agent may see, redacted, in the same order; the entries of
+    those redaction changed (:func:`hybrid.agent_vectors.entries`) go to ``redacted``."""
+    from .agent_vectors import entries, header_setting
+    header = header_setting(catalog.get_meta("chunking"))
     for batch in batches:
         rows = visible(batch, view)
-        yield redact_rows(catalog, rows, redactor) if (view.redact and rows) else rows
+        shown = redact_rows(catalog, rows, redactor) if (view.redact and rows) else rows
+        if redacted is not None and shown is not rows:
+            redacted.extend(entries(rows, shown, header))
+        yield shown
 
 
 # --- keeping the agent index in step --------------------------------------------------------
@@ -267,7 +408,9 @@ def apply_journal(store: VaultStore, ids: Sequence[int], view: AgentView, redact
     def rows():
         for part in store.catalog.iter_chunks(ids, batch):
             yield [r for r in part if not r.dead]
-    store.agent_lexical.apply(ids, agent_batches(store.catalog, rows(), view, redactor))
+    redacted: list = []
+    store.agent_lexical.apply(ids, agent_batches(store.catalog, rows(), view, redactor, redacted))
+    store.catalog.set_redacted(redacted, drop=ids)
 
 
 def current(store: VaultStore, view: AgentView) -> bool:
@@ -299,147 +442,8 @@ def check(store: VaultStore, view: AgentView, redactor, batch: int) -> bool:
 
 def rebuild(store: VaultStore, view: AgentView, redactor, batch: int = 5000) -> None:
     store.catalog.set_meta(META_KEY, "")  # a crash mid-build leaves it marked stale
+    redacted: list = []
     store.agent_lexical.rebuild(agent_batches(store.catalog, store.catalog.iter_chunks(batch=batch),
-                                              view, redactor))
+                                              view, redactor, redacted))
+    store.catalog.set_redacted(redacted)
     store.catalog.set_meta(META_KEY, view.fingerprint)
-
-
-# --- the store as an agent sees it -------------------------------------------------------------
-class AgentStore:
-    """A :class:`~hybrid.store.VaultStore` seen through an :class:`AgentView`: what
-    :func:`hybrid.search.run_search` reads (``lexical``, ``vector``, ``catalog``,
-    ``embedder_id``), each filtered."""
-
-    def __init__(self, store: VaultStore, view: AgentView, redactor, hidden: Hidden):
-        self.store, self.view, self.hidden = store, view, hidden
-        self.embedder_id = store.embedder_id
-        arms = getattr(store, "agent_arms", None)  # a PostgreSQL store: hidden notes left out in SQL
-        lexical, vector = arms(hidden.files, view) if arms else (store.agent_lexical, store.vector)
-        self.lexical = _AgentLexical(lexical, hidden)
-        self.vector = _AgentVector(vector, hidden)
-        self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
-                                     hidden.rows)
-
-
-class _AgentLexical:
-    """The agent index, its results also checked against the current hidden set (empty unless
-    the settings changed since it was built: then nothing hidden gets out meanwhile)."""
-
-    def __init__(self, lex: LexicalIndex | Any, hidden: Hidden):
-        self._lex, self._hidden = lex, hidden.chunks
-        self.stem = lex.stem
-
-    def corrections(self, words):
-        return self._lex.corrections(words)
-
-    def search(self, q, limit, **opts):
-        return [(i, s) for i, s in self._lex.search(q, limit, **opts) if i not in self._hidden]
-
-    def search_units(self, q, limit, unit="chunk", **opts):
-        return [(ids, s) for ids, s in self._lex.search_units(q, limit, unit=unit, **opts)
-                if not self._hidden.intersection(ids)]
-
-    def matching_ids(self, q, limit=1_000_000, **opts):
-        return self._lex.matching_ids(q, limit, **opts) - self._hidden
-
-
-class _AgentVector:
-    def __init__(self, vector, hidden: Hidden):
-        self._vector, self._hidden = vector, hidden.chunks
-
-    @property
-    def exact(self) -> bool:
-        return self._vector.exact
-
-    def count(self) -> int:
-        return self._vector.count()
-
-    def search(self, query, k, allowed=None, banned=()):
-        banned = set(banned) | self._hidden if self._hidden else banned
-        return self._vector.search(query, k, allowed, banned)
-
-
-class _AgentCatalog:
-    def __init__(self, catalog: Catalog, view: AgentView, hidden: Hidden, redactor, cache: RowCache):
-        self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
-        self._cache = cache
-
-    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=()) -> set[int]:
-        return self._catalog.filter_ids(folders, tags, since, among, sources) - self._hidden.chunks
-
-    def note_ids(self, folders=(), tags=(), since=None, sources=()) -> Iterator[int]:
-        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources)
-                if fid not in self._hidden.files)
-
-    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        # judged again on each row's own note: a note made private while this search ran (its
-        # chunks newer than the hidden set) is caught here, before any text is looked at
-        rows = visible((r for r in self._catalog.chunks(ids).values()
-                        if r.id not in self._hidden.chunks), self._view)
-        if self._redactor is None:
-            return {r.id: r for r in rows}
-        done = {r.id: got for r in rows if (got := self._cache.get(r)) is not None}
-        todo = [r for r in rows if r.id not in done]
-        for r in redact_rows(self._catalog, todo, self._redactor) if todo else ():
-            self._cache.put(r)
-            done[r.id] = r
-        return {r.id: done[r.id] for r in rows}
-
-
-class RowCache:
-    """Redacted rows by chunk id, for one catalog (ids are never reused in it: a chunk's text
-    never changes under its id), the most recently used kept."""
-
-    def __init__(self, size: int = 20_000):
-        from collections import OrderedDict
-        self._rows: OrderedDict[int, ChunkRow] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, row: ChunkRow) -> ChunkRow | None:
-        with self._lock:
-            got = self._rows.get(row.id)
-            if got is not None and got.embed_hash == row.embed_hash and got.dead == row.dead:
-                self._rows.move_to_end(row.id)
-                return got
-            return None
-
-    def put(self, row: ChunkRow) -> None:
-        with self._lock:
-            self._rows[row.id] = row
-            if len(self._rows) > self._size:
-                self._rows.popitem(last=False)
-
-
-class HiddenCache:
-    """The hidden set per vault, recomputed only when the catalog or the view changed."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._by_vault: dict[str, Hidden] = {}
-
-    def get(self, name: str, catalog: Catalog, view: AgentView) -> Hidden:
-        version = (catalog.data_version(), view.fingerprint, id(catalog))
-        with self._lock:
-            got = self._by_vault.get(name)
-            if got is None or got.version != version:
-                files = hidden_files(catalog, view)
-                # redacted rows stay good while the catalog file and the rules are the same
-                same = got is not None and got.version[1:] == version[1:]
-                rows = got.rows if same and got is not None else RowCache()
-                got = Hidden(files, hidden_chunk_ids(catalog, files), version, rows)
-                self._by_vault[name] = got
-            return got
-
-
-def base_catalog(store: Any) -> Catalog:
-    """The catalog under ``store`` (an AgentStore's own VaultStore's), for SQL over columns
-    that hold no note text; callers still leave out :func:`hidden_files`."""
-    inner = getattr(store, "store", None)
-    return (inner or store).catalog
-
-
-def hidden_file_ids(store: Any) -> Collection[int]:
-    """File ids ``store``'s reader may not see: an AgentStore's hidden notes, none otherwise."""
-    hidden = getattr(store, "hidden", None)
-    return hidden.files if hidden is not None else frozenset()

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from . import agent_view, reader
-from .agent_view import AgentStore, AgentView, HiddenCache
+from .agent_store import AgentStore, HiddenCache, OnDisk
+from .agent_view import AgentView
 from .config import Config, Vault, load_config, override
 from .embedders import Embedder, make_embedder, make_reranker, spec_id
 from .errors import HybridError, IndexCorrupt, PathRefused, VaultError
@@ -319,8 +320,10 @@ class Hybrid:
             self._refresh_pg_agent(vault, store, view)
         elif store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
             self._rebuild_agent_view(vault, view)
-        hidden = self._hidden.get(vault.name, store.catalog, view)
-        return AgentStore(store, view, self._redactor(view), hidden)
+        hidden = self._hidden.get(vault.name, store.catalog, view, store.embedder_id)
+        disk = OnDisk(vault.path, self.settings.max_file_bytes) \
+            if vault.is_folder and vault.path.is_dir() else None
+        return AgentStore(store, view, self._redactor(view), hidden, disk)
 
     def _refresh_pg_agent(self, vault: Vault, store: Any, view: AgentView) -> None:
         """Redo the agent tsvectors of a PostgreSQL vault's notes written with other redaction
@@ -428,12 +431,15 @@ class Hybrid:
         if parsed.vault and vault and parsed.vault != vault:
             raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
         v = self.vault_for(vault or parsed.vault, hint=vault_hint)
+        from .sources.sandbox import convert_limits
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
+        bounds = convert_limits(self.settings)
         if not agent:
-            return reader.read_note(v, parsed, start, end, max_chars, limit,
+            return reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
                                     catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
         view = AgentView.of(v, self.settings)
         return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
+                                convert=bounds,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
     def catalog_or_none(self, v: Vault):
@@ -461,16 +467,25 @@ class Hybrid:
         counts = (lambda v: self.agent_counts(v.name)) if agent else None
         return [vault_status(v, self.settings, agent_counts=counts) for v in self.vaults]
 
+    def agent_hidden(self, name: str) -> dict[str, list[str]]:
+        """The notes of vault ``name`` hidden from agents, by why (see
+        :func:`hybrid.agent_view.hidden_report`)."""
+        v = self.config.vault(name)
+        return agent_view.hidden_report(self._store(v).catalog, AgentView.of(v, self.settings))
+
     def agent_counts(self, name: str) -> tuple[int, int]:
         """(notes, chunks) of vault ``name`` that agents may see."""
         v = self.config.vault(name)
         return agent_view.visible_counts(self._store(v).catalog, AgentView.of(v, self.settings))
 
     def close(self) -> None:
+        """Close the open indexes and stop the converter worker (started again when needed)."""
+        from .sources.sandbox import shutdown
         with self._lock:
             for s in self._stores.values():
                 s.close()
             self._stores.clear()
+        shutdown()
 
 
 class _Releasing:

@@ -72,6 +72,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
     UNIQUE (model, text_hash)
 );
 CREATE TABLE IF NOT EXISTS journal (chunk_id INTEGER PRIMARY KEY);
+-- Chunks an agent is shown redacted, and what is embedded for them (hybrid.agent_vectors): kept
+-- with the agent index (rebuilt with it, changed by the same journal replay).
+CREATE TABLE IF NOT EXISTS agent_redacted (
+    chunk_id INTEGER PRIMARY KEY,
+    embed_hash TEXT NOT NULL,
+    embed_text TEXT NOT NULL
+);
 -- A bookmarks source's fetched pages (`hybrid index --fetch`): fetched once, kept until asked
 -- again; a failed fetch keeps its error and is tried again on the next --fetch.
 CREATE TABLE IF NOT EXISTS fetched (
@@ -238,6 +245,17 @@ class Catalog:
     def files(self) -> dict[str, FileRow]:
         rows = self.db.execute("SELECT id, path, size, mtime_ns, hash FROM files WHERE deleted=0")
         return {r[1]: FileRow(*r) for r in rows}
+
+    def file_rows(self, file_ids: Sequence[int]) -> dict[int, FileRow]:
+        """The rows of ``file_ids`` (live or deleted): what the index saw of each file."""
+        ids = list(file_ids)
+        out: dict[int, FileRow] = {}
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            for r in self.db.execute(f"SELECT id, path, size, mtime_ns, hash FROM files WHERE id IN "
+                                     f"({','.join('?' * len(part))})", part):
+                out[r[0]] = FileRow(*r)
+        return out
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
@@ -458,6 +476,44 @@ class Catalog:
         """Live chunk ids."""
         return [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE dead=0 ORDER BY id")]
 
+    # --- the agent view's redacted chunks (hybrid.agent_vectors) ---------------------------
+    def redacted_ids(self) -> set[int]:
+        try:
+            return {r[0] for r in self.db.execute("SELECT chunk_id FROM agent_redacted")}
+        except sqlite3.OperationalError as exc:  # a read-only open of a catalog made before it
+            if "no such table" in str(exc):
+                return set()
+            raise
+
+    def set_redacted(self, entries: Iterable[tuple[int, str, str]], drop: Iterable[int] | None = None) -> None:
+        """Record ``entries`` (chunk id, embed hash, embed text) after removing those of the
+        chunk ids ``drop`` (None: all)."""
+        with self.transaction():
+            if drop is None:
+                self.db.execute("DELETE FROM agent_redacted")
+            else:
+                self.db.executemany("DELETE FROM agent_redacted WHERE chunk_id=?", [(i,) for i in drop])
+            self.db.executemany("INSERT OR REPLACE INTO agent_redacted(chunk_id, embed_hash, embed_text) "
+                                "VALUES (?,?,?)", list(entries))
+
+    def redacted_missing(self, model: str) -> list[tuple[str, str]]:
+        """(hash, text) of the redacted texts with no cached vector under ``model``."""
+        return self.db.execute(
+            "SELECT DISTINCT a.embed_hash, a.embed_text FROM agent_redacted a WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.text_hash=a.embed_hash)", (model,)).fetchall()
+
+    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]:
+        """(chunk id, its file id, vector of its redacted text) of the redacted chunks that
+        have one."""
+        try:
+            return self.db.execute("SELECT a.chunk_id, c.file_id, e.vector FROM agent_redacted a "
+                                   "JOIN chunks c ON c.id=a.chunk_id JOIN embeddings e ON e.model=? "
+                                   "AND e.text_hash=a.embed_hash", (model,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+
     # --- journal --------------------------------------------------------------------------
     def journal(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT chunk_id FROM journal ORDER BY chunk_id")]
@@ -477,8 +533,9 @@ class Catalog:
             return 0
         with self.transaction():
             cur = self.db.execute(
-                "DELETE FROM embeddings WHERE model != ? OR text_hash NOT IN "
-                "(SELECT embed_hash FROM chunks WHERE dead=0)", (model,))
+                "DELETE FROM embeddings WHERE model != ? OR (text_hash NOT IN "
+                "(SELECT embed_hash FROM chunks WHERE dead=0) AND text_hash NOT IN "
+                "(SELECT embed_hash FROM agent_redacted))", (model,))
             deleted = max(0, cur.rowcount)
             rows = self.db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
             self.set_meta("embeddings_reclaimed", json.dumps({"rows": rows, "top": top}))

@@ -151,6 +151,16 @@ def _sections(note: Note) -> list[_Section]:
 
 SAFETY_MARGIN = 16  # tokens of slack before an estimate is re-counted exactly
 HEADER_PART = 200   # characters kept of each part of the contextual header (title, headings)
+
+
+def context_header(title: str, aliases: list[str], path: list[str]) -> str:
+    """The line embedded before a chunk's text: ``Title (aliases) > Heading > Subheading``."""
+    head = title[:HEADER_PART]
+    names = ", ".join(a for a in aliases if a and a != title)
+    if names:  # a note's other names: `Aliases (nickname, alternative name)`
+        head += f" ({names[:HEADER_PART]})"
+    parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == title)]
+    return " > ".join([head, *parts]) + "\n"
 MIN_SEGMENT = 64    # characters: segments shorter than this could not find a space to cut at
 
 
@@ -166,14 +176,7 @@ class Chunker:
         self.context_header = context_header
 
     def header(self, note: Note, path: list[str]) -> str:
-        if not self.context_header:
-            return ""
-        title = note.title[:HEADER_PART]
-        aliases = ", ".join(a for a in note.aliases if a and a != note.title)
-        if aliases:  # a note's other names: `Aliases (nickname, alternative name)`
-            title += f" ({aliases[:HEADER_PART]})"
-        parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == note.title)]
-        return " > ".join([title, *parts]) + "\n"
+        return context_header(note.title, note.aliases, path) if self.context_header else ""
 
     def chunk(self, note: Note) -> list[Chunk]:
         note = _indexable(note)

@@ -266,8 +266,12 @@ def status(ctx, as_json):
     h = open_handle(ctx)
     rows = h.status()
     agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
+    hidden = {name: h.agent_hidden(name) for name in agent}
     if as_json:
-        print_json([{**r.to_dict(), "agent_notes": agent.get(r.name)} for r in rows])
+        print_json([{**r.to_dict(), "agent_notes": agent.get(r.name),
+                     "agent_hidden": {k: len(v) for k, v in hidden.get(r.name, {}).items()},
+                     "front_unreadable": hidden.get(r.name, {}).get("front block unreadable", [])}
+                    for r in rows])
         return
     click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)} · {watcher_state(h)}")
     if not rows:
@@ -295,9 +299,14 @@ def status(ctx, as_json):
                 click.echo("  documents: " + ", ".join(f"{n} {k}" for k, n in r.sources.items()))
             if r.changes is not None:
                 click.echo(f"  files on disk: {r.changes.text}")
-            hidden = r.notes - agent[r.name]
-            click.echo(f"  agents see {agent[r.name]} notes ({hidden} private: agent_exclude, "
-                       f"private tags, `private: true`, proposals)")
+            why = hidden[r.name]
+            parts = ", ".join(f"{len(paths)} {reason}" for reason, paths in why.items())
+            click.echo(f"  agents see {agent[r.name]} notes ({r.notes - agent[r.name]} hidden"
+                       f"{': ' + parts if parts else ''})")
+            unreadable = why.get("front block unreadable", [])
+            if unreadable:
+                shown = ", ".join(unreadable[:5]) + (f", … ({len(unreadable)} in all)" if len(unreadable) > 5 else "")
+                click.echo(f"  hidden from agents until their front block is fixed: {shown}")
 
 
 @main.command()
@@ -357,7 +366,7 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
     h = open_handle(ctx)
     if http_:
-        from .http_server import is_loopback
+        from .http_guard import is_loopback
         if not is_loopback(host) and not token:  # before anything starts or is announced
             raise HybridError(f"binding {host} exposes your notes to the network: set a token "
                               f"with --token or HYBRID_TOKEN")

@@ -54,6 +54,14 @@ VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store"
 VAULT_KINDS = ("notes", "bookmarks", "slack")
 
 
+def _real(path: str) -> Path:
+    """A vault folder after ``~`` and symlinks (it may not exist on this machine)."""
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def home_dir() -> Path | None:
     value = os.environ.get("HYBRID_HOME")
     return Path(value).expanduser() if value else None
@@ -86,6 +94,9 @@ class Vault:
     agent_exclude: list[str] = field(default_factory=list)  # the settings' and the vault's own
     store: str | None = None  # a PostgreSQL URL, or "postgresql" ($HYBRID_DATABASE_URL): team mode
     kind: str = "notes"  # or "bookmarks" / "slack": ``path`` is then that export (a file or folder)
+    # other vaults whose folders overlap this one's, as (name, prefix, inside, their
+    # agent_exclude): see hybrid.agent_view.Reach
+    agent_reach: list[tuple[str, str, bool, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def is_folder(self) -> bool:
@@ -117,7 +128,30 @@ class Config:
             agent_exclude=list(self.settings.agent_exclude) + list(raw.get("agent_exclude") or []),
             store=str(raw["store"]) if raw.get("store") else None,
             kind=str(raw.get("kind") or "notes"),
+            agent_reach=self._reach(name),
         )
+
+    def _reach(self, name: str) -> list[tuple[str, str, bool, tuple[str, ...]]]:
+        """The other folder vaults whose folders hold vault ``name``'s or lie inside it (after
+        symlinks), each with its own ``agent_exclude``: what one vault hides from agents, a
+        vault registered on a folder within it (or around it) hides too."""
+        raw = self.vaults[name]
+        if (raw.get("kind") or "notes") != "notes" or len(self.vaults) < 2:
+            return []
+        here = _real(raw["path"])
+        out = []
+        for other, o in sorted(self.vaults.items()):
+            if other == name or (o.get("kind") or "notes") != "notes":
+                continue
+            there = _real(o["path"])
+            if here == there:
+                continue  # the same folder twice: each vault's own settings apply to it
+            exclude = tuple(self.settings.agent_exclude) + tuple(o.get("agent_exclude") or [])
+            if here.is_relative_to(there):
+                out.append((other, here.relative_to(there).as_posix() + "/", True, exclude))
+            elif there.is_relative_to(here):
+                out.append((other, there.relative_to(here).as_posix() + "/", False, exclude))
+        return out
 
     def index_dir(self, name: str) -> Path:
         """Where vault ``name`` keeps its index: ``<data>/vaults/<name>``, checked to lie inside

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import notes as notes_mod
+from .agent_vectors import embed_missing
 from .agent_view import AgentView, agent_redactor
 from .catalog import NewChunk, NoteRecord
 from .chunk import Chunker
@@ -29,7 +30,8 @@ from .errors import CatalogCorrupt, EmbedderMismatch, VaultError
 from .settings import Settings
 from .sources import kind_of
 from .sources.convert import to_note
-from .sources.pdf import Unreadable
+from .sources.sandbox import ConvertError, convert_limits
+from .sources.sandbox import shutdown as shutdown_converters
 from .store import (
     VaultStore,
     checkpoint,
@@ -113,10 +115,20 @@ def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed
         raise VaultError(f"vault {vault.name!r}: {what} {vault.path} is missing; nothing was "
                          f"changed in its index (if it moved: `hybrid vault move {vault.name} NEW_PATH`)")
     job = _Job(vault, embedder, settings, progress, clock, fetch)
-    if vault.store:
-        _index_postgres(job, report, reembed, wait)
-        report.seconds = round(clock.elapsed(), 3)
-        return report
+    try:
+        if vault.store:
+            _index_postgres(job, report, reembed, wait)
+        else:
+            report = _index_local(job, report, reembed, wait)
+    finally:
+        shutdown_converters()  # the converter worker lives for one run (hybrid.sources.sandbox)
+    report.seconds = round(clock.elapsed(), 3)
+    return report
+
+
+def _index_local(job: _Job, report: IndexReport, reembed: bool, wait: float) -> IndexReport:
+    """``_sync`` on the vault's own index files, under its writer lock."""
+    vault = job.vault
     lock = lock_dir(vault.index_dir, wait)
     try:
         if reembed:  # built beside the old index, which answers until the swap
@@ -126,7 +138,6 @@ def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed
             report = _sync_healing(job, report)
     finally:
         lock.release()
-    report.seconds = round(clock.elapsed(), 3)
     return report
 
 
@@ -171,10 +182,11 @@ class _Job:
 
 def chunking_meta(s: Settings) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
-    (Version 3: every lexical document carries its kind for ``--source``; the re-read costs
-    no embedding, the chunks being the same.)"""
+    (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
+    any script and a front block that cannot be read recorded, both for the agent view. The
+    re-read costs no embedding, the chunks being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 3})
+                       "header": s.context_header, "version": 4})
 
 
 def file_hash(data: bytes) -> str:
@@ -228,6 +240,8 @@ def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
         _apply(store, job, pending, removed)
     _report_progress(job, "write", 1, 2)
     synced = store.sync_derived(job.embedder.id, view=job.view, redactor=job.redactor)
+    with job.clock("embed"):  # the redacted texts agents are scored by (hybrid.agent_vectors)
+        embed_missing(store.catalog, job.embedder)
     _report_progress(job, "write", 2, 2)
     job.clock.add("tantivy", synced["lexical_seconds"])
     job.clock.add("faiss", synced["vector_seconds"])
@@ -295,7 +309,8 @@ def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexRepo
     chunker = Chunker(job.embedder.count_tokens, job.embedder.max_tokens, s.chunk_tokens,
                       s.chunk_overlap, s.context_header)
     embedding = EmbedQueue(store, job.embedder, report, job.progress)
-    reader = _ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock)
+    failed = _unconvertible(store, s)
+    reader = _ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, failed)
     pending: list[NoteRecord] = []
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
@@ -314,9 +329,29 @@ def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexRepo
             else:
                 report.updated += 1
     embedding.finish()
+    # kept for the files still there: one that failed is not converted again until it changes
+    store.catalog.set_meta(UNCONVERTIBLE, json.dumps({p: f for p, f in failed.items() if p in plan.present}))
     job.clock.add("read_parse", reader.busy - job.clock.seconds.get("chunk", 0.0))
     job.clock.add("embed", embedding.busy)
     return pending
+
+
+# catalog meta: {path: [content hash, converter bounds, warning]} of the documents the converter
+# could not turn into text (over its memory or time bound, crashed, no text): tried again only
+# when the file or the bounds change, so a decompression bomb costs one attempt, not one a run
+UNCONVERTIBLE = "unconvertible"
+
+
+def _unconvertible(store: VaultStore, settings: Settings) -> dict[str, list]:
+    try:
+        got = json.loads(store.catalog.get_meta(UNCONVERTIBLE) or "{}")
+    except ValueError:
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def _bounds_key(settings: Settings) -> str:
+    return f"{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
 
 
 def _apply(store: VaultStore, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
@@ -359,11 +394,12 @@ class ReadResult:
 
 
 def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
-          force: bool, clock: Stopwatch) -> ReadResult:
+          force: bool, clock: Stopwatch, failed: dict[str, list] | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
-    binary, a PDF without text, or an exception while decoding, parsing or chunking it) is one
-    warning naming it and counts in ``report.skipped``. A PDF is hashed as a stream and read
-    page by page, never whole into memory."""
+    binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
+    or an exception while decoding, parsing or chunking it) is one warning naming it and counts
+    in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
+    stream and read page by page, never whole into memory."""
     skipped = ReadResult(ReadStatus.SKIPPED)
     limit, setting = size_limit(settings, entry.path)
     if entry.size > limit:
@@ -387,11 +423,21 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings,
         return skipped
     if row is not None and row.hash == digest and not force:
         return ReadResult(ReadStatus.TOUCHED)
+    known = (failed or {}).get(entry.path)
+    if isinstance(known, list) and known[:2] == [digest, _bounds_key(settings)]:
+        report.skipped += 1  # the converter failed on this very file under these bounds
+        _warn(report, f"{known[2]} (not tried again until the file or the converter's bounds change)")
+        return skipped
     try:
-        return ReadResult(ReadStatus.CHANGED, _record(entry, data, digest, chunker, report, clock))
-    except (notes_mod.BinaryFile, Unreadable) as exc:
+        record = _record(entry, data, digest, chunker, report, clock, settings)
+        if failed:
+            failed.pop(entry.path, None)
+        return ReadResult(ReadStatus.CHANGED, record)
+    except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         report.skipped += 1
         _warn(report, str(exc))
+        if isinstance(exc, ConvertError) and failed is not None:
+            failed[entry.path] = [digest, _bounds_key(settings), str(exc)]
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
         report.skipped += 1
         _warn(report, f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks")
@@ -411,10 +457,10 @@ def size_limit(settings: Settings, path: str) -> tuple[int, str]:
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
-            report: IndexReport, clock: Stopwatch) -> NoteRecord:
+            report: IndexReport, clock: Stopwatch, settings: Settings) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
     stores. Whatever it raises is caught by ``_read`` and costs only this document."""
-    note = to_note(entry.path, data, entry.abspath)
+    note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
     for w in note.warnings:
         _warn(report, w)
     with clock("chunk"):
@@ -457,11 +503,11 @@ class _ReadAhead:
     error in the consumer) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, depth: int = 64):
+                 clock: Stopwatch, failed: dict[str, list] | None = None, depth: int = 64):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock)
+        self._args = (chunker, settings, report, force, clock, failed)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)

@@ -4,7 +4,7 @@
 No arm runs and nothing is ranked: each hit cites its whole note (the line span of its chunks),
 with the note's title and tags, and its first chunk as snippet and text. Notes without any text
 to index (no chunks) are not listed: there is nothing to cite. Stores seen through the agent view
-(:class:`hybrid.agent_view.AgentStore`) list no hidden note, and their rows come redacted.
+(:class:`hybrid.agent_store.AgentStore`) list no hidden note, and their rows come redacted.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .agent_view import base_catalog
+from .agent_store import base_catalog
 from .hits import Hit, snippet, source_fields
 from .result import SearchResult
 

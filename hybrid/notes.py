@@ -8,6 +8,7 @@ import math
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,12 @@ from typing import Any
 
 log = logging.getLogger("hybrid")
 
-# Tag rules follow Obsidian: starts after whitespace or line start, must contain a non-digit,
-# may be nested with '/'. Headings ("# Title") never match because a space follows the '#'.
-TAG_RE = re.compile(r"(?:(?<=\s)|^)#([A-Za-z0-9_\-/]*[A-Za-z_\-][A-Za-z0-9_\-/]*)", re.M)
+# Tag rules follow Obsidian: starts after whitespace or line start, runs of letters and digits of
+# any script, emoji and other symbols, '_', '-' and '/' (nesting); ASCII punctuation other than
+# those ends it, as does any other Unicode punctuation (:func:`_tag_text`); must contain a
+# non-digit. Headings ("# Title") never match because a space follows the '#'.
+TAG_RE = re.compile(r"(?:(?<=\s)|^)#([^\s!-,.:-@\[-^`{-~]+)", re.M)
+_TAG_JOINERS = frozenset("\u200d\ufe0f\ufe0e")  # inside emoji sequences (ZWJ, variation selectors)
 # No part of a link spans '[' or a line break, so every '[[' is scanned only up to the next
 # '[': a line of ten thousand unclosed '[[' stays linear.
 WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
@@ -209,17 +213,49 @@ def heading_text(rest: str) -> str:
 
 
 def normalize_tag(tag: str) -> str:
-    return tag.strip().lstrip("#").strip("/").lower()
+    """A tag as the indexes store it: no '#' or outer '/', NFC (a tag typed on macOS, whose
+    file names and some keyboards give decomposed accents, is the same tag), lower case."""
+    return unicodedata.normalize("NFC", tag.strip().lstrip("#").strip("/")).lower()
+
+
+def _tag_text(raw: str) -> str | None:
+    """The tag a TAG_RE match starts: cut at the first Unicode punctuation, separator or
+    control character other than '_', '-' and '/' (ASCII ones never get into a match), and
+    None unless something in it is not a digit (``#1984`` is no tag)."""
+    if not raw.isascii():
+        for i, c in enumerate(raw):
+            cat = unicodedata.category(c)
+            if cat[0] in "PZC" and c not in "_-/" and c not in _TAG_JOINERS:
+                raw = raw[:i]
+                break
+    return raw if any(not (c.isdigit() or c == "/") for c in raw) else None
+
+
+FRONT_SCAN_LINES = 2000  # a front block must close within these lines to be read
+# A reserved property recording why a note's front block could not be read. The agent view hides
+# such a note (its privacy cannot be known); the owner still finds it. Never from a note itself:
+# parse_note drops a property of that name that a front block spells out.
+FRONT_UNREADABLE = "hybrid:front_unreadable"
 
 
 def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
     """Return (frontmatter lines or None, 1-based line where the body starts)."""
+    fm, body_start, _ = front_block(lines)
+    return fm, body_start
+
+
+def front_block(lines: list[str]) -> tuple[list[str] | None, int, str | None]:
+    """(front block lines or None, 1-based line where the body starts, why a block that opens
+    on line 1 cannot be read: it does not close within FRONT_SCAN_LINES lines)."""
     if not lines or lines[0].strip() != "---":
-        return None, 1
-    for i in range(1, min(len(lines), 2000)):
+        return None, 1, None
+    for i in range(1, min(len(lines), FRONT_SCAN_LINES)):
         if lines[i].strip() in ("---", "..."):
-            return lines[1:i], i + 2
-    return None, 1  # no closing fence: treat the whole file as body
+            return lines[1:i], i + 2, None
+    later = any(line.strip() in ("---", "...") for line in lines[FRONT_SCAN_LINES:])
+    why = (f"its front block closes after line {FRONT_SCAN_LINES:,}" if later
+           else "its front block (--- on line 1) is never closed")
+    return None, 1, why  # the whole file is body
 
 
 FRONTMATTER_MAX_BYTES = 64 * 1024  # larger frontmatter is ignored (the body is still indexed)
@@ -316,40 +352,47 @@ def load_frontmatter(text: str) -> Any:
         loader.dispose()
 
 
-def _read_frontmatter(path: str, fm_lines: list[str], warnings: list[str]) -> dict[str, Any]:
-    """The frontmatter mapping, or {} with a warning naming the file: malformed, refused, or
-    anything else the YAML library raises stays this note's problem."""
+def _read_frontmatter(path: str, fm_lines: list[str], warnings: list[str]) -> tuple[dict[str, Any], str | None]:
+    """(the frontmatter mapping, None), or ({}, why it cannot be read) with a warning naming
+    the file: malformed, refused, not a mapping, or anything else the YAML library raises
+    stays this note's problem."""
     import yaml
 
+    why: str | None = None
     try:
         loaded = load_frontmatter("\n".join(fm_lines))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        warnings.append(f"{path}: malformed frontmatter{where}; indexed the text without it")
-        return {}
+        why = f"malformed frontmatter{f' at line {mark.line + 2}' if mark is not None else ''}"
     except FrontmatterRefused as exc:
-        warnings.append(f"{path}: frontmatter refused ({exc}); indexed the text without it")
-        return {}
+        why = f"frontmatter refused ({exc})"
     except Exception as exc:  # RecursionError from the pure-Python parser, and the unforeseen
-        warnings.append(f"{path}: unreadable frontmatter ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); "
-                        "indexed the text without it")
-        return {}
-    if isinstance(loaded, dict):
-        return loaded
-    if loaded is not None:
-        warnings.append(f"{path}: frontmatter is not a mapping; ignored")
-    return {}
+        why = (f"unreadable frontmatter ({type(exc).__name__}: "
+               f"{str(exc).splitlines()[0][:200] if str(exc) else ''})")
+    else:
+        if isinstance(loaded, dict):
+            return loaded, None
+        if loaded is None:
+            return {}, None
+        why = "frontmatter is not a mapping"
+    warnings.append(f"{path}: {why}; indexed the text without it, and hidden from agents until "
+                    "it is fixed")
+    return {}, why
 
 
 def parse_note(path: str, text: str) -> Note:
     """Parse one note. Malformed or refused frontmatter is reported in ``warnings``; the text
     is kept."""
     lines = text.split("\n")
-    fm_lines, body_start = split_frontmatter(lines)
+    fm_lines, body_start, unreadable = front_block(lines)
     warnings: list[str] = []
-    meta = _read_frontmatter(path, fm_lines, warnings) if fm_lines is not None else {}
+    if unreadable:
+        warnings.append(f"{path}: {unreadable}; indexed the text without it, and hidden from "
+                        "agents until it is fixed")
+    meta: dict[str, Any] = {}
+    if fm_lines is not None:
+        meta, unreadable = _read_frontmatter(path, fm_lines, warnings)
+    meta.pop(FRONT_UNREADABLE, None)
     lower = {str(k).lower(): v for k, v in meta.items()}
 
     body = lines[body_start - 1:]
@@ -366,7 +409,8 @@ def parse_note(path: str, text: str) -> Note:
             m = H1_RE.match(line)
             if m and heading_text(m.group(1)):
                 title_h1 = heading_text(m.group(1))
-        tags.extend(normalize_tag(t) for t in TAG_RE.findall(line))
+        if "#" in line:
+            tags.extend(normalize_tag(t) for m in TAG_RE.findall(line) if (t := _tag_text(m)))
     tags = list(dict.fromkeys(t for t in tags if t))
 
     fm_title = lower.get("title")
@@ -382,7 +426,7 @@ def parse_note(path: str, text: str) -> Note:
         body_start=body_start,
         tags=tags,
         aliases=_as_list(lower.get("aliases") or lower.get("alias")),
-        properties=_jsonable(meta),
+        properties={**_jsonable(meta), **({FRONT_UNREADABLE: unreadable} if unreadable else {})},
         links=links,
         created=_date(lower.get("created") or lower.get("date")),
         updated=_date(lower.get("updated") or lower.get("modified") or lower.get("lastmod")),

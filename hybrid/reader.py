@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .agent_view import AgentView
     from .catalog import Catalog
     from .config import Vault
+    from .sources.sandbox import Limits
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
 
@@ -54,7 +55,7 @@ class AgentCheck:
 
     def allows(self, rel: str, real: str) -> bool:
         """Whether an agent may read the indexed note ``rel`` (``real``: the file it really
-        is, when reached through a symlink)."""
+        is, when reached through a symlink), as the index recorded it."""
         row = self.catalog.db.execute(
             "SELECT tags, properties FROM files WHERE path=? AND deleted=0", (rel,)).fetchone()
         if row is None:
@@ -62,16 +63,37 @@ class AgentCheck:
         tags, props = json.loads(row[0]), json.loads(row[1])
         return self.view.hides(rel, tags, props) is None and self.view.hides(real) is None
 
+    def allows_text(self, rel: str, text: str) -> bool:
+        """Whether an agent may read ``text``, the document ``rel`` as it is read now: its front
+        block and tags as they are in the file, not as they were when it was indexed (a note
+        made private since is refused at once). Kinds without a front block of the owner's
+        (PDFs, web pages, plain text) are judged by their path."""
+        tags, props = judged_fields(rel, text)
+        return self.view.hides(rel, tags, props) is None
+
+
+def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
+    """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
+    them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
+    notes; other kinds carry none."""
+    if kind_of(rel) not in ("note", "bookmark", "slack"):
+        return [], {}
+    from .notes import parse_note
+    note = parse_note(rel, text)
+    return note.tags, note.properties
+
 
 def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_chars: int | None,
               max_file_bytes: int, agent: AgentCheck | None = None,
-              catalog: Catalog | None = None, max_pdf_bytes: int | None = None) -> NoteText:
+              catalog: Catalog | None = None, max_pdf_bytes: int | None = None,
+              convert: Limits | None = None) -> NoteText:
     """Lines ``start``..``end`` (1-based, inclusive; default all, or the section or block the
     reference names) of the note ``ref`` (any form :mod:`hybrid.refs` parses) in vault ``v``.
     ``catalog`` (the vault's, when indexed) resolves titles, file names and aliases. A
     document that is not markdown is read as the indexer read it (:mod:`hybrid.sources`): a
     PDF's text by page (``paper.pdf#page=3`` or ``#page=3-5``: those pages), a web page's
-    main text, a bookmark or a Slack day rendered from its source."""
+    main text, a bookmark or a Slack day rendered from its source. ``convert``: the bounds a
+    PDF or web page is converted under (default: those of the default settings)."""
     if isinstance(ref, str):
         ref = parse_ref(ref)
     if not ref.path:
@@ -83,9 +105,11 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if v.is_folder:
         limits = (max_file_bytes, max_pdf_bytes or max_file_bytes)
         target, rel = _locate(v, ref.path, limits, agent, catalog)
-        text = _file_text(v, target, rel, ref.path)
+        text = _file_text(v, target, rel, ref.path, convert)
     else:
         rel, text = _source_text(v, ref.path, agent, catalog)
+    if agent is not None and not agent.allows_text(rel, text):
+        raise _agent_refusal(v, ref.path)
     if agent is not None and agent.redactor is not None:
         text = agent.redactor.redact(text)  # the whole note, so no secret is cut in two
     lines = text.split("\n")
@@ -111,19 +135,23 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     return NoteText(v.name, rel, s, e, len(lines), body)
 
 
-def _file_text(v: Vault, target: Path, rel: str, asked: str) -> str:
+def _file_text(v: Vault, target: Path, rel: str, asked: str, limits: Limits | None = None) -> str:
     """The text of a vault's file as the indexer reads it (markdown and plain text as they
-    are; a web page's main text; a PDF's pages)."""
+    are; a web page's main text; a PDF's pages: both converted by the converter worker, under
+    ``limits``, by default those of the default settings)."""
     from .notes import BinaryFile, decode
-    from .sources.pdf import Unreadable
+    from .sources.sandbox import ConvertError
     kind = kind_of(rel)
     try:
         if kind in ("pdf", "web"):
             from .sources.convert import to_note
             data = None if kind == "pdf" else target.read_bytes()
-            return "\n".join(to_note(rel, data, str(target)).lines)
+            return "\n".join(to_note(rel, data, str(target), limits).lines)
         return decode(target.read_bytes(), rel)[0]
-    except (OSError, BinaryFile, Unreadable):
+    except ConvertError as exc:  # no text, or over convert_max_memory_mb / convert_timeout
+        raise PathRefused(f"{asked!r} is not a readable note in vault {v.name!r}: "
+                          f"{exc.reason}") from None
+    except (OSError, BinaryFile):
         raise PathRefused(f"{asked!r} is not a readable note in vault {v.name!r}") from None
 
 
@@ -134,8 +162,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     from .sources.entries import document_text
     if catalog is None:
         raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
-    refused = PathRefused(f"{path!r} is not a document you can read in {v.kind} source {v.name!r} "
-                          "(use a path from a search hit)")
+    refused = _agent_refusal(v, path)
     known = set(catalog.files())
     rel = path if path in known else None
     if rel is None:
@@ -233,8 +260,7 @@ def _agent_note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int],
                      agent: AgentCheck) -> tuple[Path, str]:
     """``note_file`` for an agent: refusals that depend on what is on disk all read the same."""
     _check_syntax(v, path)
-    refused = PathRefused(f"{path!r} is not a note you can read in vault {v.name!r} (use a path "
-                          f"from a search hit)")
+    refused = _agent_refusal(v, path)
     try:
         target, rel = note_file(v, path, max_file_bytes)
     except PathRefused:
@@ -243,6 +269,16 @@ def _agent_note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int],
     if not agent.allows(rel, real):
         raise refused
     return target, rel
+
+
+def _agent_refusal(v: Vault, asked: str) -> PathRefused:
+    """The one refusal an agent gets for a document it may not read, whether it is private,
+    excluded or absent: the same words, so asking cannot tell them apart."""
+    if v.is_folder:
+        return PathRefused(f"{asked!r} is not a note you can read in vault {v.name!r} (use a path "
+                           f"from a search hit)")
+    return PathRefused(f"{asked!r} is not a document you can read in {v.kind} source {v.name!r} "
+                       "(use a path from a search hit)")
 
 
 def _check_syntax(v: Vault, path: str) -> str:

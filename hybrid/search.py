@@ -28,7 +28,7 @@ from .result import WORD_RE, SearchResult, apply_corrections
 from .timing import Stopwatch
 
 if TYPE_CHECKING:
-    from .agent_view import AgentStore
+    from .agent_store import AgentStore
     from .config import Vault
     from .settings import Settings
     from .store import VaultStore
@@ -38,7 +38,7 @@ MODES = ("lexical", "vector", "hybrid")
 
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
-# a store, or one seen through the agent view (hybrid.agent_view.AgentStore: the same parts, filtered)
+# a store, or one seen through the agent view (hybrid.agent_store.AgentStore: the same parts, filtered)
 Targets = Sequence[tuple["Vault", "VaultStore | AgentStore"]]
 QueryVector = Callable[[str, str], "object"]
 Rescorer = Callable[[str, Sequence[str]], list[float]]

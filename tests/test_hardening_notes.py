@@ -14,7 +14,7 @@ from helpers import paths, write
 
 import hybrid.indexer as indexer
 from hybrid.chunk import BLOB_PLACEHOLDER, Chunker
-from hybrid.notes import FRONTMATTER_MAX_BYTES, parse_note
+from hybrid.notes import FRONT_UNREADABLE, FRONTMATTER_MAX_BYTES, parse_note
 from hybrid.store import VaultStore
 
 MAX = 254
@@ -244,7 +244,7 @@ def test_alias_bomb_is_refused_and_the_body_indexed(fake, tmp_path, caplog):
     bomb = alias_bomb(9)
     assert len(bomb) < 500  # a few hundred bytes that would expand to 9**9 strings
     note = parse_note("bomb.md", "---\n" + bomb + "---\n# Bomb\n\nbody about hydroponics\n")
-    assert note.properties == {}
+    assert list(note.properties) == [FRONT_UNREADABLE]  # none of its values; hidden from agents
     assert len(note.warnings) == 1 and note.warnings[0].startswith("bomb.md: frontmatter refused")
     assert note.title == "Bomb" and note.body_start == 12
 
@@ -258,7 +258,7 @@ def test_alias_bomb_is_refused_and_the_body_indexed(fake, tmp_path, caplog):
     assert (r.added, r.skipped) == (2, 0)
     assert paths(fake.search("hydroponics", mode="lexical")) == ["bomb.md"]
     files = stored_files(fake)
-    assert files["bomb.md"][0] == "{}"
+    assert list(json.loads(files["bomb.md"][0])) == [FRONT_UNREADABLE]
     assert json.loads(files["ok.md"][0]) == {"shared": ["a", "b"], "again": ["a", "b"]}
 
 
@@ -270,7 +270,7 @@ def test_alias_bomb_is_refused_and_the_body_indexed(fake, tmp_path, caplog):
 ])
 def test_frontmatter_out_of_bounds_is_ignored_with_a_warning(fm, reason):
     note = parse_note("f.md", f"---\n{fm}\n---\nbody text\n")
-    assert note.properties == {}
+    assert list(note.properties) == [FRONT_UNREADABLE] and reason in note.properties[FRONT_UNREADABLE]
     assert len(note.warnings) == 1 and reason in note.warnings[0]
     assert note.warnings[0].startswith("f.md: frontmatter refused") and "\n" not in note.warnings[0]
     assert note.lines[note.body_start - 1] == "body text"

@@ -264,7 +264,7 @@ def test_an_older_schema_is_migrated_by_the_indexer(tmp_path, pg_url, monkeypatc
     h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE hybrid_schema SET version=0")
-    monkeypatch.setattr(connect, "MIGRATIONS", {0: "CREATE TABLE hybrid_migrated (x int)"})
+    monkeypatch.setattr(connect, "MIGRATIONS", {**connect.MIGRATIONS, 0: "CREATE TABLE hybrid_migrated (x int)"})
     h2 = hybrid.open(tmp_path / "home", embedder="hash:64")
     with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
         h2.search("rollback", mode="lexical")
@@ -363,4 +363,56 @@ def test_a_lost_connection_is_one_line_and_the_next_query_reconnects(tmp_path, p
         for _ in range(3):  # the server's notice of termination may come with the next query
             h.search("rollback", mode="lexical")
     assert paths(h.search("forge rollback", mode="hybrid"))[0] == "runbooks/rollback.md"
+    h.close()
+
+
+def test_missing_privileges_are_one_line_naming_them(tmp_path, pg_server):
+    """A SELECT-only role running `hybrid index` and a role with no grants running `hybrid
+    query` each get one `error:` line naming the privilege and the table, not a traceback."""
+    url = new_database(pg_server)
+    db = dbname(url)
+    owner = indexed_vault(tmp_path / "a", NOTES, "team", store=url)
+    owner.close()
+    admin(pg_server, "CREATE ROLE reader LOGIN")
+    admin(pg_server, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader", db)
+    admin(pg_server, "CREATE ROLE nobody LOGIN")
+    home = tmp_path / "b"
+    write(home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    for role, args in (("reader", ("index",)), ("nobody", ("query", "rollback")),
+                       ("nobody", ("index",))):
+        env = {"HYBRID_DATABASE_URL": f"postgresql://{role}@/{db}?host={socket_dir(url)}"}
+        if not (home / "config.toml").read_text().count("[vaults"):
+            assert cli(home, "vault", "add", str(tmp_path / "a" / "vault"), "--name", "team", "--store",
+                       "postgresql", env=env).returncode == 0
+        line = one_error_line(cli(home, *args, env=env))
+        assert "permission denied" in line and f"role {role!r}" in line and "hybrid_" in line, line
+        assert "GRANT" in line
+    # a changed note: the first write is the embedding cache's (executemany in a transaction)
+    write(tmp_path / "a" / "vault", "runbooks/new.md", "# New\n\nA brand new runbook about canaries.\n")
+    env = {"HYBRID_DATABASE_URL": f"postgresql://reader@/{db}?host={socket_dir(url)}"}
+    line = one_error_line(cli(home, "index", env=env))
+    assert "permission denied" in line and "role 'reader'" in line and "INSERT" in line, line
+
+
+def test_schema_1_is_migrated_to_keep_the_vectors_of_redacted_text(tmp_path, pg_url):
+    """A database written by the hybrid before redacted vectors (schema 1) is migrated by the
+    next index run: the notes that hold a redacted secret stay hidden from agents until their
+    agent view is redone, then serve scores made from their redacted text."""
+    from hybrid.pg import connect
+    notes = {**NOTES, "ops/wifi.md": "# Wifi\n\nrouter login\npassword: falconorbit77\n"}
+    h = indexed_vault(tmp_path, notes, "team", store="postgresql")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE hybrid_chunks DROP COLUMN agent_embed_hash, DROP COLUMN agent_embed_text")
+        conn.execute("UPDATE hybrid_schema SET version=1")
+    h.close()
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
+        h.search("router", agent=True)
+    h.index()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM hybrid_schema").fetchone()[0] == connect.SCHEMA_VERSION
+        (n,) = conn.execute("SELECT count(*) FROM hybrid_chunks WHERE agent_embed_hash IS NOT NULL").fetchone()
+    assert n == 1
+    hits = h.search("router login", mode="vector", agent=True)
+    assert "ops/wifi.md" in paths(hits) and "falconorbit77" not in json.dumps([x.to_dict() for x in hits])
     h.close()

@@ -15,7 +15,7 @@ def test_status_names_paths_and_the_server(tmp_path, monkeypatch):
     (home / "config.toml").write_text('[settings]\nembedder = "hash:64"\n\n' + (home / "config.toml").read_text())
     out = CliRunner().invoke(main, ["status"]).output
     assert f"config {home / 'config.toml'}" in out and f"data {home / 'data'}" in out
-    assert "no server running" in out and "agents see 1 notes (1 private" in out
+    assert "no server running" in out and "agents see 1 notes (1 hidden: 1 private)" in out
     info = home / "data" / "server.json"
     info.write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": os.getpid(), "token": False}))
     assert "server running at http://127.0.0.1:9" in CliRunner().invoke(main, ["status"]).output

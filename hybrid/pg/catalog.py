@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..agent_vectors import entries, header_setting
 from ..catalog import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteRecord
 from ..index_dir import checkpoint
 from ..lexical import units
@@ -107,6 +108,12 @@ class PgCatalog:
         rows = self.q("SELECT id, path, size, mtime_ns, hash FROM hybrid_files WHERE vault=%s", (self.vault_id,))
         return {r[1]: FileRow(*r) for r in rows}
 
+    def file_rows(self, file_ids: Sequence[int]) -> dict[int, FileRow]:
+        """The rows of ``file_ids``: what the index saw of each file."""
+        rows = self.q("SELECT id, path, size, mtime_ns, hash FROM hybrid_files WHERE id = ANY(%s)",
+                      (list(file_ids),))
+        return {r[0]: FileRow(*r) for r in rows}
+
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.q("UPDATE hybrid_files SET size=%s, mtime_ns=%s WHERE vault=%s AND path=%s",
                (size, mtime_ns, self.vault_id, path))
@@ -119,7 +126,7 @@ class PgCatalog:
         (a re-embed replaces every note). Returns the new chunk ids."""
         notes, removed = list(notes), list(removed)
         v = self.vault_id
-        with self.conn.transaction():
+        with self.store.guarded(), self.conn.transaction():
             self.q("SELECT 1 FROM hybrid_vaults WHERE id=%s FOR UPDATE", (v,))
             if self.pending_meta is not None:
                 gone = [r[0] for r in self.q("SELECT id FROM hybrid_files WHERE vault=%s", (v,))]
@@ -167,6 +174,7 @@ class PgCatalog:
         ids = [r[0] for r in self.q("SELECT nextval(pg_get_serial_sequence('hybrid_chunks', 'id')) "
                                     "FROM generate_series(1, %s)", (total,))] if total else []
         fp, redactor = self.agent or ("off", None)
+        header = header_setting(self.get_meta("chunking"))
         chunk_rows, section_rows = [], []
         k = 0
         for n in notes:
@@ -188,11 +196,13 @@ class PgCatalog:
                 k += 1
             agent_rows = self._redacted(rows, redactor) if redactor is not None else rows
             tags, modified = tag_set(n.tags), n.modified
+            embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             for ord_, (r, a) in enumerate(zip(rows, agent_rows)):
                 tsv, length = tsvector_of(r, stem)
                 agent_tsv, agent_len = (None, None) if a is r else tsvector_of(a, stem)
                 chunk_rows.append((r.id, v, fid, ord_, r.heading, r.start_line, r.end_line, r.text,
-                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len))
+                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len,
+                                   *embeds.get(r.id, (None, None))))
             for run, arun in section_pairs(rows, agent_rows):
                 tsv, length = tsvector_of(run[0], stem, run)
                 same = all(a is r for a, r in zip(arun, run))
@@ -201,8 +211,8 @@ class PgCatalog:
                                      length, agent_tsv, agent_len))
         cur = self.conn.cursor()
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
-                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len) "
-                      "FROM STDIN") as cp:
+                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len, "
+                      "agent_embed_hash, agent_embed_text) FROM STDIN") as cp:
             for row in chunk_rows:
                 cp.write_row(row)
         with cur.copy("COPY hybrid_sections (vault, file_id, chunk_ids, path, tag_set, modified, "
@@ -317,10 +327,27 @@ class PgCatalog:
     def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         import numpy as np
         rows = [(self.vault_id, model, h, np.frombuffer(v, dtype=np.float32)) for h, v in items]
-        with self.conn.transaction(), self.conn.cursor() as cur:
+        with self.store.guarded(), self.conn.transaction(), self.conn.cursor() as cur:
             cur.executemany("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) VALUES "
                             "(%s,%s,%s,%s) ON CONFLICT (vault, model, text_hash) DO UPDATE "
                             "SET vec = EXCLUDED.vec", rows)
+
+    # --- the agent view's redacted chunks (hybrid.agent_vectors) ---------------------------
+    def redacted_ids(self) -> set[int]:
+        return {r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s AND (agent_tsv IS NOT "
+                                     "NULL OR agent_embed_hash IS NOT NULL)", (self.vault_id,))}
+
+    def redacted_missing(self, model: str) -> list[tuple[str, str]]:
+        return self.q("SELECT DISTINCT c.agent_embed_hash, c.agent_embed_text FROM hybrid_chunks c "
+                      "WHERE c.vault=%s AND c.agent_embed_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+                      "hybrid_embeddings e WHERE e.vault=c.vault AND e.model=%s AND e.text_hash="
+                      "c.agent_embed_hash)", (self.vault_id, model)).fetchall()
+
+    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]:
+        rows = self.q("SELECT c.id, c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON "
+                      "e.vault=c.vault AND e.model=%s AND e.text_hash=c.agent_embed_hash WHERE c.vault=%s",
+                      (model, self.vault_id))
+        return [(i, f, as_array(v).tobytes()) for i, f, v in rows]
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
         rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
@@ -335,8 +362,8 @@ class PgCatalog:
         if not force and rows - live <= max(EMBED_CACHE_MIN, live):
             return 0
         cur = self.q("DELETE FROM hybrid_embeddings e WHERE e.vault=%s AND (e.model != %s OR NOT EXISTS "
-                     "(SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND c.embed_hash = e.text_hash))",
-                     (v, model, v))
+                     "(SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND (c.embed_hash = e.text_hash "
+                     "OR c.agent_embed_hash = e.text_hash)))", (v, model, v))
         deleted = max(0, cur.rowcount)
         if deleted:
             log.info("%s: reclaimed %d unused cached embeddings", self.store.name, deleted)

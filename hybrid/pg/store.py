@@ -17,6 +17,7 @@ import json
 import logging
 import socket
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..errors import EmbedderMismatch, IndexLocked, StoreUnavailable
 from ..index_dir import checkpoint
 from ..vector import VectorSpec
 from .catalog import PgCatalog
-from .connect import connect, ensure_schema, redact, resolve
+from .connect import connect, ensure_schema, privilege_problem, redact, resolve
 from .lexical import PgLexical
 
 log = logging.getLogger("hybrid")
@@ -212,13 +213,25 @@ class PgStore:
             self.close()
             raise
 
+    @contextmanager
+    def guarded(self):
+        """Statements run inside (COPY, executemany) refused for a missing privilege end in
+        one line naming it, as those of :meth:`query` do."""
+        import psycopg
+        try:
+            yield
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise privilege_problem(exc, self.conn.info.user, self.writable, self.where) from None
+
     def query(self, sql: str, params: Any = ()):
-        """Run ``sql``; a lost connection (a restarted or unreachable server, a terminated
-        session) is one line, and a long-lived handle reopens the store at its next query
-        (see :meth:`stale`)."""
+        """Run ``sql``; a privilege the role lacks and a lost connection (a restarted or
+        unreachable server, a terminated session) are one line each, and after a lost
+        connection a long-lived handle reopens the store at its next query (see :meth:`stale`)."""
         import psycopg
         try:
             return self.conn.execute(sql, params or None)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise privilege_problem(exc, self.conn.info.user, self.writable, self.where) from None
         except psycopg.OperationalError as exc:
             if not (self.conn.closed or self.conn.broken):
                 raise
@@ -331,8 +344,10 @@ class PgStore:
     def refresh_agent(self, fingerprint: str, redactor: Any, batch: int = 5000) -> int:
         """Rewrite the agent tsvectors of notes written with other redaction rules (one
         transaction per note); how many notes were redone."""
+        from ..agent_vectors import entries, header_setting
         from .catalog import section_pairs
         from .lexical import tsvector_of
+        header = header_setting(self.catalog.get_meta("chunking"))
         todo = sorted(self.stale_agent_files(fingerprint))
         for fid in todo:
             rows = []
@@ -342,15 +357,18 @@ class PgStore:
                 rows.extend(part)
             rows.sort(key=lambda r: r.id)
             agent_rows = self.catalog._redacted(rows, redactor) if (redactor is not None and rows) else rows
+            embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             with self.conn.transaction():
                 for r, a in zip(rows, agent_rows):
-                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s, agent_len=%s WHERE id=%s",
-                               (*((None, None) if a is r else tsvector_of(a, self.stem)), r.id))
+                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s, agent_len=%s, agent_embed_hash=%s, "
+                               "agent_embed_text=%s WHERE id=%s",
+                               (*((None, None) if a is r else tsvector_of(a, self.stem)),
+                                *embeds.get(r.id, (None, None)), r.id))
                 for run, arun in section_pairs(rows, agent_rows):
                     same = all(a is r for a, r in zip(arun, run))
+                    shown = (None, None) if same else tsvector_of(arun[0], self.stem, arun)
                     self.query("UPDATE hybrid_sections SET agent_tsv=%s, agent_len=%s WHERE file_id=%s "
-                               "AND chunk_ids=%s", (*((None, None) if same else tsvector_of(arun[0], self.stem, arun)),
-                                                    fid, [r.id for r in run]))
+                               "AND chunk_ids=%s::bigint[]", (*shown, fid, [r.id for r in run]))
                 self.query("UPDATE hybrid_files SET agent_fp=%s WHERE id=%s", (fingerprint, fid))
         if todo:
             log.info("%s: agent view redone for %d notes", self.name, len(todo))
