@@ -1,7 +1,10 @@
 """How fast can a client guess the server's token? Starts ``hybrid serve --http --token X`` on
 127.0.0.1 (a temporary home, the hash embedder, one tiny note) and hammers it for a few seconds
 with wrong ``Authorization: Bearer`` tokens from several keep-alive connections, spread over
-``/api/search``, ``/ui/api/search`` and ``/mcp``; then checks the right token still gets in.
+``/api/search``, ``/ui/api/search`` and ``/mcp``; then asks with the right token at once (from
+the guessing address it is refused unchecked too: a 200 there would tell right from wrong), with
+the right token and the owner key of ``server.json`` (as ``hybrid query`` does: never
+throttled), and with the right token again once the ``Retry-After`` has passed.
 
     .venv/bin/python eval/bench/token_guessing.py [--seconds 5] [--connections 8]
 
@@ -32,7 +35,8 @@ ROUTES = [("POST", "/api/search", b'{"query": "x"}'), ("POST", "/ui/api/search",
           ("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')]
 
 
-def make_home(tmp: Path) -> Path:
+def make_home(tmp: Path) -> tuple[Path, Path]:
+    """(HYBRID_HOME, its data dir, where the server writes server.json)."""
     import hybrid
     home, vault = tmp / "home", tmp / "vault"
     vault.mkdir(parents=True)
@@ -42,17 +46,27 @@ def make_home(tmp: Path) -> Path:
     h = hybrid.open(home)
     h.add_vault(vault, "v")
     h.index()
+    data = h.config.data
     h.close()
-    return home
+    return home, data
 
 
-def ask(conn: http.client.HTTPConnection, port: int, method: str, path: str, body: bytes, token: str) -> int:
-    conn.request(method, path, body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-                                      "Accept": "application/json, text/event-stream",
-                                      "Authorization": f"Bearer {token}"})
+def ask(conn: http.client.HTTPConnection, port: int, method: str, path: str, body: bytes, token: str,
+        owner_key: str = "") -> int:
+    return ask_full(conn, port, method, path, body, token, owner_key)[0]
+
+
+def ask_full(conn: http.client.HTTPConnection, port: int, method: str, path: str, body: bytes, token: str,
+             owner_key: str = "") -> tuple[int, str | None]:
+    """(status, Retry-After) of one request."""
+    headers = {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    if owner_key:
+        headers["X-Hybrid-Owner"] = owner_key
+    conn.request(method, path, body, headers)
     r = conn.getresponse()
     r.read()
-    return r.status
+    return r.status, r.getheader("Retry-After")
 
 
 def hammer(port: int, seconds: float, counts: Counter, lock: threading.Lock, worker: int) -> None:
@@ -79,7 +93,7 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=8)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hybrid-bench-guess-"))
-    home = make_home(tmp)
+    home, data = make_home(tmp)
     env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
     env["HYBRID_HOME"] = str(home)
     port = free_port()
@@ -98,7 +112,14 @@ def main() -> None:
             t.join()
         took = time.perf_counter() - t0
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        owner = ask(conn, port, "POST", "/api/search", b'{"query": "note"}', TOKEN)
+        search = ("POST", "/api/search", b'{"query": "note"}')
+        right, retry = ask_full(conn, port, *search, TOKEN)
+        owner_key = json.loads((data / "server.json").read_text(encoding="utf-8"))["owner_key"]
+        owner = ask(conn, port, *search, TOKEN, owner_key)
+        conn.close()
+        time.sleep(float(retry or 0) + 0.5)  # a new connection: an idle one is closed after 10 s
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        later = ask(conn, port, *search, TOKEN)
         conn.close()
     finally:
         server.terminate()
@@ -109,7 +130,9 @@ def main() -> None:
                       "refused_429": counts[429],
                       "other": {str(k): v for k, v in counts.items() if k not in (401, 429)},
                       "checked_guesses_per_s": round(counts[401] / took, 1),
-                      "right_token_status_after": owner}, indent=2))
+                      "right_token_at_once": right, "retry_after_s": retry,
+                      "right_token_with_owner_key_at_once": owner,
+                      "right_token_after_retry_after": later}, indent=2))
 
 
 if __name__ == "__main__":
