@@ -27,7 +27,7 @@ from hybrid.sources.sandbox import ConvertError, Limits
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux: RLIMIT_AS and /proc")
 BENCH = Path(__file__).resolve().parents[1] / "eval" / "bench"
 WORKER = os.path.abspath(worker.__file__)
-MEMORY = 256  # MB: the bombs below need ~12 bytes per inflated byte, gigabytes in all
+MEMORY = 512  # MB: the bombs below need ~12 bytes per inflated byte, gigabytes in all
 
 
 def bomb_pdf(path: Path, inflated: int) -> Path:

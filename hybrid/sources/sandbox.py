@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 # The parent reads no reply larger than this: a document's text is capped well below it.
 MAX_REPLY_BYTES = 1 << 30
 START_SECONDS = 30.0  # to start a worker: the interpreter, and its limits set
-WATCH_SECONDS = 0.1  # how often a deadline is checked
+WATCH_SECONDS = 0.1  # how often a deadline is checked while the worker is idle
+# how often the converting worker's memory peaks are read: a bomb can reach a 256 MB limit in
+# a quarter of a second, and a peak missed reads its death as a crash, not as out of memory
+PEAK_SECONDS = 0.01
 
 
 class ConvertError(ValueError):
@@ -225,7 +228,7 @@ class _Worker:
         (One thread polling while a worker lives: a timer thread per document cost ~1 ms of
         GIL hand-offs per round trip, which a small web page would notice.)"""
         while self.proc is proc and proc.returncode is None:
-            time.sleep(WATCH_SECONDS)
+            time.sleep(WATCH_SECONDS if self.due is None else PEAK_SECONDS)
             due = self.due
             if due is not None and _PROC:
                 got = _peaks(proc.pid)
