@@ -53,6 +53,15 @@ def hybrid_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture
+def fake_indexed(fake, vault):
+    """A hash-embedder handle with the conftest vault registered as ``vault`` and indexed."""
+    fake.add_vault(vault, "vault")
+    fake.index()
+    yield fake
+    fake.close()
+
+
 @pytest.fixture(scope="session")
 def kingfisher_cache(tmp_path_factory):
     """One compiled-rule cache for every redactor a test builds itself: the secret rules

@@ -43,11 +43,8 @@ ACCEPT = "application/json, text/event-stream"  # what an MCP client sends
 
 # --- fixtures and helpers ----------------------------------------------------------------------
 @pytest.fixture
-def h(fake, vault):
-    fake.add_vault(vault, "vault")
-    fake.index()
-    yield fake
-    fake.close()
+def h(fake_indexed):
+    return fake_indexed
 
 
 @pytest.fixture

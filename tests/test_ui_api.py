@@ -48,12 +48,8 @@ PRIVATE = [("POST", "/ui/api/search", {"query": "orders"}),
 
 # --- fixtures and helpers ----------------------------------------------------------------------
 @pytest.fixture
-def h(fake, vault):
-    """A hash-embedder handle with the conftest vault registered as ``vault`` and indexed."""
-    fake.add_vault(vault, "vault")
-    fake.index()
-    yield fake
-    fake.close()
+def h(fake_indexed):
+    return fake_indexed
 
 
 @pytest.fixture
