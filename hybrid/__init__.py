@@ -16,12 +16,12 @@ import os
 # library loads; a value the user chose is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .api import Hybrid, NoteText, VaultStatus, open  # noqa: E402
-from .errors import HybridError  # noqa: E402
-from .hits import Hit  # noqa: E402
-from .indexer import IndexReport  # noqa: E402
-from .request import SearchRequest  # noqa: E402
-from .settings import Settings  # noqa: E402
+from hybrid.app.api import Hybrid, NoteText, VaultStatus, open  # noqa: E402
+from hybrid.core.errors import HybridError  # noqa: E402
+from hybrid.retrieval.hits import Hit  # noqa: E402
+from hybrid.indexing.indexer import IndexReport  # noqa: E402
+from hybrid.retrieval.request import SearchRequest  # noqa: E402
+from hybrid.core.settings import Settings  # noqa: E402
 
 __all__ = ["open", "Hybrid", "Hit", "IndexReport", "NoteText", "VaultStatus", "HybridError",
            "SearchRequest", "Settings"]

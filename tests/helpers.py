@@ -30,7 +30,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProcess:
     """Run ``hybrid ARGS`` in a subprocess with ``HYBRID_HOME=home``; text output captured."""
     env = dict(os.environ, HYBRID_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, input=input)
 
 
@@ -104,7 +104,7 @@ def paths(hits) -> list[str]:
 def consistent(h, name="vault") -> int:
     """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending (for a
     PostgreSQL vault: :func:`pg_consistent`). Returns the number of chunks."""
-    from hybrid.store import VaultStore
+    from hybrid.store.local.store import VaultStore
     v = h.config.vault(name)
     if v.store:
         return pg_consistent(v)
@@ -128,13 +128,13 @@ def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
     """Make ``embedder.embed_documents`` raise ModelUnavailable("model went away") on its
     ``call``-th call (a model that dies mid-run). Returns the call counter; undo with
     ``monkeypatch.undo()`` or by setting ``embed_documents`` back to ``counter["real"]``."""
-    import hybrid.errors
+    import hybrid.core.errors
     counter = {"n": 0, "real": embedder.embed_documents}
 
     def failing(texts):
         counter["n"] += 1
         if counter["n"] == call:
-            raise hybrid.errors.ModelUnavailable("model went away")
+            raise hybrid.core.errors.ModelUnavailable("model went away")
         return counter["real"](texts)
 
     monkeypatch.setattr(embedder, "embed_documents", failing)
@@ -144,9 +144,9 @@ def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
 def open_store(v):
     """Vault ``v``'s store, local or PostgreSQL (a writer's open of the local one)."""
     if v.store:
-        from hybrid.pg.store import open_store as open_pg
+        from hybrid.store.pg.store import open_store as open_pg
         return open_pg(v)
-    from hybrid.store import VaultStore
+    from hybrid.store.local.store import VaultStore
     return VaultStore(v.index_dir)
 
 
@@ -154,7 +154,7 @@ def pg_consistent(v) -> int:
     """A PostgreSQL vault's derived data agrees with its rows: every chunk has a vector and
     belongs to a live file, every section's chunks exist and are its note's, the document
     frequencies equal a recount from the tsvectors, and the BM25 statistics their counts."""
-    from hybrid.pg.store import open_store
+    from hybrid.store.pg.store import open_store
     store = open_store(v)
     try:
         q, vid = store.query, store.vault_id
@@ -206,7 +206,7 @@ def write_pdf(path: Path, pages: list[str], *, title: str | None = None,
 def app_server(h, token: str | None = None, owner_key: str = "OWNER-KEY", watcher=None):
     """``hybrid serve --http``'s app for handle ``h`` on 127.0.0.1 (a free port), served by
     uvicorn in a thread; yields its base URL; stopped on exit."""
-    from hybrid.http_server import build_app
+    from hybrid.faces.http import build_app
     port = free_port()
     with uvicorn_thread(build_app(h, "127.0.0.1", port, token, watcher, owner_key=owner_key), port):
         yield f"http://127.0.0.1:{port}"
@@ -238,7 +238,7 @@ class ServerProcess:
     @property
     def info(self) -> Path:
         """Its address file (server.json)."""
-        from hybrid.http_server import server_file
+        from hybrid.faces.http import server_file
         return server_file(hybrid.open(self.home))
 
 
@@ -254,7 +254,7 @@ def http_servers(home: Path, logs: Path):
         port = port or free_port()
         log_path = logs / f"server-{port}-{len(procs)}.log"
         log = open(log_path, "wb")
-        p = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "serve", "--http", "--port", str(port), *args],
+        p = subprocess.Popen([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(port), *args],
                              env=server_env(home, env), stdout=subprocess.DEVNULL, stderr=log)
         procs.append((p, log))
         deadline = time.time() + 60

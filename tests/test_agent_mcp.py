@@ -9,9 +9,9 @@ from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
 
-from hybrid.audit import AuditLog, audit_path
-from hybrid.http_server import api_search_call
-from hybrid.mcp_server import build_server
+from hybrid.app.audit import AuditLog, audit_path
+from hybrid.faces.http import api_search_call
+from hybrid.faces.mcp import build_server
 
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 

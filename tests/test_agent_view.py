@@ -1,4 +1,4 @@
-"""Adversarial tests of the agent view (hybrid.agent_view): an agent searches and reads a vault
+"""Adversarial tests of the agent view (hybrid.store.agent.view): an agent searches and reads a vault
 in which the private notes were never written and every secret is redacted.
 
 The strongest check is an equivalence: a vault with private notes, searched as an agent, must
@@ -20,9 +20,9 @@ from helpers import write
 from secrets_fixtures import fake_secrets
 
 import hybrid
-from hybrid.errors import HybridError, PathRefused
-from hybrid.reader import REF_RE
-from hybrid.redact import REDACTED
+from hybrid.core.errors import HybridError, PathRefused
+from hybrid.app.reader import REF_RE
+from hybrid.store.agent.redact import REDACTED
 
 SETTINGS = dict(embedder="hash:64", agent_exclude=["journal/**"], proposals_folder="agent_learnings")
 
@@ -234,7 +234,7 @@ def indexed(tmp_path_factory, name, files, links=None, *, embedders=(), store=No
 
 def redacted_copy(files):
     """``files`` as an agent is shown them: each note's secrets replaced by ``[redacted secret]``."""
-    from hybrid.agent_view import agent_redactor
+    from hybrid.store.agent.view import agent_redactor
     r = agent_redactor()
     return {rel: r.redact(text) for rel, text in files.items()}
 

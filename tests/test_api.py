@@ -2,7 +2,7 @@ import re
 from pathlib import Path
 
 import hybrid
-from hybrid.config import SETTINGS
+from hybrid.core.config import SETTINGS
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 

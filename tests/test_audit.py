@@ -1,4 +1,4 @@
-"""The audit log of agent calls (hybrid.audit) and ``hybrid audit``: real files in tmp_path."""
+"""The audit log of agent calls (hybrid.app.audit) and ``hybrid audit``: real files in tmp_path."""
 import json
 import os
 import re
@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from helpers import write
 
-from hybrid.audit import MAX_RECORD_BYTES, AuditError, AuditLog, audit_path, parse_since, record_epoch
-from hybrid.cli import main
-from hybrid.settings import Settings
+from hybrid.app.audit import MAX_RECORD_BYTES, AuditError, AuditLog, audit_path, parse_since, record_epoch
+from hybrid.faces.cli.main import main
+from hybrid.core.settings import Settings
 
 
 def rec(i, tool="search", client="claude-code 1.0.3", **extra):
@@ -97,7 +97,7 @@ def test_keep_zero_and_lowered_keep(tmp_path):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from hybrid.audit import AuditLog
+    from hybrid.app.audit import AuditLog
     path, who, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     log = AuditLog(path, 4000, 10_000)
     for i in range(n):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import free_port, local_server
 
-from hybrid.errors import VaultError
-from hybrid.notes import parse_note
+from hybrid.core.errors import VaultError
+from hybrid.sources.markdown import parse_note
 from hybrid.sources import bookmarks as bm
 from hybrid.sources import kind_of
 from hybrid.sources.bookmarks import Bookmark, bookmark_paths, documents, read_bookmarks, render

@@ -1,7 +1,7 @@
 import random
 
-from hybrid.chunk import Chunker
-from hybrid.notes import parse_note
+from hybrid.indexing.chunk import Chunker
+from hybrid.sources.markdown import parse_note
 
 NOTE = """---
 title: Design

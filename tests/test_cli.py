@@ -19,7 +19,7 @@ def home(hybrid_home, vault):
 
 
 def test_lazy_imports():
-    code = ("import sys, hybrid.cli, hybrid; "
+    code = ("import sys, hybrid.faces.cli.main, hybrid; "
             "heavy = [m for m in ('torch', 'sentence_transformers', 'faiss', 'numpy', 'transformers') "
             "if m in sys.modules]; "
             "print(heavy)")
@@ -28,7 +28,7 @@ def test_lazy_imports():
 
 
 def test_lexical_query_does_not_load_the_model(home):
-    code = ("import sys; from hybrid.cli import main\n"
+    code = ("import sys; from hybrid.faces.cli.main import main\n"
             "try:\n    main(['query', 'tailscale', '--mode', 'lexical', '--json'])\n"
             "except SystemExit:\n    pass\n"
             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)")
@@ -41,10 +41,10 @@ def test_lexical_query_does_not_load_the_model(home):
 def test_subcommand_modules_load_when_used(home):
     """`hybrid query` does not import `eval`, `audit` or `proposals`; help still lists them and
     each runs when named."""
-    code = ("import sys; from hybrid.cli import main\n"
+    code = ("import sys; from hybrid.faces.cli.main import main\n"
             "try:\n    main(['query', 'tailscale', '--mode', 'lexical', '--json'])\n"
             "except SystemExit:\n    pass\n"
-            "print([m for m in ('hybrid.cli_eval', 'hybrid.cli_audit', 'hybrid.cli_proposals') "
+            "print([m for m in ('hybrid.faces.cli.eval', 'hybrid.faces.cli.audit', 'hybrid.faces.cli.proposals') "
             "if m in sys.modules], file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, HYBRID_HOME=str(home)))

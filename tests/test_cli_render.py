@@ -1,4 +1,4 @@
-"""`hybrid query` as a reader sees it (hybrid/cli_render.py): hits grouped by note, --passages,
+"""`hybrid query` as a reader sees it (hybrid/faces/cli/render.py): hits grouped by note, --passages,
 -l, colour and NO_COLOR, OSC 8 links, code fences and tables kept as lines, --explain, the
 spelling correction announced (in-process, through /api/search, in the MCP text), and the JSON
 shapes. In-process CliRunner with the hash embedder; one slow test through a real server."""
@@ -11,14 +11,14 @@ from click.testing import CliRunner
 from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
 
 import hybrid
-from hybrid.cli import main
-from hybrid.cli_render import Look, QueryView, block_excerpt, group_by_note, structured_lines
-from hybrid.hits import Hit
-from hybrid.http_server import api_search_call, remote_result, server_file
-from hybrid.mcp_server import render_hits
-from hybrid.query import parse_query
-from hybrid.request import SearchRequest
-from hybrid.result import SearchResult
+from hybrid.faces.cli.main import main
+from hybrid.faces.cli.render import Look, QueryView, block_excerpt, group_by_note, structured_lines
+from hybrid.retrieval.hits import Hit
+from hybrid.faces.http import api_search_call, remote_result, server_file
+from hybrid.faces.mcp import render_hits
+from hybrid.retrieval.query import parse_query
+from hybrid.retrieval.request import SearchRequest
+from hybrid.retrieval.result import SearchResult
 
 KAFKA = """# Kafka consumers
 
@@ -318,7 +318,7 @@ def test_real_server_carries_corrections(serve, home):
 
 
 def test_a_note_lists_at_most_five_further_passages():
-    from hybrid.cli_render import MAX_SUB
+    from hybrid.faces.cli.render import MAX_SUB
     lines: list[str] = []
     hits = [_hit("a.md", 1 + 10 * i) for i in range(MAX_SUB + 3)]
     QueryView(echo=lambda text="", err=False: lines.append(text)).show(SearchResult(hits, query="words"),

@@ -7,11 +7,11 @@ import pytest
 from click.testing import CliRunner
 from helpers import indexed_vault, write
 
-from hybrid import confidence
-from hybrid.cli import main
-from hybrid.errors import HybridError
-from hybrid.hits import confidence_label
-from hybrid.request import SearchRequest
+from hybrid.retrieval import confidence
+from hybrid.faces.cli.main import main
+from hybrid.core.errors import HybridError
+from hybrid.retrieval.hits import confidence_label
+from hybrid.retrieval.request import SearchRequest
 
 NOTES = {
     "garden.md": "# Garden\n\nTomatoes need six hours of sun and deep watering twice a week.\n",

@@ -8,7 +8,7 @@ import pytest
 
 import hybrid.embedders as embedders
 from hybrid.embedders import MINILM_ID, HashEmbedder, UnknownSpec, make_embedder, register, spec_id
-from hybrid.errors import ConfigError
+from hybrid.core.errors import ConfigError
 
 
 @pytest.fixture

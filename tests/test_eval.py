@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE_VAULT, hybrid_cmd, write
 
-from hybrid.errors import HybridError
-from hybrid.evalio import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set, select_split
-from hybrid.evaluate import aggregate, answer_at, grid, run_eval, section_matches
-from hybrid.search import Hit
-from hybrid.settings import Settings
+from hybrid.core.errors import HybridError
+from hybrid.eval.inputs import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set, select_split
+from hybrid.eval.run import aggregate, answer_at, grid, run_eval, section_matches
+from hybrid.retrieval.pipeline import Hit
+from hybrid.core.settings import Settings
 
 QRELS_DIR = Path(__file__).resolve().parents[1] / "qrels"  # obsidian-help (its vault is not in git)
 LABELLED = {"sample": sample_set()[1:],  # package data, as `hybrid eval` reads it
@@ -180,8 +180,8 @@ def test_labelled_sets_point_at_real_notes_and_sections(name, root, counter):
     (otherwise no configuration could ever retrieve it)."""
     from helpers import OBSIDIAN_HELP
 
-    from hybrid.chunk import Chunker
-    from hybrid.notes import decode, parse_note
+    from hybrid.indexing.chunk import Chunker
+    from hybrid.sources.markdown import decode, parse_note
 
     root = root or OBSIDIAN_HELP
     if not root.is_dir():
@@ -226,7 +226,7 @@ def test_cli_eval_split(hybrid_home, vault, tmp_path):
     """--split keeps one part of the set; run in-process with the hash embedder."""
     from click.testing import CliRunner
 
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun", "split": "tune"}\n'
                                    '{"qid": "n", "text": "tailscale routes", "split": "heldout"}\n')

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from helpers import write
 
-from hybrid.errors import HybridError
-from hybrid.evalio import Problems, Query
-from hybrid.evalreport import CATEGORY_PLOT, MISSES_SHOWN, category_bars, print_table, write_report
-from hybrid.evaluate import NO_HIT, ConfigResult, EvalResult, RunConfig, answer_at
-from hybrid.settings import Settings
+from hybrid.core.errors import HybridError
+from hybrid.eval.inputs import Problems, Query
+from hybrid.eval.report import CATEGORY_PLOT, MISSES_SHOWN, category_bars, print_table, write_report
+from hybrid.eval.run import NO_HIT, ConfigResult, EvalResult, RunConfig, answer_at
+from hybrid.core.settings import Settings
 
 
 def _config_result(mode: str, run: dict[str, dict[str, float]], qrels) -> ConfigResult:
@@ -107,8 +107,8 @@ def test_category_plot_is_answer_at_1_per_group_and_run(tmp_path):
 def test_default_modes_rerank_only_when_configured(hybrid_home, monkeypatch, config, args, modes):
     from click.testing import CliRunner
 
-    import hybrid.evaluate
-    from hybrid.cli import main
+    import hybrid.eval.run
+    from hybrid.faces.cli.main import main
 
     write(hybrid_home, "config.toml", f'[settings]\nembedder = "hash:64"\n{config}')
     seen = []
@@ -117,7 +117,7 @@ def test_default_modes_rerank_only_when_configured(hybrid_home, monkeypatch, con
         seen.extend(c.mode for c in configs)
         raise HybridError("stop here")
 
-    monkeypatch.setattr(hybrid.evaluate, "run_eval", fake_run_eval)
+    monkeypatch.setattr(hybrid.eval.run, "run_eval", fake_run_eval)
     res = CliRunner().invoke(main, ["eval", *args])
     assert res.exit_code == 1 and "stop here" in res.output
     assert seen == modes
@@ -125,7 +125,7 @@ def test_default_modes_rerank_only_when_configured(hybrid_home, monkeypatch, con
 
 def _hybrid_exe() -> list[str]:
     exe = Path(sys.executable).with_name("hybrid")
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "hybrid.cli"]
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "hybrid.faces.cli.main"]
 
 
 @pytest.mark.slow  # two CLI runs on the sample vault, the first compiling ranx's nDCG (~40 s)
@@ -171,6 +171,6 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
 def test_no_report_and_out_contradict(hybrid_home):
     from click.testing import CliRunner
 
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     res = CliRunner().invoke(main, ["eval", "--no-report", "--out", str(hybrid_home / "x")])
     assert res.exit_code == 2 and "use one of them" in res.output

@@ -8,8 +8,8 @@ from conftest import store_settings
 from helpers import indexed_vault
 from mcp import Client
 
-from hybrid.filters import NoMatchingNotes
-from hybrid.mcp_server import build_server
+from hybrid.retrieval.filters import NoMatchingNotes
+from hybrid.faces.mcp import build_server
 
 NOTES = {
     "en/Obsidian Publish/Custom domains.md": "# Custom domains\n\n#publish\n\nPoint a CNAME at publish.\n",
@@ -71,8 +71,8 @@ def test_mcp_search_says_so_too(h):
 def test_cli_search_alias_exclude_and_the_slow_query_hint(h, monkeypatch):
     from click.testing import CliRunner
 
-    from hybrid import cli_support
-    from hybrid.cli import main
+    from hybrid.faces.cli import support as cli_support
+    from hybrid.faces.cli.main import main
     home = h.config.path.parent
     monkeypatch.setenv("HYBRID_HOME", str(home))
     cfg = home / "config.toml"

@@ -1,6 +1,6 @@
 import pytest
 
-from hybrid.fuse import demote, merge_by_score, ranks, rrf
+from hybrid.retrieval.fuse import demote, merge_by_score, ranks, rrf
 
 
 def test_rrf_scores_are_sums_of_reciprocal_ranks():

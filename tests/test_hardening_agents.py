@@ -16,7 +16,7 @@ from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
 
-from hybrid.mcp_server import build_server
+from hybrid.faces.mcp import build_server
 
 STORES = ("local", "postgresql")
 GITHUB = next(c for c in fake_secrets() if c["name"].startswith("github"))
@@ -114,7 +114,7 @@ def test_an_unreadable_front_block_hides_the_note_from_agents(home):
 
 
 def test_status_names_the_notes_hidden_for_their_front_block(home, store_kind):
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     h, v = home({"quote.md": BROKEN["quote.md"], "fine.md": "# Fine\n\nquokka\n"})
     out = CliRunner().invoke(main, ["status"], env={"HYBRID_HOME": str(h.config.path.parent)})
     assert out.exit_code == 0, out.output
@@ -164,7 +164,7 @@ def test_the_decomposed_form_differs():
 
 
 def test_tags_in_any_script_are_found():
-    from hybrid.notes import parse_note
+    from hybrid.sources.markdown import parse_note
     note = parse_note("a.md", "#日本語 and #Privé/x, #café. #🦊 #1984 #y1984 (#inner) #a.b end")
     assert note.tags == ["日本語", "privé/x", "café", "🦊", "y1984", "a"]
 

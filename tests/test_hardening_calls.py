@@ -12,12 +12,12 @@ from mcp import Client
 from mcp_types import Implementation
 
 import hybrid
-from hybrid.audit import AuditLog
-from hybrid.errors import QuerySyntaxError
-from hybrid.http_server import api_search_call
-from hybrid.limits import BadSearchArgs
-from hybrid.mcp_server import build_server
-from hybrid.request import SearchRequest
+from hybrid.app.audit import AuditLog
+from hybrid.core.errors import QuerySyntaxError
+from hybrid.faces.http import api_search_call
+from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.faces.mcp import build_server
+from hybrid.retrieval.request import SearchRequest
 
 OUT_OF_RANGE = [1e300, -1e300, 2 ** 70, math.inf, "999999999999999999999d", "99999999y", "10000-01-01"]
 
@@ -60,7 +60,7 @@ def test_an_out_of_range_inline_since_is_a_syntax_error(inline):
 def test_dates_far_back_are_still_fine(h):
     assert [x.path for x in h.search("quokka", since="1900-01-01", mode="lexical")] == ["a.md"]
     assert [x.path for x in h.search("quokka", since=-2e9, mode="lexical")] == ["a.md"]
-    from hybrid.filters import NoMatchingNotes
+    from hybrid.retrieval.filters import NoMatchingNotes
     with pytest.raises(NoMatchingNotes, match="since 9999-12-3"):
         h.search("quokka", since="9999-12-31", mode="lexical")
 
@@ -98,7 +98,7 @@ def test_an_unforeseen_failure_is_one_line_and_audited(h, monkeypatch):
 def test_proposals_show_escapes_control_characters(h):
     """What an agent can send (C1 controls such as CSI, bidi overrides) and what a proposal file
     may hold however it got there (ESC, BEL, DEL, CR) is shown escaped; newlines and tabs stay."""
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     res = call(h, "propose_note", {"title": "Evil text", "content": "ok line\n\x9b31mred \u202eevil\u202c tab\there"})
     assert not res.is_error, res.content[0].text
     rel = res.structured_content["proposal"]["path"]

@@ -12,10 +12,10 @@ import sqlite3
 import pytest
 from helpers import paths, write
 
-import hybrid.indexer as indexer
-from hybrid.chunk import BLOB_PLACEHOLDER, Chunker
-from hybrid.notes import FRONT_UNREADABLE, FRONTMATTER_MAX_BYTES, parse_note
-from hybrid.store import VaultStore
+import hybrid.indexing.indexer as indexer
+from hybrid.indexing.chunk import BLOB_PLACEHOLDER, Chunker
+from hybrid.sources.markdown import FRONT_UNREADABLE, FRONTMATTER_MAX_BYTES, parse_note
+from hybrid.store.local.store import VaultStore
 
 MAX = 254
 WORDS = ["kafka", "consumer", "partition", "offset", "retention", "broker", "idempotent", "réplica",

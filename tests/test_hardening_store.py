@@ -12,11 +12,11 @@ import pytest
 from helpers import SAMPLE_VAULT, consistent, fail_embedding_at, write
 
 import hybrid
-from hybrid import catalog as catalog_mod
-from hybrid import store as store_mod
-from hybrid.errors import DiskFull, IndexCorrupt
-from hybrid.lexical import LexicalQuery
-from hybrid.store import VaultStore, purge_index_dir
+from hybrid.store.local import catalog as catalog_mod
+from hybrid.store.local import store as store_mod
+from hybrid.core.errors import DiskFull, IndexCorrupt
+from hybrid.store.local.lexical import LexicalQuery
+from hybrid.store.local.store import VaultStore, purge_index_dir
 
 QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup",
            "kafka consumer lag"]
@@ -152,7 +152,7 @@ def test_reembed_works_with_each_kind_of_damage(tmp_path, damage):
 # --- 2. re-embed beside the old index -----------------------------------------------------
 
 def test_failed_reembed_leaves_the_old_index_answering(tmp_path, monkeypatch):
-    import hybrid.embed_queue as embed_queue
+    import hybrid.indexing.embed_queue as embed_queue
     vault = sample_copy(tmp_path)
     h = indexed(tmp_path, vault)
     before = answers(h)
@@ -183,7 +183,7 @@ def test_reembed_swaps_to_the_new_embedder_and_readers_follow(tmp_path):
     assert consistent(h2) == report.chunks
     lexical = [(x.path, x.start_line) for x in reader.search("tailscale", mode="lexical")]
     assert lexical == [(x.path, x.start_line) for x in h2.search("tailscale", mode="lexical")]
-    with pytest.raises(hybrid.errors.EmbedderMismatch):  # the reader now sees the new index
+    with pytest.raises(hybrid.core.errors.EmbedderMismatch):  # the reader now sees the new index
         reader.search("tailscale", mode="vector")
     assert h2.search("tailscale", mode="vector")
     leftovers = [p.name for p in index_dir(h).parent.iterdir() if ".reembed" in p.name]
@@ -195,7 +195,7 @@ def run_cli(home, *args, fault=None):
     env.pop("HYBRID_FAULT", None)
     if fault:
         env["HYBRID_FAULT"] = fault
-    p = subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=env, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=env, capture_output=True,
                        text=True, timeout=300)
     return p.returncode, p.stderr
 
@@ -323,7 +323,7 @@ def test_disk_full_in_faiss_and_tantivy_converge_once_space_is_back(tmp_path, mo
     assert answers(h)
     # tantivy: a write inside its writer fails with the OS error text tantivy-py gives
     # (simulated at the document level; the writer, rollback and journal are real)
-    import hybrid.lexical as lexical
+    import hybrid.store.local.lexical as lexical
 
     def no_space(self, chunk):
         raise ValueError("An IO error occurred: 'No space left on device (os error 28)'")

@@ -22,12 +22,12 @@ import pytest
 from helpers import hash_home, uvicorn_thread
 from starlette.testclient import TestClient
 
-import hybrid.api
-import hybrid.http_server
-from hybrid.http_guard import SHED_AFTER, protocol_class
-from hybrid.http_server import build_app
-from hybrid.ui import session as session_mod
-from hybrid.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, Sessions, Throttle, Throttled, client_key
+import hybrid.app.api
+import hybrid.faces.http
+from hybrid.faces.http_guard import SHED_AFTER, protocol_class
+from hybrid.faces.http import build_app
+from hybrid.faces.ui import session as session_mod
+from hybrid.faces.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, Sessions, Throttle, Throttled, client_key
 
 TOKEN = "s3cret"
 OWNER = "KEY"
@@ -382,13 +382,13 @@ def test_a_partial_body_gets_408_and_the_connection_closed(serve, home):
 def slow_api(monkeypatch, gate: threading.Event) -> list:
     """Make /api/search wait for ``gate`` (at most 30 s) before searching, inside a worker
     thread, as a long search does; returns a list that grows by one as each starts waiting."""
-    real, waiting_now = hybrid.http_server.api_search_call, []
+    real, waiting_now = hybrid.faces.http.api_search_call, []
 
     def waiting(*args):
         waiting_now.append(1)
         gate.wait(30)
         return real(*args)
-    monkeypatch.setattr(hybrid.http_server, "api_search_call", waiting)
+    monkeypatch.setattr(hybrid.faces.http, "api_search_call", waiting)
     return waiting_now
 
 
@@ -451,13 +451,13 @@ def test_health_answers_while_searches_hold_the_handle(h, monkeypatch):
     """/health once re-read a changed config.toml under the handle's lock, on the event loop:
     with a search holding the lock, every connection waited for it."""
     gate, entered = threading.Event(), threading.Event()
-    real = hybrid.api.run_search
+    real = hybrid.app.api.run_search
 
     def slow_search(*args, **kw):  # inside Hybrid.search's lock, as a long search is
         entered.set()
         gate.wait(30)
         return real(*args, **kw)
-    monkeypatch.setattr(hybrid.api, "run_search", slow_search)
+    monkeypatch.setattr(hybrid.app.api, "run_search", slow_search)
     with uvicorn_thread(build_app(h), http=protocol_class(10)) as port:
         results: list[int] = []
         searches = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(200)]

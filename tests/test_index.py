@@ -7,9 +7,9 @@ import pytest
 from helpers import consistent, fail_embedding_at, open_store, paths, write
 
 import hybrid
-from hybrid.embed_queue import EmbedQueue
-from hybrid.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
-from hybrid.filters import NoMatchingNotes
+from hybrid.indexing.embed_queue import EmbedQueue
+from hybrid.core.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
+from hybrid.retrieval.filters import NoMatchingNotes
 
 STORES = ("local", "postgresql")  # tests that use `fake` run against both stores
 
@@ -151,7 +151,7 @@ def test_file_vanishing_mid_run_is_treated_as_deleted(fake, vault, monkeypatch):
     fake.add_vault(vault, "vault")
     fake.index()
     write(vault, "journal.md", "changed text about rye bread\n")
-    import hybrid.indexer as indexer
+    import hybrid.indexing.indexer as indexer
     real = indexer.read_bytes
 
     def vanish(entry):
@@ -238,7 +238,7 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
     index is untouched and no thread is left behind."""
     import threading
 
-    import hybrid.indexer as indexer
+    import hybrid.indexing.indexer as indexer
 
     fake.add_vault(vault, "v")
     fake.index()

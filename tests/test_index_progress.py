@@ -4,9 +4,9 @@ its own only when something is embedded) and the bars that show them."""
 from helpers import write
 
 import hybrid
-from hybrid import indexer
-from hybrid.cli_support import ProgressBars
-from hybrid.embed_queue import EmbedQueue
+from hybrid.indexing import indexer
+from hybrid.faces.cli.support import ProgressBars
+from hybrid.indexing.embed_queue import EmbedQueue
 
 
 def notes(n: int) -> dict[str, str]:
@@ -144,7 +144,7 @@ def test_bars_are_labelled_per_vault_and_never_lower_a_total():
 def test_cli_index_prints_no_bar_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     write(tmp_path / "vault", "a.md", "# A\n\nalpha\n")
     monkeypatch.setenv("HYBRID_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from hybrid.catalog import ChunkRow
-from hybrid.fuse import demote, merge_by_score, ranks, rrf
-from hybrid.lexical import literals, within_one_edit
-from hybrid.search import exact_first, snippet
+from hybrid.store.local.catalog import ChunkRow
+from hybrid.retrieval.fuse import demote, merge_by_score, ranks, rrf
+from hybrid.store.local.lexical import literals, within_one_edit
+from hybrid.retrieval.pipeline import exact_first, snippet
 
 
 def case(id, *values):

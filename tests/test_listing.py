@@ -11,10 +11,10 @@ from helpers import write
 from mcp import Client
 from mcp_types import Implementation
 
-from hybrid.cli import main
-from hybrid.errors import QuerySyntaxError
-from hybrid.filters import NoMatchingNotes
-from hybrid.mcp_server import build_server
+from hybrid.faces.cli.main import main
+from hybrid.core.errors import QuerySyntaxError
+from hybrid.retrieval.filters import NoMatchingNotes
+from hybrid.faces.mcp import build_server
 
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 

@@ -3,7 +3,7 @@ import os
 import pytest
 from helpers import write
 
-from hybrid.notes import BinaryFile, decode, discover, glob_to_regex, parse_note
+from hybrid.sources.markdown import BinaryFile, decode, discover, glob_to_regex, parse_note
 
 
 def test_frontmatter_forms_and_inline_tags():

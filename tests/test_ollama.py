@@ -6,7 +6,7 @@ from helpers import JsonHandler, free_port, local_server
 
 import hybrid
 from hybrid.embedders import HashEmbedder
-from hybrid.errors import ModelUnavailable
+from hybrid.core.errors import ModelUnavailable
 
 
 class FakeOllama(JsonHandler):

@@ -19,7 +19,7 @@ from hybrid.embedders import (  # noqa: E402
     make_embedder,
     spec_id,
 )
-from hybrid.errors import ModelUnavailable  # noqa: E402
+from hybrid.core.errors import ModelUnavailable  # noqa: E402
 
 LONG = " ".join(f"Paragraph {i}: the consumer group rebalanced after partition {i % 12} lagged "
                 f"behind the `orders-created` topic." for i in range(40))

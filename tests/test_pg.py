@@ -15,7 +15,7 @@ from conftest import new_database
 from helpers import indexed_vault, paths, write
 
 import hybrid
-from hybrid.errors import EmbedderMismatch, StoreUnavailable, VaultError
+from hybrid.core.errors import EmbedderMismatch, StoreUnavailable, VaultError
 
 NOTES = {
     "runbooks/rollback.md": "# Rolling back a deploy\n\nRun `forge rollback --to PREVIOUS` and watch the canary.\n",
@@ -26,7 +26,7 @@ NOTES = {
 
 def cli(home, *args, env=None, timeout=120):
     e = dict(os.environ, HYBRID_HOME=str(home), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], env=e, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=e, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -92,7 +92,7 @@ def test_vaults_of_different_dimensions_share_one_database(tmp_path, pg_url):
 def test_reembed_to_another_dimension_swaps_in_one_transaction(tmp_path, pg_url, monkeypatch):
     h = indexed_vault(tmp_path, NOTES, "team", store="postgresql", embedder="hash:64", ann_threshold=1)
     v = h.config.vault("team")
-    from hybrid.pg.store import open_store
+    from hybrid.store.pg.store import open_store
     store = open_store(v)
     assert store.vector.has_index() and store.vector.dim == 64  # ann_threshold 1: HNSW in use
     h2 = hybrid.open(tmp_path / "home", embedder="hash:32", ann_threshold=1)
@@ -160,7 +160,7 @@ def test_unset_database_url(tmp_path, monkeypatch):
     assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
                env={}).returncode == 0
     env = {k: v for k, v in os.environ.items() if k != "HYBRID_DATABASE_URL"}
-    p = subprocess.run([sys.executable, "-m", "hybrid.cli", "index"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "index"], capture_output=True, text=True,
                        env=dict(env, HYBRID_HOME=str(home)), timeout=120)
     assert "HYBRID_DATABASE_URL is not set" in one_error_line(p)
 
@@ -260,7 +260,7 @@ def test_a_database_of_another_schema_version(tmp_path, pg_url, version, message
 def test_an_older_schema_is_migrated_by_the_indexer(tmp_path, pg_url, monkeypatch):
     """A migration path (here a made-up step from schema 0) runs once, by a writer, in one
     transaction; readers before it name the command."""
-    from hybrid.pg import connect
+    from hybrid.store.pg import connect
     h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE hybrid_schema SET version=0")
@@ -290,13 +290,13 @@ def test_a_vault_not_indexed_yet(tmp_path, pg_url):
 def test_the_lock_holder_is_named_and_freed_when_it_dies(tmp_path, pg_url):
     h = indexed_vault(tmp_path, NOTES, "team", store="postgresql")
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time, hybrid\nfrom hybrid.pg.store import open_store\n"
+        "import sys, time, hybrid\nfrom hybrid.store.pg.store import open_store\n"
         f"h = hybrid.open({str(tmp_path / 'home')!r})\n"
         "s = open_store(h.config.vault('team'), writer=True)\nprint('held', flush=True)\ntime.sleep(60)\n")],
         stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
         assert holder.stdout.readline().strip() == "held"
-        from hybrid.errors import IndexLocked
+        from hybrid.core.errors import IndexLocked
         with pytest.raises(IndexLocked, match=r"another `hybrid index` \(hybrid index .*\) is writing 'team'"):
             h.index()
         assert h.search("rollback", mode="lexical")  # readers are not blocked
@@ -398,7 +398,7 @@ def test_schema_1_is_migrated_to_keep_the_vectors_of_redacted_text(tmp_path, pg_
     """A database written by the hybrid before redacted vectors (schema 1) is migrated by the
     next index run: the notes that hold a redacted secret stay hidden from agents until their
     agent view is redone, then serve scores made from their redacted text."""
-    from hybrid.pg import connect
+    from hybrid.store.pg import connect
     notes = {**NOTES, "ops/wifi.md": "# Wifi\n\nrouter login\npassword: falconorbit77\n"}
     h = indexed_vault(tmp_path, notes, "team", store="postgresql")
     with psycopg.connect(pg_url, autocommit=True) as conn:

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from helpers import write
 
 import hybrid
-from hybrid.config import Vault
-from hybrid.notes import parse_note
-from hybrid.proposals import (
+from hybrid.core.config import Vault
+from hybrid.sources.markdown import parse_note
+from hybrid.app.proposals import (
     WINDOWS_RESERVED,
     ProposalError,
     accept,
@@ -427,7 +427,7 @@ def indexed(home, v):
 
 
 def run(*args):
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     return CliRunner().invoke(main, list(args))
 
 
@@ -479,7 +479,7 @@ def test_cli_proposals_off(hybrid_home, v):
 
 
 def test_a_full_inbox_refuses_more(tmp_path, monkeypatch):
-    from hybrid import proposals as mod
+    from hybrid.app import proposals as mod
     vault = tmp_path / "v"
     vault.mkdir()
     v = Vault("v", vault, ["**/*.md"], [], "hash:8", tmp_path / "idx")

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from hybrid.errors import QuerySyntaxError
-from hybrid.query import parse_date, parse_query
+from hybrid.core.errors import QuerySyntaxError
+from hybrid.retrieval.query import parse_date, parse_query
 
 
 def test_parts():

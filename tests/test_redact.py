@@ -1,4 +1,4 @@
-"""hybrid.redact: credentials in note text are replaced by ``[redacted secret]`` before an agent
+"""hybrid.store.agent.redact: credentials in note text are replaced by ``[redacted secret]`` before an agent
 sees them. The fake secrets are generated at run time (tests/secrets_fixtures.py)."""
 import random
 import sys
@@ -9,9 +9,9 @@ from helpers import OBSIDIAN_HELP, SAMPLE_VAULT
 from secrets_fixtures import HARD_NEGATIVES, fake_secrets, pem_block
 from test_redact_corpus import leaked
 
-from hybrid.errors import HybridError
-from hybrid.lexical import overlap
-from hybrid.redact import REDACTED, RedactionUnavailable, Redactor, available, redactor
+from hybrid.core.errors import HybridError
+from hybrid.store.local.lexical import overlap
+from hybrid.store.agent.redact import REDACTED, RedactionUnavailable, Redactor, available, redactor
 
 CASES = fake_secrets()
 # Cases kingfisher plus hybrid/data/secret_rules.yml cannot catch, with the reason. (Empty since
@@ -216,10 +216,10 @@ def test_fails_closed_without_kingfisher(monkeypatch, tmp_path):
 
 
 def test_module_import_does_not_load_kingfisher(monkeypatch):
-    """Importing hybrid.redact stays cheap: kingfisher is imported on first use."""
+    """Importing hybrid.store.agent.redact stays cheap: kingfisher is imported on first use."""
     import importlib
 
-    for name in [m for m in sys.modules if m == "hybrid.redact" or m.startswith("kingfisher_sdk")]:
+    for name in [m for m in sys.modules if m == "hybrid.store.agent.redact" or m.startswith("kingfisher_sdk")]:
         monkeypatch.delitem(sys.modules, name)  # restored after the test
-    importlib.import_module("hybrid.redact")
+    importlib.import_module("hybrid.store.agent.redact")
     assert not any(m.startswith("kingfisher_sdk") for m in sys.modules)

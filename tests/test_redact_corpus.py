@@ -1,4 +1,4 @@
-"""Recall and precision of hybrid.redact on the labelled corpus in tests/secrets_fixtures.py.
+"""Recall and precision of hybrid.store.agent.redact on the labelled corpus in tests/secrets_fixtures.py.
 
 A positive counts as caught when every character of each labelled secret lies in a redacted span
 and no piece of it survives in the redacted text. Precision is measured twice: the share of
@@ -106,7 +106,7 @@ def evaluate(rd: _SpanFinder, seed: int = 12) -> Score:
 
 @pytest.fixture(scope="module")
 def score(kingfisher_cache) -> Score:
-    from hybrid.redact import Redactor
+    from hybrid.store.agent.redact import Redactor
 
     rd = Redactor(kingfisher_cache)
     return evaluate(rd)
@@ -145,7 +145,7 @@ def cost_per_call(rd: _SpanFinder, texts: list[str], rounds: int = 10) -> float:
 
 
 def main() -> None:
-    from hybrid.redact import Redactor
+    from hybrid.store.agent.redact import Redactor
 
     rd = Redactor()  # kingfisher's own cache directory: compiled once, then 0.4 s
     score = evaluate(rd)

@@ -1,4 +1,4 @@
-"""hybrid.redact: secrets hidden from byte patterns (invisible characters, HTML entities, full-width
+"""hybrid.store.agent.redact: secrets hidden from byte patterns (invisible characters, HTML entities, full-width
 letters, a line break inside a token) are found in a normalised copy and redacted in the original;
 credential columns of tables; passphrases. The corpus-wide figures are in test_redact_corpus.py."""
 import random
@@ -8,8 +8,8 @@ import time
 import pytest
 from secrets_fixtures import B62, fake_secrets
 
-from hybrid.redact import REDACTED, Redactor
-from hybrid.redact_rules import View
+from hybrid.store.agent.redact import REDACTED, Redactor
+from hybrid.store.agent.redact_rules import View
 
 CASES = {c["name"]: c for c in fake_secrets()}
 

@@ -8,10 +8,10 @@ from helpers import indexed_vault
 from mcp import Client
 
 import hybrid
-from hybrid.cli import main
-from hybrid.errors import PathRefused, VaultError
-from hybrid.mcp_server import build_server
-from hybrid.refs import Ref, block_lines, parse_ref, section_lines
+from hybrid.faces.cli.main import main
+from hybrid.core.errors import PathRefused, VaultError
+from hybrid.faces.mcp import build_server
+from hybrid.app.refs import Ref, block_lines, parse_ref, section_lines
 
 NET = """---
 aliases: [LAN setup]
@@ -176,7 +176,7 @@ def test_a_heading_padded_with_spaces_is_read_as_the_chunker_reads_it():
     """refs reads headings with the chunker's rule (chunk.HEADING_RE + notes.heading_text): a
     heading line padded with thousands of spaces is parsed in linear time (the lazy regex it
     replaced backtracked cubically on it: ~1 min at 4,000 spaces), closing #s dropped."""
-    from hybrid.refs import heading_of
+    from hybrid.app.refs import heading_of
     padded = "# a" + " " * 20_000 + "x"
     lines = [padded, "body", "## Sub ##", "text", "```", "## in a fence", "```"]
     assert heading_of(padded) == (1, "a" + " " * 20_000 + "x")

@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from hybrid.limits import MAX_TOP_K, MAX_TOP_K_MCP, BadSearchArgs
-from hybrid.request import Filters, SearchRequest
+from hybrid.retrieval.limits import MAX_TOP_K, MAX_TOP_K_MCP, BadSearchArgs
+from hybrid.retrieval.request import Filters, SearchRequest
 
 
 def test_normalises_once():

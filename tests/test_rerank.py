@@ -4,8 +4,8 @@ import shutil
 import pytest
 
 from hybrid.embedders import make_reranker, minilm_path
-from hybrid.errors import ModelUnavailable
-from hybrid.rerank import blend, pinned
+from hybrid.core.errors import ModelUnavailable
+from hybrid.retrieval.rerank import blend, pinned
 
 
 @pytest.fixture(scope="session")

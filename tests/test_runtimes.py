@@ -8,7 +8,7 @@ import pytest
 from helpers import write
 
 import hybrid
-from hybrid.catalog import Catalog
+from hybrid.store.local.catalog import Catalog
 from hybrid.embedders import MINILM_ID
 
 NOTES = {
@@ -76,7 +76,7 @@ def test_a_catalog_labelled_by_an_older_release_is_relabelled(tmp_path):
 def test_a_store_reads_the_old_label_as_the_new_id(tmp_path):
     from helpers import indexed_vault
 
-    from hybrid.store import VaultStore
+    from hybrid.store.local.store import VaultStore
     h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n"})
     index_dir = h._store(h.vaults[0]).directory
     h.close()

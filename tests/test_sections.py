@@ -4,11 +4,11 @@ import pytest
 from helpers import consistent, write
 
 import hybrid
-from hybrid import fuse
-from hybrid.catalog import ChunkRow
-from hybrid.lexical import LexicalIndex, LexicalQuery, section_text
-from hybrid.search import by_section, exact_first, strong_literals, verbatim_text
-from hybrid.store import VaultStore
+from hybrid.retrieval import fuse
+from hybrid.store.local.catalog import ChunkRow
+from hybrid.store.local.lexical import LexicalIndex, LexicalQuery, section_text
+from hybrid.retrieval.pipeline import by_section, exact_first, strong_literals, verbatim_text
+from hybrid.store.local.store import VaultStore
 
 
 def indexed(tmp_path, vault, **settings):
@@ -147,8 +147,8 @@ def test_coverage_and_weight():
 
 
 def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
-    from hybrid.request import SearchRequest
-    from hybrid.search import Arms, fusion_weights, hydrate, lexical_arm
+    from hybrid.retrieval.request import SearchRequest
+    from hybrid.retrieval.pipeline import Arms, fusion_weights, hydrate, lexical_arm
     vault = tmp_path / "vault"
     write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")
     write(vault, "misc.md", "# Misc\n\nI keep one huge list of my other devices and a folder of PDFs.\n")
@@ -197,7 +197,7 @@ def test_a_long_question_its_best_hits_barely_cover_mentions_its_literal_in_pass
     (["this.file"], ""),  # one word: the literal tier covers it
 ])
 def test_verbatim_text(terms, expected):
-    from hybrid.tokens import literals
+    from hybrid.core.tokens import literals
     assert verbatim_text(terms, literals(terms)) == expected
 
 

@@ -5,9 +5,9 @@ import pytest
 from helpers import write
 
 import hybrid
-from hybrid.config import load_config
-from hybrid.errors import ConfigError
-from hybrid.settings import SETTINGS, Settings, replace
+from hybrid.core.config import load_config
+from hybrid.core.errors import ConfigError
+from hybrid.core.settings import SETTINGS, Settings, replace
 
 
 def test_the_table_and_the_object_agree():

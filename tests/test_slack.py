@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid.chunk import HEADING_RE, Chunker
-from hybrid.errors import VaultError
-from hybrid.notes import parse_note
+from hybrid.indexing.chunk import HEADING_RE, Chunker
+from hybrid.core.errors import VaultError
+from hybrid.sources.markdown import parse_note
 from hybrid.sources import slack
 from hybrid.sources.slack import SlackExport
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hybrid.search import needle_hits, snippet
+from hybrid.retrieval.pipeline import needle_hits, snippet
 
 
 def reference_hits(low, needles):

@@ -11,7 +11,7 @@ import pytest
 from helpers import hybrid_cmd, local_server, write
 
 import hybrid
-from hybrid.errors import VaultError
+from hybrid.core.errors import VaultError
 
 ARTICLE = ("<html><head><title>Consensus</title></head><body><nav>Subscribe now</nav><article>"
            "<h1>Leader election</h1>" + "<p>Split brain happens when two nodes both believe they "

@@ -10,10 +10,10 @@ from helpers import hybrid_cmd, write, write_pdf
 from mcp import Client
 
 import hybrid
-from hybrid.errors import PathRefused
-from hybrid.filters import NoMatchingNotes
-from hybrid.limits import BadSearchArgs
-from hybrid.mcp_server import build_server
+from hybrid.core.errors import PathRefused
+from hybrid.retrieval.filters import NoMatchingNotes
+from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.faces.mcp import build_server
 
 STORES = ("local", "postgresql")
 

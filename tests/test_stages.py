@@ -4,16 +4,16 @@ import time
 import pytest
 from helpers import write
 
-from hybrid import fuse
-from hybrid.catalog import ChunkRow
-from hybrid.chunk import Chunker
+from hybrid.retrieval import fuse
+from hybrid.store.local.catalog import ChunkRow
+from hybrid.indexing.chunk import Chunker
 from hybrid.embedders import HashEmbedder
-from hybrid.indexer import STAGES, IndexReport, ReadStatus, _read
-from hybrid.notes import FileEntry
-from hybrid.query import parse_query
-from hybrid.search import Arms, apply_priors, fuse_arms
-from hybrid.settings import Settings, replace
-from hybrid.timing import Stopwatch
+from hybrid.indexing.indexer import STAGES, IndexReport, ReadStatus, _read
+from hybrid.sources.markdown import FileEntry
+from hybrid.retrieval.query import parse_query
+from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
+from hybrid.core.settings import Settings, replace
+from hybrid.core.timing import Stopwatch
 
 A, B, C = ("v", 1), ("v", 2), ("v", 3)
 

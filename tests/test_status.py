@@ -5,7 +5,7 @@ import os
 from click.testing import CliRunner
 from helpers import indexed_vault
 
-from hybrid.cli import main
+from hybrid.faces.cli.main import main
 
 
 def test_status_names_paths_and_the_server(tmp_path, monkeypatch):
@@ -27,7 +27,7 @@ def test_status_names_paths_and_the_server(tmp_path, monkeypatch):
 def test_status_says_whether_a_watcher_runs(tmp_path, monkeypatch):
     """A real watcher (as `hybrid watch` / `serve --watch` run it) announces itself while it
     runs; a note left by a process that died is not taken for a live watcher."""
-    from hybrid.watch import VaultWatcher, running_watchers
+    from hybrid.app.watch import VaultWatcher, running_watchers
     h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n"})
     home = h.config.path.parent
     monkeypatch.setenv("HYBRID_HOME", str(home))
@@ -45,7 +45,7 @@ def test_status_says_whether_a_watcher_runs(tmp_path, monkeypatch):
 def test_status_counts_files_new_changed_deleted_since_the_last_run(tmp_path, monkeypatch):
     from helpers import write
 
-    from hybrid.freshness import Changes
+    from hybrid.app.freshness import Changes
     h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n", "c.md": "# C\n\ngamma\n",
                                  "d.md": "---\nprivate: true\n---\n# D\n\ndelta\n"})
     home, vault = h.config.path.parent, tmp_path / "vault"
@@ -81,7 +81,7 @@ def test_status_changes_follow_chunking_settings_and_a_missing_folder(tmp_path):
     import shutil
 
     import hybrid
-    from hybrid.freshness import Changes
+    from hybrid.app.freshness import Changes
     h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n"})
     h.close()
     rechunk = hybrid.open(tmp_path / "home", embedder="hash:64", chunk_tokens=64)

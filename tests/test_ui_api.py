@@ -1,4 +1,4 @@
-"""The search page's HTTP side (:mod:`hybrid.ui`): security headers, who may use the page
+"""The search page's HTTP side (:mod:`hybrid.faces.ui`): security headers, who may use the page
 (session cookies, one-time tickets, the token form, the bearer token), the Guard in front of it
 (Host, Origin, Content-Type, body size), and each JSON route (search, read, facets, status,
 re-index jobs) on a real index of the small test vault. In-process through Starlette's
@@ -24,13 +24,13 @@ from helpers import free_port, hash_home, server_env, write
 from starlette.testclient import TestClient
 
 import hybrid
-from hybrid.errors import HybridError
-from hybrid.http_server import build_app
-from hybrid.limits import MAX_BODY_BYTES
-from hybrid.ui import jobs as jobs_mod
-from hybrid.ui.jobs import IndexJobs
-from hybrid.ui.routes import SECTION_LINES, read_section
-from hybrid.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, TICKET_TTL, Sessions, Throttle, Throttled
+from hybrid.core.errors import HybridError
+from hybrid.faces.http import build_app
+from hybrid.retrieval.limits import MAX_BODY_BYTES
+from hybrid.faces.ui import jobs as jobs_mod
+from hybrid.faces.ui.jobs import IndexJobs
+from hybrid.faces.ui.routes import SECTION_LINES, read_section
+from hybrid.faces.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, TICKET_TTL, Sessions, Throttle, Throttled
 
 OWNER = "KEY"
 TOKEN = "s3cret"
@@ -891,7 +891,7 @@ def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict
 
 
 def hybrid_ui(home, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", "ui", "--no-open", *args], env=server_env(home),
+    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "ui", "--no-open", *args], env=server_env(home),
                           capture_output=True, text=True, timeout=240)
 
 

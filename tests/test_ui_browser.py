@@ -56,7 +56,7 @@ class Page:
 
     def sign_in(self):
         """Sign in as ``hybrid ui`` does: a one-time link got with the owner key."""
-        from hybrid.ui.launch import sign_in_url
+        from hybrid.faces.ui.launch import sign_in_url
         self.page.goto(sign_in_url({"url": self.url, "owner_key": OWNER}))
         self.page.wait_for_selector("#search-view:not([hidden])")
         return self.page

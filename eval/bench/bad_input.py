@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import hybrid
-from hybrid.chunk import Chunker
+from hybrid.indexing.chunk import Chunker
 from hybrid.embedders import WordPieceCounter, minilm_path
-from hybrid.notes import parse_note
+from hybrid.sources.markdown import parse_note
 
 
 def median_seconds(fn, repeat: int) -> float:

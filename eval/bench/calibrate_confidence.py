@@ -1,4 +1,4 @@
-"""Fit the confidence models of ``hybrid/confidence.py`` and check them on held-out queries.
+"""Fit the confidence models of ``hybrid/retrieval/confidence.py`` and check them on held-out queries.
 
 Data: every hit (top 10) of every labelled query, in hybrid, vector and lexical mode, labelled 1
 when its note is judged relevant for the query. Queries:
@@ -29,8 +29,8 @@ import common
 import numpy as np
 
 import hybrid
-from hybrid import confidence
-from hybrid.hits import confidence_label
+from hybrid.retrieval import confidence
+from hybrid.retrieval.hits import confidence_label
 
 ROOT = Path(__file__).resolve().parents[2]
 QRELS = ROOT / "qrels"
@@ -169,7 +169,7 @@ def main() -> int:
         result["fit"][model] = fitted
     print(json.dumps(result, indent=1))
     if args.write:
-        payload = {"about": "fitted by eval/bench/calibrate_confidence.py; see hybrid/confidence.py",
+        payload = {"about": "fitted by eval/bench/calibrate_confidence.py; see hybrid/retrieval/confidence.py",
                    "models": result["models"]}
         (DATA / "confidence.json").write_text(json.dumps(payload, indent=1) + "\n")
     if args.report:

@@ -125,7 +125,7 @@ def _median_seconds(fn, runs: int = 3) -> tuple[float, float]:
 def speed(tmp: Path) -> dict:
     import sources
 
-    from hybrid.evalio import sample_set
+    from hybrid.eval.inputs import sample_set
     from hybrid.sources.convert import html_note
     from hybrid.sources.pdf import pdf_note
     pdfs = sources.speed_pdfs(tmp / "pdf")

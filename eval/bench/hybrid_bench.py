@@ -34,5 +34,5 @@ if __name__ == "__main__":
         atexit.register(_usage)
     import common
     common.install()
-    from hybrid.cli import main
+    from hybrid.faces.cli.main import main
     main()

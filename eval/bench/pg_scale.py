@@ -66,7 +66,7 @@ def hnsw_recall(home: Path, queries: list[str], k: int = 10) -> dict | None:
     import random
 
     import hybrid
-    from hybrid.pg.store import open_store
+    from hybrid.store.pg.store import open_store
     h = hybrid.open(home)
     store = open_store(h.config.vault("scale"))
     try:

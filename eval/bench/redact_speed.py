@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hybrid.redact import Redactor  # noqa: E402
+from hybrid.store.agent.redact import Redactor  # noqa: E402
 
 
 def main() -> None:

@@ -33,8 +33,8 @@ import common  # also puts the checkout on sys.path
 
 import hybrid
 from hybrid.embedders import make_embedder
-from hybrid.evalio import sample_set
-from hybrid.evaluate import aggregate
+from hybrid.eval.inputs import sample_set
+from hybrid.eval.run import aggregate
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 MODES = ("lexical", "vector", "hybrid")

@@ -30,7 +30,7 @@ LAYOUTS = {
 
 
 def sets() -> list[tuple[str, Path, Path, Path]]:
-    from hybrid.evalio import sample_set
+    from hybrid.eval.inputs import sample_set
     out = [("sample", *sample_set())]
     shared = ROOT.parent / "shared" / "vaults" / "obsidian-help"
     if shared.is_dir():
@@ -52,10 +52,10 @@ def main() -> None:
     args = ap.parse_args()
     import hybrid
     from hybrid.embedders import make_embedder
-    from hybrid.evalio import Problems, load_qrels, load_queries, reconcile
-    from hybrid.evaluate import CachingEmbedder, grid, run_eval
-    from hybrid.notes import discover
-    from hybrid.settings import replace
+    from hybrid.eval.inputs import Problems, load_qrels, load_queries, reconcile
+    from hybrid.eval.run import CachingEmbedder, grid, run_eval
+    from hybrid.sources.markdown import discover
+    from hybrid.core.settings import replace
     base = hybrid.open().settings
     model = CachingEmbedder(make_embedder("minilm"))
     rows = []

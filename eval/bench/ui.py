@@ -26,9 +26,9 @@ from pathlib import Path
 import common  # noqa: F401 - puts the checkout on sys.path
 
 import hybrid
-from hybrid.evalio import sample_set
-from hybrid.http_server import build_app
-from hybrid.ui.launch import sign_in_url
+from hybrid.eval.inputs import sample_set
+from hybrid.faces.http import build_app
+from hybrid.faces.ui.launch import sign_in_url
 
 CHROMIUM = os.environ.get("HYBRID_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

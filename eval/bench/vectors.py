@@ -1,4 +1,4 @@
-"""Vector-only scale benchmark: what the FAISS layouts of ``hybrid.vector`` cost at 10k–1M
+"""Vector-only scale benchmark: what the FAISS layouts of ``hybrid.store.local.vector`` cost at 10k–1M
 vectors, with embedding taken out of the picture (issue #5). Not a test: it reports medians and
 percentiles, never asserts.
 
@@ -167,7 +167,7 @@ def exact_truths(vecs: np.ndarray, ids: np.ndarray, q: np.ndarray, allowed: np.n
 def prepare_case(dist: str, n: int, queries: int, case_dir: Path, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
     """Generate the vectors for (N, dist) and write what the query worker needs (queries,
     filter id sets, exact truths) as .npy files. Returns (vecs, ids, dataset stats)."""
-    from hybrid.vector import calibration_queries
+    from hybrid.store.local.vector import calibration_queries
     t0 = time.perf_counter()
     vecs = GENERATORS[dist](n, seed)
     gen_s = time.perf_counter() - t0
@@ -193,7 +193,7 @@ def prepare_case(dist: str, n: int, queries: int, case_dir: Path, seed: int) -> 
 
 def spec_for(layout: str):
     """The VectorSpec that forces a layout whatever N is: threshold 0 keeps flat, 1 makes IVF."""
-    from hybrid.vector import VectorSpec
+    from hybrid.store.local.vector import VectorSpec
     kind, storage = LAYOUTS[layout]
     return VectorSpec(storage=storage, ann_threshold=0 if kind == "flat" else 1, ann_recall=0.99)
 
@@ -202,7 +202,7 @@ def build_layout(vecs: np.ndarray, ids: np.ndarray, layout: str, path: Path) -> 
     """Build through the engine's own ``VectorIndex.rebuild`` (train, calibrate, atomic save)
     and time it end to end; the in-memory index is dropped so the parent does not double its
     footprint while the worker runs."""
-    from hybrid.vector import VectorIndex
+    from hybrid.store.local.vector import VectorIndex
     vi = VectorIndex(path)
     t0 = time.perf_counter()
     info = vi.rebuild(ids, vecs, DIM, spec_for(layout))
@@ -271,7 +271,7 @@ def worker(index_path: Path, case_dir: Path, result_path: Path) -> None:
     """Load one index file in this fresh process and measure it; writes a JSON dict."""
     import faiss
 
-    from hybrid.vector import VectorIndex, recall_at
+    from hybrid.store.local.vector import VectorIndex, recall_at
     base_mb = _rss_mb()  # interpreter + numpy + faiss + hybrid, before the index
     q = np.load(case_dir / "queries.npy")
     filters = {"unfiltered": {}, "allowed10": {"allowed": set(np.load(case_dir / "allowed.npy").tolist())},

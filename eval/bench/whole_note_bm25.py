@@ -22,7 +22,7 @@ from pathlib import Path
 def build(vault: Path, title_boost: float):
     import tantivy
 
-    from hybrid.notes import decode, discover, parse_note
+    from hybrid.sources.markdown import decode, discover, parse_note
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("title", tokenizer_name="en_stem")
     sb.add_text_field("body", tokenizer_name="en_stem")

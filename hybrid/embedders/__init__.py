@@ -43,15 +43,15 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from .base import MINILM_ID, Embedder, Reranker, WordPieceCounter, minilm_path, normalize, offline_hf
+from hybrid.core.errors import ConfigError
+from hybrid.embedders.base import MINILM_ID, Embedder, Reranker, WordPieceCounter, minilm_path, normalize, offline_hf
 
 if TYPE_CHECKING:
-    from .cross_encoder import CrossEncoderReranker, resolve_model
-    from .hash import HashEmbedder
-    from .ollama import OllamaEmbedder
-    from .onnx import OnnxEmbedder
-    from .st import SentenceTransformerEmbedder
+    from hybrid.embedders.cross_encoder import CrossEncoderReranker, resolve_model
+    from hybrid.embedders.hash import HashEmbedder
+    from hybrid.embedders.ollama import OllamaEmbedder
+    from hybrid.embedders.onnx import OnnxEmbedder
+    from hybrid.embedders.st import SentenceTransformerEmbedder
 
 # Backend modules load when a spec needs them (``hybrid --help`` pays for none of them).
 _LAZY = {"CrossEncoderReranker": "cross_encoder", "resolve_model": "cross_encoder",
@@ -166,35 +166,35 @@ def make_reranker(spec: str, *, batch_size: int = 16,
     is first contacted, on the first scoring."""
     kind, _, arg = spec.partition(":")
     if kind == "late":
-        from .late import LateInteractionReranker
+        from hybrid.embedders.late import LateInteractionReranker
         return LateInteractionReranker(arg or "minilm")
     if kind == "ollama":
         if not arg.strip():
             raise ConfigError(f"`rerank_model = {spec!r}` names no model: use `ollama:<model>`, "
                               f"e.g. `ollama:qwen2.5:0.5b` (after `ollama pull qwen2.5:0.5b`)")
-        from .ollama_rerank import OllamaReranker
+        from hybrid.embedders.ollama_rerank import OllamaReranker
         return OllamaReranker(arg.strip(), ollama_host)
-    from .cross_encoder import CrossEncoderReranker
+    from hybrid.embedders.cross_encoder import CrossEncoderReranker
     return CrossEncoderReranker(spec, batch_size=batch_size)
 
 
 # --- the backends ------------------------------------------------------------------------
 
 def _minilm_torch(arg: str, o: Options) -> Embedder:
-    from .st import SentenceTransformerEmbedder
+    from hybrid.embedders.st import SentenceTransformerEmbedder
     return SentenceTransformerEmbedder(minilm_path(), MINILM_ID, o.batch_size)
 
 
 def _onnx(variant: str) -> Factory:
     def build(arg: str, o: Options) -> Embedder:
-        from .onnx import OnnxEmbedder
+        from hybrid.embedders.onnx import OnnxEmbedder
         return OnnxEmbedder(variant, batch_size=o.batch_size)
     return build
 
 
 def _onnx_id(variant: str) -> Callable[[str], str]:
     def spec(arg: str) -> str:
-        from .onnx import variant_id
+        from hybrid.embedders.onnx import variant_id
         return variant_id(variant)
     return spec
 
@@ -202,14 +202,14 @@ def _onnx_id(variant: str) -> Callable[[str], str]:
 def _st(arg: str, o: Options) -> Embedder:
     if not arg:
         raise UnknownSpec
-    from .st import SentenceTransformerEmbedder
+    from hybrid.embedders.st import SentenceTransformerEmbedder
     return SentenceTransformerEmbedder(Path(arg), None, o.batch_size)
 
 
 def _ollama(arg: str, o: Options) -> Embedder:
     if not arg:
         raise UnknownSpec
-    from .ollama import OllamaEmbedder
+    from hybrid.embedders.ollama import OllamaEmbedder
     return OllamaEmbedder(arg, o.ollama_host, o.batch_size)
 
 
@@ -218,22 +218,22 @@ def _hash(arg: str, o: Options) -> Embedder:
         dim = int(arg or 64)
     except ValueError:
         raise UnknownSpec from None
-    from .hash import HashEmbedder
+    from hybrid.embedders.hash import HashEmbedder
     return HashEmbedder(dim)
 
 
 def _e5_small(arg: str, o: Options) -> Embedder:
-    from .e5 import e5_small
+    from hybrid.embedders.e5 import e5_small
     return e5_small(o.batch_size)
 
 
 def _e5_small_torch(arg: str, o: Options) -> Embedder:
-    from .e5 import e5_small
+    from hybrid.embedders.e5 import e5_small
     return e5_small(o.batch_size, runtime="torch")
 
 
 def _e5_id(arg: str) -> str:
-    from .e5 import MODEL_ID
+    from hybrid.embedders.e5 import MODEL_ID
     return MODEL_ID
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import ModelUnavailable
+from hybrid.core.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Ids earlier releases recorded for vectors that are today's id's (minilm-onnx's fp32 graph,
 # within 2.2e-7 of torch's): a catalog still labelled with one is relabelled when opened for
-# writing (hybrid.catalog), and read as the new id meanwhile.
+# writing (hybrid.store.local.catalog), and read as the new id meanwhile.
 LEGACY_IDS = {MINILM_ID + "+onnx": MINILM_ID}
 
 
@@ -42,7 +42,7 @@ class Embedder(Protocol):
 
 class Reranker(Protocol):
     """A model that scores (query, passage) pairs; higher is more relevant. Scores are raw
-    logits: ``hybrid.rerank.blend`` maps them to [0, 1] itself."""
+    logits: ``hybrid.retrieval.rerank.blend`` maps them to [0, 1] itself."""
     id: str
 
     def scores(self, query: str, passages: Sequence[str]) -> list[float]: ...

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelUnavailable
+from hybrid.core.errors import ModelUnavailable
 
 OPSET = 17  # LayerNormalization (opset 17) is the newest op used; Erf needs 9, Softmax's 1-axis form 13
 IR_VERSION = 8  # the IR version that goes with opset 17. helper.make_model would write a newer one

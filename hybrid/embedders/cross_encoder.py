@@ -2,7 +2,7 @@
 models from a local directory or from a model name already in the local Hugging Face cache;
 nothing downloads. torch loads on the first scoring, never at import time.
 
-How the scores are blended with the fusion order lives in ``hybrid.rerank``.
+How the scores are blended with the fusion order lives in ``hybrid.retrieval.rerank``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ModelUnavailable
-from .base import offline_hf
+from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.base import offline_hf
 
 
 def resolve_model(spec: str) -> Path:

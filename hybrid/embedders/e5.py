@@ -37,14 +37,14 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ModelUnavailable
+from hybrid.core.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
 
-    from .onnx import OnnxEmbedder
-    from .st import SentenceTransformerEmbedder
+    from hybrid.embedders.onnx import OnnxEmbedder
+    from hybrid.embedders.st import SentenceTransformerEmbedder
 
 log = logging.getLogger("hybrid")
 
@@ -85,14 +85,14 @@ def e5_small(batch_size: int = 32, cache_dir: Path | None = None,
     torch: the converted folder's BERT written as an ONNX graph, see ``hybrid.embedders.onnx``)
     or "torch" (sentence-transformers); both record :data:`MODEL_ID`."""
     if cache_dir is None:
-        from ..config import data_dir
+        from hybrid.core.config import data_dir
         cache_dir = data_dir() / "models"
     folder = ensure_model(bin_path(), Path(cache_dir))
     if runtime == "torch":
-        from .st import SentenceTransformerEmbedder
+        from hybrid.embedders.st import SentenceTransformerEmbedder
         return SentenceTransformerEmbedder(folder, MODEL_ID, batch_size, query_prefix=QUERY_PREFIX,
                                            document_prefix=DOCUMENT_PREFIX)
-    from .onnx import OnnxEmbedder
+    from hybrid.embedders.onnx import OnnxEmbedder
     return OnnxEmbedder("fp32", folder, Path(cache_dir), batch_size, model_id=MODEL_ID,
                         name="multilingual-e5-small", query_prefix=QUERY_PREFIX,
                         document_prefix=DOCUMENT_PREFIX)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .base import normalize
+from hybrid.embedders.base import normalize
 
 if TYPE_CHECKING:
     import numpy as np

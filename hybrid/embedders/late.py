@@ -7,7 +7,7 @@ it on torch (bfloat16 where the CPU has it, see below; the ``torch`` extra), and
 
 Score of a passage: for each query token, the best cosine similarity with any passage token;
 averaged over the query tokens. Special tokens ([CLS], [SEP], padding) and the embedder's query
-prefix are left out. The average lies in [-1, 1]. ``hybrid.rerank.blend`` gets it as the logit
+prefix are left out. The average lies in [-1, 1]. ``hybrid.retrieval.rerank.blend`` gets it as the logit
 ``SCALE * (maxsim - center(max_tokens))``:
 
 - ``center`` comes from the bundled sample vault, measured over the 30 fused candidates of
@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ModelUnavailable
+from hybrid.core.errors import ConfigError, ModelUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,7 +117,7 @@ class LateInteractionReranker:
 
     def __init__(self, embedder_spec: str = "minilm", max_tokens: int = MAX_TOKENS,
                  batch_size: int = 32, *, embedder: Any = None, bf16: bool | None = None):
-        from . import make_embedder
+        from hybrid.embedders import make_embedder
         spec = embedder_spec or "minilm"
         try:
             self._embedder: Any = embedder or make_embedder(spec, batch_size=batch_size)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelUnavailable
-from .base import WordPieceCounter, minilm_path, normalize
+from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.base import WordPieceCounter, minilm_path, normalize
 
 if TYPE_CHECKING:
     import numpy as np

@@ -3,7 +3,7 @@ asked, for each (query, passage), whether the passage answers the query. It goes
 ``ollama`` client (``/api/generate``), like the Ollama embedder, and the client is imported on
 the first scoring.
 
-How an answer becomes a logit for ``hybrid.rerank.blend``:
+How an answer becomes a logit for ``hybrid.retrieval.rerank.blend``:
 
 - **logprobs** (Ollama >= 0.12.11): one token is generated, with ``logprobs`` and
   ``top_logprobs``. The logit is ``log P(yes) - log P(no)``, summed over spellings such as
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
-from ..errors import ModelUnavailable
+from hybrid.core.errors import ModelUnavailable
 
 log = logging.getLogger("hybrid")
 

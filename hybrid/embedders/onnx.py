@@ -33,8 +33,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ..errors import ModelUnavailable
-from .base import MINILM_ID, WordPieceCounter, minilm_path
+from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.base import MINILM_ID, WordPieceCounter, minilm_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,7 +82,7 @@ class OnnxEmbedder:
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.model_dir = Path(model_dir) if model_dir is not None else minilm_path()
         if cache_dir is None:
-            from ..config import data_dir
+            from hybrid.core.config import data_dir
             cache_dir = data_dir() / "models"
         self.cache_dir = Path(cache_dir)
         self.batch_size = max(1, int(batch_size))
@@ -141,7 +141,7 @@ class OnnxEmbedder:
         except ImportError as exc:
             raise ModelUnavailable(f"building the ONNX graph needs the onnx package, which hybrid "
                                    f"installs: reinstall hybrid, or `pip install onnx` ({exc})") from None
-        from .bert_onnx import build_bert_graph
+        from hybrid.embedders.bert_onnx import build_bert_graph
         build_bert_graph(self.model_dir, out, name=self.name)
 
     # --- inference -------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ModelUnavailable
-from .base import WordPieceCounter, normalize, offline_hf
+from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.base import WordPieceCounter, normalize, offline_hf
 
 if TYPE_CHECKING:
     import numpy as np

@@ -36,13 +36,13 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelUnavailable
-from .base import normalize
+from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.base import normalize
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from . import Options
+    from hybrid.embedders import Options
 
 log = logging.getLogger("hybrid")
 

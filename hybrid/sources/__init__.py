@@ -1,6 +1,6 @@
 """What a vault can hold besides markdown, and the sources that are not folders of files.
 
-Every kind of document becomes a :class:`hybrid.notes.Note` (lines of markdown-like text with
+Every kind of document becomes a :class:`hybrid.sources.markdown.Note` (lines of markdown-like text with
 a title, tags and dates), so chunking, both indexes, citations and filters work on all of them
 alike. A document's kind follows from its vault-relative path's suffix (:func:`kind_of`), which
 is how ``--source`` filters and ``hybrid status`` counts work without a column of their own:

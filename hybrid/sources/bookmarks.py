@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..errors import VaultError
-from ..notes import FENCE_RE
-from . import VirtualDoc
+from hybrid.core.errors import VaultError
+from hybrid.sources.markdown import FENCE_RE
+from hybrid.sources import VirtualDoc
 
 if TYPE_CHECKING:
-    from .fetch import Page
+    from hybrid.sources.fetch import Page
 
 SUFFIX = ".bookmark"
 MAX_BOOKMARKS = 200_000

@@ -1,4 +1,4 @@
-"""Any document's bytes → a :class:`hybrid.notes.Note`, by kind (:func:`hybrid.sources.kind_of`).
+"""Any document's bytes → a :class:`hybrid.sources.markdown.Note`, by kind (:func:`hybrid.sources.kind_of`).
 
 Markdown, bookmarks and Slack days (both rendered as markdown by their sources) are parsed as
 notes; plain text keeps its lines as they are; a saved web page is reduced to its main text as
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..notes import BinaryFile, Note, decode, parse_note
-from . import kind_of
-from .sandbox import ConvertError, Limits, convert, convert_limits
+from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
+from hybrid.sources import kind_of
+from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 if TYPE_CHECKING:
     pass
@@ -33,7 +33,7 @@ def to_note(path: str, data: bytes | None, abspath: str | None = None,
     Unreadable among them) for a document with no text to index or over ``limits``."""
     kind = kind_of(path)
     if kind == "pdf":
-        from .pdf import pdf_note
+        from hybrid.sources.pdf import pdf_note
         source = abspath if data is None else data
         if source is None:
             raise ValueError(f"{path}: nothing to read")

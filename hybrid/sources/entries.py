@@ -1,7 +1,7 @@
 """The documents of a source vault (bookmarks, Slack) as the indexer lists them, and fetching
 a bookmarks source's pages on request.
 
-Each :class:`hybrid.sources.VirtualDoc` becomes a :class:`hybrid.notes.FileEntry` whose
+Each :class:`hybrid.sources.VirtualDoc` becomes a :class:`hybrid.sources.markdown.FileEntry` whose
 ``mtime_ns`` is the document's stamp, so an unchanged bookmark or Slack day is skipped on the
 size-and-stamp check without being rendered again, exactly like an unchanged file.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import FetchedRow
-from ..notes import FileEntry
-from . import VirtualDoc
+from hybrid.store.local.catalog import FetchedRow
+from hybrid.sources.markdown import FileEntry
+from hybrid.sources import VirtualDoc
 
 if TYPE_CHECKING:
-    from ..config import Vault
-    from ..indexer import IndexReport
-    from ..settings import Settings
+    from hybrid.core.config import Vault
+    from hybrid.indexing.indexer import IndexReport
+    from hybrid.core.settings import Settings
 
 log = logging.getLogger("hybrid")
 FAILURES_LISTED = 20  # fetch failures named one by one in the report; the rest are counted
@@ -27,13 +27,13 @@ FAILURES_LISTED = 20  # fetch failures named one by one in the report; the rest 
 def documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
     """(documents, warnings) of a bookmarks or Slack source, read from its export now."""
     if vault.kind == "bookmarks":
-        from .bookmarks import documents as bookmark_docs
-        from .bookmarks import read_bookmarks
+        from hybrid.sources.bookmarks import documents as bookmark_docs
+        from hybrid.sources.bookmarks import read_bookmarks
         marks, warnings = read_bookmarks(vault.path)
         pages = {u: r for u, r in catalog.fetched().items() if r.ok}
         return bookmark_docs(marks, pages), warnings
     if vault.kind == "slack":
-        from .slack import SlackExport
+        from hybrid.sources.slack import SlackExport
         export = SlackExport(vault.path)
         return export.documents(), list(export.warnings)
     raise ValueError(f"vault {vault.name!r} is a folder of notes, not a source")
@@ -44,7 +44,7 @@ def document_text(vault: Vault, catalog: Any, path: str) -> str | None:
     export now (None when the export no longer has it): only that bookmark's fetched page is
     read, only that Slack day's file."""
     if vault.kind == "bookmarks":
-        from .bookmarks import bookmark_paths, read_bookmarks, render
+        from hybrid.sources.bookmarks import bookmark_paths, read_bookmarks, render
         marks, _ = read_bookmarks(vault.path)
         for mark, where in zip(marks, bookmark_paths(marks)):
             if where == path:
@@ -74,8 +74,8 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
     """Fetch the pages of a bookmarks source into its catalog: with ``mode`` ``"new"`` those
     never fetched and those that failed before, with ``"all"`` every one again. A page that
     fails keeps its title-only entry (and any text fetched before) and is reported."""
-    from .bookmarks import read_bookmarks
-    from .fetch import fetch_pages, skipped_summary
+    from hybrid.sources.bookmarks import read_bookmarks
+    from hybrid.sources.fetch import fetch_pages, skipped_summary
     marks, _ = read_bookmarks(vault.path)
     urls = list(dict.fromkeys(b.url for b in marks))
     catalog.drop_fetched(urls)
@@ -84,7 +84,7 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
     if not todo:
         return
     log.info("%s: fetching %d page(s)", vault.name, len(todo))
-    from .sandbox import convert_limits
+    from hybrid.sources.sandbox import convert_limits
     pages = fetch_pages(todo, private=settings.fetch_private, convert=convert_limits(settings))
     catalog.put_fetched(FetchedRow(p.url, p.ok, p.title, p.text, p.error, p.status, p.fetched_at)
                         for p in pages.values())

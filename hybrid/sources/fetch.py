@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from ..catalog import FetchedRow as Page
-from .netguard import METADATA, PRIVATE, PRIVATE_HINT, ROBOTS, Failed, Guard, Refused, guarded_transport
+from hybrid.store.local.catalog import FetchedRow as Page
+from hybrid.sources.netguard import METADATA, PRIVATE, PRIVATE_HINT, ROBOTS, Failed, Guard, Refused, guarded_transport
 
 
 def _version() -> str:
@@ -120,8 +120,8 @@ def _charset(content_type: str, head: bytes, declared: str | None) -> str:
 def _html_text(html: str, limits: Any = None) -> tuple[str, str]:
     """(main text as markdown, title) of an HTML page, as a saved page in a vault is read (by
     the converter worker, under its memory and time bounds ``limits``)."""
-    from .convert import main_text
-    from .sandbox import ConvertError
+    from hybrid.sources.convert import main_text
+    from hybrid.sources.sandbox import ConvertError
     try:
         return main_text(html, limits=limits)
     except ConvertError as exc:  # no text, or over convert_max_memory_mb / convert_timeout
@@ -131,8 +131,8 @@ def _html_text(html: str, limits: Any = None) -> tuple[str, str]:
 def _pdf_text(data: bytes, limits: Any = None) -> tuple[str, str]:
     """(text of every page, blank lines between pages, title) of a PDF (read by the converter
     worker, under its memory and time bounds ``limits``)."""
-    from .pdf import Unreadable, pdf_text
-    from .sandbox import ConvertError
+    from hybrid.sources.pdf import Unreadable, pdf_text
+    from hybrid.sources.sandbox import ConvertError
 
     try:
         got = pdf_text(data, "PDF", MAX_TEXT_CHARS, limits)

@@ -16,7 +16,7 @@ import socket
 import time
 from typing import Any
 
-from ..errors import one_line
+from hybrid.core.errors import one_line
 
 # Why a page was not fetched on purpose: each refusal's error names one of these.
 METADATA = "link-local/metadata address"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..notes import FENCE_RE, Note
-from .sandbox import ConvertError, Limits, convert, convert_limits
+from hybrid.sources.markdown import FENCE_RE, Note
+from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 PAGE_HEADING = "Page "
 MAX_TEXT_CHARS = 20_000_000  # text kept from one PDF; later pages are left out with a warning

@@ -16,14 +16,14 @@ import time
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from . import worker
-from .worker import MAX_HEADER_BYTES, read_frame, write_frame
+from hybrid.sources import worker
+from hybrid.sources.worker import MAX_HEADER_BYTES, read_frame, write_frame
 
 if TYPE_CHECKING:
     import logging
     from subprocess import Popen
 
-    from ..settings import Settings
+    from hybrid.core.settings import Settings
 
 # The parent reads no reply larger than this: a document's text is capped well below it.
 MAX_REPLY_BYTES = 1 << 30
@@ -59,7 +59,7 @@ def convert_limits(settings: Settings | None = None) -> Limits:
 
 @functools.cache
 def _default_limits() -> Limits:
-    from ..settings import Settings
+    from hybrid.core.settings import Settings
     return convert_limits(Settings())
 
 

@@ -28,8 +28,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import VaultError
-from . import VirtualDoc
+from hybrid.core.errors import VaultError
+from hybrid.sources import VirtualDoc
 
 MAX_DAY_FILES = 100_000
 MAX_DAY_BYTES = 50 * 1024 * 1024

@@ -1,0 +1,516 @@
+"""The public Python API: ``hybrid.open()`` → :class:`Hybrid`."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hybrid.store.agent import view as agent_view
+
+from hybrid.app import reader
+from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
+from hybrid.store.agent.view import AgentView
+from hybrid.core.config import Config, Vault, load_config, override
+from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
+from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultError
+from hybrid.retrieval.filters import check_filters
+from hybrid.indexing.indexer import IndexReport, Progress, index_vault
+from hybrid.retrieval.listing import list_notes
+from hybrid.app.reader import NoteText
+from hybrid.app.refs import Ref
+from hybrid.retrieval.request import SearchRequest, as_request
+from hybrid.retrieval.pipeline import SearchResult, run_search
+from hybrid.app.status import VaultStatus, vault_status
+from hybrid.store.local.store import VacuumReport, VaultStore
+
+log = logging.getLogger("hybrid")
+AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
+
+
+EmbedderFactory = Callable[[str], Embedder]
+RerankerFactory = Callable[[str], Any]
+
+
+class Hybrid:
+    """A handle on the configured vaults. Keeps embedders and open indexes warm between calls,
+    so a long-lived process pays model loading once.
+
+    Models can be injected instead of built from the settings: ``embedders`` are instances used
+    for every vault whose embedder spec resolves to their ``id``; ``embedder_factory(spec)``
+    builds any other (default: the registry in :mod:`hybrid.embedders`); ``reranker`` is a
+    cross-encoder instance (used whatever ``rerank_model`` says) or a factory ``(spec) ->
+    reranker``. Tests, ``hybrid eval`` and benchmarks share loaded models this way."""
+
+    def __init__(self, config: Config, overrides: dict | None = None, *,
+                 embedders: Iterable[Embedder] = (), embedder_factory: EmbedderFactory | None = None,
+                 reranker: Any = None):
+        self.config = config
+        self._overrides = dict(overrides or {})
+        self._embedders: dict[str, Embedder] = {e.id: e for e in embedders}
+        self._embedder_factory = embedder_factory
+        self._stores: dict[str, VaultStore] = {}
+        self._rerankers: dict[str, Any] = {}
+        self._reranker = reranker
+        self._hidden = HiddenCache()
+        self._lock = threading.RLock()
+
+    @property
+    def settings(self):
+        """This handle's settings (frozen; change them with :meth:`override`)."""
+        return self.config.settings
+
+    def override(self, **settings: Any) -> None:
+        """Change settings for this handle only (checked; ConfigError for a bad one). They
+        outlive a reload of the config file, as ``hybrid.open(**settings)`` ones do."""
+        with self._lock:
+            override(self.config, **settings)
+            self._overrides.update(settings)
+
+    # --- vaults ---------------------------------------------------------------------------
+    @property
+    def vaults(self) -> list[Vault]:
+        self.refresh()
+        return self.config.all_vaults()
+
+    def refresh(self) -> bool:
+        """Re-read the registry when another process changed the config file (a long-lived
+        server must see vaults added, removed, renamed or moved since it started). Stores of
+        vaults that are gone or point elsewhere are closed. Returns whether anything changed.
+        A config that became invalid keeps the last good one, with a warning."""
+        from hybrid.core.config import ConfigError, file_stat
+        if file_stat(self.config.path) == self.config.loaded_stat:
+            return False
+        with self._lock:
+            if file_stat(self.config.path) == self.config.loaded_stat:
+                return False
+            try:
+                fresh = load_config(self.config.path.parent, data=self.config.data)
+                override(fresh, **self._overrides)
+            except ConfigError as exc:
+                log.warning("config changed but cannot be used (%s); keeping the previous one", exc)
+                self.config.loaded_stat = file_stat(self.config.path)
+                return False
+            self._adopt(fresh)
+            return True
+
+    def _adopt(self, fresh: Config) -> None:
+        """Take ``fresh``'s vaults (and file settings), closing stores whose vault changed."""
+        for name in list(self._stores):
+            old = self.config.vaults.get(name)
+            if fresh.vaults.get(name) != old:
+                self._stores.pop(name).close()
+        self.config.vaults = fresh.vaults
+        self.config.loaded_stat = fresh.loaded_stat
+        self.config.settings = fresh.settings  # with this handle's overrides (see refresh)
+
+    def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
+                  exclude: Sequence[str] = (), store: str | None = None, kind: str = "notes") -> Vault:
+        """Register ``path``. Refuses a name that is taken by another folder (``move_vault``
+        re-points one) and a folder registered under another name. ``store``: a PostgreSQL URL
+        (without a password) or ``postgresql`` for ``$HYBRID_DATABASE_URL`` (team mode).
+        ``kind``: ``bookmarks`` or ``slack`` registers that export as a source
+        (:mod:`hybrid.sources`), always indexed locally."""
+        if store is None and self.settings.store and kind == "notes":
+            store = self.settings.store
+        with self.config.edit() as cfg:
+            vault = cfg.add_vault(Path(path), name, list(include), list(exclude), store, kind)
+        return self.config.vault(vault.name)
+
+    def add_source(self, kind: str, path: str | Path, name: str | None = None) -> Vault:
+        """Register a bookmarks export (``kind="bookmarks"``) or a Slack export (``"slack"``)."""
+        return self.add_vault(path, name, kind=kind)
+
+    def remove_vault(self, name: str, purge: bool = True, wait: float = 0) -> Vault:
+        """Unregister vault ``name`` and (``purge``) delete its index: only the files the index
+        is made of, never anything else in that folder, and never the notes. Refused while an
+        indexer holds the vault's lock (``wait`` seconds for it)."""
+        self.refresh()
+        vault = self.config.vault(name)
+        with self._index_lock(vault, wait):
+            with self.config.edit() as cfg:
+                cfg.remove_vault(name)
+            self._close_store(name)
+            if purge:
+                from hybrid.store.local.store import purge_index_dir
+                purge_index_dir(vault.index_dir)
+        return vault
+
+    def rename_vault(self, old: str, new: str, wait: float = 0) -> Vault:
+        """Rename a vault, keeping its index (its folder is renamed with it)."""
+        self.refresh()
+        vault = self.config.vault(old)
+        if vault.store:
+            raise VaultError(f"vault {old!r} is kept in PostgreSQL under that name, which other "
+                             f"machines share; it cannot be renamed here (register it again with "
+                             f"--name {new} and `hybrid index` to copy it under the new name)")
+        target = self.config.index_dir(new)
+        with self._index_lock(vault, wait):
+            if new not in self.config.vaults and target.exists():
+                raise VaultError(f"{target} already exists (an index kept by `vault remove "
+                                 f"--keep-index`?); move it away or pick another name")
+            with self.config.edit() as cfg:
+                cfg.rename_vault(old, new)
+                self._close_store(old)
+                if vault.index_dir.exists():
+                    vault.index_dir.rename(target)
+        from hybrid.store.local.store import sibling
+        sibling(vault.index_dir, ".lock").unlink(missing_ok=True)  # no vault has that name now
+        return self.config.vault(new)
+
+    def move_vault(self, name: str, path: str | Path) -> Vault:
+        """Point vault ``name`` at another folder (its notes moved there); the index is kept and
+        the next ``index`` re-reads only what differs."""
+        with self.config.edit() as cfg:
+            cfg.move_vault(name, Path(path))
+        self._close_store(name)
+        return self.config.vault(name)
+
+    def _close_store(self, name: str) -> None:
+        with self._lock:
+            store = self._stores.pop(name, None)
+            if store:
+                store.close()
+
+    def _index_lock(self, vault: Vault, wait: float):
+        """The vault's writer lock (what `hybrid index` holds), so registry changes that touch
+        the index folder never pull it from under a running indexer."""
+        from hybrid.core.errors import IndexLocked
+        from hybrid.store.local.store import lock_dir
+        try:  # the lock file lives beside the index folder: held even before that exists
+            lock = lock_dir(vault.index_dir, wait)
+        except IndexLocked:
+            raise IndexLocked(f"vault {vault.name!r} is being indexed; try again when it finishes "
+                              f"(or pass --wait SECONDS)") from None
+        return _Releasing(lock)
+
+    def embedder(self, spec: str) -> Embedder:
+        """The embedder for ``spec``: an injected one with that id, else built once (by the
+        injected factory or the registry) and kept."""
+        with self._lock:
+            key = spec_id(spec)
+            if key not in self._embedders:
+                if self._embedder_factory is not None:
+                    self._embedders[key] = self._embedder_factory(spec)
+                else:
+                    s = self.config.settings
+                    self._embedders[key] = make_embedder(spec, ollama_host=s.ollama_host,
+                                                         batch_size=s.batch_size)
+            return self._embedders[key]
+
+    # --- indexing -------------------------------------------------------------------------
+    def index(self, vaults: Sequence[str] | None = None, *, reembed: bool = False, wait: float = 0,
+              progress: Progress | None = None, keep_going: bool = False,
+              fetch: str | None = None) -> list[IndexReport]:
+        """Index the named vaults (default: all). One vault that fails (its folder missing,
+        another indexer at work) never stops the others: every vault is tried, then the first
+        failure is raised; with ``keep_going`` nothing is raised and a failed vault's report
+        carries its ``error`` instead. ``fetch`` (bookmarks sources only; it goes online):
+        ``"new"`` fetches the pages not fetched yet (and those that failed before), ``"all"``
+        fetches every page again."""
+        self.refresh()
+        reports: list[IndexReport] = []
+        first: HybridError | None = None
+        for vault in self.config.select(vaults):
+            try:
+                reports.append(self._index_one(vault, reembed, wait, progress, fetch))
+            except HybridError as exc:
+                first = first or exc
+                reports.append(IndexReport(vault.name, error=str(exc)))
+        if first is not None and not keep_going:
+            raise first
+        return reports
+
+    def _index_one(self, vault: Vault, reembed: bool, wait: float,
+                   progress: Progress | None, fetch: str | None = None) -> IndexReport:
+        if reembed:  # the files behind an open store are about to be replaced wholesale
+            self._close_store(vault.name)
+        return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
+                           reembed=reembed, wait=wait, progress=progress, fetch=fetch)
+
+    def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
+        """Reclaim disk space in the named vaults' indexes (default: all): unused cached
+        embeddings, tantivy's deleted documents, SQLite's free pages and WAL. Returns one
+        report per vault (rows removed, bytes before and after). Takes the writer lock, waiting
+        up to ``wait`` seconds for a running `hybrid index`."""
+        from hybrid.store.local.store import vacuum_index
+        self.refresh()
+        out = []
+        for vault in self.config.select(vaults):
+            self._close_store(vault.name)  # this handle's own connection must not pin old pages
+            if vault.store:
+                out.append(self._vacuum_pg(vault, wait))
+                continue
+            out.append(vacuum_index(vault.index_dir, vault.name, wait))
+        return out
+
+    def _vacuum_pg(self, vault: Vault, wait: float) -> VacuumReport:
+        from hybrid.store.pg.store import open_store
+        store = open_store(vault, writer=True, wait=wait)
+        try:
+            report = VacuumReport(vault.name)
+            report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            store.catalog.vacuum()
+            return report
+        finally:
+            store.close()
+
+    # --- querying -------------------------------------------------------------------------
+    def _store(self, vault: Vault) -> VaultStore:
+        with self._lock:
+            store = self._stores.get(vault.name)
+            if store is not None and store.stale():  # re-embedded or rebuilt since it was opened
+                self._stores.pop(vault.name).close()
+                store = None
+            if store is None and vault.store:  # team mode: the same surface, in PostgreSQL
+                from hybrid.store.pg.store import open_store
+                pg: Any = open_store(vault)
+                self._stores[vault.name] = pg
+                return pg
+            if store is None:
+                try:
+                    store = VaultStore(vault.index_dir, create=False)
+                except IndexCorrupt as exc:
+                    if str(exc) == "not indexed yet":
+                        raise VaultError(f"vault {vault.name!r} is not indexed yet: run "
+                                         f"`hybrid index --vault {vault.name}`") from None
+                    raise
+                self._stores[vault.name] = store
+            return store
+
+    def search(self, query: str | SearchRequest, *, agent: bool = False, **options: Any) -> SearchResult:
+        """Search and return up to ``top_k`` hits, best first (a list; its ``corrections`` and
+        ``parsed`` say how the query was read, see :class:`~hybrid.retrieval.result.SearchResult`).
+        ``query`` is the query text with the options as keywords (``top_k=8``,
+        ``mode="hybrid"``, ``vaults=None`` for all, ``folders``, ``tags``, ``since``, ``rerank``,
+        ``exclude_folders``), or a ready :class:`~hybrid.retrieval.request.SearchRequest`. Arguments are checked against
+        :mod:`hybrid.retrieval.limits` when the request is made (BadSearchArgs: wrong type, ``top_k``
+        outside 1..MAX_TOP_K, query over MAX_QUERY_CHARS), so every entry point is. With
+        ``agent`` the search sees the vaults as an agent does (:mod:`hybrid.store.agent.view`)."""
+        request = as_request(query, options)
+        request.parsed  # noqa: B018 - a query syntax error is reported before any index opens
+        self.refresh()  # a long-lived server sees vaults registered since it started
+        targets = [(v, self._agent_store(v) if agent else self._store(v))
+                   for v in self.config.select(request.vaults)]
+        # a folder, tag or date filter that no note passes says so (NoMatchingNotes), rather
+        # than an empty list that reads as "nothing relevant"
+        check_filters([s for _, s in targets], request.filters)
+        if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
+            with self._lock:
+                return list_notes(targets, request, self.config.settings)
+        # Resolved here, on the caller's thread: run_search embeds the query on a worker
+        # thread, which must not need this handle's lock (held around run_search).
+        embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
+
+        def query_vector(embedder_id: str, text: str):
+            return embedders[embedder_id].embed_query(text)
+
+        rescore = self.reranker().scores if request.rerank else None
+        # One search at a time per handle: SQLite connections and the tantivy searcher are
+        # shared, and a server calls this from several threads.
+        with self._lock:
+            return run_search(targets, request, self.config.settings, query_vector, rescore)
+
+    def _agent_store(self, vault: Vault) -> AgentStore:
+        """Vault ``vault`` as agents see it: its agent index brought in step with the agent
+        settings first (AgentViewStale when that cannot be done now: nothing is served from
+        an index built for other settings)."""
+        store, view = self._store(vault), AgentView.of(vault, self.settings)
+        if vault.store:
+            self._refresh_pg_agent(vault, store, view)
+        elif store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
+            self._rebuild_agent_view(vault, view)
+        hidden = self._hidden.get(vault.name, store.catalog, view, store.embedder_id)
+        disk = OnDisk(vault.path, self.settings.max_file_bytes) \
+            if vault.is_folder and vault.path.is_dir() else None
+        return AgentStore(store, view, self._redactor(view), hidden, disk)
+
+    def _refresh_pg_agent(self, vault: Vault, store: Any, view: AgentView) -> None:
+        """Redo the agent tsvectors of a PostgreSQL vault's notes written with other redaction
+        rules, when its indexer is not at work (meanwhile those notes stay hidden from agents:
+        see PgStore.agent_arms)."""
+        from hybrid.core.errors import IndexLocked
+        from hybrid.store.pg.store import agent_fingerprint, open_store
+        if store.read_only:
+            return  # a read replica: the indexer (on the primary) does it
+        if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint and vault.path.is_dir():
+            # as for a local vault: an index run, whose discovery drops links into newly
+            # excluded folders (where the folder is: the machine that indexes it)
+            try:
+                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
+                return
+            except (IndexLocked, VaultError):
+                pass  # the hidden set still applies at once; stale notes stay hidden
+        fp = agent_fingerprint(view)
+        if not store.stale_agent_files(fp):
+            return
+        try:
+            writer = open_store(vault, writer=True, wait=0)
+        except IndexLocked:
+            return
+        try:
+            writer.refresh_agent(fp, self._redactor(view))
+        finally:
+            writer.close()
+
+    def _redactor(self, view: AgentView):
+        return agent_view.agent_redactor() if view.redact else None
+
+    def _rebuild_agent_view(self, vault: Vault, view: AgentView) -> None:
+        """Bring the agent index in step with changed agent settings (or an index made before
+        the agent view existed): an incremental index run, whose discovery also drops links
+        into newly excluded folders and whose sync rebuilds the agent index from the catalog.
+        With the vault's folder gone, the agent index alone is rebuilt from the catalog."""
+        from hybrid.core.errors import IndexLocked
+        try:
+            try:
+                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
+            except VaultError:  # folder missing: what the catalog holds is all there is
+                from hybrid.store.local.store import VaultStore, lock_dir
+                lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
+                try:
+                    writer = VaultStore(vault.index_dir)
+                    try:
+                        agent_view.check(writer, view, self._redactor(view), 5000)
+                    finally:
+                        writer.close()
+                finally:
+                    lock.release()
+        except IndexLocked:
+            raise agent_view.AgentViewStale(
+                f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
+                f"an indexer is at work; try again when it finishes") from None
+
+    def _query_embedders(self, targets) -> dict[str, Embedder]:
+        """The embedder of each distinct model the targets were indexed with; EmbedderMismatch
+        when the configured one is another model."""
+        embedders: dict[str, Embedder] = {}
+        for vault, store in targets:
+            eid = store.embedder_id
+            if eid and eid not in embedders:
+                emb = self.embedder(vault.embedder)
+                if emb.id != eid:
+                    from hybrid.core.errors import EmbedderMismatch
+                    raise EmbedderMismatch(
+                        f"vault {vault.name!r} was indexed with {eid}, but the configured "
+                        f"embedder is {emb.id}; run `hybrid index --vault {vault.name} --reembed`")
+                embedders[eid] = emb
+        return embedders
+
+    def reranker(self):
+        """The reranker: the injected one, else the configured ``rerank_model`` (loaded
+        once); ModelUnavailable names the setting."""
+        given = self._reranker
+        if given is not None and hasattr(given, "scores") and not isinstance(given, type):
+            return given  # an instance, not a factory
+        spec, host = self.config.settings.rerank_model, self.config.settings.ollama_host
+        factory = given or (lambda s: make_reranker(s, ollama_host=host))
+        key = f"{spec} at {host}" if spec.startswith("ollama:") else spec
+        with self._lock:
+            if key not in self._rerankers:
+                self._rerankers[key] = factory(spec)
+            return self._rerankers[key]
+
+    def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
+            end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
+            vault_hint: str = "--vault") -> NoteText:
+        """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.app.refs` accepts: a
+        path (``.md`` optional), ``path:START-END``, a search hit's citation
+        ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
+        ``[[Note#Heading]]`` / ``Note#^block``. Anything that resolves outside the vault
+        (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
+        an agent may see, its secrets redacted; a refusal says the same whether or not the note
+        exists (see :mod:`hybrid.app.reader`). ``vault_hint`` names the vault argument in errors.
+        A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path)."""
+        from hybrid.app.refs import parse_ref
+        self.refresh()
+        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
+        if parsed.vault_folder is not None and parsed.vault is None:
+            parsed.vault = next((v.name for v in self.config.all_vaults()
+                                 if v.path.name == parsed.vault_folder), None)
+        if parsed.vault and vault and parsed.vault != vault:
+            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
+        v = self.vault_for(vault or parsed.vault, hint=vault_hint)
+        from hybrid.sources.sandbox import convert_limits
+        limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
+        bounds = convert_limits(self.settings)
+        if not agent:
+            return reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
+                                    catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
+        view = AgentView.of(v, self.settings)
+        return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
+                                convert=bounds,
+                                agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+
+    def catalog_or_none(self, v: Vault):
+        """The vault's catalog when it is indexed (titles resolve then), else None."""
+        try:
+            return self._store(v).catalog
+        except (VaultError, IndexCorrupt):
+            return None
+
+    def vault_for(self, name: str | None, hint: str = "--vault") -> Vault:
+        """Vault ``name``, or the only one registered (VaultError names them when several are,
+        and ``hint``: how the caller passes a vault)."""
+        self.refresh()
+        if name is not None:
+            return self.config.vault(name)
+        vaults = self.config.select(None)
+        if len(vaults) > 1:
+            names = ", ".join(v.name for v in vaults)
+            raise VaultError(f"several vaults are registered ({names}): name one with {hint}")
+        return vaults[0]
+
+    def status(self, *, agent: bool = False) -> list[VaultStatus]:
+        """One row per vault. With ``agent``: as an agent sees it (counts of the notes it may
+        see; nothing about the others, nor the size on disk)."""
+        counts = (lambda v: self.agent_counts(v.name)) if agent else None
+        return [vault_status(v, self.settings, agent_counts=counts) for v in self.vaults]
+
+    def agent_hidden(self, name: str) -> dict[str, list[str]]:
+        """The notes of vault ``name`` hidden from agents, by why (see
+        :func:`hybrid.store.agent.view.hidden_report`)."""
+        v = self.config.vault(name)
+        return agent_view.hidden_report(self._store(v).catalog, AgentView.of(v, self.settings))
+
+    def agent_counts(self, name: str) -> tuple[int, int]:
+        """(notes, chunks) of vault ``name`` that agents may see."""
+        v = self.config.vault(name)
+        return agent_view.visible_counts(self._store(v).catalog, AgentView.of(v, self.settings))
+
+    def close(self) -> None:
+        """Close the open indexes and stop the converter worker (started again when needed)."""
+        from hybrid.sources.sandbox import shutdown
+        with self._lock:
+            for s in self._stores.values():
+                s.close()
+            self._stores.clear()
+        shutdown()
+
+
+class _Releasing:
+    """Context manager that releases an already acquired lock."""
+
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self.lock
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
+
+
+def open(home: str | Path | None = None, *, embedders: Iterable[Embedder] = (),  # noqa: A001
+         embedder_factory: EmbedderFactory | None = None, reranker: Any = None,
+         **settings: Any) -> Hybrid:
+    """Open hybrid with the config under ``home`` (default: ``HYBRID_HOME`` or the platform
+    config dir). Keyword arguments override settings for this handle only; ``embedders``,
+    ``embedder_factory`` and ``reranker`` inject models (see :class:`Hybrid`)."""
+    config = load_config(Path(home) if home is not None else None)
+    override(config, **settings)
+    return Hybrid(config, settings, embedders=embedders, embedder_factory=embedder_factory,
+                  reranker=reranker)

@@ -1,0 +1,92 @@
+"""What `hybrid index` would do now: how many of a vault's files are new, changed or deleted on
+disk since its last index run, for `hybrid status`.
+
+The same comparison the indexer's plan makes, and no more costly: the folder is listed (one
+stat per file) and each file's size and mtime compared with the catalog's record; only a file
+whose stat differs is read and hashed, as the indexer does, so a file merely touched (same
+content) does not count as changed. Files the indexer would skip (over ``max_file_bytes``) are
+not counted. Owners only: an agent is never told this (it would show private file activity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hybrid.core.config import Vault
+    from hybrid.core.settings import Settings
+
+
+@dataclass
+class Changes:
+    """Files on disk that the index does not reflect yet."""
+    new: int = 0
+    changed: int = 0
+    deleted: int = 0
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.new or self.changed or self.deleted)
+
+    @property
+    def text(self) -> str:
+        """``up to date`` or ``3 new, 1 changed, 2 deleted: run `hybrid index```."""
+        if self.up_to_date:
+            return "up to date"
+        parts = [f"{n} {what}" for n, what in ((self.new, "new"), (self.changed, "changed"),
+                                               (self.deleted, "deleted")) if n]
+        return f"{', '.join(parts)}: run `hybrid index`"
+
+
+def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
+    """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
+    be told (the folder is missing, or the vault was never indexed)."""
+    from hybrid.sources import markdown as notes_mod
+    from hybrid.store.agent.view import AgentView
+    from hybrid.store.local.catalog import Catalog
+    from hybrid.indexing.indexer import chunking_meta, content_hash, size_limit
+    catalog_path = vault.index_dir / "catalog.sqlite"
+    if not vault.is_folder:
+        return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
+    if not vault.path.is_dir() or (not vault.store and not catalog_path.exists()):
+        return None
+    cat: Any
+    if vault.store:
+        from hybrid.core.errors import HybridError
+        from hybrid.store.pg.store import open_store
+        try:
+            store = open_store(vault)
+        except HybridError:
+            return None
+        cat = store.catalog
+    else:
+        store, cat = None, Catalog(catalog_path, readonly=True)
+    try:
+        known = cat.files()
+        rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings))
+    finally:
+        (store or cat).close()
+    out = Changes()
+    present: set[str] = set()
+    for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
+                                    link_exclude=AgentView.of(vault, settings).exclude_patterns):
+        present.add(entry.path)
+        if entry.size > size_limit(settings, entry.path)[0]:
+            continue  # the indexer skips it (with a warning): nothing it would do
+        row = known.get(entry.path)
+        if row is None:
+            out.new += 1
+        elif rechunk_all:
+            out.changed += 1  # the chunking settings changed: every note is chunked again
+        elif row.size != entry.size or row.mtime_ns != entry.mtime_ns:
+            try:
+                same = content_hash(entry) == row.hash
+            except FileNotFoundError:
+                present.discard(entry.path)  # gone since it was listed
+                continue
+            except OSError:
+                continue  # unreadable: the indexer keeps its previous chunks
+            out.changed += not same
+    out.deleted = sum(1 for p in known if p not in present)
+    return out

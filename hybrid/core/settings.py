@@ -1,0 +1,239 @@
+"""Every setting, declared once: its name, type, default, help text and the rule its value obeys.
+
+:class:`Settings` is that table and the object code reads (``settings.rrf_k``). It is frozen, and
+every instance is validated when it is made, so an override goes through one checked path::
+
+    fast = replace(settings, rrf_k=10)          # or dataclasses.replace: the same checks run
+
+docs/configuration.md documents each field (a test checks that it does); ``SETTINGS`` lists them as
+``Setting(name, default, help)`` rows for that documentation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from hybrid.core.errors import ConfigError
+
+
+def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
+             check: Callable[[Any], bool] | None = None, empty_ok: bool = False,
+             hint: str = "") -> Any:
+    return field(default=default, metadata={"help": help, "choices": choices, "check": check,
+                                            "empty_ok": empty_ok, "hint": hint})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one handle. Values are checked on creation (ConfigError names the setting
+    and an example of a good value); list settings are stored as tuples."""
+
+    embedder: str = _setting(
+        "minilm",
+        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2, English, on ONNX Runtime), "
+        "`use-multilingual` (16 languages, for non-English notes or questions), `e5-small` "
+        "(multilingual-e5-small, ~100 languages), `minilm-int8` (MiniLM quantized), "
+        "`minilm-torch` / `e5-small-torch` (the same vectors on torch; `pip install "
+        "'hybrid[torch]'`), `ollama:<model>`, `st:<directory>` (a local sentence-transformers "
+        "model; the torch extra), `hash:<dim>` (tests only).")
+    ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
+    store: str = _setting(
+        "", "Where vaults registered without `--store` keep their index: empty for local files, "
+            "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
+            "postgresql://USER@HOST/DB URL without a password (team mode).", empty_ok=True,
+        check=lambda v: v in ("", "postgresql", "postgres") or v.startswith(("postgresql://", "postgres://")),
+        hint="empty, `postgresql`, or a postgresql:// URL")
+    chunk_tokens: int = _setting(
+        128, "Target chunk size in the embedder's own tokens (header included); never more than "
+             "the model reads.")
+    chunk_overlap: int = _setting(
+        32, "Tokens of trailing context repeated at the start of the next chunk when a long "
+            "section is split.")
+    context_header: bool = _setting(True, "Prefix each embedded chunk with `title > heading path`.")
+    batch_size: int = _setting(32, "Texts per embedding batch.")
+    max_file_bytes: int = _setting(5_000_000, "Larger notes (and text or HTML files) are skipped "
+                                              "with a warning.")
+    max_pdf_bytes: int = _setting(200_000_000, "Larger PDFs are skipped with a warning (a PDF is "
+                                               "read page by page, never whole into memory).")
+    convert_max_memory_mb: int = _setting(
+        1024, "Memory (address space, in MB) the separate process that reads PDFs and web pages "
+              "may use for one document; a document that needs more (a decompression bomb) is "
+              "skipped with a warning. Enforced on Linux; elsewhere only `convert_timeout` applies.",
+        check=lambda v: v >= 128, hint="a number of MB, at least 128")
+    convert_timeout: float = _setting(
+        120, "Seconds one PDF or web page may take to be read; a slower one is skipped with a "
+             "warning (its converter process is stopped and started again).",
+        check=lambda v: v > 0, hint="a number of seconds, more than 0")
+    include: tuple[str, ...] = _setting(
+        ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm"),
+        "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
+        "(text per page), plain text and saved web pages (their main text) are read.")
+    exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.")
+    fetch_private: bool = _setting(
+        False, "Let `hybrid index --fetch` fetch bookmarked pages (or follow redirects) to loopback, "
+               "private-network and other non-public addresses; link-local and cloud metadata "
+               "addresses (169.254.169.254 …) are refused always.")
+    rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
+    weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
+    weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion.")
+    lexical_unit: str = _setting(
+        "section", "What BM25 ranks: `chunk` (each chunk alone), `section` (whole heading sections, a "
+                "note without headings being one; hits cite the section's best chunk) or `both` "
+                "(the two rankings fused).", choices=("chunk", "section", "both"))
+    adaptive_fusion: bool = _setting(
+        True, "Scale the BM25 weight by how much of the query's content words the best BM25 hits "
+              "contain: full weight at 60 % or more, a tenth at 30 % or less (a question asked in "
+              "other words than the notes use), so fusion does not lose to the vector arm.")
+    candidates: int = _setting(
+        100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the "
+             "same depth keeps it faithful).")
+    fuzzy: bool = _setting(True, "Match a word of 5+ letters that is absent from the index within "
+                                 "one edit (typo tolerance).")
+    stopwords: bool = _setting(True, "Drop English function words from free-text queries in the "
+                                     "BM25 arm (never from phrases or the index).")
+    exact_first: bool = _setting(
+        True, "In hybrid mode, chunks containing every literal of the query (identifiers like "
+              "`orders-created`, codes like `K7QX2M`) rank first, in fused order (BM25 order when "
+              "the query is only literals).")
+    recency_months: float = _setting(0, "Demote notes not modified for this many months (0 = off).")
+    recency_penalty: float = _setting(0.1, "Fraction of the fused score taken off stale notes.")
+    snippet_chars: int = _setting(300, "Length of the snippet shown with each hit.")
+    rerank_model: str = _setting(
+        "", "Reranker for `--rerank`: `late` (late interaction over the bundled MiniLM; works "
+            "offline after install), `ollama:<model>` (an LLM on the Ollama server), or a "
+            "cross-encoder: a local directory or a model name already in the Hugging Face cache "
+            "(empty = none).", empty_ok=True)
+    rerank_top_n: int = _setting(30, "How many fused candidates the cross-encoder rescores.")
+    ann_threshold: int = _setting(
+        50_000, "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat "
+                "one (0 = always exact). Rebuilt automatically when the vault crosses it.")
+    ann_recall: float = _setting(
+        0.99, "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
+              "when it is built, as a fraction of what the stored codes allow (sq8 codes alone "
+              "reach ~0.98); higher = slower queries.", check=lambda v: 0 < v <= 1)
+    vector_storage: str = _setting(
+        "float32", "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` "
+                   "(8-bit scalar quantization, a quarter). Changing it rebuilds the vector index "
+                   "from the catalog, without re-embedding.", choices=("float32", "float16", "sq8"))
+
+    agent_exclude: tuple[str, ...] = _setting(
+        (), "Globs (vault-relative, like `exclude`) of notes that agents never see: not in MCP or "
+            "HTTP API search hits, `get_note`, counts or snippets. The owner's CLI still shows them "
+            "(`--as-agent` shows what an agent sees). A vault may add its own.")
+    private_tags: tuple[str, ...] = _setting(
+        ("private",), "Notes carrying one of these tags (or a nested child: `private/health`) are "
+                      "never shown to agents; frontmatter `private: true` does the same for one note.")
+    redact_secrets: bool = _setting(
+        True, "Replace credentials (cloud keys, tokens, private keys, passwords in URLs, "
+              "`password: …` lines) with `[redacted secret]` in all text shown to agents.")
+    proposals_folder: str = _setting(
+        "", "Vault-relative folder where agents may write new notes with the MCP tool "
+            "`propose_note`, and nowhere else (empty = agents cannot write). `hybrid proposals` "
+            "reviews them.", check=lambda v: _safe_folder(v), empty_ok=True,
+            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)")
+    agents_see_proposals: bool = _setting(
+        False, "Let agents search and read unreviewed proposals (by default they never see them, "
+               "so an agent never cites its own unreviewed text).")
+    proposal_max_chars: int = _setting(20_000, "Largest proposal an agent may write, in characters.",
+                                       check=lambda v: v >= 1)
+    audit_log: bool = _setting(
+        True, "Append every agent call (tool, arguments, client, returned citations) to "
+              "`audit.jsonl` in the data dir; `hybrid audit` shows it.")
+    audit_max_mb: float = _setting(10, "Size at which the audit log rotates, in MB.",
+                                   check=lambda v: v > 0)
+    audit_keep: int = _setting(5, "How many rotated audit logs to keep.")
+    http_header_timeout: float = _setting(
+        10, "Seconds a client of `hybrid serve --http` has to send a request's head (from connecting, "
+            "or from the previous answer); then its connection is closed.", check=lambda v: v > 0)
+    http_body_timeout: float = _setting(
+        30, "Seconds a client of `hybrid serve --http` has to send a request's body, once its head "
+            "is in; then it gets 408 and its connection is closed.", check=lambda v: v > 0)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _checked(f, getattr(self, f.name)))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str,
+                     base: Settings | None = None) -> Settings:
+        """``base`` (default: the defaults) with ``values`` applied; ConfigError prefixed with
+        ``where`` (the config file, or "override") for an unknown name or a bad value."""
+        unknown = sorted(set(values) - set(NAMES))
+        if unknown:
+            raise ConfigError(f"{where}: unknown setting {unknown[0]!r} "
+                              f"(known: {', '.join(sorted(NAMES))})")
+        try:
+            return dataclasses.replace(base or cls(), **values)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every setting as a TOML/JSON-ready value (lists, not tuples)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    def changed(self) -> dict[str, Any]:
+        """The settings that differ from their defaults: what the config file needs to hold."""
+        defaults = Settings().as_dict()
+        return {k: v for k, v in self.as_dict().items() if v != defaults[k]}
+
+
+def _safe_folder(value: str) -> bool:
+    """A vault-relative folder with no way out: not absolute, no `..`, no hidden part."""
+    parts = value.strip("/").split("/")
+    return value == "" or ("\\" not in value and not value.startswith("/") and ":" not in value
+                           and all(p and p not in (".", "..") and not p.startswith(".") for p in parts))
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """``settings`` with ``changes`` applied and checked (ConfigError for an unknown name or a
+    bad value). The one way code overrides a setting."""
+    return Settings.from_mapping(changes, "override", settings)
+
+
+def _checked(f: dataclasses.Field, value: Any) -> Any:
+    """``value`` as field ``f`` stores it (a list becomes a tuple, an integral float an int),
+    or ConfigError naming the rule."""
+    default, meta = f.default, f.metadata
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        if ok and f.type == "int":
+            ok = float(value).is_integer()
+            value = int(value) if ok else value
+    elif isinstance(default, tuple):
+        ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+        value = tuple(value) if ok else value
+    else:
+        ok = isinstance(value, str) and (value != "" or meta["empty_ok"])
+    if ok and meta["choices"]:
+        ok = value in meta["choices"]
+    if ok and meta["check"] is not None:
+        ok = meta["check"](value)
+    if not ok:
+        shown = list(default) if isinstance(default, tuple) else default
+        hint = meta["hint"] or (f"one of {', '.join(meta['choices'])}" if meta["choices"]
+                                else f"like {shown!r}")
+        raise ConfigError(f"setting {f.name!r} must be {hint}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the documented table."""
+    name: str
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(f.name, _plain(f.default), f.metadata["help"])
+    for f in fields(Settings))
+NAMES = tuple(s.name for s in SETTINGS)

@@ -1,0 +1,366 @@
+"""What ``hybrid eval`` runs: retrieval configurations over a labelled query set, scored by ranx.
+
+For every distinct chunking (chunk size × overlap × contextual header) the vault is indexed into
+a temporary home (the user's indexes are never touched), through one embedding cache shared by
+all configurations, so each distinct chunk text is embedded once per model. Each configuration
+then retrieves the top 100 chunks per query, and chunks are aggregated to notes: **a note's
+rank is the rank of its best chunk** (first occurrence). A query judged at section level
+(``path#A > B``) is ranked at section level instead: a chunk counts for a judged section when
+that section's heading chain occurs, in order, in the chunk's heading path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hybrid.app.api import open as open_hybrid
+from hybrid.embedders import make_embedder, make_reranker
+from hybrid.core.errors import HybridError, ModelUnavailable
+from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.core.settings import Settings, replace
+
+log = logging.getLogger("hybrid")
+MODES = ("lexical", "vector", "hybrid", "rerank")
+DEPTH = 100
+NO_HIT = "__none__"  # the one doc of a query that retrieved nothing (ranx needs a non-empty run)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    mode: str
+    chunk_tokens: int
+    chunk_overlap: int
+    context_header: bool
+    rrf_k: float
+    weight_lexical: float
+    weight_vector: float
+
+    @property
+    def chunking(self) -> tuple[int, int, bool]:
+        return (self.chunk_tokens, self.chunk_overlap, self.context_header)
+
+    @property
+    def name(self) -> str:
+        """Run name, also the TREC run file's name: no ``:`` (not allowed in Windows file names),
+        so the weights read ``w1-1.5`` (lexical 1, vector 1.5)."""
+        base = f"{self.mode}-c{self.chunk_tokens}-o{self.chunk_overlap}-h{int(self.context_header)}"
+        if self.mode in ("hybrid", "rerank"):
+            base += f"-k{self.rrf_k:g}-w{self.weight_lexical:g}-{self.weight_vector:g}"
+        return base
+
+
+def grid(modes: Sequence[str], chunk_tokens: Sequence[int], overlaps: Sequence[int],
+         headers: Sequence[bool], rrf_ks: Sequence[float], weights: Sequence[tuple[float, float]]
+         ) -> list[RunConfig]:
+    """Every combination; fusion parameters only vary for the modes that fuse."""
+    out: dict[str, RunConfig] = {}
+    for mode, c, o, h in itertools.product(modes, chunk_tokens, overlaps, headers):
+        if mode not in MODES:
+            raise HybridError(f"unknown mode {mode!r}: use {', '.join(MODES)}")
+        fusing = mode in ("hybrid", "rerank")
+        for k, (wl, wv) in itertools.product(rrf_ks if fusing else rrf_ks[:1],
+                                             weights if fusing else weights[:1]):
+            cfg = RunConfig(mode, c, o, h, k, wl, wv)
+            out.setdefault(cfg.name, cfg)
+    return list(out.values())
+
+
+class CachingEmbedder:
+    """Wraps an embedder with an in-memory cache keyed by text, so configurations that produce
+    the same chunk text embed it once."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.id = inner.id
+        self.max_tokens = inner.max_tokens
+        self.cache: dict[str, object] = {}
+        self.embedded = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def count_tokens(self, texts):
+        return self.inner.count_tokens(texts)
+
+    def embed_documents(self, texts):
+        import numpy as np
+        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts)}
+            vecs = self.inner.embed_documents([first[k] for k in todo])
+            self.embedded += len(todo)
+            for k, v in zip(todo, vecs):
+                self.cache[k] = v
+        return np.stack([self.cache[k] for k in keys]).astype(np.float32)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+@dataclass
+class ConfigResult:
+    config: RunConfig
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]           # metric -> qid -> score
+    answer_at: dict[str, dict[str, bool]]             # "1"/"10" -> qid -> found a top-grade answer
+    run: dict[str, dict[str, float]]
+    seconds: float
+
+    def answer_at_1(self) -> float:
+        return _mean(self.answer_at["1"].values())
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A query whose first hit is not a top-grade answer (an answer@1 miss) in one run."""
+    qid: str
+    text: str
+    category: str
+    answer_rank: int | None   # rank of the first top-grade answer among the ranked notes; None: not retrieved
+    first: str                # what ranked first instead ("" when nothing was retrieved)
+    first_grade: int          # its judged grade (0: not judged relevant)
+    top_grade: int            # the grade an answer has (the query's highest)
+
+
+@dataclass
+class EvalResult:
+    results: list[ConfigResult]
+    queries: dict[str, Query]
+    qrels: dict[str, dict[str, int]]
+    problems: Problems
+    skipped_modes: list[str] = field(default_factory=list)
+    index_seconds: dict[str, float] = field(default_factory=dict)
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+    significance: dict = field(default_factory=dict)
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+
+    def categories(self) -> list[str]:
+        """The query groups reported apart: each category, then each split as ``split:NAME``
+        (so one run gives tuned-on and held-out figures side by side)."""
+        cats = sorted({q.category for q in self.queries.values() if q.category})
+        splits = sorted({q.split for q in self.queries.values() if q.split})
+        return cats + [f"split:{s}" for s in splits]
+
+    def group(self, cat: str) -> list[str]:
+        """The qids of one group of :meth:`categories`."""
+        return [q for q, v in self.queries.items()
+                if (f"split:{v.split}" if cat.startswith("split:") else v.category) == cat]
+
+    def by_category(self, r: ConfigResult, metric: str) -> dict[str, float]:
+        out = {}
+        for cat in self.categories():
+            qids = self.group(cat)
+            vals = ([float(r.answer_at[metric[len("answer@"):]][q]) for q in qids]
+                    if metric.startswith("answer@") else [r.per_query[metric][q] for q in qids])
+            out[cat] = sum(vals) / len(vals) if vals else float("nan")
+        return out
+
+    def main_run(self) -> ConfigResult | None:
+        """The run the misses are listed for: the hybrid run (the best by answer@1 when the
+        grid has several), or the best run by answer@1 when no hybrid mode ran."""
+        pool = [r for r in self.results if r.config.mode == "hybrid"] or self.results
+        return max(pool, key=ConfigResult.answer_at_1, default=None)
+
+    def misses(self, r: ConfigResult) -> list[Miss]:
+        """The answer@1 misses of run ``r``, in query order."""
+        out = []
+        for qid, q in self.queries.items():
+            if r.answer_at["1"].get(qid, True):
+                continue
+            judged = self.qrels[qid]
+            top = max(judged.values())
+            docs = ranked(r.run.get(qid, {}))
+            rank = next((i for i, d in enumerate(docs, 1) if judged.get(d, 0) == top), None)
+            first = docs[0] if docs else ""
+            out.append(Miss(qid, q.text, q.category, rank, first, judged.get(first, 0), top))
+        return out
+
+    def to_dict(self) -> dict:
+        main = self.main_run()
+        return {
+            "seconds": round(self.seconds, 2),
+            "chunks_embedded": self.chunks_embedded,
+            "index_seconds": self.index_seconds,
+            "queries": len(self.queries),
+            "skipped": dict(self.problems.counts),
+            "skipped_modes": self.skipped_modes,
+            "significance": self.significance,
+            "configs": [{
+                "name": r.config.name, **asdict(r.config),
+                "metrics": {k: round(v, 4) for k, v in r.metrics.items()},
+                "answer_at_1": round(_mean(r.answer_at["1"].values()), 4),
+                "answer_at_10": round(_mean(r.answer_at["10"].values()), 4),
+                "categories": {m: {c: round(v, 4) for c, v in self.by_category(r, m).items()}
+                               for m in ("ndcg@10", "answer@1", "answer@10")},
+                "seconds": round(r.seconds, 2),
+            } for r in self.results],
+            "answer_at_1_misses": {"run": main.config.name if main else None,
+                                   "queries": [asdict(m) for m in self.misses(main)] if main else []},
+        }
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def section_matches(judged: str, path: str, heading_path: Sequence[str]) -> bool:
+    """Does a chunk at ``path`` under ``heading_path`` fall inside judged section ``judged``?"""
+    note, _, chain = judged.partition("#")
+    if note != path or not chain:
+        return False
+    want = [p.strip() for p in chain.split(">")]
+    n = len(want)
+    return any(list(heading_path[i:i + n]) == want for i in range(len(heading_path) - n + 1))
+
+
+def aggregate(hits, judged: dict[str, int]) -> dict[str, float]:
+    """Chunk hits (best first) → ranked document ids (note paths, or section ids for a query
+    judged at section level); scores are positional so ranx keeps exactly this order."""
+    sections = [d for d in judged if "#" in d]
+    ranked: list[str] = []
+    seen: set[str] = set()
+    for h in hits:
+        if sections:
+            doc = next((s for s in sections if section_matches(s, h.path, h.heading_path)), None)
+            if doc is None:
+                doc = h.path if h.path in judged else f"{h.path}#{' > '.join(h.heading_path)}"
+        else:
+            doc = h.path
+        if doc not in seen:
+            seen.add(doc)
+            ranked.append(doc)
+    return {doc: float(len(ranked) - i) for i, doc in enumerate(ranked)}
+
+
+def ranked(run: dict[str, float]) -> list[str]:
+    """A query's run (doc -> positional score) as its ranked doc ids, best first."""
+    return [d for d in sorted(run, key=lambda d: -run[d]) if d != NO_HIT]
+
+
+def answer_at(run: dict[str, float], judged: dict[str, int], k: int) -> bool:
+    """Is a top-grade answer (a doc of the query's highest judged grade) among the first ``k``?"""
+    top = max(judged.values())
+    return any(judged.get(d, 0) == top for d in ranked(run)[:k])
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
+             configs: Sequence[RunConfig], settings: Settings, problems: Problems, *,
+             include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
+             metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
+             progress: Progress | None = None, workdir: Path | None = None,
+             embedder=None, reranker=None, store: str | None = None,
+             sources: Sequence[str] = ()) -> EvalResult:
+    """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
+    (default: built from ``settings``) let a caller share already loaded models. ``store``: a
+    PostgreSQL store (a URL, or ``postgresql`` for ``$HYBRID_DATABASE_URL``) to index into
+    instead of local files; the evaluation's vault is dropped from it afterwards. ``sources``:
+    search only documents of these kinds (``--source``)."""
+    from ranx import Qrels
+
+    t0 = time.perf_counter()
+    result = EvalResult([], queries, qrels, problems, metrics=tuple(metrics))
+    if not queries:
+        raise HybridError("no query has judgements on notes in the vault; nothing to evaluate "
+                          "(see the warnings above)")
+    cached = CachingEmbedder(embedder or make_embedder(
+        settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size))
+    if any(c.mode == "rerank" for c in configs) and reranker is None:
+        try:
+            reranker = make_reranker(settings.rerank_model, ollama_host=settings.ollama_host)
+        except ModelUnavailable as exc:
+            log.warning("rerank skipped: %s", exc)
+            result.skipped_modes.append("rerank")
+            configs = [c for c in configs if c.mode != "rerank"]
+    qr = Qrels({q: dict(d) for q, d in qrels.items()})
+    by_chunking: dict[tuple, list[RunConfig]] = {}
+    for c in configs:
+        by_chunking.setdefault(c.chunking, []).append(c)
+    for chunking, group in by_chunking.items():
+        tokens, overlap, header = chunking
+        chunked = replace(settings, chunk_tokens=tokens, chunk_overlap=overlap,
+                          context_header=header, recency_months=0)
+        home = Path(tempfile.mkdtemp(prefix="hybrid-eval-", dir=workdir))
+        h = open_hybrid(home, embedders=[cached], reranker=reranker, **chunked.as_dict())
+        name = f"eval-{uuid.uuid4().hex[:12]}" if store else "eval"
+        try:
+            _index_for_eval(h, vault_path, include, exclude, chunking, result, progress, name, store)
+            for cfg in group:
+                result.results.append(_score_config(h, cfg, queries, qrels, qr, metrics, problems,
+                                                    progress, tuple(sources)))
+        finally:
+            h.close()
+            if store:
+                from hybrid.store.pg.store import drop_vault
+                drop_vault(store, name)
+    result.chunks_embedded = cached.embedded
+    if significance and len(result.results) > 1:
+        result.significance = _significance(result.results, qr, metrics)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _index_for_eval(h, vault_path: Path, include: Sequence[str], exclude: Sequence[str],
+                    chunking: tuple[int, int, bool], result: EvalResult,
+                    progress: Progress | None, name: str = "eval", store: str | None = None) -> None:
+    """Register the evaluated vault in the temporary home and index it with one chunking."""
+    tokens, overlap, header = chunking
+    h.config.add_vault(vault_path, name, list(include), list(exclude), store)
+    ti = time.perf_counter()
+    report = h.index([name], progress=progress)[0]
+    result.index_seconds[f"c{tokens}-o{overlap}-h{int(header)}"] = round(time.perf_counter() - ti, 2)
+    if report.chunks == 0:
+        raise HybridError(f"{vault_path}: no notes to index (empty vault, or include globs match nothing)")
+
+
+def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
+                  qr, metrics: Sequence[str], problems: Problems,
+                  progress: Progress | None, sources: tuple[str, ...] = ()) -> ConfigResult:
+    """Run every query under ``cfg`` (its fusion settings applied to the handle) and score the
+    note-level run with ranx."""
+    from ranx import Run, evaluate
+    tc = time.perf_counter()
+    h.override(rrf_k=cfg.rrf_k, weight_lexical=cfg.weight_lexical, weight_vector=cfg.weight_vector)
+    run: dict[str, dict[str, float]] = {}
+    for i, (qid, q) in enumerate(queries.items(), 1):
+        try:
+            hits = h.search(q.text, top_k=DEPTH, mode="hybrid" if cfg.mode == "rerank" else cfg.mode,
+                            rerank=cfg.mode == "rerank", sources=sources)
+        except HybridError as exc:
+            problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
+            hits = []
+        run[qid] = aggregate(hits, qrels[qid]) or {NO_HIT: 0.0}
+        if progress:
+            progress(f"queries {cfg.name}", i, len(queries))
+    scores = evaluate(qr, Run(run, name=cfg.name), list(metrics), return_mean=False, make_comparable=True)
+    order = list(qr.keys())  # ranx returns per-query scores in the qrels' (sorted) order
+    per_query = {m: dict(zip(order, map(float, scores[m]))) for m in metrics} \
+        if len(metrics) > 1 else {metrics[0]: dict(zip(order, map(float, scores)))}
+    means = {m: _mean(per_query[m].values()) for m in metrics}
+    ans = {str(k): {q: answer_at(run[q], qrels[q], k) for q in run} for k in (1, 10)}
+    return ConfigResult(cfg, means, per_query, ans, run, time.perf_counter() - tc)
+
+
+def _significance(results: Sequence[ConfigResult], qr, metrics: Sequence[str]) -> dict:
+    """Paired t-test p-values of every run against every other (ranx ``compare``)."""
+    from ranx import Run, compare
+    runs = [Run(r.run, name=r.config.name) for r in results]
+    rep = compare(qr, runs, metrics=list(metrics), stat_test="student", max_p=0.05, make_comparable=True)
+    d = rep.to_dict()
+    return {name: {other: {m: float(p) for m, p in ps.items()}
+                   for other, ps in d[name]["comparisons"].items()}
+            for name in d["model_names"]}

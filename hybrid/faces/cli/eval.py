@@ -1,0 +1,219 @@
+"""``hybrid eval``: measure retrieval quality on a labelled query set (see hybrid.eval.run)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from hybrid.faces.cli.support import open_handle, print_json, progress_bar
+from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.core.settings import Settings, replace
+
+
+def _csv(value: str, cast, what: str) -> list:
+    try:
+        return [cast(v.strip()) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a comma-separated list of {what}") from None
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("on", "true", "1", "yes"):
+        return True
+    if v.lower() in ("off", "false", "0", "no"):
+        return False
+    raise ValueError(v)
+
+
+def _weights(v: str) -> tuple[float, float]:
+    a, _, b = v.partition(":")
+    return float(a), float(b or 1)
+
+
+@click.command("eval")
+@click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
+@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Queries: TSV or JSONL.")
+@click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Judgements: TREC or ranx JSON.")
+@click.option("--beir", type=click.Path(file_okay=False, path_type=str),
+              help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/test.tsv).")
+@click.option("--modes", help="Comma list of lexical, vector, hybrid, rerank (default: lexical,vector,hybrid, "
+                              "plus rerank when a reranker is configured: the rerank_model setting or "
+                              "--rerank-model).")
+@click.option("--chunk-tokens", help="Comma list (default: the chunk_tokens setting).")
+@click.option("--chunk-overlap", help="Comma list (default: the chunk_overlap setting).")
+@click.option("--context-header", help="Comma list of on/off (default: the setting).")
+@click.option("--rrf-k", help="Comma list (default: the rrf_k setting).")
+@click.option("--weights", help="Comma list of LEXICAL:VECTOR weights, e.g. 1:1,1:0.5.")
+@click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True)
+@click.option("--significance", is_flag=True, help="Paired t-test of every run against the first.")
+@click.option("--rerank-model", help="Reranker for the rerank mode: late, ollama:MODEL or a cross-encoder "
+                                      "(overrides the setting).")
+@click.option("--embedder", help="Embedder spec (overrides the setting).")
+@click.option("--limit", type=int, help="Evaluate only the first N queries.")
+@click.option("--split", help='Evaluate only the queries of this split (JSONL "split" field, e.g. tune, heldout).')
+@click.option("--out", type=click.Path(file_okay=False, path_type=str),
+              help="Write report.md, results.json, runs and plots here (default: a new folder "
+                   "<data dir>/eval/<date-time>).")
+@click.option("--store", metavar="URL", help="Index into PostgreSQL + pgvector instead of local files "
+              "(a URL, or `postgresql` for $HYBRID_DATABASE_URL); the evaluation's vault is dropped after.")
+@click.option("--source", "sources", multiple=True,
+              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
+              help="Search only documents of this kind (repeatable: any), as `query --source`.")
+@click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
+@click.pass_context
+def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
+             context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
+             store, sources, no_report, as_json):
+    """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
+    labelled queries)."""
+    from hybrid.eval.run import grid, run_eval
+
+    if out and no_report:
+        raise click.UsageError("--out writes the report, --no-report writes none: use one of them")
+    h = open_handle(ctx)
+    changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
+    settings = replace(h.settings, **changes)
+    problems = Problems()
+    vault_path, include, exclude, queries, qrels = _labelled_set(
+        h, settings, vault_ref, queries_path, qrels_path, beir, limit, split, problems)
+    s = settings
+    configs = grid(
+        _csv(modes, str, "modes") if modes else default_modes(settings),
+        _csv(chunk_tokens, int, "integers") if chunk_tokens else [s.chunk_tokens],
+        _csv(chunk_overlap, int, "integers") if chunk_overlap else [s.chunk_overlap],
+        _csv(context_header, _bool, "on/off") if context_header else [s.context_header],
+        _csv(rrf_k, float, "numbers") if rrf_k else [s.rrf_k],
+        _csv(weights, _weights, "LEXICAL:VECTOR pairs") if weights else [(s.weight_lexical, s.weight_vector)],
+    )
+    with quiet_libraries():
+        with progress_bar(sys.stderr.isatty()) as progress:
+            result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
+                              exclude=exclude, metrics=_csv(metrics, str, "metric names"),
+                              significance=significance, progress=progress, store=store,
+                              sources=tuple(sources))
+        target = None if no_report else Path(out) if out else default_out(h.config.data)
+        _output(result, target, as_json, settings)
+
+
+def default_modes(settings: Settings) -> list[str]:
+    """lexical, vector and hybrid; rerank too when a reranker is configured (``rerank_model``
+    set in the config file or by --rerank-model: its default, empty, means none)."""
+    return ["lexical", "vector", "hybrid"] + (["rerank"] if settings.rerank_model else [])
+
+
+def default_out(data: Path) -> Path:
+    """A new report folder when --out is not given: ``<data>/eval/<date-time>`` (``-2``, ``-3``…
+    when one run follows another within the second)."""
+    from datetime import datetime
+    base = data / "eval" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out, n = base, 1
+    while True:
+        try:
+            out.mkdir(parents=True)
+            return out
+        except FileExistsError:
+            n += 1
+            out = base.with_name(f"{base.name}-{n}")
+
+
+# Libraries whose warnings and log records are noise to a `hybrid eval` user (numba warns when
+# ranx compiles its metrics on first use, matplotlib when it builds its font cache, …).
+QUIET_LOGGERS = ("numba", "ranx", "matplotlib", "PIL", "pandas", "torch", "transformers",
+                 "sentence_transformers", "huggingface_hub", "tokenizers", "onnxruntime", "faiss",
+                 "httpx", "urllib3")
+
+
+@contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence the libraries' Python warnings (hybrid's own stay on), their loggers below ERROR,
+    and tqdm bars and the tokenizers fork notice, for the duration; errors still raise."""
+    env = {k: v for k, v in (("TOKENIZERS_PARALLELISM", "false"), ("TQDM_DISABLE", "1")) if k not in os.environ}
+    os.environ.update(env)
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("default", module=r"hybrid(\.|$)")
+        for lg in loggers:
+            lg.setLevel(max(lg.getEffectiveLevel(), logging.ERROR))
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
+            for k in env:
+                os.environ.pop(k, None)
+
+
+def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit, split,
+                  problems: Problems) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
+    """The vault (folder, include, exclude), queries and judgements to evaluate: a BEIR
+    dataset, a registered vault or folder with --queries/--qrels, or the bundled sample set;
+    judgements on notes the vault lacks are dropped with a warning."""
+    import tempfile
+
+    from hybrid.eval.inputs import load_beir, load_qrels, load_queries, reconcile, sample_set
+    from hybrid.sources.markdown import discover
+
+    include, exclude = list(settings.include), list(settings.exclude)
+    if beir:
+        vault_path = Path(tempfile.mkdtemp(prefix="hybrid-beir-")) / "vault"
+        queries, qrels, _ = load_beir(Path(beir), vault_path, problems)
+        qrels_name = f"{beir}/qrels/test.tsv"
+    else:
+        if vault_ref is None:
+            vault_path, sample_queries, sample_qrels = sample_set()
+            queries_path = queries_path or str(sample_queries)
+            qrels_path = qrels_path or str(sample_qrels)
+        elif vault_ref in h.config.vaults:
+            v = h.config.vault(vault_ref)
+            vault_path, include, exclude = v.path, v.include, v.exclude
+        else:
+            vault_path = Path(vault_ref).expanduser()
+        if not vault_path.is_dir():
+            raise click.ClickException(f"vault {vault_ref or vault_path} is neither a folder nor a registered vault")
+        if not queries_path or not qrels_path:
+            raise click.ClickException("pass --queries and --qrels (or --beir DIR)")
+        queries = load_queries(Path(queries_path), problems)
+        qrels = load_qrels(Path(qrels_path), problems)
+        qrels_name = qrels_path
+    if split:
+        from hybrid.eval.inputs import select_split
+        queries = select_split(queries, split)
+        qrels = {q: d for q, d in qrels.items() if q in queries}
+    if limit:
+        queries = dict(list(queries.items())[:limit])
+        qrels = {q: d for q, d in qrels.items() if q in queries}
+    notes = {e.path for e in discover(vault_path, include, exclude)}
+    if not notes:
+        raise click.ClickException(f"{vault_path}: no notes (empty vault, or include globs match nothing)")
+    queries, qrels = reconcile(queries, qrels, notes, problems, qrels_name)
+    return vault_path, include, exclude, queries, qrels
+
+
+def _output(result, out: Path | None, as_json: bool, settings: Settings) -> None:
+    """The report files (none when ``out`` is None: --no-report), then JSON or the table on
+    stdout, then where the report is (on stderr with --json, so stdout stays JSON)."""
+    import shlex
+
+    from hybrid.eval.report import print_table, write_report
+    report = None
+    if out is not None:
+        write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings)
+        report = out / "report.md"
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        print_table(result, report)
+    if report is not None:
+        click.echo(f"report: {report}", err=as_json)

@@ -1,0 +1,458 @@
+"""The ``hybrid`` command. stdout carries the payload (``--json`` prints JSON and nothing else);
+progress, warnings and errors go to stderr. User mistakes end in one ``error:`` line, exit 1."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import time
+
+import click
+
+from hybrid.faces.cli.support import (
+    Group,
+    LazyGroup,
+    open_handle,
+    print_json,
+    progress_bar,
+    server_state,
+    setup_logging,
+    slow_query_hint,
+    watcher_state,
+)
+from hybrid.core.errors import HybridError
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
+                            "proposals": ".proposals:proposals_cmd",
+                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd"})
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+@click.version_option(package_name="hybrid", prog_name="hybrid")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
+    """Hybrid (BM25 + vector) search over markdown vaults, with cited passages.
+
+    \b
+    hybrid index ~/notes            register a vault and index it
+    hybrid query "tailscale subnet router" -n 5
+    hybrid get "home-lab/networking.md:12-40"
+    """
+    ctx.ensure_object(dict)
+    setup_logging(verbose)
+
+
+# --- vaults -------------------------------------------------------------------------------
+@main.group(cls=Group)
+def vault() -> None:
+    """Register, list and remove vaults."""
+
+
+@vault.command("add")
+@click.argument("path", type=click.Path(file_okay=False, path_type=str))
+@click.option("--name", help="Vault name (default: the folder name).")
+@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default **/*.md).")
+@click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
+@click.option("--store", metavar="URL", help="Keep the index in PostgreSQL + pgvector (team mode): "
+              "postgresql://USER@HOST/DB, or `postgresql` for the URL in $HYBRID_DATABASE_URL. "
+              "Passwords belong in that variable, ~/.pgpass or PGPASSWORD, not here.")
+@click.pass_context
+def vault_add(ctx, path, name, include, exclude, store):
+    """Register the folder PATH as a vault."""
+    v = open_handle(ctx).add_vault(path, name, include, exclude, store)
+    click.echo(f"registered vault {v.name!r} at {v.path}; run `hybrid index` to index it", err=True)
+
+
+@vault.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def vault_list(ctx, as_json):
+    """List registered vaults."""
+    vaults = open_handle(ctx).vaults
+    if as_json:
+        print_json([{"name": v.name, "path": str(v.path), "include": v.include, "exclude": v.exclude,
+                      "embedder": v.embedder, "kind": v.kind} for v in vaults])
+        return
+    for v in vaults:
+        click.echo(f"{v.name}\t{v.path}")
+
+
+@vault.command("remove")
+@click.argument("name")
+@click.option("--keep-index", is_flag=True, help="Leave the index files on disk.")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
+@click.pass_context
+def vault_remove(ctx, name, keep_index, wait):
+    """Unregister vault NAME and delete its index files (never the notes)."""
+    v = open_handle(ctx).remove_vault(name, purge=not keep_index, wait=wait)
+    click.echo(f"removed vault {v.name!r}; the notes in {v.path} are untouched", err=True)
+
+
+@vault.command("rename")
+@click.argument("old")
+@click.argument("new")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
+@click.pass_context
+def vault_rename(ctx, old, new, wait):
+    """Rename vault OLD to NEW, keeping its index."""
+    v = open_handle(ctx).rename_vault(old, new, wait=wait)
+    click.echo(f"renamed vault {old!r} to {v.name!r}", err=True)
+
+
+@vault.command("move")
+@click.argument("name")
+@click.argument("path", type=click.Path(file_okay=False, path_type=str))
+@click.pass_context
+def vault_move(ctx, name, path):
+    """Point vault NAME at the folder PATH (the notes moved); the index is kept."""
+    v = open_handle(ctx).move_vault(name, path)
+    click.echo(f"vault {v.name!r} now reads {v.path}; run `hybrid index` to catch up", err=True)
+
+
+# --- indexing -----------------------------------------------------------------------------
+@main.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=str))
+@click.option("--name", help="With PATH: the name to register it under.")
+@click.option("--vault", "vaults", multiple=True, help="Index only this vault (repeatable).")
+@click.option("--reembed", is_flag=True, help="Drop the vault's index and rebuild it with the configured embedder.")
+@click.option("--wait", type=float, default=0, show_default=True,
+              help="Seconds to wait for another indexer holding the vault's lock.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.option("--fetch", is_flag=True, help="Bookmarks sources: first fetch the pages not fetched yet "
+              "(and those that failed before) and index their main text. Goes online; pages "
+              "fetched once are never fetched again unless --refetch.")
+@click.option("--refetch", is_flag=True, help="Bookmarks sources: fetch every page again.")
+@click.pass_context
+def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
+    """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
+    h = open_handle(ctx)
+    if path:
+        from pathlib import Path
+        same = [v for v in h.vaults if v.path.resolve() == Path(path).expanduser().resolve()]
+        v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
+        vaults = (v.name,)
+    h.refresh()
+    reports = []
+    with progress_bar(sys.stderr.isatty()) as progress:
+        for v in h.config.select(vaults or None):  # one at a time, so each vault has its own bars
+            if progress:
+                progress.vault(v.name, v.embedder)
+            reports += h.index([v.name], reembed=reembed, wait=wait, progress=progress, keep_going=True,
+                               fetch="all" if refetch else "new" if fetch else None)
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+    for r in reports:
+        if r.error:
+            click.echo(f"error: {r.error}", err=True)
+        elif not as_json:
+            click.echo(f"{r.vault}: {r.added} added, {r.updated} updated, {r.removed} removed, "
+                       f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
+                       f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s"
+                       + (f" · {r.fetched} pages fetched, {r.fetch_failed} failed"
+                          if r.fetched or r.fetch_failed else ""))
+    if any(r.error for r in reports):
+        ctx.exit(1)
+
+
+# --- querying -----------------------------------------------------------------------------
+@main.command()
+@click.argument("text", nargs=-1)
+@click.option("-n", "--top-k", default=8, show_default=True, type=click.IntRange(1, 1000),
+              help="Notes to show (passages with --passages or --json).")
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True)
+@click.option("--vault", "vaults", multiple=True, help="Search only this vault (repeatable).")
+@click.option("--folder", "folders", multiple=True, help="Only notes under this folder (repeatable: any).")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag or a nested child (repeatable: all).")
+@click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
+@click.option("--passages", is_flag=True, help="One entry per passage, not one per note.")
+@click.option("-l", "--files-with-matches", "files", is_flag=True,
+              help="Print only the matching notes' references (vault:path), one per line, best first.")
+@click.option("--explain", is_flag=True, help="Show how the query was read (words, phrases, exclusions, "
+                                             "literals, corrections, filters) and each hit's per-arm ranks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits (passages) as JSON.")
+@click.option("--group", is_flag=True, help="With --json: one object per note, its passages inside.")
+@click.option("--full", is_flag=True, help="Print each passage's whole chunk, not a snippet.")
+@click.option("--rerank", is_flag=True,
+              help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
+@click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
+                                      "model name (overrides the setting).")
+@click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
+@click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
+                                                "secrets redacted (settings agent_exclude, private_tags).")
+@click.option("--exclude", "exclude_folders", multiple=True,
+              help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.")
+@click.option("--min-score", type=click.FloatRange(0, 1), default=0.0,
+              help="Leave out hits whose confidence is below this (0-1; weak < 0.4 <= fair < 0.7 <= strong).")
+@click.option("--source", "sources", multiple=True,
+              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
+              help="Only documents of this kind (repeatable: any).")
+@click.pass_context
+def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files, explain, as_json, group, full,
+          rerank, rerank_model, local, as_agent, exclude_folders, min_score, sources):
+    """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
+    and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
+    or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
+
+    Hits are grouped by note: each note's best passage, its other passages below it.
+    Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
+    if not text and not (folders or tags or since or sources):
+        raise click.UsageError("give words to search for, or a --tag, --folder, --since or --source "
+                               "filter to list notes")
+    from hybrid.faces.cli.render import Look, QueryView
+    view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
+                     explain=explain, look=Look.detect())
+    h = open_handle(ctx)
+    from hybrid.retrieval.limits import MAX_TOP_K
+    from hybrid.retrieval.request import SearchRequest
+    # Checked before asking a server: "query is too long" beats the server's 413.
+    request = SearchRequest(" ".join(text), top_k=view.fetch, mode=mode, vaults=vaults or None,
+                            folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
+                            rerank=rerank or bool(rerank_model), min_score=min_score, sources=sources)
+    if rerank_model:
+        h.override(rerank_model=rerank_model)
+
+    def run(request):
+        if not rerank_model and not local and not as_agent:
+            from hybrid.faces.http import remote_result
+            result = remote_result(h, request)  # a running `hybrid serve --http` has the model warm
+            if result is not None:
+                return result
+        started = time.perf_counter()
+        result = h.search(request, agent=as_agent)
+        if mode != "lexical":
+            slow_query_hint(h, time.perf_counter() - started)
+        return result
+
+    result = run(request)
+    # counting notes: one note's many passages can fill the passages fetched; fetch more
+    while (view.by_note and len({(x.vault, x.path) for x in result}) < top_k
+           and len(result) >= request.top_k and request.top_k < MAX_TOP_K):
+        request = dataclasses.replace(request, top_k=min(MAX_TOP_K, request.top_k * 4))
+        result = run(request)
+    view.roots = {v.name: v.path for v in h.vaults}
+    view.show(result, request)
+
+
+main.add_command(query, "search")  # the same command under the name agents and users try first
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--as-agent", is_flag=True, help="Read it as an agent would (refused if private; secrets redacted).")
+@click.pass_context
+def get(ctx, ref, vault, as_json, as_agent):
+    """Print a note, or lines of it. REF is what you have at hand: a citation as `hybrid query`
+    prints it (vault:path:START-END), a path (.md optional, :START-END 1-based inclusive), a
+    note title or alias, or an Obsidian link ([[Note#Heading]] for that section, Note#^block)."""
+    note = open_handle(ctx).get(ref, vault, agent=as_agent)
+    if as_json:
+        print_json(note.to_dict())
+    else:
+        click.echo(note.text)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status(ctx, as_json):
+    """Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files
+    new, changed or deleted on disk since (what `hybrid index` would do now)."""
+    h = open_handle(ctx)
+    rows = h.status()
+    agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
+    hidden = {name: h.agent_hidden(name) for name in agent}
+    if as_json:
+        print_json([{**r.to_dict(), "agent_notes": agent.get(r.name),
+                     "agent_hidden": {k: len(v) for k, v in hidden.get(r.name, {}).items()},
+                     "front_unreadable": hidden.get(r.name, {}).get("front block unreadable", [])}
+                    for r in rows])
+        return
+    click.echo(f"config {h.config.path} · data {h.config.data} · {server_state(h)} · {watcher_state(h)}")
+    if not rows:
+        click.echo("no vaults registered; run `hybrid index PATH`", err=True)
+        return
+    for r in rows:
+        state = "indexed" if r.indexed else "not indexed"
+        if r.store:
+            state += f" in {r.store}" + ("" if r.exists else "; no folder here: queries only")
+        elif not r.exists:
+            state += ", FOLDER MISSING" if r.kind == "notes" else ", EXPORT MISSING"
+        if r.pending:
+            state += f", {r.pending} pending (run `hybrid index`)"
+        if r.error:
+            state += f", UNREADABLE: {r.error}"
+        kind = "" if r.kind == "notes" else f"{r.kind} source "
+        click.echo(f"{r.name}: {kind}{r.path} ({state})")
+        if r.indexed and not r.error:
+            size = "" if r.store else f", {r.disk_bytes / 1e6:.1f} MB on disk"
+            click.echo(f"  {r.notes} notes, {r.chunks} chunks, {r.embedder} ({r.dim}-d), "
+                       f"last indexed {r.last_indexed}{size}")
+            if r.vector_index:
+                click.echo(f"  vectors: {r.vector_index}")
+            if r.sources and set(r.sources) != {"note"}:
+                click.echo("  documents: " + ", ".join(f"{n} {k}" for k, n in r.sources.items()))
+            if r.changes is not None:
+                click.echo(f"  files on disk: {r.changes.text}")
+            why = hidden[r.name]
+            parts = ", ".join(f"{len(paths)} {reason}" for reason, paths in why.items())
+            click.echo(f"  agents see {agent[r.name]} notes ({r.notes - agent[r.name]} hidden"
+                       f"{': ' + parts if parts else ''})")
+            unreadable = why.get("front block unreadable", [])
+            if unreadable:
+                shown = ", ".join(unreadable[:5]) + (f", … ({len(unreadable)} in all)" if len(unreadable) > 5 else "")
+                click.echo(f"  hidden from agents until their front block is fixed: {shown}")
+
+
+@main.command()
+@click.option("--vault", "vaults", multiple=True, help="Only this vault (repeatable).")
+@click.option("--wait", type=float, default=10, show_default=True,
+              help="Seconds to wait for an indexer working on a vault.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def vacuum(ctx, vaults, wait, as_json):
+    """Reclaim disk space: unused cached embeddings, deleted documents, free database pages."""
+    reports = open_handle(ctx).vacuum(vaults or None, wait=wait)
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+        return
+    for r in reports:
+        click.echo(f"{r.vault}: {r.embeddings_removed} unused embeddings removed, "
+                   f"{r.bytes_before / 1e6:.1f} MB -> {r.bytes_after / 1e6:.1f} MB")
+
+
+# --- serving ------------------------------------------------------------------------------
+def _start_watcher(h, watch: bool, debounce: float):
+    if not watch:
+        return None
+    from hybrid.app.watch import VaultWatcher
+    watcher = VaultWatcher(h, debounce=debounce)
+    watcher.start()
+    return watcher
+
+
+def _warm_up(h) -> None:
+    """Load the embedders in the background so the first vector query is not the slow one."""
+    import threading
+
+    def load():
+        for v in h.vaults:
+            try:
+                h.embedder(v.embedder).embed_query("warm up")
+            except Exception as exc:  # reported again, with its fix, by the first search
+                logging.getLogger("hybrid").warning("could not load %s: %s", v.embedder, exc)
+
+    threading.Thread(target=load, name="hybrid-warmup", daemon=True).start()
+
+
+@main.command()
+@click.option("--http", "http_", is_flag=True, help="Serve MCP over Streamable HTTP (default: stdio).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (HTTP).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port (HTTP).")
+@click.option("--token", envvar="HYBRID_TOKEN", help="Require this bearer token (HTTP; env HYBRID_TOKEN).")
+@click.option("--allow-host", "allow_hosts", multiple=True,
+              help="Also accept this Host name or IP, e.g. the LAN name clients use with --host 0.0.0.0 "
+                   "(HTTP; repeatable; env HYBRID_ALLOWED_HOSTS, comma-separated).")
+@click.option("--watch", is_flag=True, help="Keep the vaults' indexes in sync with their folders.")
+@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
+              help="With --watch: seconds of quiet before re-indexing.")
+@click.pass_context
+def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
+    """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
+    h = open_handle(ctx)
+    if http_:
+        from hybrid.faces.http_guard import is_loopback
+        if not is_loopback(host) and not token:  # before anything starts or is announced
+            raise HybridError(f"binding {host} exposes your notes to the network: set a token "
+                              f"with --token or HYBRID_TOKEN")
+    _warm_up(h)
+    watcher = _start_watcher(h, watch, debounce)
+    try:
+        if http_:
+            from hybrid.faces.http import serve_http
+            click.echo(f"hybrid: search page at http://{host}:{port}/ (sign in with `hybrid ui`"
+                       + (" or the token" if token else "") + "), MCP at /mcp, health at /health"
+                       + (" (token required)" if token else ""), err=True)
+            env_hosts = os.environ.get("HYBRID_ALLOWED_HOSTS", "").split(",")
+            serve_http(h, host, port, token, watcher,
+                       allowed_hosts=[*allow_hosts, *(n.strip() for n in env_hosts if n.strip())])
+        else:
+            from hybrid.faces.mcp import run_stdio
+            run_stdio(h, watcher)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+@main.command()
+@click.option("--vault", "vaults", multiple=True, help="Watch only this vault (repeatable).")
+@click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
+              help="Seconds of quiet before re-indexing.")
+@click.pass_context
+def watch(ctx, vaults, debounce):
+    """Keep indexes in sync with their folders until interrupted (Ctrl-C)."""
+    import signal
+    import threading
+
+    from hybrid.app.watch import VaultWatcher
+
+    h = open_handle(ctx)
+    h.config.select(vaults or None)  # unknown names fail here, with the list of known ones
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with VaultWatcher(h, list(vaults) or None, debounce=debounce):
+        click.echo(f"watching {', '.join(vaults) or 'all vaults'}; Ctrl-C to stop", err=True)
+        while not stop.wait(0.5):
+            pass
+
+
+@main.group(cls=Group)
+def service() -> None:
+    """Install hybrid as a background service (systemd user unit or launchd agent)."""
+
+
+@service.command("install")
+@click.option("--watch/--no-watch", default=True, show_default=True, help="Keep vaults in sync.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
+def service_install(watch, host, port):
+    """Write and enable the service: `hybrid serve --http` (a background service has no stdio
+    client), watching the vaults unless --no-watch."""
+    from hybrid.faces.cli import service as svc
+    env = {k: os.environ[k] for k in ("HYBRID_HOME", "HYBRID_TOKEN") if os.environ.get(k)}
+    _report(svc.install(http=True, watch=watch, port=port, host=host, env=env))
+
+
+def _report(result) -> None:
+    """An InstallResult: its message, on stderr with exit 1 when it did not succeed."""
+    click.echo(result.message, err=not result.ok)
+    if not result.ok:
+        sys.exit(1)
+
+
+@service.command("uninstall")
+def service_uninstall():
+    """Stop and remove the service."""
+    from hybrid.faces.cli import service as svc
+    _report(svc.uninstall())
+
+
+@service.command("status")
+def service_status():
+    """Show whether the service is installed and running."""
+    from hybrid.faces.cli import service as svc
+    r = svc.status()
+    click.echo(r.message)
+
+
+# `eval`, `audit` and `proposals` live in their own modules, loaded when used (LazyGroup above).
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,426 @@
+"""How ``hybrid query`` shows its hits in a terminal: one block per note (its best passage, the
+note's other passages as sub-lines), or one block per passage (``--passages``), or only the notes'
+references (``-l``); query words highlighted, code fences and tables kept as lines, prose wrapped
+to the terminal with a hanging indent, citations as OSC 8 hyperlinks. Colour, styles and links
+only on a terminal, never with ``NO_COLOR`` (https://no-color.org) or ``TERM=dumb`` (links).
+``--json`` is not drawn here: the flat passage list as ever, or (``--group``) one object per note.
+``--explain`` first shows how the query was read, then each hit's per-arm ranks and scores."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, snippet
+from hybrid.retrieval.limits import MAX_TOP_K
+from hybrid.core.tokens import STOPWORDS
+
+if TYPE_CHECKING:
+    from hybrid.retrieval.request import SearchRequest
+    from hybrid.retrieval.result import SearchResult
+
+FETCH_PER_NOTE = 4      # grouped view: passages asked of the engine per note shown
+BLOCK_LINES = 8         # lines of a snippet kept as lines (code fence, table)
+SUB_SNIPPET = 100       # characters of the snippet on a note's further passage
+MAX_SUB = 5             # further passages listed under a note
+MIN_WIDTH = 40
+
+FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
+TABLE_RE = re.compile(r"^\s*\|.*\|\s*$")
+LEAD_RE = re.compile(r"\s*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|>\s*)?")  # list marker, quote
+WORD_TAIL_RE = re.compile(r"\w*")
+
+
+# --- what a terminal gets ------------------------------------------------------------------
+@dataclass
+class Look:
+    """Whether to style (colour, bold, dim), whether to link, and the width to wrap to."""
+    styled: bool = False
+    links: bool = False
+    width: int = 80
+
+    @classmethod
+    def detect(cls) -> Look:
+        """Styles when click would keep them (stdout a terminal, or colour forced) and
+        ``NO_COLOR`` is unset or empty; links only then and when ``TERM`` is not ``dumb``."""
+        from click import _compat
+        from click.globals import resolve_color_default
+        keep = not _compat.should_strip_ansi(sys.stdout, resolve_color_default())
+        styled = keep and not os.environ.get("NO_COLOR")
+        links = styled and os.environ.get("TERM", "") != "dumb"
+        return cls(styled, links, max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns))
+
+    def style(self, text: str, **styles: Any) -> str:
+        return click.style(text, **styles) if self.styled and text else text
+
+    def link(self, text: str, uri: str) -> str:
+        """``text`` as an OSC 8 hyperlink to ``uri`` (plain ``text`` when links are off)."""
+        if not (self.links and uri):
+            return text
+        return f"\x1b]8;;{uri}\x1b\\{text}\x1b]8;;\x1b\\"
+
+
+# --- grouping --------------------------------------------------------------------------------
+@dataclass
+class NoteHits:
+    """A note's passages among the hits, best first."""
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def best(self) -> Hit:
+        return self.hits[0]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.best.vault}:{self.best.path}"
+
+    @property
+    def confidence(self) -> float | None:
+        known = [h.confidence for h in self.hits if h.confidence is not None]
+        return max(known) if known else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``--json --group`` prints for the note."""
+        b = self.best
+        return {"vault": b.vault, "path": b.path, "title": b.title, "uri": b.uri, "best_score": b.score,
+                "confidence": self.confidence, "passages": [h.to_dict() for h in self.hits]}
+
+
+def group_by_note(hits: Sequence[Hit]) -> list[NoteHits]:
+    """One :class:`NoteHits` per note, in the order of each note's best hit."""
+    notes: dict[tuple[str, str], NoteHits] = {}
+    for h in hits:
+        notes.setdefault((h.vault, h.path), NoteHits()).hits.append(h)
+    return list(notes.values())
+
+
+def fetch_k(top_k: int, by_note: bool) -> int:
+    """Passages to ask the engine for: ``top_k`` itself, or (counting notes) enough for
+    ``top_k`` notes when a note has several matching passages."""
+    return min(MAX_TOP_K, top_k * FETCH_PER_NOTE) if by_note else top_k
+
+
+# --- highlighting and text shapes ------------------------------------------------------------
+def highlight_needles(result: SearchResult) -> list[str]:
+    """The words to mark: the engine's snippet needles (as typed and stemmed), else the
+    query's words in lower case; function words left out."""
+    words = result.needles or NEEDLE_RE.findall(result.parsed.text.lower())
+    return [w for w in dict.fromkeys(words) if len(w) >= 2 and w not in STOPWORDS]
+
+
+def spans(line: str, needles: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of each query word in ``line``: a needle that starts a word, extended to
+    the end of that word (``tomato`` marks all of ``tomatoes``); overlaps merged."""
+    low = line.lower()
+    if len(low) != len(line) or not needles:  # a case mapping that changes lengths: leave it
+        return []
+    out: list[tuple[int, int]] = []
+    for pos, n in needle_hits(low, needles):
+        end = pos + len(n)
+        m = WORD_TAIL_RE.match(line, end) if line[end - 1:end].isalnum() else None
+        end = m.end() if m else end
+        if out and pos <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((pos, end))
+    return out
+
+
+def structured_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line: is it part of a fenced code block (fences included) or a table?"""
+    marks, fence = [], ""
+    for i, line in enumerate(lines):
+        m = FENCE_RE.match(line)
+        if fence:
+            marks.append(True)
+            if m and m.group(1) == fence:
+                fence = ""
+        elif m:
+            fence = m.group(1)
+            marks.append(True)
+        else:
+            near = [lines[j] for j in (i - 1, i + 1) if 0 <= j < len(lines)]
+            marks.append(bool(TABLE_RE.match(line)) and any(TABLE_RE.match(x) for x in near))
+    return marks
+
+
+def block_excerpt(text: str, needles: Sequence[str], cap: int = BLOCK_LINES) -> list[str] | None:
+    """The ``cap`` lines of ``text`` with the most distinct query words (the first such window),
+    as lines, when they hold code-fence or table lines; None when they do not (the flat
+    snippet then does). Dropped text before or after is marked with a ``…`` line."""
+    lines = text.split("\n")
+    marks = structured_lines(lines)
+    if not any(marks):
+        return None
+    found = [{n for _, n in needle_hits(line.lower(), needles)} for line in lines]
+    best, start = -1, 0
+    for s in range(max(1, len(lines) - cap + 1)):
+        score = len(set().union(*found[s:s + cap]))
+        if score > best:
+            best, start = score, s
+    end = min(len(lines), start + cap)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    if not any(marks[start:end]):
+        return None
+    before = any(x.strip() for x in lines[:start])
+    after = any(x.strip() for x in lines[end:])
+    return (["…"] if before else []) + lines[start:end] + (["…"] if after else [])
+
+
+# --- the renderer ----------------------------------------------------------------------------
+@dataclass
+class QueryView:
+    """What ``hybrid query`` was asked to show, and the drawing of it."""
+    top_k: int = 8
+    passages: bool = False      # one block per passage, not per note
+    as_json: bool = False
+    group: bool = False         # with as_json: one object per note
+    files: bool = False         # -l: the notes' references only
+    full: bool = False
+    explain: bool = False
+    look: Look = field(default_factory=Look)
+    roots: dict[str, Path] = field(default_factory=dict)  # vault name → folder, for file:// links
+    echo: Callable[..., None] = click.echo
+
+    def __post_init__(self) -> None:
+        if self.files and self.as_json:
+            raise click.UsageError("-l prints references, --json prints hits: use one of them")
+        if self.group and self.passages:
+            raise click.UsageError("--group and --passages contradict each other: use one of them")
+
+    @property
+    def by_note(self) -> bool:
+        """Whether ``top_k`` counts notes (the grouped terminal view and ``-l``)."""
+        return self.files or not (self.passages or self.as_json)
+
+    @property
+    def fetch(self) -> int:
+        return fetch_k(self.top_k, self.by_note)
+
+    def show(self, result: SearchResult, request: SearchRequest) -> None:
+        if result.corrections:
+            self.echo(self.look.style(f"showing results for: {result.corrected_query}", dim=True), err=True)
+        if self.explain:
+            for line in explain_lines(result, request, self.look):
+                self.echo(line, err=self.as_json or self.files)
+        if self.as_json:
+            from hybrid.faces.cli.support import print_json
+            print_json([n.to_dict() for n in group_by_note(result)] if self.group
+                       else [h.to_dict() for h in result])
+            return
+        if not result:
+            self.echo("no hits", err=True)
+            return
+        notes = group_by_note(result)[:self.top_k] if self.by_note else []
+        if self.files:
+            for n in notes:
+                self.echo(n.ref)
+            return
+        needles = highlight_needles(result)
+        blocks = [[h] for h in result] if self.passages else [n.hits for n in notes]
+        for i, hits in enumerate(blocks, 1):
+            for line in self.block(i, hits, needles):
+                self.echo(line)
+
+    # one numbered block: the best passage in full view, the others as sub-lines
+    def block(self, i: int, hits: list[Hit], needles: Sequence[str]) -> list[str]:
+        lk, best = self.look, hits[0]
+        number = f"{i}. "
+        indent = " " * len(number)
+        head = [lk.style(lk.link(best.citation, self.uri(best)), bold=True)]
+        if self.passages:
+            head.append(lk.style(f"{best.score:.4f}", dim=True))
+            if not self.explain:
+                head.append(arms_short(best))
+        head.append(confidence_text(best, lk))
+        out = [number + "  ".join(x for x in head if x)]
+        where = heading_text(best)
+        if where:
+            out.append(indent + lk.style(where, fg="cyan"))
+        if best.url:
+            out.append(indent + lk.style(lk.link(best.url, best.url), dim=True))
+        if self.explain:
+            out.append(indent + arms_long(best, lk))
+        out += self.body(best, needles, indent)
+        for h in hits[1:1 + MAX_SUB]:
+            out += self.sub_passage(h, needles, indent, best.confidence)
+        if len(hits) > 1 + MAX_SUB:
+            out.append(indent + lk.style(f"↳ {len(hits) - 1 - MAX_SUB} more passages (--passages lists them)",
+                                         dim=True))
+        return out
+
+    def sub_passage(self, h: Hit, needles: Sequence[str], indent: str, shown: float | None) -> list[str]:
+        """A further passage of a note: its line range (linked), heading, confidence when not the
+        one ``shown`` for the note already, and a short snippet (``--full``: the whole chunk)."""
+        lk = self.look
+        lead = f"↳ p. {h.page}" if h.page is not None else f"↳ {h.start_line}-{h.end_line}"
+        parts = [lk.style(lk.link(lead, self.uri(h)), dim=True)]
+        if h.heading and h.heading_path[-1:] != [h.title]:
+            parts.append(lk.style(h.heading_path[-1], fg="cyan"))
+        if h.confidence is not None and h.confidence != shown:
+            parts.append(confidence_text(h, lk))
+        line = indent + "  ".join(parts)
+        room = self.look.width - visible_len(line) - 3
+        if room >= 20 and not self.full:
+            short = snippet(prose(h.text) or h.snippet, needles, min(SUB_SNIPPET, room))
+            line += "  " + highlight(short[:room], needles, lk)
+        out = [line]
+        if self.explain:
+            out.append(indent + "  " + arms_long(h, lk))
+        if self.full:
+            out += self.body(h, needles, indent + "  ")
+        return out
+
+    def body(self, h: Hit, needles: Sequence[str], indent: str) -> list[str]:
+        """The passage's text: all of it with ``--full``, else the snippet, as lines when its
+        window holds a code fence or a table; prose wrapped with a hanging indent."""
+        if self.full and h.text:
+            lines: list[str] | None = h.text.strip("\n").split("\n")
+        else:
+            lines = block_excerpt(h.text, needles) if h.text else None
+        if lines is None:
+            return wrap(h.snippet, indent, self.look.width, needles, self.look)
+        marks = structured_lines(lines)
+        out: list[str] = []
+        for line, verbatim in zip(lines, marks):
+            if verbatim or not line.strip():
+                out.append((indent + highlight(line, needles, self.look)).rstrip())
+            else:
+                out += wrap(line, indent, self.look.width, needles, self.look, keep_lead=True)
+        return out
+
+    def uri(self, h: Hit) -> str:
+        if h.uri or h.source in ("bookmark", "slack"):
+            return h.uri  # a source's document has no file of its own to link
+        root = self.roots.get(h.vault)
+        return (root / h.path).resolve().as_uri() if root else ""
+
+
+NOISE_RE = re.compile(r"^\s*(?:(?:```|~~~)\S*|\|?[\s:|-]*-{3,}[\s:|-]*)\s*$|^\s*#{1,6}\s+", re.M)
+
+
+def prose(text: str) -> str:
+    """``text`` without fence markers, table separator rows and heading marks (for a one-line
+    snippet, where they are noise)."""
+    return NOISE_RE.sub("", text)
+
+
+def wrap(text: str, indent: str, width: int, needles: Sequence[str], look: Look,
+         keep_lead: bool = False) -> list[str]:
+    """``text`` wrapped to ``width`` under ``indent``, query words highlighted after wrapping
+    (so escape codes never count as width). ``keep_lead``: a list item or quote keeps its
+    leading whitespace and marker, and its continuation lines align after the marker."""
+    lead = LEAD_RE.match(text).group(0) if keep_lead else ""  # type: ignore[union-attr]
+    body = text[len(lead):] if keep_lead else text.strip()
+    lines = textwrap.wrap(body, width=max(MIN_WIDTH // 2, width - len(indent) - len(lead)),
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    pad = " " * len(lead)
+    return [(indent + (lead if n == 0 else pad) + highlight(x, needles, look)).rstrip()
+            for n, x in enumerate(lines)]
+
+
+def highlight(line: str, needles: Sequence[str], look: Look) -> str:
+    if not look.styled:
+        return line
+    out, last = [], 0
+    for a, b in spans(line, needles):
+        out += [line[last:a], look.style(line[a:b], bold=True, fg="yellow")]
+        last = b
+    return "".join(out) + line[last:]
+
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\]8;;.*?\x1b\\")
+
+
+def visible_len(text: str) -> int:
+    return len(ANSI_RE.sub("", text))
+
+
+def heading_text(h: Hit) -> str:
+    """Where the passage sits: its heading path, led by the note's title unless the path
+    already starts with it."""
+    if h.heading_path[:1] == [h.title]:
+        return " › ".join(h.heading_path)
+    return " › ".join(filter(None, [h.title, *h.heading_path]))
+
+
+def confidence_text(h: Hit, look: Look) -> str:
+    if h.confidence is None:
+        return ""
+    return look.style(f"{h.confidence_label} {h.confidence:.2f}", dim=True)
+
+
+def arms_short(h: Hit) -> str:
+    """``bm25#1 vec#3``: the ranks each arm gave the passage."""
+    return " ".join(f"{name}#{rank}" for name, rank in (("bm25", h.lexical_rank), ("vec", h.vector_rank))
+                    if rank)
+
+
+def arms_long(h: Hit, look: Look) -> str:
+    """Each arm's rank and score, the reranker's score, the fused score and the confidence."""
+    def arm(name: str, rank: int | None, score: float | None) -> str:
+        return f"{name} #{rank} ({score:.4g})" if rank else f"{name} -"
+    parts = [arm("bm25", h.lexical_rank, h.lexical_score), arm("vector", h.vector_rank, h.vector_score)]
+    if h.rerank_score is not None:
+        parts.append(f"rerank {h.rerank_score:.4g}")
+    if h.pin:
+        parts.append(f"pinned ({h.pin})")
+    if h.recency_penalty:
+        parts.append(f"recency ×{1 - h.recency_penalty:.2g}")
+    parts.append(f"fused {h.score:.4f}")
+    if h.confidence is not None:
+        parts.append(f"confidence {h.confidence_label} {h.confidence:.2f}")
+    return look.style(" · ".join(parts), dim=True)
+
+
+# --- --explain -------------------------------------------------------------------------------
+def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> list[str]:
+    """How the query was read: its words, required phrases, exclusions, the literals matched
+    verbatim, corrected words, filters and mode. Blank line last."""
+    from hybrid.store.local.lexical import literals
+    p, f = result.parsed, request.filters
+    rows: list[tuple[str, str]] = [("query", request.query), ("words", " ".join(p.terms) or "-")]
+    if p.phrases:
+        rows.append(("phrases", " ".join(f'"{x}"' for x in p.phrases) + " (required)"))
+    if p.excludes:
+        rows.append(("excluded", " ".join(p.excludes)))
+    lits = literals(p.terms)
+    if lits:
+        rows.append(("literals", " ".join(lits) + literal_note(p.terms, lits, request.mode)))
+    if result.corrections:
+        rows.append(("corrected", ", ".join(f"{a} → {b}" for a, b in result.corrections.items())))
+    filters = ([f"folder {x}" for x in f.folders] + [f"tag {x}" for x in f.tags]
+               + [f"source {x}" for x in f.sources])
+    if f.since is not None:
+        filters.append("since " + dt.datetime.fromtimestamp(f.since).strftime("%Y-%m-%d"))
+    filters += [f"exclude {x}" for x in f.exclude_folders] + [f"vault {x}" for x in request.vaults or ()]
+    rows.append(("filters", " · ".join(filters) or "none"))
+    rows.append(("mode", request.mode + (", reranked" if request.rerank else "")))
+    return [look.style(f"{k:<10}", bold=True) + v for k, v in rows] + [""]
+
+
+def literal_note(terms: Sequence[str], lits: Sequence[str], mode: str) -> str:
+    """Which literals exact-first ranks on top (hybrid mode; a long question's in-passing
+    identifiers may not be, see :func:`hybrid.retrieval.pipeline.strong_literals`)."""
+    if mode != "hybrid":
+        return " (matched as written)"
+    from hybrid.retrieval.pipeline import strong_literals
+    strong = strong_literals(terms)
+    if list(strong) == list(lits):
+        return " (matched as written; passages naming them all rank first)"
+    if not strong:
+        return " (matched as written)"
+    return f" (matched as written; passages naming {' '.join(strong)} rank first)"

@@ -1,0 +1,212 @@
+"""What every ``hybrid`` command shares: one-line errors, stderr logging, the handle, JSON
+output and the progress bar."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from hybrid.core.errors import HybridError
+
+
+def terminal_text(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to write to a terminal: control characters (ESC, C1 such as CSI U+009B,
+    DEL) and format characters (bidi overrides such as U+202E, zero-width ones) are shown as
+    ``\\uXXXX`` escapes, so text an agent wrote cannot move the cursor, recolour or reorder what
+    the owner reads. Newlines and tabs stay, unless ``one_line`` (then ``\\n``, ``\\t``)."""
+    if text.isprintable() and not one_line:
+        return text
+    import unicodedata
+    out = []
+    for c in text:
+        if c.isprintable() or c == " " or (c in "\n\t" and not one_line):
+            out.append(c)
+        elif c in "\n\r\t" and one_line:
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[c])
+        elif unicodedata.category(c) == "Zs":
+            out.append(" ")
+        else:
+            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+    return "".join(out)
+
+
+class StderrFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def setup_logging(verbose: int) -> None:
+    logger = logging.getLogger("hybrid")
+    if not any(getattr(h, "_hybrid_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(StderrFormatter())
+        handler._hybrid_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
+    logger.propagate = False
+
+
+class Group(click.Group):
+    """Turns domain errors into one line on stderr instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except HybridError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+        except Exception as exc:
+            psycopg = sys.modules.get("psycopg")  # a refusal no store method translated
+            if psycopg is None or not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+                raise
+            from hybrid.store.pg.connect import privilege_problem
+            click.echo(f"error: {privilege_problem(exc, None, True)}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+class LazyGroup(Group):
+    """A group some of whose commands live in modules imported only when that command runs or
+    help lists it (``lazy_commands``: name -> "module:attribute"), so a plain `hybrid query`
+    does not pay for importing `hybrid audit`'s or `hybrid eval`'s modules."""
+
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str):
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            from importlib import import_module
+            module, _, attr = self.lazy_commands[cmd_name].partition(":")
+            self.add_command(getattr(import_module(module, __package__), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def open_handle(ctx: click.Context):
+    import hybrid
+    if "hybrid" not in ctx.obj:
+        ctx.obj["hybrid"] = hybrid.open()
+    return ctx.obj["hybrid"]
+
+
+def print_json(data) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+# What `hybrid index`'s progress stages (hybrid.indexing.indexer.PROGRESS_STAGES) are called on screen;
+# any other stage (`hybrid eval`'s) is shown under its own name.
+STAGE_LABELS = {"scan": "reading notes", "load": "loading model", "embed": "embedding chunks",
+                "write": "writing indexes"}
+
+
+class ProgressBars:
+    """The ``progress(stage, done, total)`` callback behind a rich display: one bar per stage
+    (and per vault: see :meth:`vault`), labelled for people, with an ETA. A total of None shows
+    an indeterminate bar until it is known; a total is never lowered and ``done`` never shown
+    past it, whatever the caller reports."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.tasks: dict[str, Any] = {}
+        self.totals: dict[str, int | None] = {}
+        self.prefix, self.model = "", ""
+
+    def vault(self, name: str, model: str = "") -> None:
+        """Bars from now on belong to vault ``name`` (its embedder spec: ``model``)."""
+        self.prefix, self.model = f"{name}: ", model
+
+    def label(self, stage: str) -> str:
+        text = STAGE_LABELS.get(stage, stage)
+        if stage == "load" and self.model:
+            text += f" {self.model}"
+        return self.prefix + text
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        key = self.prefix + stage
+        if key not in self.tasks:
+            self.tasks[key] = self.bar.add_task(self.label(stage), total=total)
+            self.totals[key] = total
+        known = self.totals[key]
+        if total is not None and (known is None or total > known):
+            self.totals[key] = known = total
+            self.bar.update(self.tasks[key], total=total)
+        self.bar.update(self.tasks[key], completed=done if known is None else min(done, known))
+
+
+@contextmanager
+def progress_bar(enabled: bool):
+    """A :class:`ProgressBars` on stderr, or None (nothing is printed) when not ``enabled``:
+    callers pass ``sys.stderr.isatty()``, so pipes and CI logs get no bar."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        yield ProgressBars(bar)
+
+
+SLOW_QUERY_S = 2.0  # an in-process query slower than this loaded a model
+
+
+def slow_query_hint(h, seconds: float) -> None:
+    """Say once (per data dir) how to make a cold query fast, after one that loaded the model."""
+    if seconds < SLOW_QUERY_S:
+        return
+    marker = h.config.data / "hints" / "slow-query"
+    if marker.exists():
+        return
+    click.echo(f"hint: this query took {seconds:.1f} s because the model had to load; keep it warm with "
+               f"`hybrid serve --http --watch` (or `hybrid service install`) and `hybrid query` answers "
+               f"through it in about 0.2 s", err=True)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+def server_state(h) -> str:
+    """"server running at URL (pid N)" from the address file a running `hybrid serve --http`
+    keeps in the data dir (checked to be alive), else "no server running"."""
+    from hybrid.faces.http import server_file
+    from hybrid.app.watch import pid_alive
+    try:
+        info = json.loads(server_file(h).read_text(encoding="utf-8"))
+        pid, url = int(info["pid"]), str(info["url"])
+        alive = pid_alive(pid)
+    except (OSError, ValueError, KeyError, TypeError):
+        alive = False
+    if not alive:
+        return "no server running (`hybrid serve --http --watch` keeps models warm)"
+    return f"server running at {url} (pid {pid})"
+
+
+def watcher_state(h) -> str:
+    """"watcher running (pid N: vaults)" for each live watcher (`hybrid watch`, `serve
+    --watch`), else "no watcher running"."""
+    from hybrid.app.watch import running_watchers
+    live = running_watchers(h.config.data)
+    if not live:
+        return "no watcher running (notes edited now are indexed by the next `hybrid index`)"
+    return "; ".join(f"watcher running (pid {w['pid']}: {', '.join(w['vaults']) or 'no vaults'})" for w in live)

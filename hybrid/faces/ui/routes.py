@@ -1,0 +1,357 @@
+"""The search page's routes, added to the HTTP server's app (:func:`hybrid.faces.http.build_app`).
+
+Public: ``GET /`` (the page), ``GET /ui/static/NAME``, ``GET /ui/api/session`` (signed in or
+not, and whether the server takes a token), the sign-in doors ``GET /ui/login?ticket=…`` and
+``POST /ui/login`` and ``POST /ui/logout`` (which ends the session on the server, not just in
+this browser); ``POST /ui/api/ticket`` takes the owner key.
+
+Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the server has one):
+``POST /ui/api/search``, ``POST /ui/api/read``, ``GET /ui/api/status``, ``GET /ui/api/facets``,
+``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
+owner's view: every note, no redaction, no audit record (the audit log is of what agents were
+shown). A wrong token, in the header or the sign-in form, counts against the client's address
+(:class:`~hybrid.faces.ui.session.Throttle`, shared with the Guard): 429 with ``Retry-After`` once it
+has sent too many.
+
+Every answer carries a Content-Security-Policy with no ``unsafe-inline`` (the page has no
+inline script or style, and builds every piece of note text with ``textContent``), ``nosniff``,
+``no-referrer`` and ``frame-ancestors 'none'``. Every POST needs ``Content-Type:
+application/json`` (415), which no cross-site form can send without a preflight this server
+never grants; the Guard in front refuses foreign ``Host`` and ``Origin`` headers first.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import posixpath
+import re
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from hybrid.core.errors import HybridError, PathRefused
+from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.retrieval.request import SearchRequest
+from hybrid.faces.ui import STATIC
+from hybrid.faces.ui.jobs import IndexJobs
+from hybrid.faces.ui.session import Sessions, Throttle, Throttled
+
+if TYPE_CHECKING:
+    from hybrid.app.api import Hybrid
+
+log = logging.getLogger("hybrid")
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
+                    "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
+STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+                ".svg": "image/svg+xml", ".png": "image/png", ".html": "text/html; charset=utf-8"}
+STATIC_NAME = re.compile(r"^[a-z0-9-]+\.(?:js|css|svg|png)$")
+SECTION_LINES = 400   # the most lines an expanded hit shows (around the hit)
+CONTEXT_LINES = 12    # lines around a hit that has no heading section to show
+TOP_FACETS = 500      # tags and folders offered as completions
+
+
+def ui_path(path: str) -> bool:
+    """Whether the Guard should let ``path`` through without the bearer token: the page and
+    its routes, which check a session (or the token) themselves."""
+    return path == "/" or path == "/favicon.ico" or path.startswith("/ui/")
+
+
+def with_security_headers(send):
+    """An ASGI ``send`` that adds :data:`SECURITY_HEADERS` to a response lacking them (the
+    Guard's refusals, the framework's own 404 and 405 answers)."""
+    extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def sending(message):
+        if message["type"] == "http.response.start":
+            have = {k.lower() for k, _ in message.get("headers", [])}
+            message = {**message, "headers": [*message.get("headers", []), *(kv for kv in extra if kv[0] not in have)]}
+        await send(message)
+    return sending
+
+
+def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: str, watcher=None,
+               started: float | None = None, throttle: Throttle | None = None) -> Sessions:
+    """Register the page's routes on the MCP server's app; returns its :class:`Sessions`.
+    ``throttle``: the server's count of wrong tokens (default: one of the page's own)."""
+    import anyio
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, RedirectResponse, Response
+
+    sessions = Sessions(h.config.data, port, token)
+    throttle = Throttle() if throttle is None else throttle
+    jobs = IndexJobs(h)
+    started = started or time.time()
+
+    def answer(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+        return JSONResponse(data, status_code=status,
+                            headers={**SECURITY_HEADERS, "cache-control": "no-store", **(headers or {})})
+
+    def error(status: int, message: str) -> Response:
+        return answer({"error": message}, status)
+
+    def client(request: Request) -> str:
+        return request.client.host if request.client else "?"
+
+    def signed_in(request: Request) -> bool:
+        """A live session cookie, or the right bearer token (Throttled: too many wrong ones
+        from this address, this one not checked)."""
+        if sessions.valid(request.cookies.get(sessions.cookie)):
+            return True
+        auth = request.headers.get("authorization")
+        if not token or auth is None:
+            return False
+        given = auth[7:] if auth.lower().startswith("bearer ") else ""
+        return throttle.check(client(request), given, token)
+
+    async def json_body(request: Request) -> dict:
+        """The JSON object a POST carries; a refusal (415 for another media type, 400) otherwise."""
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            raise _Refused(415, "Content-Type must be application/json")
+        try:
+            data = json.loads(await request.body() or b"{}")
+        except (ValueError, RecursionError):
+            raise _Refused(400, "body must be a JSON object") from None
+        if not isinstance(data, dict):
+            raise _Refused(400, "body must be a JSON object")
+        return data
+
+    def route(path: str, methods: list[str], *, auth: bool = True):
+        """A UI route: refusals become one-line JSON errors; ``auth`` routes need a session."""
+        def wrap(fn):
+            async def handler(request: Request):
+                try:
+                    if auth and not signed_in(request):
+                        return error(401, "sign in first: run `hybrid ui`, or enter the server's token")
+                    return await fn(request)
+                except Throttled as exc:
+                    return answer({"error": str(exc)}, 429, {"retry-after": str(exc.retry_after)})
+                except _Refused as exc:
+                    return error(exc.status, exc.message)
+                except BadSearchArgs as exc:
+                    return error(400, str(exc))
+                except PathRefused as exc:
+                    return error(404, str(exc).splitlines()[0])
+                except HybridError as exc:
+                    return error(422, str(exc).splitlines()[0])
+            server.custom_route(path, methods=methods)(handler)
+            return handler
+        return wrap
+
+    # --- the page ---------------------------------------------------------------------------
+    @route("/", ["GET"], auth=False)
+    async def page(request: Request):
+        return _static("index.html")
+
+    @route("/favicon.ico", ["GET"], auth=False)
+    async def favicon(request: Request):
+        return _static("icon.svg")
+
+    @route("/ui/static/{name}", ["GET"], auth=False)
+    async def static(request: Request):
+        name = request.path_params["name"]
+        if not STATIC_NAME.match(name):
+            raise _Refused(404, "no such file")
+        return _static(name)
+
+    # --- signing in -------------------------------------------------------------------------
+    @route("/ui/api/session", ["GET"], auth=False)
+    async def session(request: Request):
+        return answer({"signed_in": signed_in(request), "token_login": bool(token)})
+
+    @route("/ui/login", ["GET"], auth=False)
+    async def login_link(request: Request):
+        ticket = request.query_params.get("ticket", "")
+        if not sessions.redeem(ticket):
+            return RedirectResponse("/?signin=expired", 303, headers=SECURITY_HEADERS)
+        return RedirectResponse("/", 303, headers={**SECURITY_HEADERS,
+                                                   "set-cookie": sessions.set_cookie(sessions.issue())})
+
+    @route("/ui/login", ["POST"], auth=False)
+    async def login_form(request: Request):
+        given = (await json_body(request)).get("token")
+        if not token:
+            raise _Refused(400, "this server has no token: sign in with `hybrid ui`")
+        if not throttle.check(client(request), given if isinstance(given, str) else "", token):
+            raise _Refused(401, "wrong token")
+        return answer({"signed_in": True}, headers={"set-cookie": sessions.set_cookie(sessions.issue())})
+
+    @route("/ui/logout", ["POST"], auth=False)
+    async def logout(request: Request):
+        await json_body(request)
+        sessions.revoke(request.cookies.get(sessions.cookie))  # a copy of the cookie stops working too
+        return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
+
+    @route("/ui/logout-everywhere", ["POST"], auth=True)
+    async def logout_everywhere(request: Request):
+        await json_body(request)
+        sessions.revoke_all()
+        return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
+
+    @route("/ui/api/ticket", ["POST"], auth=False)
+    async def ticket(request: Request):
+        given = request.headers.get("x-hybrid-owner", "")
+        if not hmac.compare_digest(given.encode(), owner_key.encode()):
+            raise _Refused(403, "a sign-in link needs the owner key (what `hybrid ui` sends)")
+        t = sessions.ticket()
+        return answer({"ticket": t, "path": f"/ui/login?ticket={t}"})
+
+    # --- the owner's work -------------------------------------------------------------------
+    @route("/ui/api/search", ["POST"], auth=True)
+    async def search(request: Request):
+        body = await json_body(request)
+        return answer(await anyio.to_thread.run_sync(lambda: search_call(h, body)))
+
+    @route("/ui/api/read", ["POST"], auth=True)
+    async def read(request: Request):
+        body = await json_body(request)
+        return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
+
+    @route("/ui/api/status", ["GET"], auth=True)
+    async def status(request: Request):
+        return answer(await anyio.to_thread.run_sync(lambda: status_data(h, watcher, jobs, started)))
+
+    @route("/ui/api/facets", ["GET"], auth=True)
+    async def facets(request: Request):
+        return answer(await anyio.to_thread.run_sync(lambda: facet_data(h)))
+
+    @route("/ui/api/reindex", ["POST"], auth=True)
+    async def reindex(request: Request):
+        vault = (await json_body(request)).get("vault")
+        if not isinstance(vault, str) or not vault:
+            raise _Refused(400, "vault (a name) is required")
+        return answer(jobs.start(vault).to_dict(), 202)
+
+    @route("/ui/api/jobs", ["GET"], auth=True)
+    async def job_list(request: Request):
+        return answer({"jobs": [j.to_dict() for j in jobs.all()]})
+
+    return sessions
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _static(name: str):
+    from starlette.responses import Response
+    path = STATIC / name
+    try:
+        body = path.read_bytes()
+    except OSError:
+        raise _Refused(404, "no such file") from None
+    kind = STATIC_TYPES.get(posixpath.splitext(name)[1], "application/octet-stream")
+    return Response(body, media_type=kind, headers={**SECURITY_HEADERS, "cache-control": "no-cache"})
+
+
+# --- what the routes compute (plain functions: the tests call them too) ----------------------
+def search_call(h: Hybrid, body: dict) -> dict:
+    """The owner's search: hits without their chunk text (the snippet and the score breakdown
+    are what the page shows; expanding reads the section from disk), how the query was read,
+    the fusion weights and the time taken."""
+    request = SearchRequest.from_json(json.dumps(body))  # checked as /api/search checks it
+    t0 = time.perf_counter()
+    result = h.search(request)
+    took = round((time.perf_counter() - t0) * 1000, 1)
+    p = result.parsed
+    return {"hits": [x.to_dict(text=False) for x in result], **result.response_extras(),
+            "corrected_query": result.corrected_query if result.corrections else "",
+            "parsed": {"terms": p.terms, "phrases": p.phrases, "excludes": p.excludes,
+                       "folders": p.folders, "tags": p.tags, "sources": p.sources,
+                       "since": p.since, "listing": p.listing},
+            "took_ms": took}
+
+
+def read_section(h: Hybrid, body: dict) -> dict:
+    """The section around a hit, read from disk as ``hybrid get`` reads it: the section under
+    the hit's heading path when it holds the hit's lines (at most :data:`SECTION_LINES`, kept
+    around the hit), else the hit's lines and :data:`CONTEXT_LINES` on either side."""
+    from hybrid.app.refs import heading_lines, section_lines
+    vault, path = body.get("vault"), body.get("path")
+    start, end = body.get("start_line"), body.get("end_line")
+    heading = body.get("heading_path") or []
+    if not (isinstance(vault, str) and isinstance(path, str) and _line(start) and _line(end)):
+        raise BadSearchArgs("read needs vault, path, start_line and end_line (1 <= start <= end)")
+    start, end = int(start), int(end)  # type: ignore[arg-type]  # ints: checked just above
+    if start > end:
+        raise BadSearchArgs("read needs vault, path, start_line and end_line (1 <= start <= end)")
+    if not (isinstance(heading, list) and all(isinstance(x, str) for x in heading)):
+        raise BadSearchArgs("heading_path must be a list of headings")
+    from hybrid.app.refs import Ref
+    note = h.get(Ref(path=path), vault)  # the hit's own path, never parsed as a reference
+    lines = note.text.split("\n")
+    if end > len(lines):
+        raise PathRefused(f"{path} has {len(lines)} lines now, not {end}: the note changed since it was "
+                          f"indexed (re-index it, or search again)")
+    span = section_lines(lines, heading) if heading else None
+    if span is None or not (span[0] <= start and end <= span[1]):
+        span = (max(1, start - CONTEXT_LINES), min(len(lines), end + CONTEXT_LINES))
+    else:  # the section's own text: up to its first subheading after the hit, not its subsections
+        below = [i for i, _, _ in heading_lines(lines) if end <= i < span[1]]  # 0-based i: line i + 1
+        span = (span[0], below[0] if below else span[1])
+    first, last = span
+    if last - first + 1 > SECTION_LINES:  # keep the hit in view, and as much around it as fits
+        room = max(0, SECTION_LINES - (end - start + 1))
+        lo = max(first, min(start - room // 2, last - SECTION_LINES + 1))  # a hit near the end: shift back
+        first, last = lo, min(last, lo + SECTION_LINES - 1)
+    return {"vault": vault, "path": note.path, "start_line": first, "end_line": last,
+            "total_lines": len(lines), "hit_start": start, "hit_end": end,
+            "lines": lines[first - 1:last]}
+
+
+def _line(x: Any) -> bool:
+    """A 1-based line number (not a bool, which Python counts as an int)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def status_data(h: Hybrid, watcher, jobs: IndexJobs, started: float) -> dict:
+    """Every vault's status (the owner's: sizes and changes on disk included), the watcher's
+    state for it, the server, and the re-index jobs."""
+    import hybrid
+    watch = watcher.state() if watcher is not None else {}
+    s = h.settings
+    vaults = []
+    for st in h.status():
+        row = st.to_dict()
+        row["watcher"] = watch.get(st.name, {"watching": False})
+        vaults.append(row)
+    return {"vaults": vaults, "jobs": [j.to_dict() for j in jobs.all()],
+            "server": {"pid": os.getpid(), "uptime_s": round(time.time() - started, 1),
+                       "version": hybrid.__version__, "watching": watcher is not None,
+                       "rerank_model": s.rerank_model, "embedder": s.embedder}}
+
+
+def facet_data(h: Hybrid) -> dict:
+    """What the filters can offer: vault names, the document kinds present, the most used tags
+    and folders (at most :data:`TOP_FACETS` each)."""
+    from hybrid.sources import kind_of
+    tags: Counter[str] = Counter()
+    folders: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    names = []
+    for v in h.vaults:
+        names.append(v.name)
+        catalog = h.catalog_or_none(v)
+        if catalog is None:
+            continue  # not indexed yet (or unreadable): it offers nothing to filter by
+        rows = catalog.db.execute("SELECT path, tags FROM files WHERE deleted=0").fetchall()
+        for path, tag_json in rows:
+            kinds[kind_of(path)] += 1
+            parts = path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                folders["/".join(parts[:i])] += 1
+            try:
+                tags.update(t for t in json.loads(tag_json or "[]") if isinstance(t, str))
+            except ValueError:
+                pass
+    return {"vaults": names, "sources": sorted(kinds),
+            "tags": [t for t, _ in tags.most_common(TOP_FACETS)],
+            "folders": sorted(f for f, _ in folders.most_common(TOP_FACETS))}

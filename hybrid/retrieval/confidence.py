@@ -1,0 +1,105 @@
+"""How sure a hit is: a calibrated estimate (0..1) that the hit's note answers the query.
+
+RRF scores say only how a hit ranks against the others of the same query; the top hit of a
+query the vault cannot answer scores as high as the top hit of one it answers perfectly. The
+confidence reads what tells the two apart (each per hit):
+
+- ``cos``: the vector arm's cosine. Absolute, so it is used only for embedders it was
+  calibrated on (:data:`CALIBRATED`); for others the model without it is used.
+- ``cos_gap``: that cosine above the median of the vector arm's candidates: relative to the
+  query's own distribution, so it holds for any embedder.
+- ``coverage``: the share of the query's content words (stemmed, function words left out) the
+  passage (title, heading, text) contains.
+- ``both``: both arms found it; ``lex_rr`` / ``vec_rr``: 1 / its rank in each arm (0 when
+  that arm did not find it); ``rank_rr``: 1 / its rank in the fused list.
+
+A logistic model over those features maps them to a probability. Its coefficients are fitted
+by ``eval/bench/calibrate_confidence.py`` on the tune split of labelled queries (answerable
+ones over obsidian-help, and questions that vault cannot answer), and checked on the held-out
+split and on the bundled sample vault (``eval/reports/confidence.md``). They live in
+``hybrid/data/confidence.json``, one model per feature set: ``full`` (hybrid or vector mode on
+a calibrated embedder), ``relative`` (any other embedder: no absolute cosine) and ``lexical``
+(no vector arm). ``Hit.confidence_label`` words it: strong (>= 0.7), fair (>= 0.4), weak.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hybrid.retrieval import fuse
+
+if TYPE_CHECKING:
+    from hybrid.store.local.catalog import ChunkRow
+    from hybrid.retrieval.hits import Hit
+    from hybrid.retrieval.query import ParsedQuery
+
+FEATURES = ("cos", "cos_gap", "coverage", "both", "lex_rr", "vec_rr", "rank_rr")
+MODEL_FEATURES = {
+    "full": FEATURES,
+    "relative": ("cos_gap", "coverage", "both", "lex_rr", "vec_rr", "rank_rr"),
+    "lexical": ("coverage", "lex_rr", "rank_rr"),
+}
+# embedders whose cosines the ``full`` model was fitted on (MiniLM, either runtime; int8 is
+# within 0.02 of it)
+CALIBRATED = frozenset({"sentence-transformers/all-MiniLM-L6-v2",
+                        "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"})
+
+
+@functools.cache
+def models() -> dict[str, dict[str, Any]]:
+    """The fitted models: ``{name: {"features": [...], "weights": [...], "bias": b}}``."""
+    from importlib import resources  # here: importing it costs a cold lexical query ~7 ms
+    text = resources.files("hybrid").joinpath("data/confidence.json").read_text(encoding="utf-8")
+    return json.loads(text)["models"]
+
+
+def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
+             parsed: ParsedQuery, analyze: fuse.Analyze) -> list[dict[str, float]]:
+    """The features of each hit (in rank order); ``rows`` are the hits' chunks and
+    ``vector_scores`` the vector arm's scores, best first (empty when it did not run)."""
+    import statistics
+    want = fuse.content_stems(parsed.text, analyze)
+    median = statistics.median(vector_scores[:30]) if vector_scores else 0.0
+    floor = min(vector_scores) if vector_scores else 0.0
+    out = []
+    for i, (hit, row) in enumerate(zip(hits, rows)):
+        # a hit the vector arm did not return scores below the arm's last candidate
+        cos = hit.vector_score if hit.vector_score is not None else floor
+        cov = fuse.coverage(want, [f"{row.title} {row.heading} {row.text}"], analyze) if want else 0.0
+        out.append({
+            "cos": float(cos), "cos_gap": float(cos - median) if vector_scores else 0.0,
+            "coverage": cov,
+            "both": float(hit.lexical_rank is not None and hit.vector_rank is not None),
+            "lex_rr": 1.0 / hit.lexical_rank if hit.lexical_rank else 0.0,
+            "vec_rr": 1.0 / hit.vector_rank if hit.vector_rank else 0.0,
+            "rank_rr": 1.0 / (i + 1),
+        })
+    return out
+
+
+def model_name(has_vector: bool, embedder_ids: set[str]) -> str:
+    """Which model applies: ``lexical`` without a vector arm, ``full`` when every searched
+    vault's embedder is calibrated, else ``relative``."""
+    if not has_vector:
+        return "lexical"
+    return "full" if embedder_ids and embedder_ids <= CALIBRATED else "relative"
+
+
+def probability(feats: dict[str, float], name: str) -> float:
+    model = models()[name]
+    z = model["bias"] + sum(w * feats[f] for f, w in zip(model["features"], model["weights"]))
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def annotate(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
+             parsed: ParsedQuery, analyze: fuse.Analyze, embedder_ids: set[str]) -> None:
+    """Set each hit's ``confidence`` (rounded to 3 places)."""
+    if not hits:
+        return
+    name = model_name(bool(vector_scores), embedder_ids)
+    for hit, feats in zip(hits, features(hits, rows, vector_scores, parsed, analyze)):
+        hit.confidence = round(probability(feats, name), 3)

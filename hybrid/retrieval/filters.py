@@ -1,0 +1,127 @@
+"""Filters that match no note say so, with what is near, instead of an empty result.
+
+A ``--folder`` with a typo, a tag nobody uses or a ``since`` in the future would otherwise end
+in "no hits", which reads as "nothing relevant". :func:`check_filters` runs only when a search
+has a folder, tag or date filter, and costs one indexed query per vault when the filter matches
+something (the usual case). The names it suggests come from the notes the caller may see: an
+agent is never told a private folder or tag exists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hybrid.core.errors import HybridError
+
+if TYPE_CHECKING:
+    from hybrid.retrieval.request import Filters
+
+
+class NoMatchingNotes(HybridError):
+    """A search filter (folder, tag, date) that no note passes."""
+
+
+def check_filters(stores: Sequence[Any], filters: Filters) -> None:
+    """NoMatchingNotes when no note of ``stores`` (VaultStores or AgentStores: their catalogs
+    and hidden sets) passes ``filters``; the message names the part that matches nothing."""
+    if not filters.narrows:
+        return
+    f = filters
+    if _exists(stores, f.folders, f.tags, f.since, f.sources):
+        return
+    if f.sources and not _exists(stores, (), (), None, f.sources):
+        raise NoMatchingNotes(f"no {' or '.join(f.sources)} document is indexed"
+                              f"{_kinds_hint(stores)}")
+    folders_ok = not f.folders or _exists(stores, f.folders, (), None)
+    if not folders_ok:
+        shown = ", ".join(repr(x) for x in f.folders)
+        raise NoMatchingNotes(f"no note is in folder {shown}{_near(f.folders, _folders(stores), 'folders')}")
+    for tag in f.tags:
+        if not _exists(stores, (), (tag,), None):
+            raise NoMatchingNotes(f"no note carries tag {tag!r}{_near([tag], _tags(stores), 'tags')}")
+    if f.since is not None and not _exists(stores, (), (), f.since):
+        newest = max((m for s in stores for m in _modified(s)), default=None)
+        when = _day(f.since)
+        last = f" (the newest was modified {_day(newest)})" if newest else ""
+        raise NoMatchingNotes(f"no note was modified since {when}{last}")
+    parts = [f"folder {', '.join(f.folders)}" if f.folders else "",
+             f"tag{'s' if len(f.tags) > 1 else ''} {', '.join(f.tags)}" if f.tags else "",
+             f"modified since {_day(f.since)}" if f.since is not None else "",
+             f"source {', '.join(f.sources)}" if f.sources else ""]
+    raise NoMatchingNotes(f"no note matches all of: {'; '.join(p for p in parts if p)} "
+                          f"(each alone matches notes; drop one)")
+
+
+def _day(epoch: float) -> str:
+    """The local date of ``epoch``; in UTC where local time has no such date (year 1 west of
+    Greenwich)."""
+    try:
+        return dt.date.fromtimestamp(epoch).isoformat()
+    except (ValueError, OverflowError, OSError):
+        return dt.datetime.fromtimestamp(epoch, dt.UTC).date().isoformat()
+
+
+def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None,
+            sources: Sequence[str] = ()) -> bool:
+    """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
+    notes itself); stops at the first."""
+    return any(next(iter(store.catalog.note_ids(folders, tags, since, sources)), None) is not None
+               for store in stores)
+
+
+def _kinds_hint(stores: Sequence[Any]) -> str:
+    """" (indexed: note, pdf)": the kinds the searched vaults do hold."""
+    from hybrid.sources import KINDS
+    held = [k for k in KINDS if _exists(stores, (), (), None, (k,))]
+    return f" in the vaults searched (they hold: {', '.join(held)})" if held else ""
+
+
+def _visible_rows(store: Any) -> Iterable[tuple[str, str, float]]:
+    from hybrid.store.agent.store import base_catalog, hidden_file_ids
+    hidden = hidden_file_ids(store)
+    for fid, path, tags, modified in base_catalog(store).db.execute(
+            "SELECT id, path, tags, modified FROM files WHERE deleted=0"):
+        if fid not in hidden:
+            yield path, tags, modified
+
+
+def _folders(stores: Sequence[Any]) -> set[str]:
+    out: set[str] = set()
+    for store in stores:
+        for path, _, _ in _visible_rows(store):
+            parts = path.split("/")[:-1]
+            out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
+
+
+def _tags(stores: Sequence[Any]) -> set[str]:
+    out: set[str] = set()
+    for store in stores:
+        shows = getattr(store.catalog, "shows", None)  # an agent's: no tag that is a secret
+        for _, tags, _ in _visible_rows(store):
+            out.update(t for t in json.loads(tags) if shows is None or shows(t))
+    return out
+
+
+def _modified(store: Any) -> Iterable[float]:
+    return (m for _, _, m in _visible_rows(store))
+
+
+def _near(wanted: Sequence[str], known: set[str], what: str) -> str:
+    """"; folders near it: a, b" — the known names closest to what was asked (same name in
+    another case, a name that contains it as a part, then spelling neighbours)."""
+    picks: list[str] = []
+    for w in wanted:
+        low = w.lower()
+        picks += sorted(k for k in known if k.lower() == low)
+        picks += sorted(k for k in known if low in (p.lower() for p in k.split("/"))
+                        or (len(low) >= 3 and low in k.lower()))[:3]
+        picks += difflib.get_close_matches(w, sorted(known), n=3, cutoff=0.6)
+    picks = list(dict.fromkeys(p for p in picks if p not in wanted))[:4]
+    if picks:
+        return f"; {what} near it: {', '.join(picks)}"
+    return f" (there are no {what} at all)" if not known else ""

@@ -1,0 +1,168 @@
+"""What a search returns: :class:`Hit`, one cited passage, and the snippet shown with it."""
+
+from __future__ import annotations
+
+import functools
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class Hit:
+    """One ranked passage with everything needed to cite and open it."""
+    vault: str
+    path: str
+    title: str
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    snippet: str
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    rerank_score: float | None = None
+    fused_score: float | None = None     # the fused (RRF) score, before exact-first and recency
+    pin: str | None = None               # lifted by exact-first ("verbatim", "literal") or kept on
+                                         # top through the rerank ("phrase")
+    recency_penalty: float | None = None  # the recency demotion applied (score × (1 - penalty))
+    # calibrated estimate (0..1) that this passage's note answers the query; see hybrid/retrieval/confidence.py
+    confidence: float | None = None
+    tags: list[str] = field(default_factory=list)
+    modified: str = ""
+    uri: str = ""
+    chunk_id: int = 0
+    text: str = ""
+    source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark, slack
+    page: int | None = None   # a PDF hit's page (1-based)
+    url: str = ""             # a bookmark hit's page address
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+    @property
+    def confidence_label(self) -> str:
+        """``strong`` / ``fair`` / ``weak`` for :attr:`confidence` (empty when not computed)."""
+        return confidence_label(self.confidence)
+
+    @property
+    def citation(self) -> str:
+        """``vault:path:START-END``; a PDF's ``vault:path#page=N`` (what ``hybrid get`` reads)."""
+        if self.page is not None:
+            return f"{self.vault}:{self.path}#page={self.page}"
+        return f"{self.vault}:{self.path}:{self.start_line}-{self.end_line}"
+
+    def to_dict(self, *, text: bool = True) -> dict[str, Any]:
+        """Every field plus ``citation``: what ``--json``, ``/api/search`` and MCP return.
+        ``text=False`` leaves out the whole chunk (MCP: an agent reads it with get_note)."""
+        data = {**asdict(self), "citation": self.citation}
+        if not text:
+            del data["text"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Hit:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def confidence_label(confidence: float | None) -> str:
+    """The word shown for a confidence: ``strong`` (>= 0.7), ``fair`` (>= 0.4), else ``weak``."""
+    if confidence is None:
+        return ""
+    return "strong" if confidence >= 0.7 else "fair" if confidence >= 0.4 else "weak"
+
+
+def source_fields(path: str, heading: str, properties: Any, vault_folder: str) -> dict[str, Any]:
+    """The fields of a hit that depend on its document's kind: ``source``, ``page`` (a PDF's
+    section ``Page N``), ``url`` (a bookmark's) and ``uri``, what opens it: Obsidian for a file
+    of a vault, the page itself for a bookmark, nothing for a Slack day."""
+    from hybrid.sources import kind_of
+    from hybrid.sources.pdf import page_of
+    kind = kind_of(path)
+    out: dict[str, Any] = {"source": kind}
+    if kind == "pdf":
+        out["page"] = page_of(heading.split(" > ", 1)[0])
+    if kind == "bookmark":
+        props = properties() if callable(properties) else properties
+        url = props.get("url") if isinstance(props, dict) else None
+        out["url"] = out["uri"] = url if isinstance(url, str) else ""
+    elif kind == "slack":
+        out["uri"] = ""
+    else:
+        out["uri"] = obsidian_uri(vault_folder, path)
+    return out
+
+
+def obsidian_uri(vault_folder: str, path: str) -> str:
+    file = path[:-3] if path.lower().endswith(".md") else path
+    return ("obsidian://open?vault=" + urllib.parse.quote(vault_folder, safe="")
+            + "&file=" + urllib.parse.quote(file, safe=""))
+
+
+_WORD_START = re.compile(r"(?<!\w).", re.S)
+# how the query's own words are split for snippets and highlighting (hybrid.retrieval.pipeline.needles)
+NEEDLE_RE = re.compile(r"\w[\w\-./]*\w|\w")
+
+
+@functools.lru_cache(maxsize=16)
+def _needle_index(needles: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Needles of 2+ characters grouped by their first two characters (built once per query,
+    not once per hit)."""
+    out: dict[str, list[str]] = {}
+    for n in needles:
+        if len(n) >= 2:
+            out.setdefault(n[:2], []).append(n)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def needle_hits(low: str, needles: Sequence[str]) -> list[tuple[int, str]]:
+    """(position, needle) for every needle of 2+ characters that starts in ``low`` where no
+    word character precedes it, in text order. One pass over the text: at each such position
+    only the needles sharing its first two characters are tried (a regex per needle, compiled
+    anew for every hit of a 1,000-word query, took seconds)."""
+    by_prefix = _needle_index(tuple(sorted(set(needles))))
+    hits: list[tuple[int, str]] = []
+    for m in _WORD_START.finditer(low):
+        pos = m.start()
+        for n in by_prefix.get(low[pos:pos + 2], ()):
+            if low.startswith(n, pos):
+                hits.append((pos, n))
+    return hits
+
+
+def snippet(text: str, needles: Sequence[str], width: int = 300) -> str:
+    """About ``width`` characters of ``text`` around the densest cluster of query words,
+    cut at word boundaries, with ellipses where text was dropped."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= width:
+        return flat
+    hits = needle_hits(flat.lower(), needles)
+    start = 0
+    if hits:
+        best, j = (-1, 0), 0
+        counts: dict[str, int] = {}
+        for pos, n in hits:
+            counts[n] = counts.get(n, 0) + 1
+            while hits[j][0] < pos - width * 0.8:
+                counts[hits[j][1]] -= 1
+                if not counts[hits[j][1]]:
+                    del counts[hits[j][1]]
+                j += 1
+            if len(counts) > best[0]:
+                best = (len(counts), hits[j][0])
+        start = max(0, best[1] - width // 6)
+        start = min(start, max(0, len(flat) - width))
+        if start:
+            space = flat.find(" ", start)
+            start = space + 1 if 0 <= space < start + 30 else start
+    end = min(len(flat), start + width)
+    if end < len(flat):
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")

@@ -1,0 +1,115 @@
+"""Documented limits on a search, shared by every entry point (Python API, CLI, HTTP, MCP).
+
+Each limit exists because an unbounded value was shown to take the server down: a huge
+``top_k`` aborted the process on allocation, a 700 KB query took 6 GB and 26 s, a 50 MB body
+held the search lock for over a minute. ``check_search`` is called by ``Hybrid.search`` so no
+path can skip it; the HTTP and MCP servers call it earlier too, to answer with 400 / a tool error
+before doing any work.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+from hybrid.core.errors import HybridError
+
+MAX_TOP_K = 1000  # hits per search: Python API, CLI and /api/search
+MAX_TOP_K_MCP = 50  # hits per MCP `search` call: an agent's context is the constraint there
+MAX_QUERY_CHARS = 4000  # characters of query text
+MAX_BODY_BYTES = 64 * 1024  # bytes of an HTTP request body (any route)
+MAX_FILTER_ITEMS = 256  # entries in each of vaults / folders / tags / exclude_folders
+# The most bytes one character can take in a JSON body (an emoji as "\ud83e\udd8a"): an MCP
+# request may carry ``proposal_max_chars`` characters of propose_note content, whatever they are.
+JSON_BYTES_PER_CHAR = 12
+
+
+def mcp_body_limit(proposal_max_chars: int) -> int:
+    """Bytes of an MCP request body: room for a whole proposal in the worst JSON encoding, so the
+    tool (not the transport) refuses an over-long one, naming its limit."""
+    return MAX_BODY_BYTES + JSON_BYTES_PER_CHAR * max(0, proposal_max_chars)
+MODES = ("lexical", "vector", "hybrid")
+
+
+class BadSearchArgs(HybridError, ValueError):
+    """A search argument has the wrong type or is outside its documented range. A ValueError
+    too, so plain-Python callers can catch it the usual way."""
+
+
+def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
+                 rerank=False, exclude_folders=(), min_score=0.0, sources=(),
+                 max_top_k: int = MAX_TOP_K) -> None:
+    """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
+    has the documented type and range. Explicit checks, because a wrong type that slips
+    through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
+    if not isinstance(query, str):
+        raise BadSearchArgs(f"query must be a string (got {type(query).__name__})")
+    _check_text("query", query)
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadSearchArgs(f"query is too long ({len(query)} characters; the limit is "
+                            f"{MAX_QUERY_CHARS}): search for a few distinctive words instead")
+    _check_top_k(top_k, max_top_k)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise BadSearchArgs(f"mode must be one of {', '.join(MODES)} (got {_show(mode)})")
+    if vaults is not None:
+        _check_strings("vaults", vaults)
+    for name, value in (("folders", folders), ("tags", tags), ("exclude_folders", exclude_folders),
+                        ("sources", sources)):
+        _check_strings(name, value)
+    from hybrid.sources import check_kinds
+    try:
+        check_kinds(sources)
+    except ValueError as exc:
+        raise BadSearchArgs(str(exc)) from None
+    if since is not None and not (isinstance(since, str) or _is_number(since)):
+        raise BadSearchArgs(f"since must be a date like 2024-01-31 or an age like 30d (got {_show(since)})")
+    if isinstance(since, str):
+        _check_text("since", since)
+    if not isinstance(rerank, bool):
+        raise BadSearchArgs(f"rerank must be true or false (got {type(rerank).__name__})")
+    if not _is_number(min_score) or not 0 <= min_score <= 1:
+        raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence (got {_show(min_score)})")
+
+
+def _check_top_k(top_k, max_top_k: int) -> None:
+    """An integer in range; bool is refused although Python counts it as an int."""
+    if isinstance(top_k, bool) or not isinstance(top_k, Integral):
+        raise BadSearchArgs(f"top_k must be an integer between 1 and {max_top_k} (got {_show(top_k)})")
+    if not 1 <= int(top_k) <= max_top_k:
+        raise BadSearchArgs(f"top_k must be between 1 and {max_top_k} (got {_show(top_k)})")
+
+
+def _check_strings(name: str, value) -> None:
+    """A list (or tuple) of strings; a bare string is refused rather than split into letters."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise BadSearchArgs(f"{name} must be a list of strings (got {type(value).__name__})")
+    if len(value) > MAX_FILTER_ITEMS:
+        raise BadSearchArgs(f"{name} has {len(value)} entries; the limit is {MAX_FILTER_ITEMS}")
+    for item in value:
+        if not isinstance(item, str):
+            raise BadSearchArgs(f"{name} must be a list of strings (found {type(item).__name__})")
+        _check_text(name, item)
+
+
+def _check_text(name: str, value: str) -> None:
+    """Text the indexes can take: a lone surrogate (JSON's "\\ud800", or a command-line
+    argument that was not UTF-8) cannot be encoded, and tantivy refuses it deep inside."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadSearchArgs(f"{name} is not valid text (invalid UTF-8 or an unpaired "
+                            f"surrogate); retype it") from None
+
+
+def _is_number(value) -> bool:
+    """A finite real number (a timestamp); not bool, not NaN or infinity."""
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _show(value, width: int = 40) -> str:
+    """repr() cut short: an error message stays one short line whatever was sent."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"a {type(value).__name__}"
+    return text if len(text) <= width else text[:width] + "…"

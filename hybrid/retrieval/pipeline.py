@@ -1,0 +1,476 @@
+"""The query pipeline, one named stage per function:
+
+repair spelling → embed the query (on a worker thread) → lexical arm → vector arm → fuse →
+hydrate rows → priors (exact-first, recency) → rerank → hits.
+
+Each arm searches every target vault with the request's filters applied inside its own search
+and merges the vaults by score; results are keyed ``(vault name, chunk id)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hybrid.retrieval import confidence
+
+from hybrid.retrieval import fuse
+from hybrid.store.local.catalog import ChunkRow
+from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet, source_fields  # noqa: F401 - re-exported
+from hybrid.store.local.lexical import LexicalQuery, literals
+from hybrid.retrieval.query import ParsedQuery
+from hybrid.retrieval.request import Filters, SearchRequest
+from hybrid.retrieval.result import WORD_RE, SearchResult, apply_corrections
+from hybrid.core.timing import Stopwatch
+
+if TYPE_CHECKING:
+    from hybrid.store.agent.store import AgentStore
+    from hybrid.core.config import Vault
+    from hybrid.core.settings import Settings
+    from hybrid.store.local.store import VaultStore
+
+log = logging.getLogger("hybrid")
+MODES = ("lexical", "vector", "hybrid")
+
+Key = tuple[str, int]                    # (vault name, chunk id)
+Ranked = list[tuple[Key, float]]         # best first
+# a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts, filtered)
+Targets = Sequence[tuple["Vault", "VaultStore | AgentStore"]]
+QueryVector = Callable[[str, str], "object"]
+Rescorer = Callable[[str, Sequence[str]], list[float]]
+
+
+@dataclass
+class Arms:
+    """What each arm returned, merged over the vaults (empty when the arm did not run)."""
+    lexical: Ranked = field(default_factory=list)
+    vector: Ranked = field(default_factory=list)
+    exact: int = 0  # how many top hits exact-first placed (they answer a literal: no rerank)
+    coverage: float = 1.0  # share of the query's content words the best BM25 hits contain
+    # how the final order came about, for the score breakdown (the search page, --json)
+    fused: dict = field(default_factory=dict)    # key → fused score before the priors
+    pins: dict = field(default_factory=dict)     # key → "verbatim" | "literal" | "phrase"
+    demoted: dict = field(default_factory=dict)  # key → recency penalty applied (0..1)
+    weights: tuple[float, float] | None = None   # (lexical, vector) fusion weights used
+
+
+def run_search(targets: Targets, request: SearchRequest, settings: Settings,
+               query_vector: QueryVector | None, rescore: Rescorer | None = None,
+               clock: Stopwatch | None = None) -> SearchResult:
+    """Run ``request`` over the given vault stores. ``query_vector(embedder_id, text)`` returns
+    the embedding of ``text`` for a vault's embedder (only called when the vector arm runs; on a
+    worker thread, so the model's forward pass overlaps the lexical arm); ``rescore(query,
+    passages)`` returns cross-encoder logits (only with ``request.rerank``). Stage timings are
+    added to ``clock``. The hits come as a :class:`~hybrid.retrieval.result.SearchResult`, a list that
+    also says which words were corrected and what was searched for."""
+    clock = clock or Stopwatch()
+    filters, depth = request.filters, max(settings.candidates, request.top_k)
+    with clock("repair"):
+        fixes = corrections(targets, request.parsed) if settings.fuzzy else {}
+        parsed = apply_corrections(request.parsed, fixes)
+    vectors = embed_query(targets, request.mode, parsed.text, query_vector)
+    arms = Arms()
+    if request.mode in ("lexical", "hybrid"):
+        with clock("lexical"):
+            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings)
+    if request.mode in ("vector", "hybrid") and vectors:
+        with clock("vector"):
+            arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
+    with clock("hydrate"):
+        rows = hydrate(targets, list(dict.fromkeys(k for k, _ in arms.lexical + arms.vector)))
+    # ids gone since the arms ran (or, for an agent, of a note made private meanwhile) are
+    # dropped before fusion, so no rank or score shows the gap they leave
+    arms.lexical = [kv for kv in arms.lexical if kv[0] in rows]
+    arms.vector = [kv for kv in arms.vector if kv[0] in rows]
+    with clock("weigh"):
+        weights = fusion_weights(targets, parsed, arms, rows, settings) if request.mode == "hybrid" else None
+    fused = fuse_arms(request.mode, arms, settings, weights)
+    arms.fused, arms.weights = dict(fused), weights
+    fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
+    ce: dict[Key, float] = {}
+    if request.rerank and rescore is not None and fused and not arms.exact:
+        with clock("rerank"):
+            fused, ce, kept = rerank(fused, rows, parsed, rescore, settings.rerank_top_n)
+            arms.pins.update((k, "phrase") for k, _ in fused[:kept])
+    with clock("hits"):
+        words = needles(targets, parsed)
+        hits = build_hits(targets, fused[:request.top_k], rows, arms, ce, words, settings.snippet_chars)
+    with clock("confidence"):
+        confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
+                            parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
+                            {store.embedder_id or "" for _, store in targets})
+        if request.min_score:
+            hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
+    if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
+        log.debug("search stages (s): %s", clock.rounded())
+    fusion = ({"k": settings.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
+              if arms.weights else {})
+    return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words,
+                        fusion=fusion)
+
+
+def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:
+    """{misspelled free word (lower case): its correction} over the target vaults (the first
+    vault that can correct a word wins); a word no vault can correct is not in it. Whole words
+    of letters only (:data:`hybrid.retrieval.result.WORD_RE`)."""
+    words = [w for t in parsed.terms for w in WORD_RE.findall(t)]
+    fixes: dict[str, str] = {}
+    for _, store in targets:
+        for wrong, right in store.lexical.corrections(words).items():
+            fixes.setdefault(wrong, right)
+    return fixes
+
+
+def embed_query(targets: Targets, mode: str, text: str,
+                query_vector: QueryVector | None) -> dict[str, Future]:
+    """Start embedding ``text`` (the typo-corrected text: the model reads a misspelling as
+    noise) once per distinct embedder of the target vaults, on the embedding thread; the
+    lexical arm runs meanwhile. Empty when the vector arm does not run."""
+    vectors: dict[str, Future] = {}
+    if mode not in ("vector", "hybrid") or query_vector is None:
+        return vectors
+    for _, store in targets:
+        eid = store.embedder_id
+        if eid and eid not in vectors:
+            vectors[eid] = _embedding_pool().submit(query_vector, eid, text)
+    return vectors
+
+
+def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
+                settings: Settings) -> Ranked:
+    """BM25 over every vault, filters applied inside the search, merged by score: over chunks,
+    sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks."""
+    lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
+    opts = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
+                since=filters.since, stopwords=settings.stopwords,
+                exclude_folders=filters.exclude_folders, sources=filters.sources)
+    lists = []
+    # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
+    # not the section that repeats it most
+    lookup = bool(parsed.terms) and len(literals(parsed.terms)) == len(parsed.terms)
+    for vault, store in targets:
+        hits = store.lexical.search(lq, depth, **opts)
+        if settings.lexical_unit != "chunk" and not lookup:
+            sections = store.lexical.search_units(lq, depth, unit="section", **opts)
+            hits = by_section(hits, sections, settings.lexical_unit == "both")
+        lists.append([((vault.name, cid), s) for cid, s in hits])
+    return fuse.merge_by_score(lists, depth)
+
+
+def by_section(chunks: list[tuple[int, float]], sections: list[tuple[list[int], float]],
+               both: bool) -> list[tuple[int, float]]:
+    """The lexical ranking from section evidence. Each ranked section stands for its best chunk
+    (the one BM25 ranked highest among the chunk hits, else its first), in section order with
+    the section's score, and the chunk hits not placed follow; with ``both`` that list is
+    instead fused (RRF) with the chunk ranking. Then every placed chunk brings the other chunk
+    hits of its section right behind it: several matching chunks of one section keep their
+    weight in fusion, as they have in a plain chunk ranking."""
+    if not sections:
+        return list(chunks)
+    chunk_score = dict(chunks)
+    section_of: dict[int, int] = {}
+    reps: list[tuple[int, float]] = []
+    for n, (ids, score) in enumerate(sections):
+        for i in ids:
+            section_of.setdefault(i, n)
+        best = max(ids, key=lambda i: (chunk_score.get(i, -1.0), -i))
+        if section_of[best] == n:
+            reps.append((best, score))
+    if both:
+        ranked = fuse.rrf([[c for c, _ in reps], [c for c, _ in chunks]], k=SECTION_RRF_K)
+    else:
+        placed = {c for c, _ in reps}
+        floor = min((s for _, s in reps), default=1.0)
+        ranked = reps + [(c, floor * s / (1.0 + s)) for c, s in chunks if c not in placed]
+    members: dict[int, list[int]] = {}
+    for c, _ in chunks:  # chunk order: best first within each section
+        if c in section_of:
+            members.setdefault(section_of[c], []).append(c)
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for c, score in ranked:
+        for i, m in enumerate([c, *members.get(section_of.get(c, -1), [])]):
+            if m not in seen:
+                seen.add(m)
+                out.append((m, score * (1.0 - 1e-6 * i)))
+    return out
+
+
+SECTION_RRF_K = 60
+
+
+def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
+               vectors: dict[str, Future]) -> Ranked:
+    """Nearest chunks over every vault with vectors, merged by similarity. Excluded folders and
+    ``-word`` exclusions are banned ids; required phrases and note filters restrict the search
+    to the ids that pass (a broad filter is applied after the search, see ``_post_filtered``)."""
+    lists = []
+    for vault, store in targets:
+        if not store.embedder_id:
+            continue
+        qvec = vectors[store.embedder_id].result()
+        hits = _vector_hits(store, qvec, parsed, filters, depth)
+        lists.append([((vault.name, cid), s) for cid, s in hits])
+    return fuse.merge_by_score(lists, depth)
+
+
+def _vector_hits(store: VaultStore | AgentStore, qvec, parsed: ParsedQuery, filters: Filters,
+                 depth: int) -> list[tuple[int, float]]:
+    banned: set[int] = set()
+    if filters.exclude_folders:
+        banned |= store.catalog.filter_ids(folders=filters.exclude_folders)
+    for ex in parsed.excludes:
+        banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
+    if filters.narrows and not parsed.phrases:
+        hits = _post_filtered(store, qvec, depth, banned, filters)
+        if hits is not None:
+            return hits
+    allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
+                                        sources=filters.sources)
+               if filters.narrows else None)
+    if parsed.phrases:
+        must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
+        allowed = must if allowed is None else allowed & must
+    return store.vector.search(qvec, depth, allowed, banned)
+
+
+def _post_filtered(store: VaultStore | AgentStore, qvec, depth: int, banned: set[int],
+                   filters: Filters) -> list[tuple[int, float]] | None:
+    """A note filter that keeps many chunks is cheapest applied after the search: take the
+    nearest ``10·depth`` (then ``40·depth``) chunks unfiltered and keep those the catalog says
+    pass. Listing every passing id up front (hundreds of thousands in a big vault, per query)
+    costs far more. Returns None when too few pass; the caller then searches with the full id
+    list, which is what a selective filter needs anyway."""
+    total = store.vector.count()
+    for wide in (10 * depth, 40 * depth):
+        cand = store.vector.search(qvec, wide, None, banned)
+        keep = store.catalog.filter_ids(filters.folders, filters.tags, filters.since, sources=filters.sources,
+                                        among=[i for i, _ in cand])
+        got = [(i, s) for i, s in cand if i in keep]
+        if len(got) >= depth:
+            return got[:depth]
+        if wide >= total and store.vector.exact:
+            return got  # every vector was looked at: nothing more passes
+    return None
+
+
+def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms, rows: dict[Key, ChunkRow],
+                   settings: Settings) -> tuple[float, float]:
+    """The (lexical, vector) fusion weights for this query. With ``adaptive_fusion`` the BM25
+    weight is scaled by how much of the query the best BM25 hits cover (see
+    :func:`hybrid.retrieval.fuse.coverage_weight`): a question asked in other words than the notes use
+    matches only a few of its words anywhere, and then the BM25 ranking is mostly noise from
+    common words; a keyword query, a section's own words or an identifier are covered whole."""
+    wl, wv = settings.weight_lexical, settings.weight_vector
+    if not settings.adaptive_fusion or not arms.lexical or not arms.vector:
+        return wl, wv
+    store = targets[0][1]
+    want = fuse.content_stems(parsed.text, store.lexical.stem.analyze)
+    if not want:
+        return wl, wv
+    top = [rows[k] for k, _ in arms.lexical[:COVERAGE_HITS]]
+    texts = [f"{r.title} {r.heading} {r.text}" for r in top]
+    arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.analyze)
+    return wl * fuse.coverage_weight(cov), wv
+
+
+COVERAGE_HITS = 3  # how many of the best BM25 hits the coverage looks at
+
+
+def fuse_arms(mode: str, arms: Arms, settings: Settings,
+              weights: tuple[float, float] | None = None) -> Ranked:
+    """One arm's ranking as is, or (hybrid) weighted reciprocal-rank fusion of both (weights
+    from :func:`fusion_weights`, default the settings' fixed ones)."""
+    if mode == "lexical":
+        return list(arms.lexical)
+    if mode == "vector":
+        return list(arms.vector)
+    wl, wv = weights or (settings.weight_lexical, settings.weight_vector)
+    return fuse.rrf([[k for k, _ in arms.lexical], [k for k, _ in arms.vector]], k=settings.rrf_k,
+                    weights=[wl, wv])
+
+
+def hydrate(targets: Targets, keys: Sequence[Key]) -> dict[Key, ChunkRow]:
+    """The catalog rows of ``keys`` (one query per vault); ids deleted meanwhile are absent."""
+    by_vault: dict[str, list[int]] = {}
+    for v, cid in keys:
+        by_vault.setdefault(v, []).append(cid)
+    out: dict[Key, ChunkRow] = {}
+    for vault, store in targets:
+        ids = by_vault.get(vault.name)
+        if ids:
+            out.update(((vault.name, cid), row) for cid, row in store.catalog.chunks(ids).items())
+    return out
+
+
+def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: ParsedQuery,
+                 mode: str, settings: Settings) -> Ranked:
+    """Exact-first (hybrid mode: chunks naming every literal of the query rank first) and the
+    recency demotion of notes not modified for ``recency_months``."""
+    if mode == "hybrid" and settings.exact_first:
+        lits = strong_literals(parsed.terms, arms.coverage)
+        lookup = bool(lits) and len(lits) == len(parsed.terms)
+        before = fused
+        fused = exact_first(fused, [k for k, _ in arms.lexical], rows, lits, lookup,
+                            verbatim_text(parsed.terms, lits))
+        old = dict(before)
+        lifted = [(k, s - old.get(k, 0.0)) for k, s in fused if s != old.get(k)]
+        arms.exact = len(lifted)
+        arms.pins.update((k, "verbatim" if lift >= 2.0 else "literal") for k, lift in lifted)
+    if settings.recency_months:
+        cutoff = time.time() - settings.recency_months * 30.44 * 86400
+        penalties = {k: settings.recency_penalty for k, _ in fused if rows[k].modified < cutoff}
+        fused = fuse.demote(fused, penalties)
+        arms.demoted.update(penalties)
+    return fused
+
+
+def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False,
+                verbatim: str = ""):
+    """Verbatim identifiers survive fusion: lexical hits whose text contains every literal of the
+    query move above all others, their scores lifted by 1. Plain RRF would otherwise let
+    semantically close notes outrank the one that names the thing. They keep their fused order,
+    or BM25 order when the query is nothing but literals (a lookup, where term statistics and
+    title/heading matches say more than similarity).
+
+    ``verbatim`` (see :func:`verbatim_text`): lexical hits containing the whole query as
+    written (``publish: false``, ``Obsidian Desktop v1.1.10``) go above those, lifted by 2."""
+    tiers = []
+    if verbatim:
+        tiers.append((2.0, [k for k in lex_keys if k in rows and verbatim in _haystack(rows[k])]))
+    if lits:
+        needles = [x.lower() for x in lits]
+        tiers.append((1.0, [k for k in lex_keys if k in rows
+                            and all(n in _haystack(rows[k]) for n in needles)]))
+    score, out = dict(fused), []
+    placed: set = set()
+    for lift, keys in tiers:
+        chosen = set(keys) - placed
+        if not chosen:
+            continue
+        order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
+        out += [(k, lift + score.get(k, 0.0)) for k in order]
+        placed |= chosen
+    if not placed:
+        return fused
+    return out + [kv for kv in fused if kv[0] not in placed]
+
+
+def _haystack(row: ChunkRow) -> str:
+    return _squash(f"{row.title}\n{row.heading}\n{row.text}")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+WEAK_LITERAL_RE = re.compile(r"[a-z]+(?:-[a-z]+)+")
+VERBATIM_RE = re.compile(r"\w[^\w\s]+\w|\w[:=]")  # inner punctuation or a trailing `key:`
+
+
+def strong_literals(terms: Sequence[str], coverage: float = 1.0) -> list[str]:
+    """The query's literals (:func:`hybrid.store.local.lexical.literals`) that exact-first should honour. In
+    a sentence of five words or more, a lowercase hyphenated word (``self-hosted``,
+    ``full-screen``) is prose, not an identifier; in a short query (``pi-hole allowlist``,
+    ``task-todo``) it still names something. And a long question whose words the best BM25
+    hits mostly lack (``coverage`` below ``fuse.COVERAGE_FULL``: "keep the actions I use most
+    at the top of the Ctrl+P list") mentions its literal in passing: it asks for something
+    else, so no literal is honoured."""
+    lits = literals(terms)
+    if len(terms) < 5:
+        return lits
+    if len(terms) > LONG_QUERY and coverage < fuse.COVERAGE_FULL:
+        return []
+    return [t for t in lits if not WEAK_LITERAL_RE.fullmatch(t)]
+
+
+LONG_QUERY = 6  # words: above this a query is a sentence, not a lookup
+
+
+def verbatim_text(terms: Sequence[str], lits: Sequence[str]) -> str:
+    """The query text to look for verbatim, or "": only for queries of two words or more that
+    hold a literal or punctuation inside (``publish: false``, ``Obsidian Desktop v1.1.10``),
+    whose exact wording is itself evidence."""
+    text = _squash(" ".join(terms))
+    if len(text.split()) < 2 or not (lits or VERBATIM_RE.search(text)):
+        return ""
+    return text
+
+
+def rerank(fused: Ranked, rows: dict[Key, ChunkRow], parsed: ParsedQuery, rescore: Rescorer,
+           top_n: int) -> tuple[Ranked, dict[Key, float], int]:
+    """Rescore the top ``top_n`` with the cross-encoder and blend its order with the fused one;
+    chunks holding the query's phrases or compound identifiers stay pinned on top. Returns the
+    new ranking, each rescored key's logit and how many leading hits stayed pinned."""
+    from hybrid.store.local.lexical import identifiers, is_compound
+    from hybrid.retrieval.rerank import blend, pinned
+    depth = max(top_n, 1)
+    head = fused[:depth]
+    logits = rescore(parsed.text, [_passage(rows[k]) for k, _ in head])
+    ce = {k: round(x, 6) for (k, _), x in zip(head, logits)}
+    lits = parsed.phrases + [t for t in identifiers(" ".join(parsed.terms)) if is_compound(t)]
+    keep = pinned(lits, [rows[k].text for k, _ in head])
+    reranked = sorted(zip([k for k, _ in head], blend(logits, depth)), key=lambda kv: -kv[1])
+    reranked = head[:keep] + [kv for kv in reranked if kv[0] not in dict(head[:keep])]
+    return reranked + fused[len(head):], ce, keep
+
+
+def _passage(row: ChunkRow) -> str:
+    """What the cross-encoder reads: where the chunk sits, then the chunk."""
+    where = " > ".join(p for p in [row.title, row.heading] if p)
+    return f"{where}\n{row.text}"
+
+
+def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
+    """What a snippet centres on: the query's words as typed and as each vault stems them."""
+    out = set(NEEDLE_RE.findall(parsed.text.lower()))
+    for _, store in targets:
+        out.update(store.lexical.stem.analyze(parsed.text))
+    return sorted(out)
+
+
+def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms: Arms,
+               ce: dict[Key, float], words: list[str], snippet_chars: int) -> list[Hit]:
+    """One :class:`Hit` per ranked key, with each arm's rank and score for the record."""
+    lex_rank, lex_score = fuse.ranks([k for k, _ in arms.lexical]), dict(arms.lexical)
+    vec_rank, vec_score = fuse.ranks([k for k, _ in arms.vector]), dict(arms.vector)
+    folder_names = {v.name: v.path.name for v, _ in targets}
+    hits = []
+    for key, score in ranked:
+        r = rows[key]
+        hits.append(Hit(
+            vault=key[0], path=r.path, title=r.title,
+            heading_path=r.heading.split(" > ") if r.heading else [],
+            start_line=r.start_line, end_line=r.end_line,
+            snippet=snippet(r.text, words, snippet_chars), score=round(float(score), 6),
+            lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
+            vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
+            rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),
+            recency_penalty=arms.demoted.get(key), tags=r.tags,
+            modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
+            chunk_id=r.id, text=r.text,
+            **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))
+    return hits
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+_POOL = None
+
+
+def _embedding_pool():
+    """One worker thread for query embeddings (torch releases the GIL during the forward pass,
+    so the lexical arm runs meanwhile)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hybrid-query-embed")
+    return _POOL

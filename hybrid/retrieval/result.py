@@ -1,0 +1,79 @@
+"""What a search returns: :class:`SearchResult`, the ranked hits (a plain ``list[Hit]`` to every
+caller that wants only those) plus how the engine read the query: the words it corrected and
+the parsed query it searched for. Light on purpose (no index imports): ``hybrid query`` rebuilds
+one from a running server's ``/api/search`` answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from hybrid.retrieval.hits import Hit
+from hybrid.retrieval.query import FILTER_RE, TOKEN_RE, ParsedQuery, is_exclusion
+
+# A whole word of letters: `alpha17` or `snake_case` are identifiers, never "corrected".
+WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
+
+
+class SearchResult(list[Hit]):
+    """The hits, best first, and how the query was read: ``corrections`` ({wrong: right}, the
+    words typo repair replaced, lower case), ``parsed`` (the query as searched, after repair)
+    and ``query`` (the text as given). ``needles`` are the words snippets centre on (as typed
+    and as the vaults stem them), when the engine reported them."""
+
+    def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
+                 corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
+                 fusion: Mapping[str, float] | None = None):
+        super().__init__(hits)
+        self.query = query
+        self.parsed = parsed if parsed is not None else ParsedQuery()
+        self.corrections: dict[str, str] = dict(corrections or {})
+        self.needles: list[str] = list(needles)
+        self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
+
+    @property
+    def corrected_query(self) -> str:
+        """``query`` with each corrected free word replaced (phrases, exclusions and filters as
+        written); ``query`` itself when nothing was corrected."""
+        if not self.corrections:
+            return self.query
+
+        def fix(m: re.Match) -> str:
+            word = m.group(3)
+            if word is None or is_exclusion(word) or FILTER_RE.match(word):
+                return m.group(0)
+            return fix_words(word, self.corrections)
+        return TOKEN_RE.sub(fix, self.query)
+
+    def response_extras(self) -> dict[str, Any]:
+        """What ``/api/search`` sends besides ``hits`` (old clients ignore it)."""
+        return {"corrections": self.corrections, "needles": self.needles, "fusion": self.fusion}
+
+    @classmethod
+    def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
+        """Rebuild the result from an ``/api/search`` answer to ``query`` (``parsed`` as the
+        client parsed it). A server from before corrections were reported sends only ``hits``."""
+        corrections = data.get("corrections")
+        corrections = {str(k): str(v) for k, v in corrections.items()} if isinstance(corrections, dict) else {}
+        needles = data.get("needles")
+        needles = [str(n) for n in needles] if isinstance(needles, list) else []
+        fusion = data.get("fusion")
+        fusion = {str(k): v for k, v in fusion.items()
+                  if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
+        return cls((Hit.from_dict(d) for d in data["hits"]), query=query,
+                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
+                   needles=needles, fusion=fusion)
+
+
+def fix_words(text: str, fixes: Mapping[str, str]) -> str:
+    """``text`` with every whole word of letters found in ``fixes`` (by its lower case) replaced."""
+    return WORD_RE.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), text)
+
+
+def apply_corrections(parsed: ParsedQuery, fixes: Mapping[str, str]) -> ParsedQuery:
+    """``parsed`` with its free words corrected (phrases and exclusions are taken as written)."""
+    if not fixes:
+        return parsed
+    return replace(parsed, terms=[fix_words(t, fixes) for t in parsed.terms])

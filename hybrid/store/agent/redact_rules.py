@@ -1,0 +1,385 @@
+"""The Python side of the redaction rules (:mod:`hybrid.store.agent.redact`): how a value a project rule
+captured is judged (a placeholder such as ``${TOKEN}`` or ``changeme`` is kept, a passphrase
+runs on to the end of its line), the cells of a table column headed by a credential word, and
+the normalised copy of a text that is scanned as well (full-width letters folded, zero-width
+characters and HTML entities resolved, a token cut by a line break re-joined), its finds mapped
+back to the original's offsets.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from bisect import bisect_right
+from functools import lru_cache
+from typing import NamedTuple
+
+# How the value a project rule captured is judged (:func:`judge`). Built-in rules match fixed
+# token shapes, and their findings are kept as they are.
+_KEYWORD = "keyword"          # after a credential name: kept unless a placeholder or a plain word
+_PASSWORD = "password"        # the same; an unquoted passphrase runs on to the end of the line
+_STRICT = "strict"            # syntax that leaves no doubt (URL userinfo, `sshpass -p`): a plain word counts
+_RANDOM = "random"            # near a credential word: kept if random-looking, letters and digits
+_PROSE_PASSWORD = "prose"     # after "password is": kept if password-looking
+HINT_TABLE = "table"         # a table header with a credential column: judge that column's cells
+HINT_TOKEN_END = "token-end"  # a token cut by a line break, or followed by punctuation: scan a
+#                               copy re-joined, or with a space after it
+HINT_INVISIBLE = "invisible"  # a zero-width or other format character: scan a copy without it
+RULE_KINDS = {
+    "custom.url-password": _STRICT,
+    "custom.keyword-password": _PASSWORD,
+    "custom.keyword-secret": _KEYWORD,
+    "custom.xml-secret": _KEYWORD,
+    "custom.cli-password": _STRICT,
+    "custom.cli-flag": _KEYWORD,
+    "custom.auth-header": _KEYWORD,
+    "custom.url-query-secret": _KEYWORD,
+    "custom.webhook-url": _RANDOM,
+    "custom.pgpass": _STRICT,
+    "custom.keyword-prose": _RANDOM,
+    "custom.password-prose": _PROSE_PASSWORD,
+    "custom.hint-table": HINT_TABLE,
+    "custom.hint-token-end": HINT_TOKEN_END,
+    "custom.hint-invisible": HINT_INVISIBLE,
+}
+
+# Built-in rules that are not shown (``visible: false``) report the companions a validator needs:
+# most are secrets (an AWS secret key goes with its key id) but some are only names of things
+# (an Azure storage account name, a client id, a host), which are not redacted.
+COMPANION_NAME_RE = re.compile(r"[-_](?:id|name|url|host|domain|address|username|repository)(?:\.\d+)?$")
+_WORDY_ID_RE = re.compile(r"^[a-z]+(?:[-_./][a-z0-9]+)+$|^[A-Za-z]+$|^\d+$")
+_SEPARATOR_RE = re.compile(r"[-_./+]")
+_PLACEHOLDER_WORDS = frozenset({
+    "changeme", "change_me", "change-me", "changeit", "password", "passwd", "pass", "secret",
+    "token", "apikey", "api_key", "example", "placeholder", "redacted", "hidden", "removed",
+    "dummy", "sample", "true", "false", "null", "none", "nil", "undefined", "required",
+    "optional", "string", "your_password", "yourpassword", "your_token", "your_api_key",
+    "n/a", "tbd", "todo", "unknown", "unset", "empty", "blank",
+})
+# Words of instructions and sentences, not of passphrases: a value holding one is a note
+# ("see the vault", "ask Bob", "stored in 1Password", a translated "Enter your password").
+_STOP_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "from", "with", "by", "as",
+    "is", "are", "was", "be", "it", "this", "that", "not", "no", "see", "ask", "use", "check",
+    "same", "your", "my", "our", "their", "stored", "saved", "kept", "set", "via", "here", "there",
+    "below", "above", "later", "never", "always", "please", "enter", "type", "when", "if", "than",
+    "then", "what", "who", "how", "why", "password", "passwords", "token", "secret", "key",
+})
+_PLACEHOLDER_RES = [re.compile(p) for p in (
+    r"^\$[A-Za-z_]\w*$",                    # $VAR
+    r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$",     # ENV_VAR_NAME
+    r"^[A-Za-z_][\w.]*[()]",                # a call: getpass.getpass(), env(, strtok(line, f(token)[0]
+    r"^[A-Za-z_][\w.]*\[",                  # a subscript: os.environ['X'], tokens[i]
+    r"^[A-Za-z_]+(?:\.[A-Za-z_]+)+$",       # an attribute: process.env.X, settings.api_key
+    r"^(/|~/|\./|\.\./)[\w./-]*$",          # a path (`pwd: /home/alice`)
+    r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$",  # a command or header: ConvertTo-SecureString, X-Auth-Token
+    r"^#[0-9A-Fa-f]{3,8}$",                 # a colour
+    r"^%\(\w+\)s$",                         # %(name)s
+    r"^(.)\1+$",                            # one character repeated: ********, 00000000
+    r"[xX*#•]{4}",                          # a masked part: sk-xxxx..., ****1234
+    r"\.\.\.|…",                            # an ellipsis
+)]
+_ENV_MARKERS = ("${", "{{", "}}", "environ", "getenv", "process.env", "env(", "env[", "secrets.")
+_PLAIN_WORD_RE = re.compile(r"(?:[^\W\d_]|[-_'])+")      # letters of any script, `-_'`
+_IDENTIFIER_RE = re.compile(r"_?[a-z]+(?:_[a-z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z]+)+")
+_PUBLIC_NAME_RE = re.compile(r"(?i)public[\w.-]*[\"']?\s*(?:[:=]|=>)?\s*[\"'`]?$")  # publicKeyToken="..."
+_NUMBER_RE = re.compile(r"[\d.,:/+_\- ]+")                # counts, versions, dates, times, 129_595
+_NOT_A_PASSWORD_RE = re.compile(
+    r"://|^[\w.+-]+@[\w-]+\.[\w.]+$|^[/~]|^\.\.?/|^v?\d+(?:\.\d+)+|^\d{4}-\d\d-\d\d|^#|^\[\[|^\$")
+_PHRASE_WORD_RE = re.compile(r"[A-Za-z][a-z]{2,}")
+_PHRASE_MAX = 300  # characters: 24 words and their spaces
+_SEED_RE = re.compile(r"(?i)(?:seed|recovery|mnemonic|backup)[\s_-]?(?:phrase|words)|mnemonic")
+_QUOTES = "\"'`"
+_VALUE_STOP_RE = re.compile("[，。；、）」』】\u00a0\u202f]")  # ends an unquoted value (CJK text, French)
+_PROSE_TRAIL = ".,;:!?)]}»*"
+
+
+def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
+    """True when a keyword or URL-password value is a stand-in rather than a secret. A plain
+    short word counts as one after a keyword (`token: required`) but not as a URL's password."""
+    v = value.strip("\"'`.,;: \t").rstrip(")]}>").rstrip("\"'`.,;:")  # `token: str)` in a signature
+    if len(v) < 3 or v[0] in "[<{(*" or v.startswith("$("):
+        return True
+    low = v.lower()
+    if low in _PLACEHOLDER_WORDS or low.startswith(("your_", "your-", "your ", "my_", "my-")):
+        return True
+    if any(m in low for m in _ENV_MARKERS):
+        return True
+    words = low.split()
+    if len(words) > 1 and (len(words) > 24 or any(w.strip(".,;:!?()") in _STOP_WORDS for w in words)):
+        return True
+    if not in_url and ((_PLAIN_WORD_RE.fullmatch(v) and len(v) < 16)  # a plain word (`required`)
+                       or _IDENTIFIER_RE.fullmatch(v)):  # a variable: `has_psk`, `passwordFromEnv`
+        return True
+    if _NUMBER_RE.fullmatch(v) and not (v.isdigit() and len(v) >= 10):  # a count, a port, a version
+        return True
+    return any(p.search(v) for p in _PLACEHOLDER_RES)
+
+
+def _secret_looking(value: str) -> bool:
+    """For a value found in prose: letters and digits both, and not an identifier made of words
+    (`release-notes-2024`, `obsidian.md/v1`, `DINOv2-with-registers`: short pieces between
+    separators, where a random key has long ones)."""
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)) or _WORDY_ID_RE.match(value):
+        return False
+    pieces = _SEPARATOR_RE.split(value)
+    return len(pieces) < 2 or max(map(len, pieces)) > 10
+
+
+def _password_looking(value: str) -> bool:
+    """For a value after "the password is": a letter and a digit or a symbol, and not a word, a
+    number, a path, a URL, an e-mail address, a version or a date."""
+    if not 6 <= len(value) <= 64 or _NOT_A_PASSWORD_RE.search(value) or _is_placeholder(value, in_url=True):
+        return False
+    return any(c.isalpha() for c in value) and any(c.isdigit() or c in "!#$%&*+=?@^~|" for c in value)
+
+
+def _phrase_end(text: str, s: int) -> int | None:
+    """The end of a passphrase of plain words that starts at ``s`` and fills its line (three to
+    eight words with none of :data:`_STOP_WORDS`; up to 24 of any kind after "seed phrase")."""
+    eol = text.find("\n", s, s + _PHRASE_MAX + 1)
+    if eol < 0:
+        if len(text) - s > _PHRASE_MAX:
+            return None
+        eol = len(text)
+    phrase = text[s:eol].rstrip(" \t.")
+    words = phrase.split()
+    if len(words) < 3 or not all(_PHRASE_WORD_RE.fullmatch(w) for w in words):
+        return None
+    if _SEED_RE.search(text, max(text.rfind("\n", max(0, s - 80), s) + 1, s - 80), s):
+        return s + len(phrase) if len(words) <= 24 else None
+    lowered = [w.lower() for w in words]
+    if len(words) > 8 or lowered[0] in _PLACEHOLDER_WORDS or any(w in _STOP_WORDS for w in lowered):
+        return None
+    return s + len(phrase)
+
+
+def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
+    """The span to redact for the value a project rule captured at ``text[s:e]``, or None when
+    it is a placeholder or does not look like a secret (see :data:`RULE_KINDS`)."""
+    if kind in (_KEYWORD, _PASSWORD) and _PUBLIC_NAME_RE.search(text, max(0, s - 40), s):
+        return None
+    quoted = e - s >= 2 and text[s] in _QUOTES and text[e - 1] == text[s]
+    if quoted:
+        s, e = s + 1, e - 1
+    else:
+        if (stop := _VALUE_STOP_RE.search(text, s, e)) is not None:
+            e = stop.start()
+        if kind in (_RANDOM, _PROSE_PASSWORD):
+            e = s + len(text[s:e].rstrip(_PROSE_TRAIL))
+        if kind == _PASSWORD and (end := _phrase_end(text, s)) is not None:
+            return s, end
+    value = text[s:e]
+    if kind == _STRICT:
+        keep = not _is_placeholder(value, in_url=True)
+    elif kind in (_KEYWORD, _PASSWORD):
+        keep = not _is_placeholder(value)
+    elif kind == _RANDOM:
+        keep = _secret_looking(value) and not _is_placeholder(value)
+    else:
+        keep = _password_looking(value)
+    return (s, e) if keep and e > s else None
+
+
+# --- Tables: a column whose header is a credential word -----------------------------------------
+
+_PASSWORD_HEADER = (r"password|passwd|pass|pwd|pw|passphrase|passcode|passwort|kennwort|mot de passe"
+                    r"|contraseña|contrasena|senha|wachtwoord|hasło|haslo|heslo|salasana|passord|lösenord"
+                    r"|şifre|sifre|jelszó|lozinka|пароль|κωδικός|密码|密碼|パスワード|비밀번호")
+_TOKEN_HEADER = r"secret|client[ _-]?secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key"
+_HEADER_RE = re.compile(rf"(?i)(?:[\w-]+[ _-]){{0,2}}(?:(?P<pw>{_PASSWORD_HEADER})|(?P<tok>{_TOKEN_HEADER}))s?")
+# every repetition starts at a pipe, so a long run of dashes cannot be split in many ways
+_SEPARATOR_ROW_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+_PIPE_RE = re.compile(r"(?<!\\)\|")
+_CELL_MARKUP = "`*_~ \t"
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The character spans of the cells of the table row ``text[start:end]``, without their
+    surrounding spaces and pipes."""
+    cuts = [start - 1] + [m.start() for m in _PIPE_RE.finditer(text, start, end)] + [end]
+    cells = []
+    for a, b in zip(cuts, cuts[1:]):
+        a += 1
+        while a < b and text[a] in " \t":
+            a += 1
+        while b > a and text[b - 1] in " \t":
+            b -= 1
+        cells.append((a, b))
+    if cells and cells[0][0] == cells[0][1]:   # a leading pipe
+        cells = cells[1:]
+    if cells and cells[-1][0] == cells[-1][1]:  # a trailing pipe
+        cells = cells[:-1]
+    return cells
+
+
+def table_spans(text: str, pos: int) -> list[tuple[int, int]]:
+    """The cells to redact in the Markdown table whose header row holds ``pos``: in a column
+    headed by a password word each cell that is not a placeholder; in a column headed by a
+    secret or token word each random-looking cell."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", start)
+    if end < 0:
+        return []
+    columns = {}
+    for i, (a, b) in enumerate(_cells(text, start, end)):
+        m = _HEADER_RE.fullmatch(text[a:b].strip(_CELL_MARKUP)) if b - a <= 60 else None
+        if m:
+            columns[i] = _STRICT if m["pw"] else _RANDOM
+    sep_end = text.find("\n", end + 1)
+    sep_end = len(text) if sep_end < 0 else sep_end
+    if not columns or not _SEPARATOR_ROW_RE.fullmatch(text, end + 1, sep_end):
+        return []
+    out = []
+    row = sep_end + 1
+    while row < len(text):
+        row_end = text.find("\n", row)
+        row_end = len(text) if row_end < 0 else row_end
+        if "|" not in text[row:row_end]:
+            break
+        for i, (a, b) in enumerate(_cells(text, row, row_end)):
+            if i in columns:
+                while a < b and text[a] in _CELL_MARKUP:
+                    a += 1
+                while b > a and text[b - 1] in _CELL_MARKUP:
+                    b -= 1
+                value = text[a:b]
+                if columns[i] == _STRICT:  # a password: any value but a stand-in (`1234` is one)
+                    keep = (value.isdigit() and len(value) >= 4) or not _is_placeholder(value, in_url=True)
+                else:
+                    keep = _secret_looking(value) and not _is_placeholder(value)
+                if keep:
+                    out.append((a, b))
+        row = row_end + 1
+    return out
+
+
+# --- The normalised copy: what a byte pattern would miss ----------------------------------------
+
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
+# The characters NFKC folds to one other character that notes hold most (spaces, a full-width
+# colon), folded before looking at the rest one character at a time. The keyword and prose rules
+# take a no-break space (French puts one before every colon) for a space themselves, so those two
+# alone do not call for a copy.
+_ONE_FOR_ONE = (("\u00a0", " "), ("\u202f", " "), ("\u3000", " "), ("\uff1a", ":"))
+_SPACES_THE_RULES_KNOW = frozenset("\u00a0\u202f")
+_ENTITY_RE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_LINE_BREAK_RE = re.compile(r"\r?\n[ \t]*")
+_PATH_SEPARATOR_RE = re.compile(r"[/+.]")
+_CAMEL_CASE_RE = re.compile(r"[a-z]*(?:[A-Z][a-z]{2,})+[A-Z]{0,3}")
+
+
+@lru_cache(maxsize=4096)
+def _fold(char: str) -> str:
+    """One character as the copy holds it: NFKC, invisible (format) characters dropped."""
+    if unicodedata.category(char) == "Cf":
+        return ""
+    return unicodedata.normalize("NFKC", char)
+
+
+_RANDOM_PIECE_RE = re.compile(r"\d|[a-z][A-Z]")
+
+
+def _looks_random(run: str) -> bool:
+    """A digit, or a capital after a small letter: a piece of a token, not a word (`Third`)."""
+    return _RANDOM_PIECE_RE.search(run) is not None
+
+
+class View:
+    """A copy of a text with some of its characters replaced (``edits``: sorted, disjoint
+    ``(start, end, replacement)`` in the original), and the map from the copy's offsets back
+    to the original's."""
+
+    def __init__(self, text: str, edits: list[tuple[int, int, str]]) -> None:
+        merged: list[tuple[int, int, str]] = []
+        for s, e, rep in sorted(edits):
+            if merged and s < merged[-1][1]:
+                continue  # overlaps the previous edit: keep that one
+            if merged and s == merged[-1][1]:  # adjacent: one edit (so copy offsets stay increasing)
+                ps, _, prep = merged.pop()
+                s, rep = ps, prep + rep
+            merged.append((s, e, rep))
+        parts: list[str] = []
+        self._marks: list[tuple[int, int, int, int]] = []  # (copy start, copy end, start, end)
+        pos = shift = 0
+        for s, e, rep in merged:
+            parts += [text[pos:s], rep]
+            self._marks.append((s + shift, s + shift + len(rep), s, e))
+            shift += len(rep) - (e - s)
+            pos = e
+        parts.append(text[pos:])
+        self.text = "".join(parts)
+        self._starts = [m[0] for m in self._marks]
+
+    def original(self, i: int, *, end: bool) -> int:
+        """The original offset of the copy's offset ``i``, as the start or the end of a span
+        (a span that touches a replacement covers all it replaced)."""
+        k = bisect_right(self._starts, i) - 1
+        if k < 0:
+            return i
+        vs, ve, s, e = self._marks[k]
+        if vs == ve and i == vs:  # at a deletion
+            return s if end else e
+        if i >= ve:
+            return e + (i - ve)
+        if i == vs:
+            return s
+        return e if end else s
+
+
+def normalised_copy(text: str, scan: Scan) -> View | None:
+    """The normalised copy of ``text`` to scan as well, or None when it would be the same. The
+    checks are ordered so that plain ASCII text with no hint costs a few ``in`` tests (the scan's
+    hints spare a Python regex over every text)."""
+    edits: list[tuple[int, int, str]] = []
+    copy = text
+    folded_any = False
+    if not text.isascii():
+        for char, folded in _ONE_FOR_ONE:  # offsets stay the same; str.replace runs at C speed
+            if char in copy:
+                copy = copy.replace(char, folded)
+                folded_any = folded_any or char not in _SPACES_THE_RULES_KNOW
+        if scan.invisible or not unicodedata.is_normalized("NFKC", copy):
+            for m in _NON_ASCII_RE.finditer(copy):
+                run = m.group()
+                if unicodedata.is_normalized("NFKC", run) and all(_fold(c) for c in run):
+                    continue
+                for i, char in enumerate(run, m.start()):
+                    folded = _fold(char)
+                    if folded != char:
+                        edits.append((i, i + 1, folded))
+    if "&" in text:
+        for m in _ENTITY_RE.finditer(text):
+            decoded = html.unescape(m.group())
+            if decoded != m.group():
+                edits.append((m.start(), m.end(), "".join(_fold(c) for c in decoded)))
+    for s, e in scan.wrapped:
+        for m in _LINE_BREAK_RE.finditer(text, s, e):
+            before = text[text.rfind("\n", s, m.start()) + 1 or s:m.start()]
+            after_end = text.find("\n", m.end(), e)
+            after = text[m.end():e if after_end < 0 else after_end]
+            if len(before) >= 16 and len(after) >= 4 and _looks_random(before) and _looks_random(after):
+                edits.append((m.start(), m.end(), ""))
+    edits += [(p, p, " ") for p in scan.punctuated]
+    return View(copy, edits) if edits or folded_any else None
+
+
+def token_piece(run: str) -> bool:
+    """Whether a run of token characters before punctuation could be a provider token: a random-
+    looking piece of 16 characters or more between `/`, `+` and `.` (not a path), other than a
+    CamelCase name (`StaticSiteReconciler`)."""
+    return any(len(p) >= 16 and _looks_random(p) and not _CAMEL_CASE_RE.fullmatch(p)
+               for p in _PATH_SEPARATOR_RE.split(run))
+
+
+
+class Scan(NamedTuple):
+    """What one kingfisher pass found in a text."""
+
+    found: list[tuple[int, int]]     # spans of built-in findings and of table cells
+    judged: list[tuple[str, int, int, tuple[int, int] | None]]  # a project rule's value: rule, start,
+    #                                  end, and the span to redact (None: a placeholder)
+    wrapped: list[tuple[int, int]]   # hints for the normalised copy: runs cut by a line break,
+    punctuated: list[int]            # ends of runs followed by punctuation,
+    invisible: bool                  # and whether the text holds an invisible character

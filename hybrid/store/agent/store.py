@@ -1,0 +1,228 @@
+"""The store as an agent sees it: what :func:`hybrid.retrieval.pipeline.run_search` reads (``lexical``,
+``vector``, ``catalog``, ``embedder_id``) of a vault, each part filtered through the vault's
+:class:`~hybrid.store.agent.view.AgentView` (which notes are hidden, the text redacted), and the
+caches that keep that cheap: the hidden set per catalog state, redacted rows, and the verdicts
+on files that changed on disk since they were indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hybrid.store.agent.view import AgentView, Hidden, RowCache, hidden_chunk_ids, hidden_files, redact_rows, visible
+
+if TYPE_CHECKING:
+    from hybrid.store.agent.vectors import Redacted
+    from hybrid.store.local.catalog import Catalog, ChunkRow
+    from hybrid.store.local.lexical import LexicalIndex
+    from hybrid.store.local.store import VaultStore
+
+log = logging.getLogger("hybrid")
+
+
+class AgentStore:
+    """A :class:`~hybrid.store.local.store.VaultStore` seen through an :class:`AgentView`: what
+    :func:`hybrid.retrieval.pipeline.run_search` reads (``lexical``, ``vector``, ``catalog``,
+    ``embedder_id``), each filtered."""
+
+    def __init__(self, store: VaultStore, view: AgentView, redactor, hidden: Hidden,
+                 disk: OnDisk | None = None):
+        self.store, self.view, self.hidden = store, view, hidden
+        self.embedder_id = store.embedder_id
+        arms = getattr(store, "agent_arms", None)  # a PostgreSQL store: hidden notes left out in SQL
+        lexical, vector = arms(hidden.files, view) if arms else (store.agent_lexical, store.vector)
+        self.lexical = _AgentLexical(lexical, hidden)
+        self.vector = _AgentVector(vector, hidden)
+        self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
+                                     hidden.rows, disk)
+
+
+@dataclass(frozen=True)
+class OnDisk:
+    """Where a folder vault's files are (on this machine), to judge a note again as it is now
+    when its file changed since it was indexed; ``max_bytes``: a larger file is not read (and
+    hidden: its privacy cannot be known)."""
+    root: Path
+    max_bytes: int
+
+
+def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView, disk: OnDisk,
+                   cache: dict[int, tuple[int, int, bool]]) -> set[int]:
+    """The ids of ``file_ids`` whose file changed on disk since it was indexed and that the
+    agent may not see as they are now: made private, hidden by a new tag, a front block that
+    no longer parses, or gone (fail closed). An unchanged file costs one stat; a changed one
+    is read and judged once per (size, mtime) (``cache``: file id -> (size, mtime, hidden))."""
+    import os
+
+    from hybrid.app.reader import judged_fields
+    out: set[int] = set()
+    rows = catalog.file_rows(list(file_ids))
+    for fid, row in rows.items():
+        try:
+            st = os.stat(disk.root / row.path)
+        except OSError:
+            out.add(fid)  # deleted or unreadable since it was indexed: nothing to judge it by
+            continue
+        if (st.st_size, st.st_mtime_ns) == (row.size, row.mtime_ns):
+            continue
+        got = cache.get(fid)
+        if got is not None and got[:2] == (st.st_size, st.st_mtime_ns):
+            if got[2]:
+                out.add(fid)
+            continue
+        hidden_now = True
+        if st.st_size <= disk.max_bytes:
+            try:
+                from hybrid.sources.markdown import decode
+                with open(disk.root / row.path, "rb") as fh:
+                    text = decode(fh.read(disk.max_bytes + 1), row.path)[0]
+                tags, props = judged_fields(row.path, text)
+                hidden_now = view.hides(row.path, tags, props) is not None
+            except Exception:  # noqa: BLE001 - unreadable now (binary, vanished, …): fail closed
+                hidden_now = True
+        if hidden_now:
+            log.info("%s: changed since it was indexed and now hidden from agents", row.path)
+            out.add(fid)
+        if len(cache) > 10_000:
+            cache.clear()
+        cache[fid] = (st.st_size, st.st_mtime_ns, hidden_now)
+    return out
+
+
+class _AgentLexical:
+    """The agent index, its results also checked against the current hidden set (empty unless
+    the settings changed since it was built: then nothing hidden gets out meanwhile)."""
+
+    def __init__(self, lex: LexicalIndex | Any, hidden: Hidden):
+        self._lex, self._hidden = lex, hidden.chunks
+        self.stem = lex.stem
+
+    def corrections(self, words):
+        return self._lex.corrections(words)
+
+    def search(self, q, limit, **opts):
+        return [(i, s) for i, s in self._lex.search(q, limit, **opts) if i not in self._hidden]
+
+    def search_units(self, q, limit, unit="chunk", **opts):
+        return [(ids, s) for ids, s in self._lex.search_units(q, limit, unit=unit, **opts)
+                if not self._hidden.intersection(ids)]
+
+    def matching_ids(self, q, limit=1_000_000, **opts):
+        return self._lex.matching_ids(q, limit, **opts) - self._hidden
+
+
+class _AgentVector:
+    """The vector arm for agents: hidden notes banned, and the chunks an agent is shown
+    redacted scored by the vector of their redacted text (:mod:`hybrid.store.agent.vectors`), never
+    by the one made with the secret in it."""
+
+    def __init__(self, vector, hidden: Hidden):
+        self._vector, self._hidden, self._redacted = vector, hidden.chunks, hidden.redacted
+
+    @property
+    def exact(self) -> bool:
+        return self._vector.exact
+
+    def count(self) -> int:
+        return self._vector.count()
+
+    def search(self, query, k, allowed=None, banned=()):
+        red = self._redacted
+        if red is None:  # no model known (nothing embedded yet): redacted chunks get no score
+            return []
+        out = set(banned) | self._hidden | red.ids
+        got = self._vector.search(query, k, allowed, out)
+        if red.ids:  # a PostgreSQL arm leaves out whole notes too (hidden ones, stale ones)
+            got += red.scores(query, allowed, set(banned) | self._hidden,
+                              getattr(self._vector, "hidden_files", ()))
+            got.sort(key=lambda x: (-x[1], x[0]))
+        return got[:k]
+
+
+class _AgentCatalog:
+    def __init__(self, catalog: Catalog, view: AgentView, hidden: Hidden, redactor, cache: RowCache,
+                 disk: OnDisk | None = None):
+        self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
+        self._cache, self._disk = cache, disk
+
+    def shows(self, text: str) -> bool:
+        """Whether ``text`` (a tag, a name) is shown to agents as it is: no secret in it."""
+        return self._redactor is None or self._redactor.redact(text) == text
+
+    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=()) -> set[int]:
+        if not all(self.shows(t) for t in tags):
+            return set()  # a tag that is a secret is never shown, so no note carries it for agents
+        return self._catalog.filter_ids(folders, tags, since, among, sources) - self._hidden.chunks
+
+    def note_ids(self, folders=(), tags=(), since=None, sources=()) -> Iterator[int]:
+        if not all(self.shows(t) for t in tags):
+            return iter(())
+        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources)
+                if fid not in self._hidden.files)
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        # judged again on each row's own note: a note made private while this search ran (its
+        # chunks newer than the hidden set) is caught here, before any text is looked at
+        rows = visible((r for r in self._catalog.chunks(ids).values()
+                        if r.id not in self._hidden.chunks), self._view)
+        if self._disk is not None and rows:
+            # judged again as the files are now where they changed since they were indexed: a
+            # note made private with no index run since (no watcher) is not served meanwhile
+            with self._hidden.lock:
+                gone = stale_verdicts(self._catalog, {r.file_id for r in rows}, self._view,
+                                      self._disk, self._hidden.on_disk)
+            rows = [r for r in rows if r.file_id not in gone]
+        if self._redactor is None:
+            return {r.id: r for r in rows}
+        done = {r.id: got for r in rows if (got := self._cache.get(r)) is not None}
+        todo = [r for r in rows if r.id not in done]
+        for r in redact_rows(self._catalog, todo, self._redactor) if todo else ():
+            self._cache.put(r)
+            done[r.id] = r
+        return {r.id: done[r.id] for r in rows}
+
+
+class HiddenCache:
+    """The hidden set per vault, recomputed only when the catalog or the view changed."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._by_vault: dict[str, Hidden] = {}
+
+    def get(self, name: str, catalog: Catalog, view: AgentView, model: str | None = None) -> Hidden:
+        version = (catalog.data_version(), view.fingerprint, id(catalog), model)
+        with self._lock:
+            got = self._by_vault.get(name)
+            if got is None or got.version != version:
+                files = hidden_files(catalog, view)
+                # redacted rows stay good while the catalog file and the rules are the same
+                same = got is not None and got.version[1:] == version[1:]
+                rows = got.rows if same and got is not None else RowCache()
+                got = Hidden(files, hidden_chunk_ids(catalog, files), version, rows,
+                             redacted=_redacted(catalog, model) if model else None)
+                self._by_vault[name] = got
+            return got
+
+
+def _redacted(catalog: Catalog, model: str) -> Redacted:
+    """The redacted chunks of ``catalog`` (their vectors under ``model`` loaded when needed)."""
+    from hybrid.store.agent.vectors import Redacted
+    return Redacted(catalog.redacted_ids(), lambda: catalog.redacted_vectors(model))
+
+
+def base_catalog(store: Any) -> Catalog:
+    """The catalog under ``store`` (an AgentStore's own VaultStore's), for SQL over columns
+    that hold no note text; callers still leave out :func:`hidden_files`."""
+    inner = getattr(store, "store", None)
+    return (inner or store).catalog
+
+
+def hidden_file_ids(store: Any) -> Collection[int]:
+    """File ids ``store``'s reader may not see: an AgentStore's hidden notes, none otherwise."""
+    hidden = getattr(store, "hidden", None)
+    return hidden.files if hidden is not None else frozenset()

@@ -1,0 +1,587 @@
+"""The per-vault SQLite ledger: files, chunks, cached embeddings and the sync journal.
+
+tantivy and FAISS are projections of this catalog. Every change to chunks is written in one
+transaction together with a journal row per touched chunk id; the derived indexes are then
+brought in line and the journal rows cleared. After a crash the journal says exactly which ids
+to re-sync (delete, and re-add if the chunk is live), and that is idempotent.
+
+Replaced chunks and removed files are only marked (``dead`` / ``deleted``) in that transaction
+and purged once the derived indexes no longer return them, so a query that runs meanwhile
+still finds the rows behind every id the indexes give it: readers see the last synced state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+from hybrid.store.local.db import Connection, Transaction
+from hybrid.core.errors import DiskFull, IndexCorrupt
+
+log = logging.getLogger("hybrid")
+SCHEMA_VERSION = 2
+# Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
+# for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
+EMBED_CACHE_MIN = 1000
+WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,          -- JSON list, lowercased, nested tags as written
+    aliases TEXT NOT NULL,       -- JSON list
+    properties TEXT NOT NULL,    -- JSON object (frontmatter)
+    created TEXT,
+    modified REAL NOT NULL,      -- epoch seconds: frontmatter updated/modified, else file mtime
+    indexed_at REAL NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    heading TEXT NOT NULL,       -- heading path joined with ' > '
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,    -- hash of the embedded text (header + chunk)
+    dead INTEGER NOT NULL DEFAULT 0      -- replaced; purged after the next sync
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+-- A rowid table: as WITHOUT ROWID, 1.5 KB vector blobs took about three times their size.
+CREATE TABLE IF NOT EXISTS embeddings (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (model, text_hash)
+);
+CREATE TABLE IF NOT EXISTS journal (chunk_id INTEGER PRIMARY KEY);
+-- Chunks an agent is shown redacted, and what is embedded for them (hybrid.store.agent.vectors): kept
+-- with the agent index (rebuilt with it, changed by the same journal replay).
+CREATE TABLE IF NOT EXISTS agent_redacted (
+    chunk_id INTEGER PRIMARY KEY,
+    embed_hash TEXT NOT NULL,
+    embed_text TEXT NOT NULL
+);
+-- A bookmarks source's fetched pages (`hybrid index --fetch`): fetched once, kept until asked
+-- again; a failed fetch keeps its error and is tried again on the next --fetch.
+CREATE TABLE IF NOT EXISTS fetched (
+    url TEXT PRIMARY KEY,
+    ok INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    text TEXT NOT NULL,
+    error TEXT NOT NULL,
+    status INTEGER,
+    fetched_at REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class FileRow:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass
+class ChunkRow:
+    id: int
+    path: str
+    title: str
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    tags: list[str]
+    aliases: list[str]
+    modified: float
+    embed_hash: str
+    dead: bool = False
+    file_id: int = 0
+    props: str = "{}"    # the note's frontmatter as JSON (parsed on demand: see ``properties``)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.props)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class FetchedRow:
+    """A bookmarked page's fetch (:func:`hybrid.sources.fetch.fetch_pages` returns these as
+    ``Page``): its main text when ``ok``, else the one-line ``error``."""
+    url: str
+    ok: bool
+    title: str = ""
+    text: str = ""
+    error: str = ""
+    status: int | None = None
+    fetched_at: float = 0.0
+    content_type: str = ""  # what the server said it sent (not stored)
+
+
+@dataclass
+class NewChunk:
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    embed_hash: str
+
+
+@dataclass
+class NoteRecord:
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    properties: dict[str, Any]
+    created: str | None
+    modified: float
+    chunks: list[NewChunk]
+    embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
+
+
+CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
+                 "f.aliases, f.modified, c.embed_hash, c.dead, c.file_id, f.properties")
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
+                    r[9], r[10], bool(r[11]), r[12], r[13])
+
+
+class Catalog:
+    def __init__(self, path: Path, readonly: bool = False):
+        self.path = path
+        self.fresh = False  # True when this open created the schema (an empty or new file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
+                                      check_same_thread=False, factory=Connection)
+            self.db.where = path
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            version = self.get_meta("schema_version")
+            if not readonly:
+                self.db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+                self.db.executescript(SCHEMA)
+            if version is None and not readonly:
+                self.fresh = True
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            elif version is not None and int(version) != SCHEMA_VERSION:
+                raise IndexCorrupt(f"{path}: index schema {version}, this hybrid reads "
+                                   f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
+            if not readonly:
+                self._relabel_legacy_model()
+        except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
+            self.close()
+            raise IndexCorrupt(f"{path}: cannot open the catalog ({exc}); check that folder's "
+                               f"permissions and free space") from None
+        except (IndexCorrupt, DiskFull):  # damaged (CatalogCorrupt) or disk full
+            self.close()
+            raise
+
+    def _relabel_legacy_model(self) -> None:
+        """A catalog labelled with an id whose vectors now go by another name (minilm-onnx's
+        ``…+onnx``: the same vectors as ``minilm``) takes the new name, its cached vectors too,
+        so that neither runtime asks for ``--reembed``."""
+        from hybrid.embedders.base import LEGACY_IDS
+        old = self.get_meta("embedder")
+        if old not in LEGACY_IDS:
+            return
+        new = LEGACY_IDS[old]
+        with self.transaction():
+            self.db.execute("UPDATE OR IGNORE embeddings SET model=? WHERE model=?", (new, old))
+            self.db.execute("DELETE FROM embeddings WHERE model=?", (old,))
+            self.set_meta("embedder", new)
+        log.info("%s: embedder %s is now called %s", self.path.parent.name, old, new)
+
+    def close(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            db.close()
+
+    # --- meta -----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None  # an empty file, or a read-only open before the schema exists
+            raise
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # --- files ----------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRow]:
+        rows = self.db.execute("SELECT id, path, size, mtime_ns, hash FROM files WHERE deleted=0")
+        return {r[1]: FileRow(*r) for r in rows}
+
+    def file_rows(self, file_ids: Sequence[int]) -> dict[int, FileRow]:
+        """The rows of ``file_ids`` (live or deleted): what the index saw of each file."""
+        ids = list(file_ids)
+        out: dict[int, FileRow] = {}
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            for r in self.db.execute(f"SELECT id, path, size, mtime_ns, hash FROM files WHERE id IN "
+                                     f"({','.join('?' * len(part))})", part):
+                out[r[0]] = FileRow(*r)
+        return out
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self.db.execute("UPDATE files SET size=?, mtime_ns=? WHERE path=?", (size, mtime_ns, path))
+
+    def apply(self, notes: Iterable[NoteRecord], removed: Iterable[str]) -> list[int]:
+        """Replace the chunks of ``notes`` and remove the files ``removed``, in one transaction.
+        Old chunks are marked dead, removed files deleted; every touched chunk id is journaled.
+        Returns the new chunk ids."""
+        new_ids: list[int] = []
+        now = time.time()
+        with self.transaction():
+            for path in removed:
+                self._kill_chunks(path)
+                self.db.execute("UPDATE files SET deleted=1 WHERE path=?", (path,))
+            for n in notes:
+                self._kill_chunks(n.path)
+                values = (n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
+                          json.dumps(n.properties), n.created, n.modified, now)
+                row = self.db.execute("SELECT id FROM files WHERE path=?", (n.path,)).fetchone()
+                if row is None:
+                    file_id = self.db.execute(
+                        "INSERT INTO files(size, mtime_ns, hash, title, tags, aliases, properties,"
+                        " created, modified, indexed_at, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        (*values, n.path)).lastrowid
+                else:
+                    file_id = row[0]
+                    self.db.execute(
+                        "UPDATE files SET size=?, mtime_ns=?, hash=?, title=?, tags=?, aliases=?, "
+                        "properties=?, created=?, modified=?, indexed_at=?, deleted=0 WHERE id=?",
+                        (*values, file_id))
+                for ord_, c in enumerate(n.chunks):
+                    cur = self.db.execute(
+                        "INSERT INTO chunks(file_id, ord, heading, start_line, end_line, text, embed_hash)"
+                        " VALUES (?,?,?,?,?,?,?)",
+                        (file_id, ord_, c.heading, c.start_line, c.end_line, c.text, c.embed_hash))
+                    new_ids.append(cur.lastrowid)
+            self.db.executemany("INSERT OR IGNORE INTO journal(chunk_id) VALUES (?)",
+                                [(i,) for i in new_ids])
+        return new_ids
+
+    def _kill_chunks(self, path: str) -> None:
+        ids = "SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id WHERE f.path=? AND c.dead=0"
+        self.db.execute(f"INSERT OR IGNORE INTO journal(chunk_id) {ids}", (path,))
+        self.db.execute(f"UPDATE chunks SET dead=1 WHERE id IN ({ids})", (path,))
+
+    def purge(self, synced: Sequence[int]) -> None:
+        """After the derived indexes have applied ``synced`` journal ids: drop dead chunks and
+        deleted files, and clear those journal rows, in one transaction."""
+        with self.transaction():
+            self.db.execute("DELETE FROM chunks WHERE dead=1")
+            self.db.execute("DELETE FROM files WHERE deleted=1")
+            self.db.executemany("DELETE FROM journal WHERE chunk_id=?", [(i,) for i in synced])
+
+    def transaction(self):
+        return Transaction(self.db)
+
+    # --- chunks ---------------------------------------------------------------------------
+    def chunk_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM chunks WHERE dead=0").fetchone()[0]
+
+    def file_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0]
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def note_texts(self, file_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+        """``{file id: [(chunk id, text), …]}``, the live chunks of each note in order."""
+        out: dict[int, list[tuple[int, str]]] = {}
+        ids = list(file_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT file_id, id, text FROM chunks WHERE dead=0 AND file_id IN "
+                 f"({','.join('?' * len(part))}) ORDER BY file_id, ord")
+            for fid, cid, text in self.db.execute(q, part):
+                out.setdefault(fid, []).append((cid, text))
+        return out
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                 f"WHERE c.id IN ({','.join('?' * len(part))})")
+            out.update((r[0], _chunk_row(r)) for r in self.db.execute(q, part))
+        return out
+
+    def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
+        """Rows of ``ids`` (live or dead), or of every live chunk, in batches, in id order (a
+        note's chunks have consecutive ids: the lexical index groups them into sections)."""
+        if ids is not None:
+            ids = sorted(ids)
+            for i in range(0, len(ids), batch):
+                yield list(self.chunks(ids[i:i + batch]).values())
+            return
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            yield [_chunk_row(r) for r in rows]
+            last = rows[-1][0]
+
+    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                   since: float | None = None, among: Sequence[int] | None = None,
+                   sources: Sequence[str] = ()) -> set[int]:
+        """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
+        also matches its nested children), was modified at or after ``since`` and is a
+        document of one of ``sources`` (kinds); only those in ``among`` when given (a cheap
+        membership test for a few candidates)."""
+        if among is not None:
+            out: set[int] = set()
+            ids = list(among)
+            for i in range(0, len(ids), 900):
+                out |= self._filter_ids(folders, tags, since, ids[i:i + 900], sources)
+            return out
+        return self._filter_ids(folders, tags, since, None, sources)
+
+    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
+        """Live file ids of the notes that pass the filters (as :meth:`filter_ids`), lazily:
+        a caller asking whether any does stops at the first."""
+        where, args = _note_filter(folders, tags, since, sources)
+        sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *where])
+        for (fid,) in self.db.execute(sql, args):
+            yield fid
+
+    def _filter_ids(self, folders, tags, since, _in, sources=()) -> set[int]:
+        where, args = _note_filter(folders, tags, since, sources)
+        if _in is not None:
+            where.append(f"c.id IN ({','.join('?' * len(_in))})")
+            args.extend(_in)
+        sql = "SELECT c.id FROM chunks c JOIN files f ON f.id=c.file_id"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return {r[0] for r in self.db.execute(sql, args)}
+
+    # --- fetched pages (bookmarks sources) -------------------------------------------------
+    def fetched(self, url: str | None = None) -> dict[str, FetchedRow]:
+        """Every fetched page by URL, or only ``url``'s (empty for a catalog made before the
+        table existed)."""
+        sql = "SELECT url, ok, title, text, error, status, fetched_at FROM fetched"
+        try:
+            rows = self.db.execute(sql, ()) if url is None else self.db.execute(sql + " WHERE url=?", (url,))
+            return {r[0]: FetchedRow(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+
+    def put_fetched(self, rows: Iterable[FetchedRow]) -> None:
+        """Record fetch results; a failure never replaces a page fetched before."""
+        with self.transaction():
+            for r in rows:
+                if not r.ok and self.db.execute("SELECT 1 FROM fetched WHERE url=? AND ok=1",
+                                                (r.url,)).fetchone():
+                    continue
+                self.db.execute("INSERT OR REPLACE INTO fetched(url, ok, title, text, error, status, "
+                                "fetched_at) VALUES (?,?,?,?,?,?,?)",
+                                (r.url, int(r.ok), r.title, r.text, r.error, r.status, r.fetched_at))
+
+    def drop_fetched(self, keep: Iterable[str]) -> int:
+        """Forget fetched pages of URLs no longer bookmarked; returns how many."""
+        keep = set(keep)
+        gone = [u for u in self.fetched() if u not in keep]
+        with self.transaction():
+            self.db.executemany("DELETE FROM fetched WHERE url=?", [(u,) for u in gone])
+        return len(gone)
+
+    # --- embeddings -----------------------------------------------------------------------
+    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
+        hashes = list(set(hashes))
+        found: set[str] = set()
+        for i in range(0, len(hashes), 500):
+            part = hashes[i:i + 500]
+            q = f"SELECT text_hash FROM embeddings WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
+            found.update(r[0] for r in self.db.execute(q, [model, *part]))
+        return found
+
+    def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
+                                [(model, h, v) for h, v in items])
+
+    def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out = []
+        ids = list(chunk_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = (f"SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.text_hash=c.embed_hash "
+                 f"AND e.model=? WHERE c.id IN ({','.join('?' * len(part))})")
+            out.extend(self.db.execute(q, [model, *part]).fetchall())
+        return out
+
+    def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 matrix) of every live chunk's cached vector, read in one pass into a
+        preallocated array (a million vectors cost their 1.5 GB once, not three times over)."""
+        import numpy as np
+        n = self.chunk_count()
+        ids = np.empty(n, dtype=np.int64)
+        mat = np.empty((n, dim), dtype=np.float32)
+        q = ("SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.text_hash=c.embed_hash "
+             "AND e.model=? WHERE c.dead=0 ORDER BY c.id")
+        row = 0
+        for cid, blob in self.db.execute(q, [model]):
+            if row == n or len(blob) != dim * 4:
+                continue  # a vector of another size cannot be indexed; the count check reports it
+            ids[row] = cid
+            mat[row] = np.frombuffer(blob, dtype=np.float32)
+            row += 1
+        return ids[:row], mat[:row]
+
+    def all_chunk_ids(self) -> list[int]:
+        """Live chunk ids."""
+        return [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE dead=0 ORDER BY id")]
+
+    # --- the agent view's redacted chunks (hybrid.store.agent.vectors) ---------------------------
+    def redacted_ids(self) -> set[int]:
+        try:
+            return {r[0] for r in self.db.execute("SELECT chunk_id FROM agent_redacted")}
+        except sqlite3.OperationalError as exc:  # a read-only open of a catalog made before it
+            if "no such table" in str(exc):
+                return set()
+            raise
+
+    def set_redacted(self, entries: Iterable[tuple[int, str, str]], drop: Iterable[int] | None = None) -> None:
+        """Record ``entries`` (chunk id, embed hash, embed text) after removing those of the
+        chunk ids ``drop`` (None: all)."""
+        with self.transaction():
+            if drop is None:
+                self.db.execute("DELETE FROM agent_redacted")
+            else:
+                self.db.executemany("DELETE FROM agent_redacted WHERE chunk_id=?", [(i,) for i in drop])
+            self.db.executemany("INSERT OR REPLACE INTO agent_redacted(chunk_id, embed_hash, embed_text) "
+                                "VALUES (?,?,?)", list(entries))
+
+    def redacted_missing(self, model: str) -> list[tuple[str, str]]:
+        """(hash, text) of the redacted texts with no cached vector under ``model``."""
+        return self.db.execute(
+            "SELECT DISTINCT a.embed_hash, a.embed_text FROM agent_redacted a WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.text_hash=a.embed_hash)", (model,)).fetchall()
+
+    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]:
+        """(chunk id, its file id, vector of its redacted text) of the redacted chunks that
+        have one."""
+        try:
+            return self.db.execute("SELECT a.chunk_id, c.file_id, e.vector FROM agent_redacted a "
+                                   "JOIN chunks c ON c.id=a.chunk_id JOIN embeddings e ON e.model=? "
+                                   "AND e.text_hash=a.embed_hash", (model,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+
+    # --- journal --------------------------------------------------------------------------
+    def journal(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT chunk_id FROM journal ORDER BY chunk_id")]
+
+    # --- housekeeping ---------------------------------------------------------------------
+    def reclaim_embeddings(self, model: str, force: bool = False) -> int:
+        """Delete cached vectors no live chunk uses under ``model`` (edited-away texts, other
+        models) once they may exceed max(EMBED_CACHE_MIN, live chunks), or always with ``force``.
+        Without this every edit leaves its old vectors behind for ever. The trigger is an upper
+        bound read in O(1) (rows at the last reclaim plus rowids issued since), so runs under
+        it never scan the table. Returns the rows deleted."""
+        live = self.chunk_count()
+        top = self.db.execute("SELECT max(id) FROM embeddings").fetchone()[0] or 0
+        base = json.loads(self.get_meta("embeddings_reclaimed") or '{"rows": 0, "top": 0}')
+        bound = base["rows"] + max(0, top - base["top"])
+        if not force and bound - live <= max(EMBED_CACHE_MIN, live):
+            return 0
+        with self.transaction():
+            cur = self.db.execute(
+                "DELETE FROM embeddings WHERE model != ? OR (text_hash NOT IN "
+                "(SELECT embed_hash FROM chunks WHERE dead=0) AND text_hash NOT IN "
+                "(SELECT embed_hash FROM agent_redacted))", (model,))
+            deleted = max(0, cur.rowcount)
+            rows = self.db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            self.set_meta("embeddings_reclaimed", json.dumps({"rows": rows, "top": top}))
+        if deleted:
+            log.info("%s: reclaimed %d unused cached embeddings", self.path.parent.name, deleted)
+        return deleted
+
+    def checkpoint_wal(self) -> None:
+        """Fold the WAL into the database file and truncate it (after big writes the WAL would
+        otherwise stay at its largest size). Skipped, not waited for, while a reader pins it."""
+        self.db.execute("PRAGMA busy_timeout=200")
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.OperationalError:
+            pass  # busy: the next run tries again
+        finally:
+            self.db.execute("PRAGMA busy_timeout=30000")
+
+    def vacuum(self) -> None:
+        """Rewrite the database without its free pages, then truncate the WAL."""
+        self.db.execute("VACUUM")
+        self.checkpoint_wal()
+
+
+def _note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
+                 sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
+    """WHERE terms over ``files f`` for notes in one of ``folders``, with every tag of ``tags``
+    (or a nested child), modified at or after ``since`` and of one of the kinds ``sources``."""
+    where: list[str] = []
+    args: list[Any] = []
+    if sources:
+        from hybrid.sources import kind_condition
+        cond, kargs = kind_condition(tuple(sources))
+        where.append(cond)
+        args.extend(kargs)
+    if folders:
+        where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
+        args.extend(_like_prefix(f + "/") for f in folders)
+    for tag in tags:
+        where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
+        args.extend([tag, _like_prefix(tag + "/")])
+    if since is not None:
+        where.append("f.modified >= ?")
+        args.append(since)
+    return where, args
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -1,0 +1,423 @@
+"""One vault's on-disk index: the catalog plus its two derived projections, kept in step.
+
+Layout under the vault's index dir: ``catalog.sqlite`` (the ledger), ``lexical/`` (tantivy),
+``lexical-agent/`` (tantivy, the agent view: :mod:`hybrid.store.agent.view`), ``vectors.faiss``
+(FAISS). The folder itself (its lock, the names hybrid may delete, the re-embed swap) is
+:mod:`hybrid.store.local.layout`'s.
+
+The derived indexes are projections of the catalog, so a writer that finds one unreadable
+deletes its files and rebuilds it from the catalog; an unreadable catalog is moved aside (to
+``catalog.sqlite.corrupt-<time>``) and rebuilt from the notes. A re-embed builds a complete new
+index beside the old one and swaps folders when it is done, so until then the old one answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hybrid.store.agent import view as agent_view
+from hybrid.store.agent.view import AGENT_LEXICAL, AgentView
+from hybrid.store.local.catalog import Catalog
+from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
+from hybrid.store.local.layout import (  # noqa: F401 - re-exported: callers import them from here
+    LEXICAL_DIRS,
+    REEMBED_OLD,
+    REEMBED_READY,
+    REEMBED_TMP,
+    checkpoint,
+    folder_bytes,
+    fsync_dir,
+    lock_dir,
+    purge_index_dir,
+    recover_reembed,
+    remove_tree,
+    sibling,
+    swap_in,
+)
+from hybrid.store.local.lexical import LexicalIndex
+from hybrid.store.local.vector import VectorIndex, VectorSpec
+
+log = logging.getLogger("hybrid")
+T = TypeVar("T")
+# Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
+# merges, so after edits scores drift from a clean build's. The index is rebuilt from the
+# catalog when any are left in a small index (a rebuild there costs ~0.1-0.25 s), or when they
+# exceed LEXICAL_DRIFT of the live documents. (A note edited again and again leaves at most one
+# stale copy: the segments of its later versions are dropped whole once fully deleted.)
+LEXICAL_EXACT_BELOW = 1000
+LEXICAL_DRIFT = 0.05
+
+
+def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
+    """Run ``build`` on an empty store in ``<dir>.reembed-tmp`` and, once it returns, swap that
+    folder in for ``directory`` (the caller holds the lock). Until the swap the old index keeps
+    answering; if ``build`` fails or the process dies, the old one stays."""
+    tmp, ready = sibling(directory, REEMBED_TMP), sibling(directory, REEMBED_READY)
+    remove_tree(tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
+    store = VaultStore(tmp)
+    try:
+        result = build(store)
+    finally:
+        store.close()
+    checkpoint("reembed-before-swap")
+    os.rename(tmp, ready)
+    swap_in(directory)
+    return result
+
+
+def open_writer(directory: Path) -> VaultStore:
+    """Open a vault's store for the indexer, which holds the lock: finish an interrupted
+    re-embed, and move an unreadable catalog aside (it is rebuilt from the notes)."""
+    recover_reembed(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        if _empty_catalog(directory):
+            raise CatalogCorrupt("it is an empty file")
+        return VaultStore(directory)
+    except CatalogCorrupt as exc:
+        return reopen_without_catalog(directory, exc)
+
+
+def reopen_without_catalog(directory: Path, problem: Exception) -> VaultStore:
+    """Move the unreadable catalog aside and open a fresh store in its place (the caller holds
+    the lock; the notes rebuild it), noting the repair for the index report."""
+    moved = quarantine_catalog(directory)
+    store = VaultStore(directory)
+    store.heal_note(f"{directory.name}: the catalog is unreadable ({problem}); moved it to "
+                    f"{moved.name} and rebuilding the index from the notes")
+    return store
+
+
+def _empty_catalog(directory: Path) -> bool:
+    """A zero-byte catalog with no WAL content (SQLite would read it as a new, empty database,
+    silently orphaning the derived indexes). With a WAL beside it, it is a first index whose
+    pages are all still in the WAL, which SQLite reads correctly."""
+    cat, wal = directory / "catalog.sqlite", directory / "catalog.sqlite-wal"
+    try:
+        return cat.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0)
+    except FileNotFoundError:
+        return False
+
+
+def quarantine_catalog(directory: Path) -> Path:
+    """Move ``catalog.sqlite`` (and its WAL, which belongs to it) aside to
+    ``catalog.sqlite.corrupt-<time>``; drop its -shm (a cache SQLite rebuilds)."""
+    src = directory / "catalog.sqlite"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    dst = directory / f"catalog.sqlite.corrupt-{stamp}"
+    n = 1
+    while dst.exists():
+        n += 1
+        dst = directory / f"catalog.sqlite.corrupt-{stamp}-{n}"
+    os.replace(src, dst)
+    wal = directory / "catalog.sqlite-wal"
+    if wal.exists():
+        os.replace(wal, directory / f"{dst.name}-wal")
+    (directory / "catalog.sqlite-shm").unlink(missing_ok=True)
+    return dst
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _check_kinds(directory: Path) -> None:
+    """Each of hybrid's names must be what hybrid makes (a folder ``lexical``, files for the
+    rest). Something else under those names was not made by hybrid, so it is not deleted:
+    one line says what to move away."""
+    kinds = [*((d, True) for d in LEXICAL_DIRS), ("catalog.sqlite", False), ("vectors.faiss", False)]
+    for name, want_dir in kinds:
+        path = directory / name
+        if path.exists() and path.is_dir() != want_dir:
+            kind = "a folder" if path.is_dir() else "a file"
+            raise IndexCorrupt(f"{path} is {kind}, which hybrid did not create there; move it "
+                               f"away and run `hybrid index`")
+
+
+class VaultStore:
+    def __init__(self, directory: Path, create: bool = True):
+        """``create``: a writer's open (the indexer's, under the lock), which creates what is
+        missing and heals unreadable derived indexes; otherwise a reader's, which never
+        writes the catalog's schema, so it cannot queue behind an indexer."""
+        self.writable = create
+        self.warnings: list[str] = []
+        if not create and not (directory / "catalog.sqlite").exists():
+            ready = sibling(directory, REEMBED_READY)  # a re-embed killed mid-swap: its
+            if (ready / "catalog.sqlite").exists():    # complete new index answers meanwhile
+                directory = ready
+        self.directory = directory
+        _check_kinds(directory)
+        catalog = directory / "catalog.sqlite"
+        if not create and not catalog.exists():
+            raise IndexCorrupt("not indexed yet")
+        self.catalog = Catalog(catalog, readonly=not create)
+        if not create and self.catalog.get_meta("schema_version") is None:
+            self.catalog.close()  # an empty file: a first index that has not got far yet
+            raise IndexCorrupt("not indexed yet")
+        self._identity = _file_identity(catalog)
+        self._lexical: LexicalIndex | None = None
+        self._agent_lexical: LexicalIndex | None = None
+        self.vector = VectorIndex(directory / "vectors.faiss")
+        self.spec = VectorSpec()  # the indexer sets it from the settings
+        if create and self.catalog.fresh:
+            self._drop_derived()  # projections of a catalog that no longer exists
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    def stale(self) -> bool:
+        """Whether the catalog this store reads was replaced on disk since it was opened (a
+        re-embed swapped folders, or the indexer rebuilt an unreadable catalog): a long-lived
+        reader should then reopen."""
+        return _file_identity(self.directory / "catalog.sqlite") != self._identity
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """Opened on first use, so a command that does not need tantivy (a re-embed) is never
+        stopped by it; a writer that finds it unreadable rebuilds it."""
+        if self._lexical is None:
+            self._lexical = self._open_lexical()
+        return self._lexical
+
+    @property
+    def agent_lexical(self) -> LexicalIndex:
+        """The agent view's tantivy index (see :mod:`hybrid.store.agent.view`): opened, and on the
+        writer path verified or healed, like the owner's."""
+        if self._agent_lexical is None:
+            self._agent_lexical = self._open_lexical(AGENT_LEXICAL)
+        return self._agent_lexical
+
+    def _open_lexical(self, name: str = "lexical") -> LexicalIndex:
+        path = self.directory / name
+        if not self.writable:
+            return LexicalIndex(path, create=name == "lexical")
+        lex: LexicalIndex | None = None
+        meta = "lexical_verified" if name == "lexical" else f"{name}_verified"
+        try:
+            lex = LexicalIndex(path)
+            known = json.loads(self.catalog.get_meta(meta) or "{}")
+            checked = lex.verify(known)
+            if checked != known:
+                self.catalog.set_meta(meta, json.dumps(checked, sort_keys=True))
+            return lex
+        except IndexCorrupt as exc:
+            problem = str(exc)
+        lex = None  # close tantivy's handle on the damaged files before they go
+        self.heal_note(f"{self.directory.name}: {name} index unreadable ({problem}); "
+                       f"rebuilding it from the catalog")
+        LexicalIndex.destroy(path)
+        if name != "lexical":
+            self.catalog.set_meta("agent_view", "")  # rebuilt by the next sync
+        return LexicalIndex(path)
+
+    def _check_vector(self) -> None:
+        """On the writer path: an unreadable FAISS file is deleted, to be rebuilt from the
+        catalog's cached vectors by the count check."""
+        try:
+            self.vector.count()
+        except IndexCorrupt as exc:
+            self.heal_note(f"{self.directory.name}: vector index unreadable ({exc}); "
+                           f"rebuilding it from the catalog")
+            self.vector.destroy()
+
+    def _drop_derived(self) -> None:
+        if (self.directory / "lexical").exists() or self.vector.path.exists():
+            log.info("%s: new catalog; dropping the old derived indexes", self.directory.name)
+        self._lexical = self._agent_lexical = None
+        for sub in LEXICAL_DIRS:
+            LexicalIndex.destroy(self.directory / sub)
+        self.vector.destroy()
+
+    def heal_note(self, message: str) -> None:
+        """Record (for the index report) and log a repair made on the way."""
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+    @property
+    def embedder_id(self) -> str | None:
+        from hybrid.embedders.base import canonical_id
+        return canonical_id(self.catalog.get_meta("embedder"))
+
+    def lock(self, timeout: float = 0):
+        """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
+        return lock_dir(self.directory, timeout)
+
+    def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
+                     redactor: Any = None) -> dict[str, Any]:
+        """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
+        counts and layout, rebuilding a projection from the catalog if it disagrees (no
+        re-embedding: vectors come from the catalog's cache). With ``view`` the agent index
+        too (see :mod:`hybrid.store.agent.view`). Idempotent; safe to repeat after a crash: the
+        journal is cleared only once every projection holds its changes."""
+        from hybrid.core.timing import Stopwatch
+        clock = Stopwatch()
+        stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
+        if self.writable:
+            self._check_vector()
+        n = self.catalog.chunk_count()
+        ids = self.catalog.journal()
+        if ids:
+            stats["journal"] = len(ids)
+            self._replay_journal(ids, model, n, batch, clock, stats, view, redactor)
+            self.catalog.purge(ids)
+        with clock("lexical"):
+            stats["rebuilt_lexical"] = int(self._check_lexical(n, batch))
+            if view is not None:
+                stats["rebuilt_agent"] = int(agent_view.check(self, view, redactor, batch))
+        with clock("vector"):
+            if model is not None and not stats["rebuilt_vector"]:
+                stats["rebuilt_vector"] = self._check_vector_count(model, n)
+        stats["lexical_seconds"] = clock.seconds["lexical"]
+        stats["vector_seconds"] = clock.seconds["vector"]
+        return stats
+
+    def _replay_journal(self, ids: list[int], model: str | None, n: int, batch: int,
+                        clock, stats: dict[str, Any], view: AgentView | None, redactor: Any) -> None:
+        """Apply the journaled chunk ids (added, changed or dead) to tantivy, then to FAISS
+        from the cached vectors (or rebuild FAISS when its layout must change)."""
+        live: list[int] = []
+
+        def batches():  # streamed: a million journaled chunks never sit in memory at once
+            for part in self.catalog.iter_chunks(ids, batch):
+                rows = [r for r in part if not r.dead]
+                live.extend(r.id for r in rows)
+                yield rows
+
+        with clock("lexical"):
+            self.lexical.apply(ids, batches())
+            if view is not None and agent_view.current(self, view):  # else rebuilt just after
+                agent_view.apply_journal(self, ids, view, redactor, batch)
+        checkpoint("after-lexical")
+        with clock("vector"):
+            if model is not None:
+                if self._vector_needs_rebuild(n):
+                    stats["rebuilt_vector"] = self._rebuild_vector(model)
+                else:
+                    self._apply_vectors(ids, live, model)
+        checkpoint("after-vector")
+
+    def _apply_vectors(self, ids: list[int], live: list[int], model: str) -> None:
+        import numpy as np
+        got = self.catalog.vectors(model, live)
+        dim = self._dim(got)
+        if dim:
+            vec_ids = [i for i, _ in got]
+            vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
+            self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
+        elif self.vector.count():
+            self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
+
+    def _check_lexical(self, n: int, batch: int) -> bool:
+        """Rebuild tantivy from the catalog when its count is off or deleted documents skew
+        BM25 (see LEXICAL_DRIFT); whether it was rebuilt."""
+        if n and not self.lexical.section_count():
+            log.info("%s: building the section index", self.directory.name)
+        elif self.lexical.count() != n:
+            log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
+                        self.directory.name, self.lexical.count(), n)
+        elif self._lexical_drifted(n):
+            log.info("%s: compacting the lexical index (%d deleted documents in its statistics)",
+                     self.directory.name, self.lexical.deleted_docs())
+        else:
+            return False
+        self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
+        return True
+
+    def _check_vector_count(self, model: str, n: int) -> int:
+        """Rebuild FAISS from the cached vectors when its count is off or its layout is due
+        to change; the rebuild's stats flag (0 when nothing was done)."""
+        if self.vector.count() != n:
+            log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
+                        self.directory.name, self.vector.count(), n)
+            return self._rebuild_vector(model)
+        if self._vector_needs_rebuild(n):
+            return self._rebuild_vector(model)
+        return 0
+
+    def _lexical_drifted(self, n: int) -> bool:
+        """Whether deleted documents weigh on BM25 enough to compact (see LEXICAL_DRIFT)."""
+        deleted = self.lexical.deleted_docs()
+        return deleted > 0 and (n <= LEXICAL_EXACT_BELOW or deleted > LEXICAL_DRIFT * n)
+
+    def _vector_needs_rebuild(self, n: int) -> bool:
+        if not self.vector.count():
+            return n > 0 and (self.spec.wants_ivf(n) or self.spec.storage != "float32")
+        layout = json.loads(self.catalog.get_meta("vector_layout") or "{}")
+        return self.vector.needs_rebuild(n, self.spec, layout.get("trained_on"))
+
+    def _rebuild_vector(self, model: str) -> int:
+        """Rebuild FAISS from the catalog's cached vectors with the layout the spec asks for."""
+        dim = int(self.catalog.get_meta("dim") or 0) or self.vector.dim or 0
+        if not dim:
+            row = self.catalog.vectors(model, self.catalog.all_chunk_ids()[:1])
+            dim = self._dim(row) or 1
+        ids, mat = self.catalog.vector_matrix(model, dim)
+        info = self.vector.rebuild(ids, mat, dim, self.spec)
+        log.info("%s: vector index built: %s", self.directory.name, info)
+        self.catalog.set_meta("vector_layout", json.dumps(info, sort_keys=True))
+        return 1
+
+    @staticmethod
+    def _dim(got: list[tuple[int, bytes]]) -> int:
+        return len(got[0][1]) // 4 if got else 0
+
+    def reclaim(self, model: str | None, force: bool = False) -> int:
+        """End-of-run housekeeping: drop unused cached embeddings past the cache bound (all of
+        them with ``force``) and truncate the WAL. Returns the embeddings deleted."""
+        deleted = self.catalog.reclaim_embeddings(model, force) if model else 0
+        self.catalog.checkpoint_wal()
+        return deleted
+
+
+@dataclass
+class VacuumReport:
+    vault: str
+    embeddings_removed: int = 0     # cached vectors no live chunk used
+    lexical_compacted: bool = False  # tantivy rebuilt without its deleted documents
+    bytes_before: int = 0            # the index folder's size before and after
+    bytes_after: int = 0
+
+    @property
+    def reclaimed_bytes(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "reclaimed_bytes": self.reclaimed_bytes}
+
+
+def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
+    """Reclaim a vault index's disk space under the writer lock: delete every unused cached
+    embedding, compact tantivy if it holds deleted documents, VACUUM the catalog and truncate
+    its WAL. Readers keep working throughout (they see the old pages until they are done)."""
+    if not (directory / "catalog.sqlite").exists():
+        raise IndexCorrupt(f"vault {name!r} is not indexed yet: run `hybrid index --vault {name}`")
+    report = VacuumReport(name)
+    lock = lock_dir(directory, wait)
+    try:
+        recover_reembed(directory)
+        report.bytes_before = folder_bytes(directory)
+        store = VaultStore(directory)
+        try:
+            report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            if not store.catalog.journal() and store.lexical.deleted_docs():
+                store.lexical.rebuild(store.catalog.iter_chunks())
+                report.lexical_compacted = True
+            store.catalog.vacuum()
+        finally:
+            store.close()
+        report.bytes_after = folder_bytes(directory)
+    finally:
+        lock.release()
+    return report

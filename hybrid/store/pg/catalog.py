@@ -1,0 +1,419 @@
+"""The ledger of one vault in PostgreSQL: files, chunks (with both arms' columns), sections,
+document frequencies and cached embeddings. The same surface as :class:`hybrid.store.local.catalog.Catalog`,
+so the indexer, the search and the agent view run on either.
+
+A change to notes (:meth:`PgCatalog.apply`) is one transaction: the old chunks and sections of
+every changed or removed note go, their document frequencies with them, the new ones come in
+with their vectors (from the embedding cache, filled before) and their agent-view tsvector.
+Nothing is journaled: no index lives outside the database, so there is nothing to replay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hybrid.store.agent.vectors import entries, header_setting
+from hybrid.store.local.catalog import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteRecord
+from hybrid.store.local.layout import checkpoint
+from hybrid.store.local.lexical import units
+from hybrid.store.pg.lexical import tag_set, tsvector_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger("hybrid")
+CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
+                 "f.aliases, f.modified, c.embed_hash, false, c.file_id, f.properties")
+
+
+def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
+                    r[9], r[10], False, r[12], r[13])
+
+
+class SqlCompat:
+    """The SQLite-dialect queries other modules run on ``catalog.db`` (``?`` placeholders,
+    ``files``/``chunks`` with ``deleted``/``dead``), answered from this vault's rows: each table
+    name becomes a subquery over the vault's rows (not a temporary view: a read replica allows
+    no temporary objects)."""
+
+    dialect = "postgresql"
+    TABLE_RE = re.compile(r"\b(FROM|JOIN)\s+(files|chunks)\b(\s+(?!WHERE\b|ORDER\b|GROUP\b|LIMIT\b|JOIN\b|ON\b)"
+                          r"[A-Za-z_]\w*)?")
+
+    def __init__(self, run: Any, vault_id: int):
+        self.run = run  # the store's query(): errors translated
+        v = int(vault_id)
+        self.tables = {
+            "files": f"(SELECT id, path, size, mtime_ns, hash, title, tags, aliases, properties, created, "
+                     f"modified, indexed_at, 0 AS deleted FROM hybrid_files WHERE vault = {v})",
+            "chunks": f"(SELECT id, file_id, ord, heading, start_line, end_line, text, embed_hash, "
+                      f"0 AS dead FROM hybrid_chunks WHERE vault = {v})"}
+
+    def _table(self, m: re.Match[str]) -> str:
+        alias = m.group(3) or f" AS {m.group(2)}"
+        return f"{m.group(1)} {self.tables[m.group(2)]}{alias}"
+
+    def execute(self, sql: str, params: Sequence[Any] = ()):
+        if params:
+            sql = sql.replace("%", "%%").replace("?", "%s")
+        sql = re.sub(r"(\S+) LIKE ('[^']*') COLLATE NOCASE", r"\1 ILIKE \2", sql)
+        sql = self.TABLE_RE.sub(self._table, sql)
+        return self.run(sql, list(params) if params else None)
+
+
+class PgCatalog:
+    def __init__(self, store: Any):
+        self.store = store
+        self.conn, self.vault_id = store.conn, store.vault_id
+        self.fresh = False
+        self.db = SqlCompat(store.query, self.vault_id)
+        self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
+        self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
+        self.changed = 0  # chunks (and notes) changed by this handle: a big load re-ANALYZEs
+
+    def q(self, sql: str, params: Sequence[Any] = ()):
+        return self.store.query(sql, params)
+
+    def close(self) -> None:
+        pass  # the store closes the connection
+
+    # --- meta -----------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        if self.pending_meta is not None:
+            return self.pending_meta.get(key)
+        row = self.q("SELECT value FROM hybrid_meta WHERE vault=%s AND key=%s", (self.vault_id, key)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        if self.pending_meta is not None:
+            self.pending_meta[key] = value
+            return
+        self._put_meta(key, value)
+
+    def _put_meta(self, key: str, value: str) -> None:
+        self.q("INSERT INTO hybrid_meta(vault, key, value) VALUES (%s,%s,%s) ON CONFLICT (vault, key) "
+               "DO UPDATE SET value = EXCLUDED.value", (self.vault_id, key, value))
+
+    # --- files ----------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRow]:
+        if self.pending_meta is not None:
+            return {}  # a re-embed reads every note again
+        rows = self.q("SELECT id, path, size, mtime_ns, hash FROM hybrid_files WHERE vault=%s", (self.vault_id,))
+        return {r[1]: FileRow(*r) for r in rows}
+
+    def file_rows(self, file_ids: Sequence[int]) -> dict[int, FileRow]:
+        """The rows of ``file_ids``: what the index saw of each file."""
+        rows = self.q("SELECT id, path, size, mtime_ns, hash FROM hybrid_files WHERE id = ANY(%s)",
+                      (list(file_ids),))
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self.q("UPDATE hybrid_files SET size=%s, mtime_ns=%s WHERE vault=%s AND path=%s",
+               (size, mtime_ns, self.vault_id, path))
+
+    def transaction(self):
+        return self.conn.transaction()
+
+    def apply(self, notes: Iterable[NoteRecord], removed: Iterable[str]) -> list[int]:
+        """Replace the chunks of ``notes`` and remove the files ``removed`` in one transaction
+        (a re-embed replaces every note). Returns the new chunk ids."""
+        notes, removed = list(notes), list(removed)
+        v = self.vault_id
+        with self.store.guarded(), self.conn.transaction():
+            self.q("SELECT 1 FROM hybrid_vaults WHERE id=%s FOR UPDATE", (v,))
+            if self.pending_meta is not None:
+                gone = [r[0] for r in self.q("SELECT id FROM hybrid_files WHERE vault=%s", (v,))]
+            else:
+                paths = removed + [n.path for n in notes]
+                gone = [r[0] for r in self.q("SELECT id FROM hybrid_files WHERE vault=%s AND path = ANY(%s)",
+                                             (v, paths))]
+            self._drop_units(gone)
+            if self.pending_meta is not None:
+                self.q("DELETE FROM hybrid_files WHERE vault=%s", (v,))
+            elif removed:
+                self.q("DELETE FROM hybrid_files WHERE vault=%s AND path = ANY(%s)", (v, removed))
+            new_ids = self._insert(notes)
+            self.changed += len(new_ids) + len(gone)
+            checkpoint("pg-mid-apply")  # inside the transaction: a kill here rolls it back
+            self._stats()
+            dim = self.q("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",
+                         (v,)).fetchone()
+            if dim:  # readers cast to it: it changes with the vectors, in their transaction
+                (self.pending_meta.__setitem__ if self.pending_meta is not None else self._put_meta)(
+                    "dim", str(dim[0]))
+            if self.pending_meta is not None:
+                for key, value in self.pending_meta.items():
+                    self._put_meta(key, value)
+                self.pending_meta = None
+        return new_ids
+
+    def _drop_units(self, file_ids: list[int]) -> None:
+        """Delete the chunks and sections of ``file_ids``, taking their lexemes out of the
+        document frequencies."""
+        if not file_ids:
+            return
+        for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
+            self.q(f"UPDATE hybrid_terms t SET df = t.df - g.n FROM (SELECT u.lexeme, count(*) AS n "
+                   f"FROM {table} c, unnest(c.tsv) u WHERE c.file_id = ANY(%s) GROUP BY u.lexeme) g "
+                   f"WHERE t.vault=%s AND t.unit=%s AND t.lexeme = g.lexeme",
+                   (file_ids, self.vault_id, unit))
+            self.q(f"DELETE FROM {table} WHERE file_id = ANY(%s)", (file_ids,))
+        self.q("DELETE FROM hybrid_terms WHERE vault=%s AND df <= 0", (self.vault_id,))
+
+    def _insert(self, notes: list[NoteRecord]) -> list[int]:
+        v, now = self.vault_id, time.time()
+        stem = self.store.stem
+        total = sum(len(n.chunks) for n in notes)
+        ids = [r[0] for r in self.q("SELECT nextval(pg_get_serial_sequence('hybrid_chunks', 'id')) "
+                                    "FROM generate_series(1, %s)", (total,))] if total else []
+        fp, redactor = self.agent or ("off", None)
+        header = header_setting(self.get_meta("chunking"))
+        chunk_rows, section_rows = [], []
+        k = 0
+        for n in notes:
+            fid = self.q(
+                "INSERT INTO hybrid_files(vault, path, size, mtime_ns, hash, title, tags, aliases, "
+                "properties, created, modified, indexed_at, agent_fp) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,"
+                "%s,%s,%s,%s,%s) ON CONFLICT (vault, path) DO UPDATE SET size=EXCLUDED.size, "
+                "mtime_ns=EXCLUDED.mtime_ns, hash=EXCLUDED.hash, title=EXCLUDED.title, "
+                "tags=EXCLUDED.tags, aliases=EXCLUDED.aliases, properties=EXCLUDED.properties, "
+                "created=EXCLUDED.created, modified=EXCLUDED.modified, indexed_at=EXCLUDED.indexed_at, "
+                "agent_fp=EXCLUDED.agent_fp RETURNING id",
+                (v, n.path, n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
+                 json.dumps(n.properties), n.created, n.modified, now, fp)).fetchone()[0]
+            rows = []
+            for c in n.chunks:
+                rows.append(ChunkRow(ids[k], n.path, n.title, c.heading, c.start_line, c.end_line,
+                                     c.text, n.tags, n.aliases, n.modified, c.embed_hash, False,
+                                     fid, json.dumps(n.properties)))
+                k += 1
+            agent_rows = self._redacted(rows, redactor) if redactor is not None else rows
+            tags, modified = tag_set(n.tags), n.modified
+            embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
+            for ord_, (r, a) in enumerate(zip(rows, agent_rows)):
+                tsv, length = tsvector_of(r, stem)
+                agent_tsv, agent_len = (None, None) if a is r else tsvector_of(a, stem)
+                chunk_rows.append((r.id, v, fid, ord_, r.heading, r.start_line, r.end_line, r.text,
+                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len,
+                                   *embeds.get(r.id, (None, None))))
+            for run, arun in section_pairs(rows, agent_rows):
+                tsv, length = tsvector_of(run[0], stem, run)
+                same = all(a is r for a, r in zip(arun, run))
+                agent_tsv, agent_len = (None, None) if same else tsvector_of(arun[0], stem, arun)
+                section_rows.append((v, fid, [r.id for r in run], n.path, tags, modified, tsv,
+                                     length, agent_tsv, agent_len))
+        cur = self.conn.cursor()
+        with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
+                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len, "
+                      "agent_embed_hash, agent_embed_text) FROM STDIN") as cp:
+            for row in chunk_rows:
+                cp.write_row(row)
+        with cur.copy("COPY hybrid_sections (vault, file_id, chunk_ids, path, tag_set, modified, "
+                      "tsv, len, agent_tsv, agent_len) FROM STDIN") as cp:
+            for srow in section_rows:
+                cp.write_row(srow)
+        if ids:
+            model = self.get_meta("embedder") or ""
+            self.q("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
+                   "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
+                   "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.id = ANY(%s)", (model, ids))
+            fids = sorted({r[2] for r in chunk_rows})
+            for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
+                self.q(f"INSERT INTO hybrid_terms(vault, unit, lexeme, df) SELECT %s, %s, u.lexeme, "
+                       f"count(*) FROM {table} c, unnest(c.tsv) u WHERE c.file_id = ANY(%s) "
+                       f"GROUP BY u.lexeme ON CONFLICT (vault, unit, lexeme) DO UPDATE "
+                       f"SET df = hybrid_terms.df + EXCLUDED.df", (v, unit, fids))
+        return ids
+
+    def _redacted(self, rows: list[ChunkRow], redactor: Any) -> list[ChunkRow]:
+        """``rows`` (one note's, in order) as an agent is shown them: the same object where
+        redaction changed nothing."""
+        texts = redactor.redact_parts([r.text for r in rows])
+        out = []
+        for r, text in zip(rows, texts):
+            got = replace(r, text=text, heading=redactor.redact(r.heading), title=redactor.redact(r.title),
+                          aliases=[redactor.redact(a) for a in r.aliases])
+            same = (got.text, got.heading, got.title, got.aliases) == (r.text, r.heading, r.title, r.aliases)
+            out.append(r if same else got)
+        return out
+
+    def _stats(self) -> None:
+        """The units' counts and total lengths (BM25's N and average length), and a new
+        generation, in the change's transaction."""
+        self.q("UPDATE hybrid_vaults v SET generation = generation + 1, "
+               "n_chunks = (SELECT count(*) FROM hybrid_chunks WHERE vault = v.id), "
+               "chunk_len = coalesce((SELECT sum(len) FROM hybrid_chunks WHERE vault = v.id), 0), "
+               "n_sections = (SELECT count(*) FROM hybrid_sections WHERE vault = v.id), "
+               "section_len = coalesce((SELECT sum(len) FROM hybrid_sections WHERE vault = v.id), 0) "
+               "WHERE id = %s", (self.vault_id,))
+
+    def purge(self, synced: Sequence[int]) -> None:
+        pass  # nothing is journaled
+
+    def journal(self) -> list[int]:
+        return []
+
+    # --- chunks ---------------------------------------------------------------------------
+    def chunk_count(self) -> int:
+        return self.q("SELECT count(*) FROM hybrid_chunks WHERE vault=%s", (self.vault_id,)).fetchone()[0]
+
+    def file_count(self) -> int:
+        return self.q("SELECT count(*) FROM hybrid_files WHERE vault=%s", (self.vault_id,)).fetchone()[0]
+
+    def data_version(self) -> int:
+        """Changes with every committed change to the vault (from any machine)."""
+        return self.q("SELECT generation FROM hybrid_vaults WHERE id=%s", (self.vault_id,)).fetchone()[0]
+
+    def note_texts(self, file_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+        out: dict[int, list[tuple[int, str]]] = {}
+        for fid, cid, text in self.q("SELECT file_id, id, text FROM hybrid_chunks WHERE file_id = ANY(%s) "
+                                     "ORDER BY file_id, ord", (list(file_ids),)):
+            out.setdefault(fid, []).append((cid, text))
+        return out
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        rows = self.q(f"SELECT {CHUNK_COLUMNS} FROM hybrid_chunks c JOIN hybrid_files f ON f.id=c.file_id "
+                      f"WHERE c.id = ANY(%s) AND c.vault=%s", (list(ids), self.vault_id))
+        return {r[0]: _chunk_row(r) for r in rows}
+
+    def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
+        if ids is not None:
+            ids = sorted(ids)
+            for i in range(0, len(ids), batch):
+                yield list(self.chunks(ids[i:i + batch]).values())
+            return
+        last = 0
+        while True:
+            rows = self.q(f"SELECT {CHUNK_COLUMNS} FROM hybrid_chunks c JOIN hybrid_files f ON "
+                          f"f.id=c.file_id WHERE c.vault=%s AND c.id > %s ORDER BY c.id LIMIT %s",
+                          (self.vault_id, last, batch)).fetchall()
+            if not rows:
+                return
+            yield [_chunk_row(r) for r in rows]
+            last = rows[-1][0]
+
+    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                   since: float | None = None, among: Sequence[int] | None = None,
+                   sources: Sequence[str] = ()) -> set[int]:
+        where, args = note_filter(folders, tags, since, "c", sources)
+        if among is not None:
+            where.append("c.id = ANY(%s)")
+            args.append(list(among))
+        sql = "SELECT c.id FROM hybrid_chunks c WHERE " + " AND ".join(["c.vault=%s", *where])
+        return {r[0] for r in self.q(sql, (self.vault_id, *args))}
+
+    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
+                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
+        where, args = note_filter(folders, tags, since, "f", sources)
+        sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *where])
+        for (fid,) in self.q(sql, (self.vault_id, *args)):
+            yield fid
+
+    def all_chunk_ids(self) -> list[int]:
+        return [r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s ORDER BY id", (self.vault_id,))]
+
+    # --- embeddings -----------------------------------------------------------------------
+    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
+        return {r[0] for r in self.q("SELECT text_hash FROM hybrid_embeddings WHERE vault=%s AND model=%s "
+                                     "AND text_hash = ANY(%s)", (self.vault_id, model, list(set(hashes))))}
+
+    def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        import numpy as np
+        rows = [(self.vault_id, model, h, np.frombuffer(v, dtype=np.float32)) for h, v in items]
+        with self.store.guarded(), self.conn.transaction(), self.conn.cursor() as cur:
+            cur.executemany("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) VALUES "
+                            "(%s,%s,%s,%s) ON CONFLICT (vault, model, text_hash) DO UPDATE "
+                            "SET vec = EXCLUDED.vec", rows)
+
+    # --- the agent view's redacted chunks (hybrid.store.agent.vectors) ---------------------------
+    def redacted_ids(self) -> set[int]:
+        return {r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s AND (agent_tsv IS NOT "
+                                     "NULL OR agent_embed_hash IS NOT NULL)", (self.vault_id,))}
+
+    def redacted_missing(self, model: str) -> list[tuple[str, str]]:
+        return self.q("SELECT DISTINCT c.agent_embed_hash, c.agent_embed_text FROM hybrid_chunks c "
+                      "WHERE c.vault=%s AND c.agent_embed_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+                      "hybrid_embeddings e WHERE e.vault=c.vault AND e.model=%s AND e.text_hash="
+                      "c.agent_embed_hash)", (self.vault_id, model)).fetchall()
+
+    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]:
+        rows = self.q("SELECT c.id, c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON "
+                      "e.vault=c.vault AND e.model=%s AND e.text_hash=c.agent_embed_hash WHERE c.vault=%s",
+                      (model, self.vault_id))
+        return [(i, f, as_array(v).tobytes()) for i, f, v in rows]
+
+    def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
+        return [(i, as_array(v).tobytes()) for i, v in rows]
+
+    def reclaim_embeddings(self, model: str, force: bool = False) -> int:
+        """Delete this vault's cached vectors no chunk uses under ``model`` once they may exceed
+        max(EMBED_CACHE_MIN, live chunks), or always with ``force``."""
+        v = self.vault_id
+        live = self.chunk_count()
+        rows = self.q("SELECT count(*) FROM hybrid_embeddings WHERE vault=%s", (v,)).fetchone()[0]
+        if not force and rows - live <= max(EMBED_CACHE_MIN, live):
+            return 0
+        cur = self.q("DELETE FROM hybrid_embeddings e WHERE e.vault=%s AND (e.model != %s OR NOT EXISTS "
+                     "(SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND (c.embed_hash = e.text_hash "
+                     "OR c.agent_embed_hash = e.text_hash)))", (v, model, v))
+        deleted = max(0, cur.rowcount)
+        if deleted:
+            log.info("%s: reclaimed %d unused cached embeddings", self.store.name, deleted)
+        return deleted
+
+    def vacuum(self) -> None:
+        for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_embeddings", "hybrid_files"):
+            self.q(f"VACUUM (ANALYZE) {table}")
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A vector read back from PostgreSQL as float32 (pgvector's adapter gives a ``Vector``)."""
+    import numpy as np
+    got = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(got, dtype=np.float32)
+
+
+def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):
+    """(section's rows, the same as an agent is shown them) of one note's rows, in order."""
+    plain = [run for kind, run in units([rows]) if kind == "section"]
+    shown = [run for kind, run in units([agent_rows]) if kind == "section"]
+    return list(zip(plain, shown))
+
+
+def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
+                alias: str, sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
+    """WHERE terms (over ``hybrid_chunks c`` or ``hybrid_files f``) for notes in one of
+    ``folders``, with every tag of ``tags`` (or a nested child), modified at or after
+    ``since`` and of one of the kinds ``sources``."""
+    from hybrid.store.pg.lexical import _like
+    where: list[str] = []
+    args: list[Any] = []
+    if folders:
+        where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in folders) + ")")
+        args.extend(_like(f) + "/%" for f in folders)
+    if tags:
+        if alias == "c":
+            where.append("c.tag_set @> %s::text[]")
+            args.append(list(tags))
+        else:
+            for tag in tags:
+                where.append("EXISTS (SELECT 1 FROM jsonb_array_elements_text(f.tags::jsonb) t(v) "
+                             "WHERE t.v = %s OR t.v LIKE %s)")
+                args.extend([tag, _like(tag) + "/%"])
+    if since is not None:
+        where.append(f"{alias}.modified >= %s")
+        args.append(since)
+    if sources:
+        from hybrid.sources import kind_condition
+        cond, kargs = kind_condition(tuple(sources), f"{alias}.path", "%s")
+        where.append(cond)
+        args.extend(kargs)
+    return where, args

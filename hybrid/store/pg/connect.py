@@ -1,0 +1,302 @@
+"""Connecting to PostgreSQL: where the URL comes from, one-line errors that name the fix (and
+never a password), and the schema, created and migrated by hybrid (``hybrid_schema``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from hybrid.core.errors import StoreUnavailable
+
+log = logging.getLogger("hybrid")
+ENV_URL = "HYBRID_DATABASE_URL"
+SCHEMES = ("postgresql://", "postgres://")
+ENV_WORDS = ("postgresql", "postgres", "env")  # `store = "postgresql"`: the URL is in ENV_URL
+SCHEMA_VERSION = 2
+CONNECT_TIMEOUT = 10
+# Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
+MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: what is embedded for a chunk an agent is shown redacted (hybrid.store.agent.vectors); the
+    # notes that hold one are marked stale, so they stay hidden from agents until redone
+    1: """
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_hash text;
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_text text;
+UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
+    (SELECT file_id FROM hybrid_chunks WHERE agent_tsv IS NOT NULL);
+""",
+}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS hybrid_schema (version integer NOT NULL);
+CREATE TABLE IF NOT EXISTS hybrid_vaults (
+    id serial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    generation bigint NOT NULL DEFAULT 0,   -- bumped by every committed change
+    n_chunks integer NOT NULL DEFAULT 0, chunk_len bigint NOT NULL DEFAULT 0,    -- BM25's N and
+    n_sections integer NOT NULL DEFAULT 0, section_len bigint NOT NULL DEFAULT 0 -- total length
+);
+CREATE TABLE IF NOT EXISTS hybrid_meta (
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
+    key text NOT NULL, value text NOT NULL, PRIMARY KEY (vault, key)
+);
+CREATE TABLE IF NOT EXISTS hybrid_files (
+    id bigserial PRIMARY KEY,
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
+    path text NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, hash text NOT NULL,
+    title text NOT NULL, tags text NOT NULL, aliases text NOT NULL, properties text NOT NULL,
+    created text, modified double precision NOT NULL, indexed_at double precision NOT NULL,
+    agent_fp text,                          -- redaction rules its agent_tsv were written with
+    UNIQUE (vault, path)
+);
+CREATE TABLE IF NOT EXISTS hybrid_chunks (
+    id bigserial PRIMARY KEY,
+    vault integer NOT NULL,
+    file_id bigint NOT NULL REFERENCES hybrid_files(id) ON DELETE CASCADE,
+    ord integer NOT NULL, heading text NOT NULL, start_line integer NOT NULL,
+    end_line integer NOT NULL, text text NOT NULL, embed_hash text NOT NULL,
+    path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
+    tsv tsvector NOT NULL, len integer NOT NULL,
+    agent_tsv tsvector, agent_len integer,  -- the redacted text's, where redaction changed it
+    agent_embed_hash text, agent_embed_text text  -- and what is embedded for it (agent_vectors)
+);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_redacted ON hybrid_chunks (vault) WHERE agent_tsv IS NOT NULL;
+-- tsvectors stay in the row (MAIN, rows up to a page): out of line, BM25 read ~6 pages per
+-- candidate to detoast it. Vectors live in a narrow table of their own, in the row too: an
+-- exact scan then reads only them (10 ms at 10k chunks; 64 ms while they were out of line).
+ALTER TABLE hybrid_chunks ALTER COLUMN tsv SET STORAGE MAIN;
+ALTER TABLE hybrid_chunks SET (toast_tuple_target = 8160);
+CREATE TABLE IF NOT EXISTS hybrid_vectors (
+    id bigint PRIMARY KEY REFERENCES hybrid_chunks(id) ON DELETE CASCADE,
+    vault integer NOT NULL, file_id bigint NOT NULL, embedding vector NOT NULL
+);
+ALTER TABLE hybrid_vectors ALTER COLUMN embedding SET STORAGE MAIN;
+CREATE INDEX IF NOT EXISTS hybrid_vectors_vault ON hybrid_vectors (vault);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_file ON hybrid_chunks (file_id);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_path ON hybrid_chunks (vault, path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_modified ON hybrid_chunks (vault, modified);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_tags ON hybrid_chunks USING gin (tag_set);
+CREATE INDEX IF NOT EXISTS hybrid_chunks_tsv ON hybrid_chunks USING gin (tsv);
+CREATE TABLE IF NOT EXISTS hybrid_sections (
+    id bigserial PRIMARY KEY,
+    vault integer NOT NULL,
+    file_id bigint NOT NULL REFERENCES hybrid_files(id) ON DELETE CASCADE,
+    chunk_ids bigint[] NOT NULL,
+    path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
+    tsv tsvector NOT NULL, len integer NOT NULL, agent_tsv tsvector, agent_len integer
+);
+CREATE INDEX IF NOT EXISTS hybrid_sections_redacted ON hybrid_sections (vault) WHERE agent_tsv IS NOT NULL;
+ALTER TABLE hybrid_sections ALTER COLUMN tsv SET STORAGE MAIN;
+ALTER TABLE hybrid_sections SET (toast_tuple_target = 8160);
+CREATE INDEX IF NOT EXISTS hybrid_sections_file ON hybrid_sections (file_id);
+CREATE INDEX IF NOT EXISTS hybrid_sections_path ON hybrid_sections (vault, path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS hybrid_sections_tsv ON hybrid_sections USING gin (tsv);
+-- document frequencies for BM25 (unit 0 chunks, 1 sections), kept in each change's transaction
+CREATE TABLE IF NOT EXISTS hybrid_terms (
+    vault integer NOT NULL, unit smallint NOT NULL, lexeme text COLLATE "C" NOT NULL,
+    df integer NOT NULL, PRIMARY KEY (vault, unit, lexeme)
+);
+CREATE TABLE IF NOT EXISTS hybrid_embeddings (
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
+    model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
+    PRIMARY KEY (vault, model, text_hash)
+);
+"""
+
+
+def check_store_value(value: str) -> str:
+    """A vault's ``store`` as given to `hybrid vault add --store`: a PostgreSQL URL without a
+    password (config files get copied and shown), or ``postgresql`` for ``$HYBRID_DATABASE_URL``."""
+    value = value.strip()
+    if value in ENV_WORDS:
+        return "postgresql"
+    if not value.startswith(SCHEMES):
+        raise StoreUnavailable(f"store {redact(value)!r} is not a PostgreSQL URL "
+                               f"(postgresql://user@host/db) nor `postgresql` (the URL in ${ENV_URL})")
+    if urlsplit(value).password or re.search(r"(^|[?&])password=", urlsplit(value).query):
+        raise StoreUnavailable(f"the store URL holds a password, which would be written to the "
+                               f"config file; set {ENV_URL} and use --store postgresql, or keep "
+                               f"the password in ~/.pgpass or PGPASSWORD")
+    return value
+
+
+def resolve(value: str, vault: str) -> str:
+    """The URL to connect with for a vault's ``store`` value."""
+    if value in ENV_WORDS:
+        url = os.environ.get(ENV_URL, "").strip()
+        if not url:
+            raise StoreUnavailable(f"vault {vault!r} is stored in PostgreSQL but {ENV_URL} is not "
+                                   f"set; export {ENV_URL}=postgresql://USER@HOST/DB")
+        if not url.startswith(SCHEMES):
+            raise StoreUnavailable(f"{ENV_URL} is not a PostgreSQL URL (postgresql://USER@HOST/DB)")
+        return url
+    return value
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (in the authority and the query)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
+    query = re.sub(r"(^|&)(password)=[^&]*", r"\1\2=***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _where(url: str) -> str:
+    """Host and database of ``url``, for messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or "the local socket"
+    q = dict(p.split("=", 1) for p in parts.query.split("&") if "=" in p)
+    if not parts.hostname and q.get("host"):
+        host = q["host"]
+    db = parts.path.lstrip("/") or q.get("dbname") or "(default)"
+    return f"{host}{':' + str(parts.port) if parts.port else ''}/{db}"
+
+
+def connect(url: str, vault: str) -> Any:
+    """An autocommit connection with pgvector's types registered; StoreUnavailable naming the
+    fix when that cannot be had."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreUnavailable(f"vault {vault!r} is stored in PostgreSQL, which needs psycopg and "
+                               f"pgvector: pip install 'hybrid[postgres]'") from None
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
+                               application_name="hybrid")
+    except psycopg.Error as exc:
+        raise StoreUnavailable(connect_problem(exc, url, vault)) from None
+    return conn
+
+
+def connect_problem(exc: BaseException, url: str, vault: str) -> str:
+    """One line for a failed connect, by what libpq said."""
+    text = " ".join(str(exc).split())
+    where = _where(url)
+    low = text.lower()
+    if "password authentication failed" in low or "no password supplied" in low \
+            or "authentication failed" in low:
+        user = urlsplit(url).username or "the default user"
+        return (f"PostgreSQL at {where} refused the login of {user}; check the password "
+                f"({ENV_URL}, ~/.pgpass or PGPASSWORD)")
+    if "does not exist" in low and "database" in low:
+        return f"PostgreSQL at {where}: the database does not exist; create it (createdb) or fix the URL"
+    if "role" in low and "does not exist" in low:
+        return f"PostgreSQL at {where}: that user does not exist; create it or fix the URL"
+    if "ssl" in low or "certificate" in low:
+        return f"PostgreSQL at {where}: TLS failed ({_short(text)}); check sslmode/sslrootcert in the URL"
+    if "invalid" in low and ("dsn" in low or "uri" in low or "connection option" in low):
+        return f"the PostgreSQL URL for vault {vault!r} is not valid ({_short(text)})"
+    return (f"cannot reach PostgreSQL at {where} ({_short(text)}); check that the server runs "
+            f"and the URL ({ENV_URL} or the vault's store)")
+
+
+WRITE_GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}; " \
+              "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
+READ_GRANT = "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
+
+
+def privilege_problem(exc: BaseException, role: str | None, writer: bool, where: str = "") -> StoreUnavailable:
+    """One line for a statement PostgreSQL refused for want of a privilege: what was refused,
+    to which role, and the GRANT an owner of the database runs: what an indexer (``writer``)
+    needs, or what a query server needs."""
+    text = " ".join(str(exc).split()) or "permission denied"
+    who = repr(role) if role else "of the store URL"
+    grant = (WRITE_GRANT if writer else READ_GRANT).format(role=role or "ROLE")
+    need = "`hybrid index` needs SELECT, INSERT, UPDATE and DELETE" if writer else "a query needs SELECT"
+    at = f" at {where}" if where else ""
+    return StoreUnavailable(f"PostgreSQL{at} refused role {who}: {_short(text)}; {need} on the "
+                            f"hybrid_* tables: have an owner of the database run {grant}")
+
+
+def _short(text: str) -> str:
+    text = re.sub(r"password=\S+", "password=***", text)
+    return text[:160]
+
+
+def ensure_schema(conn: Any, where: str, writer: bool) -> None:
+    """Create or migrate hybrid's tables (a writer), or check that they are current (a reader,
+    which never writes the schema). pgvector must be installable in the database."""
+    import psycopg
+    try:
+        version = schema_version(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise privilege_problem(exc, conn.info.user, writer, where) from None
+    if version == SCHEMA_VERSION:
+        _register(conn, where)
+        return
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreUnavailable(f"the database at {where} has hybrid schema {version}, newer than "
+                               f"this hybrid reads ({SCHEMA_VERSION}); upgrade hybrid")
+    if version is not None and any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+        raise StoreUnavailable(f"the database at {where} has hybrid schema {version}, which this "
+                               f"hybrid cannot migrate; drop hybrid's tables (DROP TABLE hybrid_* "
+                               f"CASCADE) and run `hybrid index` to rebuild them from the notes")
+    if not writer:
+        if version is None:
+            raise StoreUnavailable("not indexed yet")
+        raise StoreUnavailable(f"the database at {where} has hybrid schema {version}; run "
+                               f"`hybrid index` once to migrate it to {SCHEMA_VERSION}")
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('hybrid:schema', 0))")
+            version = schema_version(conn)  # another writer may have done it meanwhile
+            if version is None:
+                _create_vector_extension(conn, where)
+                conn.execute(SCHEMA)
+                conn.execute("INSERT INTO hybrid_schema(version) VALUES (%s)", (SCHEMA_VERSION,))
+                log.info("created hybrid's tables in %s", where)
+            else:
+                while version < SCHEMA_VERSION:
+                    conn.execute(MIGRATIONS[version])
+                    version += 1
+                    conn.execute("UPDATE hybrid_schema SET version=%s", (version,))
+                    log.info("migrated hybrid's tables in %s to schema %d", where, version)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreUnavailable(f"PostgreSQL at {where}: not allowed to create hybrid's tables "
+                               f"({_short(str(exc))}); grant CREATE on the database's schema") from None
+    _register(conn, where)
+
+
+def _create_vector_extension(conn: Any, where: str) -> None:
+    import psycopg
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.FeatureNotSupported:
+        raise StoreUnavailable(f"PostgreSQL at {where} has no pgvector extension; install it "
+                               f"(the postgresql-NN-pgvector package or the pgvector/pgvector "
+                               f"image) and run hybrid again") from None
+    except psycopg.errors.UndefinedFile:
+        raise StoreUnavailable(f"PostgreSQL at {where} has no pgvector extension; install it "
+                               f"(the postgresql-NN-pgvector package or the pgvector/pgvector "
+                               f"image) and run hybrid again") from None
+    except psycopg.errors.InsufficientPrivilege:
+        raise StoreUnavailable(f"PostgreSQL at {where}: the pgvector extension is not enabled and "
+                               f"this user may not enable it; have an owner run CREATE EXTENSION "
+                               f"vector in that database") from None
+
+
+def schema_version(conn: Any) -> int | None:
+    row = conn.execute("SELECT to_regclass('hybrid_schema') IS NOT NULL").fetchone()
+    if not row[0]:
+        return None
+    got = conn.execute("SELECT max(version) FROM hybrid_schema").fetchone()
+    return None if got[0] is None else int(got[0])
+
+
+def _register(conn: Any, where: str) -> None:
+    """pgvector's types on this connection (numpy arrays in, out)."""
+    from pgvector.psycopg import register_vector
+    try:
+        register_vector(conn)
+    except Exception as exc:  # noqa: BLE001 - psycopg raises ProgrammingError: type not found
+        raise StoreUnavailable(f"PostgreSQL at {where} has no pgvector extension enabled "
+                               f"({_short(str(exc))}); run `hybrid index` as the database owner "
+                               f"or CREATE EXTENSION vector") from None

@@ -1,0 +1,371 @@
+"""The lexical arm in PostgreSQL: BM25 over a ``tsvector`` that hybrid writes itself.
+
+PostgreSQL's own ``ts_rank_cd`` has no inverse document frequency and no length
+saturation, so a rare word counts no more than "the". Here each chunk and each heading
+section gets a ``tsvector`` written by the same analyzer as the local tantivy index
+(:func:`hybrid.store.local.lexical.stem_analyzer`, :func:`hybrid.store.local.lexical.doc_fields`): stems of the title
+(weight A), headings and tags (B) and body (D) with their positions, and the identifier tokens
+(C) under a ``=`` prefix (``=orders-created``, ``=postgres``), which also serve typo repair.
+The GIN index picks the candidates (``@@``); their BM25F score is computed in SQL from the
+positions' weights (title 2, headings 1.5, body 1) with document frequencies kept in
+``hybrid_terms`` by every change's own transaction. Queries are built from lexemes, never
+parsed from user text by PostgreSQL, so no input is a syntax error here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hybrid.store.local.lexical import FUZZY_BOOST, FUZZY_MIN_LEN, IDENT_BOOST, LexicalQuery, doc_fields
+from hybrid.core.tokens import (
+    STOPWORDS,
+    SYMBOL_RE,
+    WORD_RE,
+    ident_tokens,
+    identifiers,
+    is_compound,
+    within_one_edit,
+)
+
+K1, B = 1.2, 0.75           # BM25, as tantivy's
+MAX_POS = 16383             # PostgreSQL's largest tsvector position
+MAX_POSITIONS = 256         # positions kept per lexeme (PostgreSQL keeps no more)
+MAX_LEXEME = 400            # characters; longer identifiers (data blobs) are not indexed
+FIELD_GAP = 8               # positions between fields: a phrase never spans two
+IDENT = "="                 # prefix of identifier lexemes
+UNIT_TABLE = {"chunk": "hybrid_chunks", "section": "hybrid_sections"}
+UNIT_CODE = {"chunk": 0, "section": 1}
+# The weighted term frequency of a lexeme (title 2, headings 1.5, identifiers and body 1): the
+# cover density of a one-lexeme query is the sum of its positions' weights, found by binary
+# search in the tsvector (unnesting whole tsvectors cost ~20x more). Weights must be <= 1: x2.
+TF_WEIGHTS = "'{0.5,0.5,0.75,1.0}'"  # D, C, B, A
+
+
+def quote(lexeme: str) -> str:
+    """``lexeme`` as a quoted tsvector/tsquery lexeme."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_of(row: Any, stem, section: Sequence[Any] = ()) -> tuple[str, int]:
+    """(tsvector literal, BM25 length) of chunk ``row``, or (``section`` given: its rows,
+    ``row`` the first) of the section: the local index's fields (:func:`doc_fields`)."""
+    f = doc_fields(row, section)
+    pos: dict[str, list[str]] = {}
+    at = 1
+    length = 0
+
+    def put(tokens, weight: str) -> None:
+        nonlocal at, length
+        for tok in tokens:
+            if tok and len(tok) <= MAX_LEXEME:
+                got = pos.setdefault(tok, [])
+                if len(got) < MAX_POSITIONS:
+                    got.append(f"{min(at, MAX_POS)}{weight}")
+            at += 1
+        at += FIELD_GAP
+
+    for text, weight in ((f.title, "A"), (f.headings, "B")):
+        toks = stem.analyze(text)
+        length += len(toks)
+        put(toks, weight)
+    put([IDENT + t for t in dict.fromkeys(f.ident)], "C")
+    body = stem.analyze(f.body)
+    length += len(body)
+    put(body, "D")
+    return " ".join(f"{quote(k)}:{','.join(v)}" for k, v in pos.items()), max(length, 1)
+
+
+def tag_set(tags: Sequence[str]) -> list[str]:
+    """Every tag and its ancestors (``a/b`` gives ``a`` and ``a/b``): what a tag filter tests."""
+    out: list[str] = []
+    for t in tags:
+        segs = t.split("/")
+        out.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class Plan:
+    """A query in lexemes: what a unit must match, and the lexemes scored with their boosts."""
+    match: str | None = None                 # tsquery text; None: every unit (filters only)
+    excludes: list[str] = field(default_factory=list)
+    scored: dict[str, float] = field(default_factory=dict)
+
+
+class PgLexical:
+    """The arm of one vault (``agent``: as the agent view sees it: the redacted text's
+    tsvector, hidden notes left out inside the query)."""
+
+    def __init__(self, store: Any, agent: bool = False, hidden_files: Collection[int] = ()):
+        from hybrid.store.local.lexical import stem_analyzer
+        self.store, self.agent = store, agent
+        self.hidden = sorted(hidden_files)
+        self.stem = stem_analyzer()
+
+    @property
+    def _tsv(self) -> str:
+        return "coalesce(c.agent_tsv, c.tsv)" if self.agent else "c.tsv"
+
+    @property
+    def _len(self) -> str:
+        return "coalesce(c.agent_len, c.len)" if self.agent else "c.len"
+
+    # --- vocabulary -----------------------------------------------------------------------
+    def _present(self, word: str) -> bool:
+        if self.agent and self.hidden:  # a word only hidden notes hold is absent to an agent
+            sql = (f"SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND c.tsv @@ %s::tsquery AND "
+                   f"{self._tsv} @@ %s::tsquery AND NOT c.file_id = ANY(%s) LIMIT 1")
+            q = quote(IDENT + word)
+            return self.store.query(sql, (self.store.vault_id, q, q, self.hidden)).fetchone() is not None
+        row = self.store.query("SELECT df FROM hybrid_terms WHERE vault=%s AND unit=0 AND lexeme=%s",
+                               (self.store.vault_id, IDENT + word)).fetchone()
+        return bool(row and row[0] > 0)
+
+    def corrections(self, words: Sequence[str]) -> dict[str, str]:
+        """Typo repair as the local index's: each word of 5+ letters that no chunk contains,
+        mapped to the most frequent indexed word within one edit that starts with the same
+        letter."""
+        out: dict[str, str] = {}
+        wanted = [w for w in dict.fromkeys(w.lower() for w in words) if len(w) >= FUZZY_MIN_LEN and w.isalpha()]
+        if not wanted:
+            return out
+        known = {r[0][len(IDENT):] for r in self.store.query(
+            "SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=0 AND df > 0 AND lexeme = ANY(%s)",
+            (self.store.vault_id, [IDENT + w for w in wanted]))}
+        for word in wanted:
+            if word in known if not (self.agent and self.hidden) else self._present(word):
+                continue
+            rows = self.store.query(
+                "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=0 AND lexeme LIKE %s "
+                "AND length(lexeme) BETWEEN %s AND %s ORDER BY df DESC, lexeme",
+                (self.store.vault_id, IDENT + _like(word[0]) + "%", len(word), len(word) + 2)).fetchall()
+            for lexeme, _df in rows:
+                term = lexeme[len(IDENT):]
+                if within_one_edit(term, word) and (not self.agent or self._present(term)):
+                    out[word] = term
+                    break
+        return out
+
+    # --- query ----------------------------------------------------------------------------
+    def _clause(self, text: str, *, phrase: bool, stopwords: bool, plan: Plan,
+                boost: float = 1.0) -> str | None:
+        """The tsquery of ``text`` (as the local index's ``_text_clause``), its lexemes added
+        to the scored ones."""
+        if stopwords and not phrase:
+            kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
+            text = kept or text
+        stems = list(self.stem.analyze(text))
+        idents = [t for t in ident_tokens(text) if is_compound(t) or SYMBOL_RE.fullmatch(t)]
+        alts: list[str] = []
+        if phrase and len(stems) > 1:
+            alts.append("(" + " <-> ".join(quote(s) for s in stems) + ")")
+            for s in stems:
+                plan.scored[s] = max(plan.scored.get(s, 0.0), boost)
+            whole = identifiers(text.lower())
+            if len(whole) == 1:
+                idents.append(whole[0])
+        else:
+            for s in dict.fromkeys(stems):
+                alts.append(quote(s))
+                plan.scored[s] = max(plan.scored.get(s, 0.0), boost)
+        if phrase and stems:
+            idents = [t for t in idents if t == " ".join(text.lower().split())]
+        for tok in dict.fromkeys(idents):
+            if len(tok) <= MAX_LEXEME:
+                alts.append(quote(IDENT + tok))
+                plan.scored[IDENT + tok] = IDENT_BOOST
+        return " | ".join(alts) if alts else None
+
+    def plan(self, q: LexicalQuery, *, fuzzy: bool = True, stopwords: bool = True) -> Plan:
+        plan = Plan()
+        free = " ".join(q.terms)
+        if stopwords and not any(w.lower() not in STOPWORDS for w in q.terms):
+            stopwords = False
+        ors: list[str] = []
+        if free:
+            got = self._clause(free, phrase=False, stopwords=stopwords, plan=plan)
+            if got:
+                ors.append(got)
+        if fuzzy and q.terms:
+            words = dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
+            wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()]
+            for wrong, right in self.corrections(wanted).items():
+                ors.append(quote(IDENT + right))
+                plan.scored[IDENT + right] = max(plan.scored.get(IDENT + right, 0.0), FUZZY_BOOST)
+                del wrong
+        musts = []
+        for ph in q.phrases:
+            got = self._clause(ph, phrase=True, stopwords=False, plan=plan)
+            if got:
+                musts.append(f"({got})")
+        if musts:
+            plan.match = " & ".join(musts)
+        elif ors:
+            plan.match = " | ".join(f"({o})" for o in ors)
+        for ex in q.excludes:
+            got = self._clause(ex, phrase=True, stopwords=False, plan=Plan())
+            if got:
+                plan.excludes.append(got)
+        return plan
+
+    def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str],
+               since: float | None, exclude_folders: Sequence[str],
+               sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
+        where, args = ["c.vault = %s"], [self.store.vault_id]
+        if plan.match is not None:
+            where.append("c.tsv @@ %s::tsquery")
+            args.append(plan.match)
+            if self.agent:
+                where.append(f"{self._tsv} @@ %s::tsquery")
+                args.append(plan.match)
+        for ex in plan.excludes:
+            where.append(f"NOT ({self._tsv} @@ %s::tsquery)")
+            args.append(ex)
+        if folders:
+            where.append("(" + " OR ".join("c.path LIKE %s" for _ in folders) + ")")
+            args.extend(_like(f.strip("/")) + "/%" for f in folders)
+        for f in exclude_folders:
+            where.append("c.path NOT LIKE %s")
+            args.append(_like(f.strip("/")) + "/%")
+        if tags:
+            where.append("c.tag_set @> %s::text[]")
+            args.append(list(tags))
+        if since is not None:
+            where.append("c.modified >= %s")
+            args.append(int(since))
+        if sources:
+            from hybrid.sources import kind_condition
+            cond, kargs = kind_condition(tuple(sources), "c.path", "%s")
+            where.append(cond)
+            args.extend(kargs)
+        if self.agent and self.hidden:
+            where.append("NOT c.file_id = ANY(%s)")
+            args.append(self.hidden)
+        return where, args
+
+    def search(self, q: LexicalQuery, limit: int, **opts) -> list[tuple[int, float]]:
+        """Top ``limit`` (chunk id, BM25 score) pairs."""
+        return [(ids[0], score) for ids, score in self.search_units(q, limit, **opts)]
+
+    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
+                     folders: Sequence[str] = (), tags: Sequence[str] = (),
+                     since: float | None = None, scored: bool = True, stopwords: bool = True,
+                     exclude_folders: Sequence[str] = (),
+                     sources: Sequence[str] = ()) -> list[tuple[list[int], float]]:
+        """Top ``limit`` units of kind ``unit`` as (chunk ids, BM25 score)."""
+        plan = self.plan(q, fuzzy=fuzzy, stopwords=stopwords)
+        if plan.match is None and not (plan.excludes or folders or tags or since is not None
+                                       or exclude_folders or sources):
+            return []
+        table = UNIT_TABLE[unit]
+        ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
+        filters = (folders, tags, since, exclude_folders, sources)
+        where, args = self._where(plan, *filters)
+        if plan.match is None or not plan.scored:
+            sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(where)} "
+                   f"ORDER BY c.id LIMIT %s")
+            return [(list(r[0]), float(r[1])) for r in self.store.query(sql, (*args, limit))]
+        lexemes = list(plan.scored)
+        idf, avg = self._idf(unit, lexemes)
+        if q.phrases or len(lexemes) < 2:
+            return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+        # MaxScore: a unit that holds none of the query's rarest lexemes scores at most the sum
+        # of the others' upper bounds (w·idf·(k1+1)). Score the units holding the rarest ones
+        # first; once the limit-th score beats what the rest could add, the others cannot enter
+        # and are never read (a query with a common word no longer scores half the vault).
+        bound = {x: plan.scored[x] * idf[x] * (K1 + 1) for x in lexemes}
+        order = sorted(lexemes, key=lambda x: (-bound[x], x))
+        for cut in range(1, len(order)):
+            rest = sum(bound[x] for x in order[cut:])
+            match = " | ".join(quote(x) for x in order[:cut])
+            w, a = self._where(Plan(match, plan.excludes, plan.scored), *filters)
+            got = self._scored(unit, plan, lexemes, idf, avg, w, a, limit)
+            if len(got) >= limit and got[limit - 1][1] > rest:
+                return got
+        return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+
+    def _scored(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+                where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float]]:
+        """BM25 of the units passing ``where`` over every scored lexeme, the best ``limit``."""
+        table = UNIT_TABLE[unit]
+        ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
+        # Each (candidate, lexeme) frequency is computed once (OFFSET 0 keeps the planner from
+        # inlining it into each of its three uses). tsvectors are stored in the row (see the
+        # schema), so reading one costs no detoasting.
+        sql = (f"WITH q AS MATERIALIZED (SELECT t::tsquery AS tq, w, idf FROM "
+               f"unnest(%s::text[], %s::float8[], %s::float8[]) AS x(t, w, idf)), "
+               f"cand AS MATERIALIZED (SELECT c.id, {ids} AS ids, {self._len} AS len, "
+               f"{self._tsv} AS v FROM {table} c WHERE {' AND '.join(where)}) "
+               f"SELECT cand.ids, sum(q.w * q.idf * (f.tf * {K1 + 1}) / "
+               f"(f.tf + {K1} * ({1 - B} + {B} * cand.len / %s))) AS score "
+               f"FROM cand CROSS JOIN q CROSS JOIN LATERAL "
+               f"(SELECT 2 * ts_rank_cd({TF_WEIGHTS}, cand.v, q.tq, 0) AS tf OFFSET 0) f "
+               f"WHERE f.tf > 0 GROUP BY cand.id, cand.ids ORDER BY score DESC, cand.id LIMIT %s")
+        params = ([quote(x) for x in lexemes], [plan.scored[x] for x in lexemes], [idf[x] for x in lexemes],
+                  *args, avg, limit)
+        with self.store.conn.transaction():
+            self.store.query("SET LOCAL work_mem = '64MB'")  # the candidates stay in memory
+            return [(list(r[0]), float(r[1])) for r in self.store.query(sql, params)]
+
+    def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float]:
+        """BM25's idf of each lexeme over the vault's units of kind ``unit``, and their mean
+        length; for an agent, over the units it may see, as it is shown them (see
+        :meth:`_agent_stats`)."""
+        n_col, len_col = ("n_chunks", "chunk_len") if unit == "chunk" else ("n_sections", "section_len")
+        v = self.store.vault_id
+        n, total = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s", (v,)).fetchone()
+        df = dict(self.store.query(
+            "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=%s AND lexeme = ANY(%s)",
+            (v, UNIT_CODE[unit], lexemes)).fetchall())
+        if self.agent:
+            n, total = self._agent_stats(UNIT_TABLE[unit], lexemes, df, n, total)
+        out = {}
+        for x in lexemes:
+            d = max(0, min(df.get(x, 0), n))
+            out[x] = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+        return out, (total / n if n else 0.0) or 1.0
+
+    def _agent_stats(self, table: str, lexemes: list[str], df: dict[str, int], n: int,
+                     total: int) -> tuple[int, int]:
+        """The vault's statistics less its hidden units, with its redacted units counted as an
+        agent is shown them: an agent's BM25 is that of a vault in which the private notes
+        were never written and the secrets never typed. Costs a query over the hidden and the
+        redacted units only (``df`` is corrected in place)."""
+        q, v = self.store.query, self.store.vault_id
+
+        def count(where: str, tsv: str, sign: int, args: tuple) -> None:
+            for lexeme, c in q(f"SELECT u.lexeme, count(*) FROM {table} c, unnest({tsv}) u WHERE {where} "
+                               f"AND u.lexeme = ANY(%s) GROUP BY u.lexeme", (*args, lexemes)):
+                df[lexeme] = df.get(lexeme, 0) + sign * c
+
+        if self.hidden:
+            h = (self.hidden,)
+            gone, gone_len = q(f"SELECT count(*), coalesce(sum(len), 0) FROM {table} WHERE file_id = ANY(%s)",
+                               h).fetchone()
+            n, total = n - gone, total - gone_len
+            count("c.file_id = ANY(%s)", "c.tsv", -1, h)
+        shown = "c.vault = %s AND c.agent_tsv IS NOT NULL AND NOT c.file_id = ANY(%s)"
+        args = (v, self.hidden)
+        total += q(f"SELECT coalesce(sum(c.agent_len - c.len), 0) FROM {table} c WHERE {shown}", args).fetchone()[0]
+        count(shown, "c.tsv", -1, args)
+        count(shown, "c.agent_tsv", 1, args)
+        return n, total
+
+    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
+        """Every chunk id the query matches (unranked), for restricting the vector arm."""
+        plan = self.plan(q, fuzzy=opts.get("fuzzy", True), stopwords=opts.get("stopwords", True))
+        if plan.match is None and not plan.excludes:
+            return set()
+        where, args = self._where(plan, opts.get("folders", ()), opts.get("tags", ()),
+                                  opts.get("since"), opts.get("exclude_folders", ()),
+                                  opts.get("sources", ()))
+        sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
+        return {r[0] for r in self.store.query(sql, (*args, limit))}
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
