@@ -18,10 +18,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from hybrid.app.api import Hybrid, NoteText, VaultStatus, open  # noqa: E402
 from hybrid.core.errors import HybridError  # noqa: E402
-from hybrid.retrieval.hits import Hit  # noqa: E402
-from hybrid.indexing.indexer import IndexReport  # noqa: E402
-from hybrid.retrieval.request import SearchRequest  # noqa: E402
 from hybrid.core.settings import Settings  # noqa: E402
+from hybrid.indexing.report import IndexReport  # noqa: E402
+from hybrid.retrieval.hits import Hit  # noqa: E402
+from hybrid.retrieval.request import SearchRequest  # noqa: E402
 
 __all__ = ["open", "Hybrid", "Hit", "IndexReport", "NoteText", "VaultStatus", "HybridError",
            "SearchRequest", "Settings"]
@@ -31,11 +31,7 @@ def __getattr__(name: str) -> str:
     """``hybrid.__version__``: the installed distribution's version, looked up on first use
     (importlib.metadata costs ~30 ms of imports that ``hybrid --help`` need not pay)."""
     if name == "__version__":
-        from importlib import metadata
-        try:
-            version = metadata.version("hybrid")
-        except metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
-            version = "0+unknown"
-        globals()["__version__"] = version
-        return version
+        from hybrid.core.version import version
+        globals()["__version__"] = value = version()
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProcess:
     """Run ``hybrid ARGS`` in a subprocess with ``HYBRID_HOME=home``; text output captured."""
     env = dict(os.environ, HYBRID_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hybrid", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, input=input)
 
 
@@ -254,7 +254,7 @@ def http_servers(home: Path, logs: Path):
         port = port or free_port()
         log_path = logs / f"server-{port}-{len(procs)}.log"
         log = open(log_path, "wb")
-        p = subprocess.Popen([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(port), *args],
+        p = subprocess.Popen([sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(port), *args],
                              env=server_env(home, env), stdout=subprocess.DEVNULL, stderr=log)
         procs.append((p, log))
         deadline = time.time() + 60

@@ -20,8 +20,8 @@ from helpers import write
 from secrets_fixtures import fake_secrets
 
 import hybrid
-from hybrid.core.errors import HybridError, PathRefused
 from hybrid.app.reader import REF_RE
+from hybrid.core.errors import HybridError, PathRefused
 from hybrid.store.agent.redact import REDACTED
 
 SETTINGS = dict(embedder="hash:64", agent_exclude=["journal/**"], proposals_folder="agent_learnings")

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from helpers import write
 
 from hybrid.app.audit import MAX_RECORD_BYTES, AuditError, AuditLog, audit_path, parse_since, record_epoch
-from hybrid.faces.cli.main import main
 from hybrid.core.settings import Settings
+from hybrid.faces.cli.main import main
 
 
 def rec(i, tool="search", client="claude-code 1.0.3", **extra):

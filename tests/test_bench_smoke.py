@@ -17,7 +17,7 @@ def bench_on_path(monkeypatch):
     when run as ``python eval/bench/NAME.py``; here their folder goes on sys.path per test."""
     monkeypatch.syspath_prepend(str(BENCH))
     from hybrid import embedders  # a bench may register its `bench` spec: only for this test
-    monkeypatch.setattr(embedders, "_EXACT", dict(embedders._EXACT))
+    monkeypatch.setattr(embedders.registry, "_EXACT", dict(embedders.registry._EXACT))
 
 
 def test_vector_bench_small(tmp_path):

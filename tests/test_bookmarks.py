@@ -10,11 +10,11 @@ import pytest
 from helpers import free_port, local_server
 
 from hybrid.core.errors import VaultError
-from hybrid.sources.markdown import parse_note
 from hybrid.sources import bookmarks as bm
 from hybrid.sources import kind_of
 from hybrid.sources.bookmarks import Bookmark, bookmark_paths, documents, read_bookmarks, render
 from hybrid.sources.fetch import USER_AGENT, Page, fetch_pages
+from hybrid.sources.markdown import parse_note
 
 CHROME_HTML = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
 <!-- This is an automatically generated file.

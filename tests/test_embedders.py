@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 import hybrid.embedders as embedders
-from hybrid.embedders import MINILM_ID, HashEmbedder, UnknownSpec, make_embedder, register, spec_id
 from hybrid.core.errors import ConfigError
+from hybrid.embedders import MINILM_ID, HashEmbedder, UnknownSpec, make_embedder, register, spec_id
 
 
 @pytest.fixture
 def registry(monkeypatch):
     """Registrations made by a test disappear after it."""
-    monkeypatch.setattr(embedders, "_EXACT", dict(embedders._EXACT))
-    monkeypatch.setattr(embedders, "_KINDS", dict(embedders._KINDS))
+    monkeypatch.setattr(embedders.registry, "_EXACT", dict(embedders.registry._EXACT))
+    monkeypatch.setattr(embedders.registry, "_KINDS", dict(embedders.registry._KINDS))
 
 
 def test_spec_ids_without_loading(tmp_path):

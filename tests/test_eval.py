@@ -7,10 +7,10 @@ import pytest
 from helpers import SAMPLE_VAULT, hybrid_cmd, write
 
 from hybrid.core.errors import HybridError
+from hybrid.core.settings import Settings
 from hybrid.eval.inputs import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set, select_split
 from hybrid.eval.run import aggregate, answer_at, grid, run_eval, section_matches
 from hybrid.retrieval.pipeline import Hit
-from hybrid.core.settings import Settings
 
 QRELS_DIR = Path(__file__).resolve().parents[1] / "qrels"  # obsidian-help (its vault is not in git)
 LABELLED = {"sample": sample_set()[1:],  # package data, as `hybrid eval` reads it

@@ -11,10 +11,10 @@ import pytest
 from helpers import write
 
 from hybrid.core.errors import HybridError
+from hybrid.core.settings import Settings
 from hybrid.eval.inputs import Problems, Query
 from hybrid.eval.report import CATEGORY_PLOT, MISSES_SHOWN, category_bars, print_table, write_report
 from hybrid.eval.run import NO_HIT, ConfigResult, EvalResult, RunConfig, answer_at
-from hybrid.core.settings import Settings
 
 
 def _config_result(mode: str, run: dict[str, dict[str, float]], qrels) -> ConfigResult:
@@ -125,7 +125,7 @@ def test_default_modes_rerank_only_when_configured(hybrid_home, monkeypatch, con
 
 def _hybrid_exe() -> list[str]:
     exe = Path(sys.executable).with_name("hybrid")
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "hybrid.faces.cli.main"]
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "hybrid"]
 
 
 @pytest.mark.slow  # two CLI runs on the sample vault, the first compiling ranx's nDCG (~40 s)

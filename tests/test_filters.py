@@ -8,8 +8,8 @@ from conftest import store_settings
 from helpers import indexed_vault
 from mcp import Client
 
-from hybrid.retrieval.filters import NoMatchingNotes
 from hybrid.faces.mcp import build_server
+from hybrid.retrieval.filters import NoMatchingNotes
 
 NOTES = {
     "en/Obsidian Publish/Custom domains.md": "# Custom domains\n\n#publish\n\nPoint a CNAME at publish.\n",

@@ -15,8 +15,8 @@ import hybrid
 from hybrid.app.audit import AuditLog
 from hybrid.core.errors import QuerySyntaxError
 from hybrid.faces.http import api_search_call
-from hybrid.retrieval.limits import BadSearchArgs
 from hybrid.faces.mcp import build_server
+from hybrid.retrieval.limits import BadSearchArgs
 from hybrid.retrieval.request import SearchRequest
 
 OUT_OF_RANGE = [1e300, -1e300, 2 ** 70, math.inf, "999999999999999999999d", "99999999y", "10000-01-01"]

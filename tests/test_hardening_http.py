@@ -19,8 +19,8 @@ from starlette.testclient import TestClient
 
 import hybrid
 from hybrid.core.errors import HybridError
-from hybrid.faces.http_guard import is_loopback
 from hybrid.faces.http import build_app, remote_search
+from hybrid.faces.http_guard import is_loopback
 from hybrid.retrieval.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_TOP_K, BadSearchArgs
 from hybrid.retrieval.request import SearchRequest
 
@@ -129,7 +129,7 @@ def test_allowed_hosts_make_a_lan_bind_usable(serve):
 
 @pytest.mark.slow
 def test_a_bad_allow_host_is_one_error_line(home):
-    r = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(free_port()),
+    r = subprocess.run([sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(free_port()),
                         "--allow-host", "evil.com/path"], env=server_env(home), capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 1 and "not a host name" in r.stderr and "Traceback" not in r.stderr
@@ -226,7 +226,7 @@ def test_python_api_accepts_the_largest_allowed_values(fake, vault):
 
 @pytest.mark.slow
 def test_cli_query_too_long_is_one_error_line(home):
-    r = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "query", "x" * (MAX_QUERY_CHARS + 1)],
+    r = subprocess.run([sys.executable, "-m", "hybrid", "query", "x" * (MAX_QUERY_CHARS + 1)],
                        env=server_env(home), capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and r.stderr.startswith("error: query is too long") and "Traceback" not in r.stderr
     assert r.stdout == ""
@@ -263,7 +263,7 @@ def test_server_json_is_removed_when_the_server_is_stopped(serve, sig):
 @pytest.mark.slow
 def test_a_second_server_on_a_taken_port_leaves_the_first_ones_file(serve, home):
     first = serve()
-    r = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(first.port)],
+    r = subprocess.run([sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(first.port)],
                        env=server_env(home), capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert json.loads(first.info.read_text())["pid"] == first.proc.pid

@@ -12,11 +12,13 @@ import pytest
 from helpers import SAMPLE_VAULT, consistent, fail_embedding_at, write
 
 import hybrid
-from hybrid.store.local import catalog as catalog_mod
-from hybrid.store.local import store as store_mod
 from hybrid.core.errors import DiskFull, IndexCorrupt
-from hybrid.store.local.lexical import LexicalQuery
-from hybrid.store.local.store import VaultStore, purge_index_dir
+from hybrid.store import base as store_base
+from hybrid.store.lexicon import LexicalQuery
+from hybrid.store.local import catalog as catalog_mod
+from hybrid.store.local import layout as layout_mod
+from hybrid.store.local.layout import purge_index_dir
+from hybrid.store.local.store import VaultStore
 
 QUERIES = ["tailscale subnet router", "orders-created", "sourdough hydration", "restic backup",
            "kafka consumer lag"]
@@ -167,7 +169,7 @@ def test_failed_reembed_leaves_the_old_index_answering(tmp_path, monkeypatch):
     monkeypatch.setattr(emb, "embed_documents", calls["real"])
     # the next (plain) index finds the abandoned build and removes it
     h.index()
-    assert not store_mod.sibling(index_dir(h), ".reembed-tmp").exists()
+    assert not layout_mod.sibling(index_dir(h), ".reembed-tmp").exists()
     assert answers(h) == before
 
 
@@ -195,7 +197,7 @@ def run_cli(home, *args, fault=None):
     env.pop("HYBRID_FAULT", None)
     if fault:
         env["HYBRID_FAULT"] = fault
-    p = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=env, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "hybrid", *args], env=env, capture_output=True,
                        text=True, timeout=300)
     return p.returncode, p.stderr
 
@@ -247,7 +249,7 @@ def test_purge_deletes_only_known_files(tmp_path, caplog):
     h = indexed(tmp_path, h.config.vault("vault").path)
     h.close()
     assert purge_index_dir(d) == []
-    assert not d.exists() and not store_mod.sibling(d, ".lock").exists()
+    assert not d.exists() and not layout_mod.sibling(d, ".lock").exists()
 
 
 # --- 4. disk full --------------------------------------------------------------------------
@@ -406,16 +408,16 @@ def deleted_and_live(h):
 
 @pytest.mark.slow  # scale: repeated index runs over the sample vault
 def test_large_index_compacts_once_deletions_pass_the_bound(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_mod, "LEXICAL_EXACT_BELOW", 0)  # as for a vault of many chunks
+    monkeypatch.setattr(store_base, "LEXICAL_EXACT_BELOW", 0)  # as for a vault of many chunks
     vault = sample_copy(tmp_path)
     h = indexed(tmp_path, vault)
     note = sorted(vault.rglob("*.md"))[0]
     note.write_text(note.read_text(encoding="utf-8") + "\nsmall edit\n", encoding="utf-8")
     h.index()
     deleted, live = deleted_and_live(h)
-    assert 0 < deleted <= store_mod.LEXICAL_DRIFT * live  # a small edit is not worth a rebuild
+    assert 0 < deleted <= store_base.LEXICAL_DRIFT * live  # a small edit is not worth a rebuild
     for _ in edit_rounds(vault, 3):
         h.index()
         deleted, live = deleted_and_live(h)
-        assert deleted <= store_mod.LEXICAL_DRIFT * live
+        assert deleted <= store_base.LEXICAL_DRIFT * live
     consistent(h)

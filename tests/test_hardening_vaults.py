@@ -88,7 +88,7 @@ def test_concurrent_vault_adds_all_register(hybrid_home, tmp_path):
         folders.append(tmp_path / f"v{i}")
         write(folders[-1], "n.md", f"# N{i}\n")
     env = dict(os.environ, HYBRID_HOME=str(hybrid_home))
-    procs = [subprocess.Popen([sys.executable, "-m", "hybrid.faces.cli.main", "vault", "add", str(f), "--name", f"v{i}"],
+    procs = [subprocess.Popen([sys.executable, "-m", "hybrid", "vault", "add", str(f), "--name", f"v{i}"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i, f in enumerate(folders)]
     for p in procs:
@@ -343,13 +343,13 @@ def test_cli_query_with_non_utf8_bytes_is_one_error_line(hybrid_home, vault):
     write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
     assert cli(hybrid_home, "index", str(vault), "--name", "vault").returncode == 0
     env = dict(os.environ, HYBRID_HOME=str(hybrid_home))
-    r = subprocess.run([sys.executable.encode(), b"-m", b"hybrid.faces.cli.main", b"query", b"--local", b"hello \xff"],
+    r = subprocess.run([sys.executable.encode(), b"-m", b"hybrid", b"query", b"--local", b"hello \xff"],
                        env=env, capture_output=True, timeout=300)
     assert r.returncode == 1 and r.stderr.startswith(b"error: ") and b"Traceback" not in r.stderr
 
 
 def test_remove_waits_for_a_first_reembed_before_the_folder_exists(fake, vault):
-    from hybrid.store.local.store import lock_dir
+    from hybrid.store.local.layout import lock_dir
     fake.add_vault(vault, "big")
     idx = fake.config.vault("big").index_dir
     lock = lock_dir(idx)  # what an indexer holds while it builds <name>.reembed-tmp

@@ -24,10 +24,18 @@ from starlette.testclient import TestClient
 
 import hybrid.app.api
 import hybrid.faces.http
-from hybrid.faces.http_guard import SHED_AFTER, protocol_class
 from hybrid.faces.http import build_app
+from hybrid.faces.http_guard import SHED_AFTER, protocol_class
 from hybrid.faces.ui import session as session_mod
-from hybrid.faces.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, Sessions, Throttle, Throttled, client_key
+from hybrid.faces.ui.session import (
+    FAILURE_WINDOW,
+    MAX_FAILURES,
+    SESSION_DAYS,
+    Sessions,
+    Throttle,
+    Throttled,
+    client_key,
+)
 
 TOKEN = "s3cret"
 OWNER = "KEY"

@@ -7,8 +7,8 @@ import pytest
 from helpers import consistent, fail_embedding_at, open_store, paths, write
 
 import hybrid
-from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
+from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.retrieval.filters import NoMatchingNotes
 
 STORES = ("local", "postgresql")  # tests that use `fake` run against both stores

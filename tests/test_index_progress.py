@@ -4,8 +4,8 @@ its own only when something is embedded) and the bars that show them."""
 from helpers import write
 
 import hybrid
-from hybrid.indexing import indexer
 from hybrid.faces.cli.support import ProgressBars
+from hybrid.indexing import indexer
 from hybrid.indexing.embed_queue import EmbedQueue
 
 

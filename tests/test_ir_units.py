@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from hybrid.store.local.catalog import ChunkRow
+from hybrid.core.tokens import literals, within_one_edit
 from hybrid.retrieval.fuse import demote, merge_by_score, ranks, rrf
-from hybrid.store.local.lexical import literals, within_one_edit
 from hybrid.retrieval.pipeline import exact_first, snippet
+from hybrid.store.base import ChunkRow
 
 
 def case(id, *values):

@@ -11,10 +11,10 @@ from helpers import write
 from mcp import Client
 from mcp_types import Implementation
 
-from hybrid.faces.cli.main import main
 from hybrid.core.errors import QuerySyntaxError
-from hybrid.retrieval.filters import NoMatchingNotes
+from hybrid.faces.cli.main import main
 from hybrid.faces.mcp import build_server
+from hybrid.retrieval.filters import NoMatchingNotes
 
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 

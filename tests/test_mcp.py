@@ -42,7 +42,7 @@ def http_server(any_sample_home):
     def start(*args, token=None):
         port = free_port()
         extra = {"HYBRID_TOKEN": token} if token else {}
-        p = subprocess.Popen([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(port), *args],
+        p = subprocess.Popen([sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(port), *args],
                              env=env_for(sample_home, **extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         procs.append(p)
         url = f"http://127.0.0.1:{port}"
@@ -127,7 +127,7 @@ def audited_tools(home):
 def test_stdio_session(any_sample_home):
     sample_home = any_sample_home
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "hybrid.faces.cli.main", "serve"],
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hybrid", "serve"],
                                        env=env_for(sample_home))
         async with stdio_client(params) as (r, w):
             async with ClientSession(r, w) as s:
@@ -151,7 +151,7 @@ def test_http_session_health_and_fast_path(http_server, any_sample_home):
     anyio.run(main)
 
     # hybrid query uses the running server, with the same results as in-process
-    q = [sys.executable, "-m", "hybrid.faces.cli.main", "query", "ev charger breaker", "-n", "5", "--json"]
+    q = [sys.executable, "-m", "hybrid", "query", "ev charger breaker", "-n", "5", "--json"]
     via_server = subprocess.run(q, env=env_for(sample_home), capture_output=True, text=True, check=True)
     local = subprocess.run(q + ["--local"], env=env_for(sample_home), capture_output=True, text=True, check=True)
     assert json.loads(via_server.stdout) == json.loads(local.stdout)
@@ -164,7 +164,7 @@ def test_http_session_health_and_fast_path(http_server, any_sample_home):
                         json.dumps({"query": q, "top_k": 20}).encode())
     assert status == 200 and PRIVATE_NOTE not in {h["path"] for h in json.loads(body)["hits"]}
     assert ("api/search", "http 127.0.0.1 probe/1") in audited_tools(sample_home)
-    owner = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "query", q, "-n", "20", "--json"],
+    owner = subprocess.run([sys.executable, "-m", "hybrid", "query", q, "-n", "20", "--json"],
                            env=env_for(sample_home), capture_output=True, text=True, check=True)
     assert PRIVATE_NOTE in {h["path"] for h in json.loads(owner.stdout)}
     info = json.loads((sample_home / "data" / "server.json").read_text())
@@ -195,7 +195,7 @@ def test_http_token(http_server):
 
 
 def test_non_loopback_bind_needs_a_token(sample_home):
-    r = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--host", "0.0.0.0",
+    r = subprocess.run([sys.executable, "-m", "hybrid", "serve", "--http", "--host", "0.0.0.0",
                         "--port", str(free_port())],
                        env=env_for(sample_home), capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "set a token" in r.stderr and "Traceback" not in r.stderr

@@ -5,8 +5,8 @@ import pytest
 from helpers import JsonHandler, free_port, local_server
 
 import hybrid
-from hybrid.embedders import HashEmbedder
 from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders import HashEmbedder
 
 
 class FakeOllama(JsonHandler):

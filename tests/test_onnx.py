@@ -13,13 +13,13 @@ pytestmark = pytest.mark.slow  # the real torch model, ONNX export, a subprocess
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
+from hybrid.core.errors import ModelUnavailable  # noqa: E402
 from hybrid.embedders import (  # noqa: E402
     MINILM_ID,
     OnnxEmbedder,  # noqa: E402
     make_embedder,
     spec_id,
 )
-from hybrid.core.errors import ModelUnavailable  # noqa: E402
 
 LONG = " ".join(f"Paragraph {i}: the consumer group rebalanced after partition {i % 12} lagged "
                 f"behind the `orders-created` topic." for i in range(40))

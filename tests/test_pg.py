@@ -26,7 +26,7 @@ NOTES = {
 
 def cli(home, *args, env=None, timeout=120):
     e = dict(os.environ, HYBRID_HOME=str(home), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", *args], env=e, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hybrid", *args], env=e, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -160,7 +160,7 @@ def test_unset_database_url(tmp_path, monkeypatch):
     assert cli(home, "vault", "add", str(tmp_path / "vault"), "--name", "team", "--store", "postgresql",
                env={}).returncode == 0
     env = {k: v for k, v in os.environ.items() if k != "HYBRID_DATABASE_URL"}
-    p = subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "index"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "hybrid", "index"], capture_output=True, text=True,
                        env=dict(env, HYBRID_HOME=str(home)), timeout=120)
     assert "HYBRID_DATABASE_URL is not set" in one_error_line(p)
 

@@ -12,8 +12,6 @@ from click.testing import CliRunner
 from helpers import write
 
 import hybrid
-from hybrid.core.config import Vault
-from hybrid.sources.markdown import parse_note
 from hybrid.app.proposals import (
     WINDOWS_RESERVED,
     ProposalError,
@@ -24,6 +22,8 @@ from hybrid.app.proposals import (
     slugify,
     write_proposal,
 )
+from hybrid.core.config import Vault
+from hybrid.sources.markdown import parse_note
 
 FOLDER = "agent_learnings"
 NOW = dt.datetime(2026, 11, 30, 14, 5, 1, tzinfo=dt.UTC)

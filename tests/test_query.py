@@ -2,8 +2,9 @@ import time
 
 import pytest
 
+from hybrid.core.dates import parse_date
 from hybrid.core.errors import QuerySyntaxError
-from hybrid.retrieval.query import parse_date, parse_query
+from hybrid.retrieval.query import parse_query
 
 
 def test_parts():

@@ -10,8 +10,8 @@ from secrets_fixtures import HARD_NEGATIVES, fake_secrets, pem_block
 from test_redact_corpus import leaked
 
 from hybrid.core.errors import HybridError
-from hybrid.store.local.lexical import overlap
 from hybrid.store.agent.redact import REDACTED, RedactionUnavailable, Redactor, available, redactor
+from hybrid.store.lexicon import overlap
 
 CASES = fake_secrets()
 # Cases kingfisher plus hybrid/data/secret_rules.yml cannot catch, with the reason. (Empty since

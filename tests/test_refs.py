@@ -8,10 +8,10 @@ from helpers import indexed_vault
 from mcp import Client
 
 import hybrid
-from hybrid.faces.cli.main import main
-from hybrid.core.errors import PathRefused, VaultError
-from hybrid.faces.mcp import build_server
 from hybrid.app.refs import Ref, block_lines, parse_ref, section_lines
+from hybrid.core.errors import PathRefused, VaultError
+from hybrid.faces.cli.main import main
+from hybrid.faces.mcp import build_server
 
 NET = """---
 aliases: [LAN setup]

@@ -3,8 +3,8 @@ import shutil
 
 import pytest
 
-from hybrid.embedders import make_reranker, minilm_path
 from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders import make_reranker, minilm_path
 from hybrid.retrieval.rerank import blend, pinned
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import pytest
 from helpers import JsonHandler, free_port, local_server
 
+from hybrid.core.errors import ConfigError, ModelUnavailable
 from hybrid.embedders import make_reranker
 from hybrid.embedders.late import CENTERS, SCALE, LateInteractionReranker, center, to_logit
 from hybrid.embedders.ollama_rerank import OllamaReranker, score_logit, yes_no_logit
-from hybrid.core.errors import ConfigError, ModelUnavailable
 
 
 @dataclass

@@ -8,8 +8,8 @@ import pytest
 from helpers import write
 
 import hybrid
-from hybrid.store.local.catalog import Catalog
 from hybrid.embedders import MINILM_ID
+from hybrid.store.local.catalog import Catalog
 
 NOTES = {
     "net.md": "# Network\n\nAdvertise a subnet route with `tailscale up --advertise-routes`.\n",

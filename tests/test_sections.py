@@ -5,9 +5,10 @@ from helpers import consistent, write
 
 import hybrid
 from hybrid.retrieval import fuse
-from hybrid.store.local.catalog import ChunkRow
-from hybrid.store.local.lexical import LexicalIndex, LexicalQuery, section_text
 from hybrid.retrieval.pipeline import by_section, exact_first, strong_literals, verbatim_text
+from hybrid.store.base import ChunkRow
+from hybrid.store.lexicon import LexicalQuery, section_text
+from hybrid.store.local.lexical import LexicalIndex
 from hybrid.store.local.store import VaultStore
 
 
@@ -147,8 +148,8 @@ def test_coverage_and_weight():
 
 
 def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
-    from hybrid.retrieval.request import SearchRequest
     from hybrid.retrieval.pipeline import Arms, fusion_weights, hydrate, lexical_arm
+    from hybrid.retrieval.request import SearchRequest
     vault = tmp_path / "vault"
     write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")
     write(vault, "misc.md", "# Misc\n\nI keep one huge list of my other devices and a folder of PDFs.\n")

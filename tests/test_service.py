@@ -102,7 +102,7 @@ def test_executable_is_the_console_script_or_module():
     if script.is_file():
         assert exe == [str(script)]
     else:
-        assert exe == [str(Path(sys.executable).absolute()), "-m", "hybrid.faces.cli.main"]
+        assert exe == [str(Path(sys.executable).absolute()), "-m", "hybrid"]
     assert Path(exe[0]).is_absolute() and Path(exe[0]).exists()
 
 
@@ -110,7 +110,7 @@ def test_executable_fallback_and_script(tmp_path, monkeypatch):
     bindir = tmp_path / "env bin"
     bindir.mkdir()
     monkeypatch.setattr(sys, "executable", str(bindir / "python"))
-    assert executable() == [str(bindir / "python"), "-m", "hybrid.faces.cli.main"]
+    assert executable() == [str(bindir / "python"), "-m", "hybrid"]
     (bindir / "hybrid").write_text("#!/bin/sh\n")
     assert executable() == [str(bindir / "hybrid")]
 
@@ -165,7 +165,7 @@ def test_render_systemd_rejects_bad_env_names():
 def test_systemd_analyze_verify(tmp_path):
     text = render_systemd(["-c", "pass", *TRICKY], {"HYBRID_HOME": str(tmp_path / "h h"), "X": "1%"},
                           program=[sys.executable])
-    unit = tmp_path / "hybrid.faces.cli.service"
+    unit = tmp_path / "hybrid.service"
     unit.write_text(text, encoding="utf-8")
     env = dict(os.environ)
     if not env.get("XDG_RUNTIME_DIR"):  # containers: the user manager needs a runtime dir
@@ -179,7 +179,7 @@ def test_systemd_analyze_verify(tmp_path):
                                  or "Failed to lookup RuntimeDirectory" in output):
         pytest.skip(f"systemd-analyze cannot run a user manager here: {output.strip()}")
     assert proc.returncode == 0, output
-    assert "hybrid.faces.cli.service" not in output, output  # no warnings about our unit
+    assert "hybrid.service" not in output, output  # no warnings about our unit
 
 
 def test_render_launchd_parses(tmp_path):
@@ -224,12 +224,12 @@ def test_install_linux(tmp_path, hybrid_home):
     run = FakeRunner()
     r = install(True, True, 8765, "127.0.0.1", {"HYBRID_TOKEN": "s3cret"},
                 home=tmp_path, system="Linux", runner=run)
-    unit = tmp_path / ".config" / "systemd" / "user" / "hybrid.faces.cli.service"
+    unit = tmp_path / ".config" / "systemd" / "user" / "hybrid.service"
     assert isinstance(r, InstallResult) and r.ok, r.message
     assert r.path == unit and unit.is_file()
     assert oct(unit.stat().st_mode & 0o777) == "0o600"  # it may hold a token
     assert run.calls == [["systemctl", "--user", "daemon-reload"],
-                         ["systemctl", "--user", "enable", "--now", "hybrid.faces.cli.service"]]
+                         ["systemctl", "--user", "enable", "--now", "hybrid.service"]]
     svc = parse_unit(unit.read_text())["Service"]
     assert "serve --http --port 8765" in svc["ExecStart"]
     text = unit.read_text()
@@ -242,7 +242,7 @@ def test_install_linux(tmp_path, hybrid_home):
     # re-install: restarted so the new settings apply
     run = FakeRunner()
     r = install(False, True, 8765, "127.0.0.1", {}, home=tmp_path, system="Linux", runner=run)
-    assert r.ok and run.calls[-1] == ["systemctl", "--user", "restart", "hybrid.faces.cli.service"]
+    assert r.ok and run.calls[-1] == ["systemctl", "--user", "restart", "hybrid.service"]
     assert "--http" not in parse_unit(unit.read_text())["Service"]["ExecStart"]
     assert "reinstalled" in r.message
 
@@ -264,7 +264,7 @@ def test_install_linux_respects_xdg_config_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     r = install(True, True, 8765, "127.0.0.1", {}, system="Linux", runner=FakeRunner())
-    assert r.ok and r.path == tmp_path / "xdg" / "systemd" / "user" / "hybrid.faces.cli.service"
+    assert r.ok and r.path == tmp_path / "xdg" / "systemd" / "user" / "hybrid.service"
     assert r.path.is_file()
 
 
@@ -273,7 +273,7 @@ def test_install_linux_without_systemctl(tmp_path):
                 runner=FakeRunner(missing=True))
     assert not r.ok and r.path.is_file()
     assert "systemctl not found" in r.message
-    assert "systemctl --user daemon-reload && systemctl --user enable --now hybrid.faces.cli.service" in r.message
+    assert "systemctl --user daemon-reload && systemctl --user enable --now hybrid.service" in r.message
     assert len(r.message.splitlines()) == 2 and "Traceback" not in r.message
 
 
@@ -283,13 +283,13 @@ def test_install_linux_without_user_session(tmp_path):
     r = install(True, True, 8765, "127.0.0.1", {}, home=tmp_path, system="Linux", runner=run)
     assert not r.ok and r.path.is_file()
     assert "Failed to connect to bus" in r.message
-    assert "run: systemctl --user daemon-reload && systemctl --user enable --now hybrid.faces.cli.service" \
+    assert "run: systemctl --user daemon-reload && systemctl --user enable --now hybrid.service" \
         in r.message
     assert len(run.calls) == 1  # stops at the first failure
 
 
 def test_uninstall_and_status_linux(tmp_path):
-    unit = tmp_path / ".config" / "systemd" / "user" / "hybrid.faces.cli.service"
+    unit = tmp_path / ".config" / "systemd" / "user" / "hybrid.service"
     r = status(home=tmp_path, system="Linux",
                runner=FakeRunner({("systemctl",): (3, "inactive\n", "")}))
     assert not r.ok and "not installed" in r.message and "hybrid service install" in r.message
@@ -298,7 +298,7 @@ def test_uninstall_and_status_linux(tmp_path):
     run = FakeRunner({("systemctl",): (0, "active\n", "")})
     r = status(home=tmp_path, system="Linux", runner=run)
     assert r.ok and r.path == unit
-    assert run.calls == [["systemctl", "--user", "is-active", "hybrid.faces.cli.service"]]
+    assert run.calls == [["systemctl", "--user", "is-active", "hybrid.service"]]
     assert "installed" in r.message and "active" in r.message
 
     r = status(home=tmp_path, system="Linux", runner=FakeRunner({("systemctl",): (3, "failed\n", "")}))
@@ -307,14 +307,14 @@ def test_uninstall_and_status_linux(tmp_path):
     assert not r.ok and "systemctl not found" in r.message and "installed:" in r.message
 
     # what `systemctl enable` would have made
-    wants = unit.parent / "default.target.wants" / "hybrid.faces.cli.service"
+    wants = unit.parent / "default.target.wants" / "hybrid.service"
     wants.parent.mkdir()
     wants.symlink_to(unit)
     run = FakeRunner()
     r = uninstall(home=tmp_path, system="Linux", runner=run)
     assert r.ok, r.message
     assert not unit.exists() and not wants.is_symlink()
-    assert run.calls == [["systemctl", "--user", "disable", "--now", "hybrid.faces.cli.service"],
+    assert run.calls == [["systemctl", "--user", "disable", "--now", "hybrid.service"],
                          ["systemctl", "--user", "daemon-reload"]]
     r = uninstall(home=tmp_path, system="Linux", runner=FakeRunner())
     assert r.ok and "not installed" in r.message
@@ -324,7 +324,7 @@ def test_uninstall_linux_without_systemctl(tmp_path):
     install(True, True, 8765, "127.0.0.1", {}, home=tmp_path, system="Linux", runner=FakeRunner())
     r = uninstall(home=tmp_path, system="Linux", runner=FakeRunner(missing=True))
     assert not r.ok and not r.path.exists()
-    assert "systemctl --user stop hybrid.faces.cli.service" in r.message
+    assert "systemctl --user stop hybrid.service" in r.message
 
 
 def test_install_uninstall_status_darwin(tmp_path):

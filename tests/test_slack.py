@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hybrid.indexing.chunk import HEADING_RE, Chunker
 from hybrid.core.errors import VaultError
-from hybrid.sources.markdown import parse_note
+from hybrid.indexing.chunk import HEADING_RE, Chunker
 from hybrid.sources import slack
+from hybrid.sources.markdown import parse_note
 from hybrid.sources.slack import SlackExport
 
 USERS = [

@@ -11,9 +11,9 @@ from mcp import Client
 
 import hybrid
 from hybrid.core.errors import PathRefused
+from hybrid.faces.mcp import build_server
 from hybrid.retrieval.filters import NoMatchingNotes
 from hybrid.retrieval.limits import BadSearchArgs
-from hybrid.faces.mcp import build_server
 
 STORES = ("local", "postgresql")
 

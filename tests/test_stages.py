@@ -4,16 +4,17 @@ import time
 import pytest
 from helpers import write
 
-from hybrid.retrieval import fuse
-from hybrid.store.local.catalog import ChunkRow
-from hybrid.indexing.chunk import Chunker
-from hybrid.embedders import HashEmbedder
-from hybrid.indexing.indexer import STAGES, IndexReport, ReadStatus, _read
-from hybrid.sources.markdown import FileEntry
-from hybrid.retrieval.query import parse_query
-from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
 from hybrid.core.settings import Settings, replace
 from hybrid.core.timing import Stopwatch
+from hybrid.embedders import HashEmbedder
+from hybrid.indexing.chunk import Chunker
+from hybrid.indexing.indexer import ReadStatus, _read
+from hybrid.indexing.report import STAGES, IndexReport
+from hybrid.retrieval import fuse
+from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
+from hybrid.retrieval.query import parse_query
+from hybrid.sources.markdown import FileEntry
+from hybrid.store.base import ChunkRow
 
 A, B, C = ("v", 1), ("v", 2), ("v", 3)
 

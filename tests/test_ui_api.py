@@ -26,11 +26,19 @@ from starlette.testclient import TestClient
 import hybrid
 from hybrid.core.errors import HybridError
 from hybrid.faces.http import build_app
-from hybrid.retrieval.limits import MAX_BODY_BYTES
 from hybrid.faces.ui import jobs as jobs_mod
 from hybrid.faces.ui.jobs import IndexJobs
 from hybrid.faces.ui.routes import SECTION_LINES, read_section
-from hybrid.faces.ui.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_DAYS, TICKET_TTL, Sessions, Throttle, Throttled
+from hybrid.faces.ui.session import (
+    FAILURE_WINDOW,
+    MAX_FAILURES,
+    SESSION_DAYS,
+    TICKET_TTL,
+    Sessions,
+    Throttle,
+    Throttled,
+)
+from hybrid.retrieval.limits import MAX_BODY_BYTES
 
 OWNER = "KEY"
 TOKEN = "s3cret"
@@ -891,7 +899,7 @@ def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict
 
 
 def hybrid_ui(home, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hybrid.faces.cli.main", "ui", "--no-open", *args], env=server_env(home),
+    return subprocess.run([sys.executable, "-m", "hybrid", "ui", "--no-open", *args], env=server_env(home),
                           capture_output=True, text=True, timeout=240)
 
 

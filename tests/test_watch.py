@@ -9,8 +9,8 @@ import time
 import pytest
 from helpers import write
 
-from hybrid.store.local.store import VaultStore
 from hybrid.app.watch import VaultWatcher
+from hybrid.store.local.store import VaultStore
 
 # watchdog itself warns when it adds the watch of a just-created nested folder twice (mkdir -p
 # under a recursive watch); the watch is simply replaced, so this is noise, not a failure.

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import hybrid
-from hybrid.indexing.chunk import Chunker
 from hybrid.embedders import WordPieceCounter, minilm_path
+from hybrid.indexing.chunk import Chunker
 from hybrid.sources.markdown import parse_note
 
 

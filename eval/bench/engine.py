@@ -56,7 +56,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="hybrid-bench-"))
     vault = tmp / "vault"
     shutil.copytree(args.vault, vault)
-    exe = [sys.executable, "-m", "hybrid.faces.cli.main"]
+    exe = [sys.executable, "-m", "hybrid"]
     res: dict = {"vault": str(args.vault), "python": sys.version.split()[0], "cpus": os.cpu_count()}
 
     # --- full index as a user runs it (subprocess: wall time, peak RSS) ----------------------
@@ -72,7 +72,7 @@ def main() -> None:
     t, _ = run(exe + ["--help"], env, args.repeat)
     res["help_s_median"] = round(statistics.median(t), 3)
     probe = ("import sys, runpy; sys.argv=['hybrid','query','obsidian://open','--mode','lexical','-n','5'];\n"
-             "try:\n    runpy.run_module('hybrid.faces.cli.main', run_name='__main__')\n"
+             "try:\n    runpy.run_module('hybrid', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "print('torch-imported' if 'torch' in sys.modules else 'no-torch', file=sys.stderr)")
     t, out = run([sys.executable, "-c", probe], env, args.repeat)

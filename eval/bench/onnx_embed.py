@@ -37,11 +37,11 @@ def chunk_texts(vault: Path) -> list[str]:
     parsing and Chunker as hybrid/indexing/indexer.py, deduplicated like ``_embed_missing`` (first
     occurrence wins), notes in path order. The token counter is the model's tokenizer, shared
     by all three backends, so every backend sees the same chunks."""
-    from hybrid.sources import markdown as notes
-    from hybrid.indexing.chunk import Chunker
     from hybrid.core.config import SETTINGS
     from hybrid.embedders import WordPieceCounter, minilm_path
+    from hybrid.indexing.chunk import Chunker
     from hybrid.indexing.indexer import read_bytes
+    from hybrid.sources import markdown as notes
     s = {x.name: x.default for x in SETTINGS}
     chunker = Chunker(WordPieceCounter(minilm_path() / "tokenizer.json"), 254, s["chunk_tokens"],
                       s["chunk_overlap"], s["context_header"])

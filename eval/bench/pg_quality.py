@@ -18,7 +18,7 @@ from pathlib import Path
 
 import common
 
-HYBRID = [sys.executable, "-m", "hybrid.faces.cli.main"]
+HYBRID = [sys.executable, "-m", "hybrid"]
 SETS = {
     "sample": [],
     "obsidian-help": ["--vault", str(common.OBSIDIAN_HELP), "--queries", "qrels/obsidian-help.queries.jsonl",

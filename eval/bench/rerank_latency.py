@@ -46,11 +46,11 @@ SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "hybrid" / "data" / "samp
 def candidates(vault: Path, n: int, tokens: int, seed: int = 0) -> list[str]:
     """``n`` passages of ``vault`` as the rerank stage writes them, of about ``tokens`` word
     pieces each (the closest ``3n``, then ``n`` of those at random)."""
-    from hybrid.sources import markdown as notes
-    from hybrid.indexing.chunk import Chunker
     from hybrid.core.config import SETTINGS
     from hybrid.embedders import WordPieceCounter, minilm_path
+    from hybrid.indexing.chunk import Chunker
     from hybrid.indexing.indexer import read_bytes
+    from hybrid.sources import markdown as notes
     s = {x.name: x.default for x in SETTINGS}
     counter = WordPieceCounter(minilm_path() / "tokenizer.json")
     # chunks of up to ``tokens`` (the default chunk_tokens, 128, would cap every passage below 150)

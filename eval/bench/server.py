@@ -38,7 +38,7 @@ def main() -> None:
     shutil.copytree(args.vault, vault)
     env = dict(os.environ, HYBRID_HOME=str(tmp / "home"))
     env.pop("HYBRID_TOKEN", None)
-    exe = [sys.executable, "-m", "hybrid.faces.cli.main"]
+    exe = [sys.executable, "-m", "hybrid"]
     subprocess.run(exe + ["index", str(vault), "--name", "bench"], env=env, check=True, capture_output=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -51,11 +51,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "eval" / "reports" / "storage.md")
     args = ap.parse_args()
     import hybrid
+    from hybrid.core.settings import replace
     from hybrid.embedders import make_embedder
     from hybrid.eval.inputs import Problems, load_qrels, load_queries, reconcile
     from hybrid.eval.run import CachingEmbedder, grid, run_eval
     from hybrid.sources.markdown import discover
-    from hybrid.core.settings import replace
     base = hybrid.open().settings
     model = CachingEmbedder(make_embedder("minilm"))
     rows = []

@@ -97,7 +97,7 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("HYBRID_TOKEN", "HYBRID_ALLOWED_HOSTS")}
     env["HYBRID_HOME"] = str(home)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(port),
+    server = subprocess.Popen([sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(port),
                                "--token", TOKEN], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_healthy(f"http://127.0.0.1:{port}", timeout=120)

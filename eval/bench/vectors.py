@@ -167,7 +167,7 @@ def exact_truths(vecs: np.ndarray, ids: np.ndarray, q: np.ndarray, allowed: np.n
 def prepare_case(dist: str, n: int, queries: int, case_dir: Path, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
     """Generate the vectors for (N, dist) and write what the query worker needs (queries,
     filter id sets, exact truths) as .npy files. Returns (vecs, ids, dataset stats)."""
-    from hybrid.store.local.vector import calibration_queries
+    from hybrid.store.base import calibration_queries
     t0 = time.perf_counter()
     vecs = GENERATORS[dist](n, seed)
     gen_s = time.perf_counter() - t0
@@ -193,7 +193,7 @@ def prepare_case(dist: str, n: int, queries: int, case_dir: Path, seed: int) -> 
 
 def spec_for(layout: str):
     """The VectorSpec that forces a layout whatever N is: threshold 0 keeps flat, 1 makes IVF."""
-    from hybrid.store.local.vector import VectorSpec
+    from hybrid.store.base import VectorSpec
     kind, storage = LAYOUTS[layout]
     return VectorSpec(storage=storage, ann_threshold=0 if kind == "flat" else 1, ann_recall=0.99)
 

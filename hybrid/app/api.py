@@ -8,22 +8,22 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hybrid.store.agent import view as agent_view
-
 from hybrid.app import reader
-from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
-from hybrid.store.agent.view import AgentView
-from hybrid.core.config import Config, Vault, load_config, override
-from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
-from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultError
-from hybrid.retrieval.filters import check_filters
-from hybrid.indexing.indexer import IndexReport, Progress, index_vault
-from hybrid.retrieval.listing import list_notes
 from hybrid.app.reader import NoteText
 from hybrid.app.refs import Ref
-from hybrid.retrieval.request import SearchRequest, as_request
-from hybrid.retrieval.pipeline import SearchResult, run_search
 from hybrid.app.status import VaultStatus, vault_status
+from hybrid.core.config import Config, Vault, load_config, override
+from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultError
+from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
+from hybrid.indexing.indexer import index_vault
+from hybrid.indexing.report import IndexReport, Progress
+from hybrid.retrieval.filters import check_filters
+from hybrid.retrieval.listing import list_notes
+from hybrid.retrieval.pipeline import SearchResult, run_search
+from hybrid.retrieval.request import SearchRequest, as_request
+from hybrid.store.agent import view as agent_view
+from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
+from hybrid.store.agent.view import AgentView
 from hybrid.store.local.store import VacuumReport, VaultStore
 
 log = logging.getLogger("hybrid")
@@ -134,7 +134,7 @@ class Hybrid:
                 cfg.remove_vault(name)
             self._close_store(name)
             if purge:
-                from hybrid.store.local.store import purge_index_dir
+                from hybrid.store.local.layout import purge_index_dir
                 purge_index_dir(vault.index_dir)
         return vault
 
@@ -156,7 +156,7 @@ class Hybrid:
                 self._close_store(old)
                 if vault.index_dir.exists():
                     vault.index_dir.rename(target)
-        from hybrid.store.local.store import sibling
+        from hybrid.store.local.layout import sibling
         sibling(vault.index_dir, ".lock").unlink(missing_ok=True)  # no vault has that name now
         return self.config.vault(new)
 
@@ -178,7 +178,7 @@ class Hybrid:
         """The vault's writer lock (what `hybrid index` holds), so registry changes that touch
         the index folder never pull it from under a running indexer."""
         from hybrid.core.errors import IndexLocked
-        from hybrid.store.local.store import lock_dir
+        from hybrid.store.local.layout import lock_dir
         try:  # the lock file lives beside the index folder: held even before that exists
             lock = lock_dir(vault.index_dir, wait)
         except IndexLocked:
@@ -368,7 +368,8 @@ class Hybrid:
             try:
                 self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
             except VaultError:  # folder missing: what the catalog holds is all there is
-                from hybrid.store.local.store import VaultStore, lock_dir
+                from hybrid.store.local.layout import lock_dir
+                from hybrid.store.local.store import VaultStore
                 lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
                 try:
                     writer = VaultStore(vault.index_dir)

@@ -93,7 +93,7 @@ def parse_since(value: str) -> float:
     """Epoch seconds for ``--since``: what ``since:`` in queries takes (``YYYY-MM-DD`` at local
     midnight, an ISO date-time, ``30d``/``6w``/``3m``/``1y`` ago, with ``m`` = months as there),
     plus ages in hours, minutes or seconds: ``12h``, ``90min``, ``30s``. AuditError otherwise."""
-    from hybrid.retrieval.query import parse_date
+    from hybrid.core.dates import parse_date
 
     text = value.strip()
     m = _HOURS_RE.match(text)

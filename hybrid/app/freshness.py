@@ -42,10 +42,10 @@ class Changes:
 def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
     be told (the folder is missing, or the vault was never indexed)."""
+    from hybrid.indexing.indexer import chunking_meta, content_hash, size_limit
     from hybrid.sources import markdown as notes_mod
     from hybrid.store.agent.view import AgentView
     from hybrid.store.local.catalog import Catalog
-    from hybrid.indexing.indexer import chunking_meta, content_hash, size_limit
     catalog_path = vault.index_dir / "catalog.sqlite"
     if not vault.is_folder:
         return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell

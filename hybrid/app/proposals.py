@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hybrid.core.config import Vault
 from hybrid.app.proposal_checks import (
     OFF_MESSAGE,
     ProposalError,
@@ -53,7 +52,8 @@ from hybrid.app.proposal_checks import (
     _root,
     slugify,
 )
-from hybrid.store.local.store import fsync_dir
+from hybrid.core.config import Vault
+from hybrid.store.local.layout import fsync_dir
 
 log = logging.getLogger("hybrid")
 

@@ -12,7 +12,6 @@ cannot learn that a private note exists by asking for it.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import stat as stat_
@@ -20,15 +19,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hybrid.core.errors import PathRefused
 from hybrid.app.refs import Ref, block_lines, parse_ref, section_lines
+from hybrid.core.errors import PathRefused
 from hybrid.sources import kind_of
+from hybrid.sources.convert import judged_fields
 
 if TYPE_CHECKING:
-    from hybrid.store.agent.view import AgentView
-    from hybrid.store.local.catalog import Catalog
     from hybrid.core.config import Vault
     from hybrid.sources.sandbox import Limits
+    from hybrid.store.agent.view import AgentView
+    from hybrid.store.local.catalog import Catalog
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
 
@@ -56,11 +56,10 @@ class AgentCheck:
     def allows(self, rel: str, real: str) -> bool:
         """Whether an agent may read the indexed note ``rel`` (``real``: the file it really
         is, when reached through a symlink), as the index recorded it."""
-        row = self.catalog.db.execute(
-            "SELECT tags, properties FROM files WHERE path=? AND deleted=0", (rel,)).fetchone()
-        if row is None:
+        fields = self.catalog.file_fields(rel)
+        if fields is None:
             return False
-        tags, props = json.loads(row[0]), json.loads(row[1])
+        tags, props = fields
         return self.view.hides(rel, tags, props) is None and self.view.hides(real) is None
 
     def allows_text(self, rel: str, text: str) -> bool:
@@ -70,17 +69,6 @@ class AgentCheck:
         (PDFs, web pages, plain text) are judged by their path."""
         tags, props = judged_fields(rel, text)
         return self.view.hides(rel, tags, props) is None
-
-
-def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
-    """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
-    them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
-    notes; other kinds carry none."""
-    if kind_of(rel) not in ("note", "bookmark", "slack"):
-        return [], {}
-    from hybrid.sources.markdown import parse_note
-    note = parse_note(rel, text)
-    return note.tags, note.properties
 
 
 def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_chars: int | None,
@@ -245,11 +233,12 @@ def _by_name(catalog: Catalog, name: str, agent: AgentCheck | None) -> list[str]
     if not key:
         return []
     out = []
-    for path, title, aliases in catalog.db.execute("SELECT path, title, aliases FROM files WHERE deleted=0"):
+    for note in catalog.notes():
+        path = note.path
         stem = path.rsplit("/", 1)[-1].lower().removesuffix(".md")
         low = path.lower().removesuffix(".md")
-        names = {" ".join(title.lower().split()), stem, *(" ".join(str(a).lower().split())
-                                                          for a in json.loads(aliases))}
+        names = {" ".join(note.title.lower().split()), stem, *(" ".join(str(a).lower().split())
+                                                               for a in note.aliases)}
         if key in names or low.endswith("/" + key) or low == key:
             if agent is None or agent.allows(path, path):
                 out.append(path)

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybrid.core.errors import IndexCorrupt
 from hybrid.app.freshness import Changes, changes_on_disk
+from hybrid.core.errors import IndexCorrupt
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -71,9 +71,9 @@ def vault_status(v: Vault, settings: Settings, *,
 def _pg_status(v: Vault, settings: Settings,
                agent_counts: Callable[[Vault], tuple[int, int]] | None) -> VaultStatus:
     """The status of a vault kept in PostgreSQL (its store URL shown without a password)."""
-    from hybrid.embedders.base import canonical_id
     from hybrid.core.errors import HybridError, VaultError
-    from hybrid.store.pg.connect import redact, resolve
+    from hybrid.core.store_url import redact, resolve
+    from hybrid.embedders.base import canonical_id
     from hybrid.store.pg.store import open_store
     st = VaultStatus(v.name, str(v.path), v.path.is_dir(), False)
     try:
@@ -116,8 +116,8 @@ def kind_counts(paths: Iterable[str]) -> dict[str, int]:
 def _fill_status(st: VaultStatus, index_dir: Path, sizes: bool = True) -> None:
     """Counts, model, last run and layout of one vault, read from its catalog (and, with
     ``sizes``, the bytes its index folder takes)."""
-    from hybrid.store.local.catalog import Catalog
     from hybrid.embedders.base import canonical_id
+    from hybrid.store.local.catalog import Catalog
     cat = Catalog(index_dir / "catalog.sqlite", readonly=True)
     try:
         st.notes, st.chunks = cat.file_count(), cat.chunk_count()

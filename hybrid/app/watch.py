@@ -24,7 +24,7 @@ from hybrid.sources.markdown import glob_to_regex
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid
-    from hybrid.indexing.indexer import IndexReport
+    from hybrid.indexing.report import IndexReport
 
 log = logging.getLogger("hybrid")
 

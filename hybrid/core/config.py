@@ -195,7 +195,7 @@ class Config:
                 raise VaultError(f"bookmarks export {str(path)!r} is not a file (export your "
                                  "browser's bookmarks to an HTML or JSON file)")
         if store is not None:
-            from hybrid.store.pg.connect import check_store_value
+            from hybrid.core.store_url import check_store_value
             store = check_store_value(store)
         if kind == "notes" and not path.is_dir() and (store is None or path.exists()):
             raise VaultError(f"vault folder {str(path)!r} does not exist or is not a folder")

@@ -117,7 +117,7 @@ class LateInteractionReranker:
 
     def __init__(self, embedder_spec: str = "minilm", max_tokens: int = MAX_TOKENS,
                  batch_size: int = 32, *, embedder: Any = None, bf16: bool | None = None):
-        from hybrid.embedders import make_embedder
+        from hybrid.embedders.registry import make_embedder
         spec = embedder_spec or "minilm"
         try:
             self._embedder: Any = embedder or make_embedder(spec, batch_size=batch_size)

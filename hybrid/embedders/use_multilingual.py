@@ -42,7 +42,7 @@ from hybrid.embedders.base import normalize
 if TYPE_CHECKING:
     import numpy as np
 
-    from hybrid.embedders import Options
+    from hybrid.embedders.registry import Options
 
 log = logging.getLogger("hybrid")
 

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hybrid.eval.run import DEPTH, ConfigResult, EvalResult, Miss
 from hybrid.core.settings import Settings
+from hybrid.eval.run import DEPTH, ConfigResult, EvalResult, Miss
 
 ANSWER_COLS = ("answer@1", "answer@10")
 MISSES_SHOWN = 10  # answer@1 misses listed on the terminal; report.md lists them all

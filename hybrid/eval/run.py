@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hybrid.app.api import open as open_hybrid
-from hybrid.embedders import make_embedder, make_reranker
 from hybrid.core.errors import HybridError, ModelUnavailable
-from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.core.settings import Settings, replace
+from hybrid.embedders import make_embedder, make_reranker
+from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 
 log = logging.getLogger("hybrid")
 MODES = ("lexical", "vector", "hybrid", "rerank")

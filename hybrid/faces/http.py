@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError
 from hybrid.faces.http_guard import WILDCARD_BINDS, Guard, is_loopback, protocol_class, url_host
+from hybrid.faces.ui.session import Throttle
 from hybrid.retrieval.limits import BadSearchArgs, mcp_body_limit
 from hybrid.retrieval.request import SearchRequest
-from hybrid.faces.ui.session import Throttle
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid

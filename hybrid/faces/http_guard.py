@@ -38,9 +38,9 @@ from asyncio import TimerHandle
 from collections.abc import Iterable
 
 from hybrid.core.errors import HybridError
-from hybrid.retrieval.limits import MAX_BODY_BYTES
 from hybrid.faces.ui.routes import ui_path, with_security_headers
 from hybrid.faces.ui.session import Throttle, Throttled
+from hybrid.retrieval.limits import MAX_BODY_BYTES
 
 WILDCARD_BINDS = {"0.0.0.0", "::"}
 # host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it

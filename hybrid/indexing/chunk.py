@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hybrid.sources.markdown import FENCE_RE, Note, heading_text
+from hybrid.sources.markdown import FENCE_RE, Note, context_header, heading_text
 
 HEADING_RE = re.compile(r"\s{0,3}(#{1,6})\s+(.*)")  # the text is then cut by heading_text
 LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
@@ -150,17 +150,6 @@ def _sections(note: Note) -> list[_Section]:
 
 
 SAFETY_MARGIN = 16  # tokens of slack before an estimate is re-counted exactly
-HEADER_PART = 200   # characters kept of each part of the contextual header (title, headings)
-
-
-def context_header(title: str, aliases: list[str], path: list[str]) -> str:
-    """The line embedded before a chunk's text: ``Title (aliases) > Heading > Subheading``."""
-    head = title[:HEADER_PART]
-    names = ", ".join(a for a in aliases if a and a != title)
-    if names:  # a note's other names: `Aliases (nickname, alternative name)`
-        head += f" ({names[:HEADER_PART]})"
-    parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == title)]
-    return " > ".join([head, *parts]) + "\n"
 MIN_SEGMENT = 64    # characters: segments shorter than this could not find a space to cut at
 
 

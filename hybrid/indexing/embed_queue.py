@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hybrid.store.local.store import checkpoint
+from hybrid.core.faults import checkpoint
 
 if TYPE_CHECKING:
-    from hybrid.store.local.catalog import NoteRecord
     from hybrid.embedders import Embedder
-    from hybrid.indexing.indexer import IndexReport, Progress
+    from hybrid.indexing.report import IndexReport, Progress
+    from hybrid.store.base import NoteRecord
     from hybrid.store.local.store import VaultStore
 
 EMBED_GROUP = 256

@@ -14,74 +14,30 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from hybrid.sources import markdown as notes_mod
-from hybrid.store.agent.vectors import embed_missing
-from hybrid.store.agent.view import AgentView, agent_redactor
-from hybrid.store.local.catalog import NewChunk, NoteRecord
-from hybrid.indexing.chunk import Chunker
 from hybrid.core.config import Vault
-from hybrid.indexing.embed_queue import EmbedQueue
-from hybrid.embedders import Embedder
 from hybrid.core.errors import CatalogCorrupt, EmbedderMismatch, VaultError
+from hybrid.core.faults import checkpoint
 from hybrid.core.settings import Settings
+from hybrid.core.timing import Stopwatch
+from hybrid.embedders import Embedder
+from hybrid.indexing.chunk import Chunker
+from hybrid.indexing.embed_queue import EmbedQueue
+from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.sources import kind_of
+from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.sandbox import ConvertError, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
-from hybrid.store.local.store import (
-    VaultStore,
-    checkpoint,
-    lock_dir,
-    open_writer,
-    recover_reembed,
-    reembed_beside,
-    reopen_without_catalog,
-)
-from hybrid.core.timing import Stopwatch
-from hybrid.store.local.vector import VectorSpec
+from hybrid.store.agent.vectors import embed_missing
+from hybrid.store.agent.view import AgentView, agent_redactor
+from hybrid.store.base import NewChunk, NoteRecord, VectorSpec
+from hybrid.store.local.layout import lock_dir, recover_reembed
+from hybrid.store.local.store import VaultStore, open_writer, reembed_beside, reopen_without_catalog
 
 log = logging.getLogger("hybrid")
-# progress(stage, done, total): what an index run reports as it goes, stage by stage in this
-# order (a stage with nothing to do is not reported): "scan" (reading the changed notes, in
-# files), "load" (loading the embedding model: only when something is embedded), "embed"
-# (chunks embedded; ``total`` is None until it is known, when the reads are over, and fixed
-# from then on) and "write" (the catalog, then tantivy and FAISS). ``done <= total`` always,
-# and a stage's total never changes once given.
-Progress = Callable[[str, int, "int | None"], None]
-PROGRESS_STAGES = ("scan", "load", "embed", "write")
-# IndexReport.stage_seconds keys, in pipeline order (read_embed_wall: the overlapped
-# read_parse + chunk + embed stages' wall time).
-STAGES = ("open", "discover", "read_parse", "chunk", "embed", "read_embed_wall", "catalog",
-          "tantivy", "faiss")
-
-
-@dataclass
-class IndexReport:
-    vault: str
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    chunks: int = 0
-    chunks_embedded: int = 0
-    cache_hits: int = 0
-    seconds: float = 0.0
-    recovered: int = 0
-    fetched: int = 0        # bookmarked pages fetched by this run (--fetch)
-    fetch_failed: int = 0   # … that could not be fetched (each is a warning)
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None   # set when this vault could not be indexed (the others were)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
@@ -94,7 +50,7 @@ def _warn(report: IndexReport, message: str) -> None:
 def _modified(note: notes_mod.Note, mtime_ns: int) -> float:
     """The note's ``updated`` date when it is a usable one, else the file's mtime."""
     if note.updated:
-        from hybrid.retrieval.query import parse_date
+        from hybrid.core.dates import parse_date
         try:
             return parse_date(note.updated[:10])
         except Exception:
@@ -279,7 +235,9 @@ def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
     else:
         from hybrid.sources.entries import fetch_bookmarks, source_entries
         if job.fetch and vault.kind == "bookmarks":
-            fetch_bookmarks(vault, store.catalog, report, job.fetch, job.settings)
+            fetched = fetch_bookmarks(vault, store.catalog, job.fetch, job.settings)
+            report.fetched, report.fetch_failed = fetched.fetched, fetched.failed
+            report.warnings.extend(fetched.warnings)
         entries, warnings = source_entries(vault, store.catalog)
         for w in warnings:
             _warn(report, w)

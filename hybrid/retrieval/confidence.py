@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from hybrid.retrieval import fuse
 
 if TYPE_CHECKING:
-    from hybrid.store.local.catalog import ChunkRow
     from hybrid.retrieval.hits import Hit
     from hybrid.retrieval.query import ParsedQuery
+    from hybrid.store.base import ChunkRow
 
 FEATURES = ("cos", "cos_gap", "coverage", "both", "lex_rr", "vec_rr", "rank_rr")
 MODEL_FEATURES = {

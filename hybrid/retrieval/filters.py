@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hybrid.core.errors import HybridError
 
 if TYPE_CHECKING:
     from hybrid.retrieval.request import Filters
+    from hybrid.store.port import Searchable
 
 
 class NoMatchingNotes(HybridError):
     """A search filter (folder, tag, date) that no note passes."""
 
 
-def check_filters(stores: Sequence[Any], filters: Filters) -> None:
+def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
     """NoMatchingNotes when no note of ``stores`` (VaultStores or AgentStores: their catalogs
     and hidden sets) passes ``filters``; the message names the part that matches nothing."""
     if not filters.narrows:
@@ -65,7 +65,7 @@ def _day(epoch: float) -> str:
         return dt.datetime.fromtimestamp(epoch, dt.UTC).date().isoformat()
 
 
-def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], since: float | None,
+def _exists(stores: Sequence[Searchable], folders: Sequence[str], tags: Sequence[str], since: float | None,
             sources: Sequence[str] = ()) -> bool:
     """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
     notes itself); stops at the first."""
@@ -73,23 +73,21 @@ def _exists(stores: Sequence[Any], folders: Sequence[str], tags: Sequence[str], 
                for store in stores)
 
 
-def _kinds_hint(stores: Sequence[Any]) -> str:
+def _kinds_hint(stores: Sequence[Searchable]) -> str:
     """" (indexed: note, pdf)": the kinds the searched vaults do hold."""
     from hybrid.sources import KINDS
     held = [k for k in KINDS if _exists(stores, (), (), None, (k,))]
     return f" in the vaults searched (they hold: {', '.join(held)})" if held else ""
 
 
-def _visible_rows(store: Any) -> Iterable[tuple[str, str, float]]:
-    from hybrid.store.agent.store import base_catalog, hidden_file_ids
-    hidden = hidden_file_ids(store)
-    for fid, path, tags, modified in base_catalog(store).db.execute(
-            "SELECT id, path, tags, modified FROM files WHERE deleted=0"):
-        if fid not in hidden:
-            yield path, tags, modified
+def _visible_rows(store: Searchable) -> Iterable[tuple[str, list[str], float]]:
+    hidden = store.hidden_files
+    for note in store.ledger.notes():
+        if note.id not in hidden:
+            yield note.path, note.tags, note.modified
 
 
-def _folders(stores: Sequence[Any]) -> set[str]:
+def _folders(stores: Sequence[Searchable]) -> set[str]:
     out: set[str] = set()
     for store in stores:
         for path, _, _ in _visible_rows(store):
@@ -98,16 +96,16 @@ def _folders(stores: Sequence[Any]) -> set[str]:
     return out
 
 
-def _tags(stores: Sequence[Any]) -> set[str]:
+def _tags(stores: Sequence[Searchable]) -> set[str]:
     out: set[str] = set()
     for store in stores:
-        shows = getattr(store.catalog, "shows", None)  # an agent's: no tag that is a secret
+        shows = store.catalog.shows  # an agent's: no tag that is a secret
         for _, tags, _ in _visible_rows(store):
-            out.update(t for t in json.loads(tags) if shows is None or shows(t))
+            out.update(t for t in tags if shows(t))
     return out
 
 
-def _modified(store: Any) -> Iterable[float]:
+def _modified(store: Searchable) -> Iterable[float]:
     return (m for _, _, m in _visible_rows(store))
 
 

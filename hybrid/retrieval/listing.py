@@ -13,18 +13,19 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hybrid.store.agent.store import base_catalog
 from hybrid.retrieval.hits import Hit, snippet, source_fields
 from hybrid.retrieval.result import SearchResult
 
 if TYPE_CHECKING:
-    from hybrid.retrieval.request import Filters, SearchRequest
+    from hybrid.core.config import Vault
     from hybrid.core.settings import Settings
+    from hybrid.retrieval.request import Filters, SearchRequest
+    from hybrid.store.port import Searchable
 
 BATCH = 500  # ids per SQL query (SQLite's host parameter limit is 999 on old builds)
 
 
-def list_notes(targets: Sequence[tuple[Any, Any]], request: SearchRequest, settings: Settings) -> SearchResult:
+def list_notes(targets: Sequence[tuple[Vault, Searchable]], request: SearchRequest, settings: Settings) -> SearchResult:
     """Up to ``request.top_k`` hits, one per note of ``targets`` ((vault, store) pairs, as
     :func:`hybrid.retrieval.pipeline.run_search` takes them) passing ``request.filters``, newest first."""
     notes: list[tuple[float, str, str, int, int]] = []  # (modified, vault, path, target, file id)
@@ -40,34 +41,27 @@ def list_notes(targets: Sequence[tuple[Any, Any]], request: SearchRequest, setti
     return SearchResult(hits[:request.top_k], query=request.query, parsed=request.parsed)
 
 
-def _passing(store: Any, filters: Filters) -> list[tuple[int, str, float]]:
+def _passing(store: Searchable, filters: Filters) -> list[tuple[int, str, float]]:
     """(file id, path, modified) of the live notes of ``store`` passing ``filters`` that the
     store's reader may see."""
-    catalog = base_catalog(store)
+    catalog = store.ledger
     ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since,  # an agent's: visible only
                                       filters.sources))
     out = []
-    for part in _batches(ids):
-        q = f"SELECT id, path, modified FROM files WHERE deleted=0 AND id IN ({','.join('?' * len(part))})"
-        for fid, path, modified in catalog.db.execute(q, part):
-            if not any(path.startswith(f + "/") for f in filters.exclude_folders):
-                out.append((fid, path, modified))
+    for note in catalog.notes(ids):
+        if not any(note.path.startswith(f + "/") for f in filters.exclude_folders):
+            out.append((note.id, note.path, note.modified))
     return out
 
 
-def _hits(targets: Sequence[tuple[Any, Any]], notes: list[tuple[float, str, str, int, int]],
+def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, str, str, int, int]],
           snippet_chars: int) -> list[Hit]:
     """The hits of ``notes`` (in their order) that have a chunk to cite."""
     spans: dict[tuple[int, int], tuple[int, int, int]] = {}  # (target, file id) -> first chunk, lines
     for n, (_, store) in enumerate(targets):
         fids = [fid for _, _, _, t, fid in notes if t == n]
-        for part in _batches(fids):
-            q = (f"SELECT file_id, id, start_line, end_line FROM chunks WHERE dead=0 AND file_id IN "
-                 f"({','.join('?' * len(part))}) ORDER BY file_id, ord")
-            for fid, cid, first, last in base_catalog(store).db.execute(q, part):
-                got = spans.get((n, fid))
-                spans[(n, fid)] = (cid, first, last) if got is None else \
-                    (got[0], min(got[1], first), max(got[2], last))
+        for fid, span in store.ledger.note_spans(fids).items():
+            spans[(n, fid)] = span
     rows: dict[tuple[int, int], Any] = {}
     for n, (_, store) in enumerate(targets):
         first_ids = [cid for (t, _), (cid, _, _) in spans.items() if t == n]

@@ -18,30 +18,29 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hybrid.retrieval import confidence
-
-from hybrid.retrieval import fuse
-from hybrid.store.local.catalog import ChunkRow
+from hybrid.core.timing import Stopwatch
+from hybrid.core.tokens import literals
+from hybrid.retrieval import confidence, fuse
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet, source_fields  # noqa: F401 - re-exported
-from hybrid.store.local.lexical import LexicalQuery, literals
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
 from hybrid.retrieval.result import WORD_RE, SearchResult, apply_corrections
-from hybrid.core.timing import Stopwatch
+from hybrid.store.base import ChunkRow
+from hybrid.store.lexicon import LexicalQuery
 
 if TYPE_CHECKING:
-    from hybrid.store.agent.store import AgentStore
     from hybrid.core.config import Vault
     from hybrid.core.settings import Settings
-    from hybrid.store.local.store import VaultStore
+    from hybrid.store.port import Searchable
 
 log = logging.getLogger("hybrid")
 MODES = ("lexical", "vector", "hybrid")
 
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
-# a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts, filtered)
-Targets = Sequence[tuple["Vault", "VaultStore | AgentStore"]]
+# a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts,
+# filtered): hybrid.store.port.Searchable
+Targets = Sequence[tuple["Vault", "Searchable"]]
 QueryVector = Callable[[str, str], "object"]
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 
@@ -220,7 +219,7 @@ def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: i
     return fuse.merge_by_score(lists, depth)
 
 
-def _vector_hits(store: VaultStore | AgentStore, qvec, parsed: ParsedQuery, filters: Filters,
+def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
                  depth: int) -> list[tuple[int, float]]:
     banned: set[int] = set()
     if filters.exclude_folders:
@@ -240,7 +239,7 @@ def _vector_hits(store: VaultStore | AgentStore, qvec, parsed: ParsedQuery, filt
     return store.vector.search(qvec, depth, allowed, banned)
 
 
-def _post_filtered(store: VaultStore | AgentStore, qvec, depth: int, banned: set[int],
+def _post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
                    filters: Filters) -> list[tuple[int, float]] | None:
     """A note filter that keeps many chunks is cheapest applied after the search: take the
     nearest ``10·depth`` (then ``40·depth``) chunks unfiltered and keep those the catalog says
@@ -408,7 +407,7 @@ def rerank(fused: Ranked, rows: dict[Key, ChunkRow], parsed: ParsedQuery, rescor
     """Rescore the top ``top_n`` with the cross-encoder and blend its order with the fused one;
     chunks holding the query's phrases or compound identifiers stay pinned on top. Returns the
     new ranking, each rescored key's logit and how many leading hits stayed pinned."""
-    from hybrid.store.local.lexical import identifiers, is_compound
+    from hybrid.core.tokens import identifiers, is_compound
     from hybrid.retrieval.rerank import blend, pinned
     depth = max(top_n, 1)
     head = fused[:depth]

@@ -9,8 +9,9 @@ from dataclasses import InitVar, dataclass, fields
 from functools import cached_property
 from typing import Any
 
+from hybrid.core.dates import parse_date
 from hybrid.retrieval.limits import MAX_TOP_K, BadSearchArgs, check_search
-from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_date, parse_query
+from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ class SearchRequest:
         from hybrid.sources import check_kinds
         set_(self, "sources", check_kinds(self.sources))
         if self.since is not None:
+            from hybrid.core.dates import check_since
             from hybrid.core.errors import QuerySyntaxError
-            from hybrid.retrieval.query import check_since
             try:
                 since = parse_date(self.since) if isinstance(self.since, str) else \
                     check_since(float(self.since), self.since)

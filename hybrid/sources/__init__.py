@@ -39,6 +39,22 @@ VAULT_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+@dataclass
+class FetchedPage:
+    """A bookmarked page's fetch (:func:`hybrid.sources.fetch.fetch_pages` returns these as
+    ``Page``; a store's catalog keeps them): its main text when ``ok``, else the one-line
+    ``error``."""
+    url: str
+    ok: bool
+    title: str = ""
+    text: str = ""
+    error: str = ""
+    status: int | None = None
+    fetched_at: float = 0.0
+    content_type: str = ""  # what the server said it sent (not stored)
+
+
+
 def kind_of(path: str) -> str:
     """The document kind of a vault-relative path (``note`` for anything unknown: a vault's
     include globs decide what is indexed, markdown is the default reading)."""
@@ -75,26 +91,6 @@ class VirtualDoc:
     size: int
     stamp: int
     load: Callable[[], str]
-
-
-def kind_condition(kinds: tuple[str, ...] | list[str], column: str = "f.path",
-                   placeholder: str = "?") -> tuple[str, list[str]]:
-    """A SQL condition (SQLite or PostgreSQL) that ``column``, a vault-relative path, is a
-    document of one of ``kinds``, and its arguments. Markdown is also whatever no other kind
-    claims (``kind_of``), so ``note`` is "none of the others"."""
-    others = [s for k, sufs in KIND_SUFFIXES.items() if k != "note" for s in sufs]
-    parts: list[str] = []
-    args: list[str] = []
-    for kind in kinds:
-        if kind == "note":
-            parts.append("(" + " AND ".join(f"lower({column}) NOT LIKE {placeholder}"
-                                            for _ in others) + ")")
-            args.extend("%" + s for s in others)
-        else:
-            for suffix in KIND_SUFFIXES[kind]:
-                parts.append(f"lower({column}) LIKE {placeholder}")
-                args.append("%" + suffix)
-    return "(" + " OR ".join(parts or ["1=0"]) + ")", args
 
 
 def kind_term(kind: str) -> str:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from hybrid.core.errors import VaultError
-from hybrid.sources.markdown import FENCE_RE
 from hybrid.sources import VirtualDoc
+from hybrid.sources.markdown import FENCE_RE
 
 if TYPE_CHECKING:
     from hybrid.sources.fetch import Page

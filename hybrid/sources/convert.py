@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources import kind_of
+from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["to_note", "text_note", "html_note", "main_text"]
+__all__ = ["to_note", "text_note", "html_note", "main_text", "judged_fields"]
 
 
 def to_note(path: str, data: bytes | None, abspath: str | None = None,
@@ -90,3 +90,13 @@ def _page(html: str, name: str, limits: Limits | None) -> tuple[str, str, list[s
     warnings = [f"{name}: nested too deep to parse (over {deep} levels of elements); the text "
                 "inside them is left out"] if deep else []
     return text, title[:300], warnings
+
+
+def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
+    """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
+    them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
+    notes; other kinds carry none."""
+    if kind_of(rel) not in ("note", "bookmark", "slack"):
+        return [], {}
+    note = parse_note(rel, text)
+    return note.tags, note.properties

@@ -9,15 +9,14 @@ size-and-stamp check without being rendered again, exactly like an unchanged fil
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hybrid.store.local.catalog import FetchedRow
+from hybrid.sources import FetchedPage, VirtualDoc
 from hybrid.sources.markdown import FileEntry
-from hybrid.sources import VirtualDoc
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
-    from hybrid.indexing.indexer import IndexReport
     from hybrid.core.settings import Settings
 
 log = logging.getLogger("hybrid")
@@ -69,8 +68,16 @@ def _encoded(doc: VirtualDoc):
     return lambda: doc.load().encode("utf-8")
 
 
-def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
-                    settings: Settings) -> None:
+@dataclass
+class FetchSummary:
+    """What fetching a bookmarks source's pages did: pages fetched, pages that failed, and the
+    warnings naming them (the index run adds these to its report)."""
+    fetched: int = 0
+    failed: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def fetch_bookmarks(vault: Vault, catalog: Any, mode: str, settings: Settings) -> FetchSummary:
     """Fetch the pages of a bookmarks source into its catalog: with ``mode`` ``"new"`` those
     never fetched and those that failed before, with ``"all"`` every one again. A page that
     fails keeps its title-only entry (and any text fetched before) and is reported."""
@@ -81,22 +88,24 @@ def fetch_bookmarks(vault: Vault, catalog: Any, report: IndexReport, mode: str,
     catalog.drop_fetched(urls)
     done = {u for u, r in catalog.fetched().items() if r.ok}
     todo = urls if mode == "all" else [u for u in urls if u not in done]
+    summary = FetchSummary()
     if not todo:
-        return
+        return summary
     log.info("%s: fetching %d page(s)", vault.name, len(todo))
     from hybrid.sources.sandbox import convert_limits
     pages = fetch_pages(todo, private=settings.fetch_private, convert=convert_limits(settings))
-    catalog.put_fetched(FetchedRow(p.url, p.ok, p.title, p.text, p.error, p.status, p.fetched_at)
+    catalog.put_fetched(FetchedPage(p.url, p.ok, p.title, p.text, p.error, p.status, p.fetched_at)
                         for p in pages.values())
     failed = [p for p in pages.values() if not p.ok]
-    report.fetched = len(pages) - len(failed)
-    report.fetch_failed = len(failed)
+    summary.fetched = len(pages) - len(failed)
+    summary.failed = len(failed)
     for p in failed[:FAILURES_LISTED]:
-        report.warnings.append(f"{p.url}: not fetched ({p.error}); indexed by its title")
+        summary.warnings.append(f"{p.url}: not fetched ({p.error}); indexed by its title")
         log.warning("%s: not fetched (%s)", p.url, p.error)
     if len(failed) > FAILURES_LISTED:
-        report.warnings.append(f"… and {len(failed) - FAILURES_LISTED} more pages not fetched")
+        summary.warnings.append(f"… and {len(failed) - FAILURES_LISTED} more pages not fetched")
     skipped = skipped_summary(failed)
     if skipped:  # the refusals counted by why, however many were named above
-        report.warnings.append(f"fetch ({vault.name}): {skipped}")
+        summary.warnings.append(f"fetch ({vault.name}): {skipped}")
         log.warning("fetch (%s): %s", vault.name, skipped)
+    return summary

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from hybrid.store.local.catalog import FetchedRow as Page
+from hybrid.sources import FetchedPage as Page
 from hybrid.sources.netguard import METADATA, PRIVATE, PRIVATE_HINT, ROBOTS, Failed, Guard, Refused, guarded_transport
 
 

@@ -432,3 +432,16 @@ def parse_note(path: str, text: str) -> Note:
         updated=_date(lower.get("updated") or lower.get("modified") or lower.get("lastmod")),
         warnings=warnings,
     )
+
+
+HEADER_PART = 200   # characters kept of each part of the contextual header (title, headings)
+
+
+def context_header(title: str, aliases: list[str], path: list[str]) -> str:
+    """The line embedded before a chunk's text: ``Title (aliases) > Heading > Subheading``."""
+    head = title[:HEADER_PART]
+    names = ", ".join(a for a in aliases if a and a != title)
+    if names:  # a note's other names: `Aliases (nickname, alternative name)`
+        head += f" ({names[:HEADER_PART]})"
+    parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == title)]
+    return " > ".join([head, *parts]) + "\n"

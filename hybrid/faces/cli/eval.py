@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from hybrid.faces.cli.support import open_handle, print_json, progress_bar
-from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.core.settings import Settings, replace
+from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.faces.cli.support import open_handle, print_json, progress_bar
 
 
 def _csv(value: str, cast, what: str) -> list:

@@ -11,6 +11,7 @@ import time
 
 import click
 
+from hybrid.core.errors import HybridError
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
@@ -22,7 +23,6 @@ from hybrid.faces.cli.support import (
     slow_query_hint,
     watcher_state,
 )
-from hybrid.core.errors import HybridError
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},

@@ -13,8 +13,6 @@ import sys
 
 import click
 
-from hybrid.faces.cli.support import Group, open_handle, print_json, terminal_text
-from hybrid.core.config import Vault
 from hybrid.app.proposals import (
     OFF_MESSAGE,
     Proposal,
@@ -24,6 +22,8 @@ from hybrid.app.proposals import (
     read_proposal,
     reject,
 )
+from hybrid.core.config import Vault
+from hybrid.faces.cli.support import Group, open_handle, print_json, terminal_text
 
 HINT = ("review: `hybrid proposals show NAME`, `hybrid proposals accept NAME --to FOLDER`, "
         "`hybrid proposals reject NAME`")

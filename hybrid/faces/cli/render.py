@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hybrid.core.tokens import STOPWORDS
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, snippet
 from hybrid.retrieval.limits import MAX_TOP_K
-from hybrid.core.tokens import STOPWORDS
 
 if TYPE_CHECKING:
     from hybrid.retrieval.request import SearchRequest
@@ -390,7 +390,7 @@ def arms_long(h: Hit, look: Look) -> str:
 def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> list[str]:
     """How the query was read: its words, required phrases, exclusions, the literals matched
     verbatim, corrected words, filters and mode. Blank line last."""
-    from hybrid.store.local.lexical import literals
+    from hybrid.core.tokens import literals
     p, f = result.parsed, request.filters
     rows: list[tuple[str, str]] = [("query", request.query), ("words", " ".join(p.terms) or "-")]
     if p.phrases:

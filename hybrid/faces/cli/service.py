@@ -1,14 +1,14 @@
 """Run ``hybrid serve`` in the background: a systemd user unit (Linux) or a launchd LaunchAgent
 (macOS), written from the package's templates and enabled with ``systemctl`` / ``launchctl``.
 
-Templates. ``hybrid/templates/hybrid.faces.cli.service`` and ``hybrid/templates/com.hybrid.server.plist``
+Templates. ``hybrid/templates/hybrid.service`` and ``hybrid/templates/com.hybrid.server.plist``
 are package data (read with ``importlib.resources``, so an installed wheel has them too). They
 hold placeholders of the form ``@@name@@`` -- a syntax that clashes with neither systemd (``%``
 specifiers, ``$`` variables) nor XML. A placeholder alone on its line whose value is empty removes
 the line. Substitution is one pass, so a value that happens to contain ``@@...@@`` is left as it
 is.
 
-- ``hybrid.faces.cli.service``: ``@@exec_start@@`` (the quoted command line), ``@@working_directory@@``,
+- ``hybrid.service``: ``@@exec_start@@`` (the quoted command line), ``@@working_directory@@``,
   ``@@environment@@`` (zero or more ``Environment="KEY=value"`` lines).
 - ``com.hybrid.server.plist``: ``@@program_arguments@@`` (``<string>`` elements),
   ``@@environment@@`` (``<key>``/``<string>`` pairs of the EnvironmentVariables dict),
@@ -35,9 +35,9 @@ from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape as _xml_escape
 
-UNIT_NAME = "hybrid.faces.cli.service"
+UNIT_NAME = "hybrid.service"
 LABEL = "com.hybrid.server"
-SYSTEMD_TEMPLATE_NAME = "hybrid.faces.cli.service"
+SYSTEMD_TEMPLATE_NAME = "hybrid.service"
 LAUNCHD_TEMPLATE_NAME = "com.hybrid.server.plist"
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
@@ -70,13 +70,13 @@ def service_args(http: bool = False, watch: bool = False, port: int = DEFAULT_PO
 
 def executable() -> list[str]:
     """How to run hybrid: the ``hybrid`` console script next to the running interpreter
-    (absolute path, symlinks kept so a venv stays a venv), else ``python -m hybrid.faces.cli.main``."""
+    (absolute path, symlinks kept so a venv stays a venv), else ``python -m hybrid``."""
     bindir = Path(sys.executable).absolute().parent
     for name in ("hybrid.exe", "hybrid") if os.name == "nt" else ("hybrid",):
         script = bindir / name
         if script.is_file():
             return [str(script)]
-    return [str(Path(sys.executable).absolute()), "-m", "hybrid.faces.cli.main"]
+    return [str(Path(sys.executable).absolute()), "-m", "hybrid"]
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def _system(system: str | None) -> str:
 
 
 def unit_path(system: str | None = None, home: Path | None = None) -> Path | None:
-    """Where the service file goes: ``$XDG_CONFIG_HOME/systemd/user/hybrid.faces.cli.service`` (else
+    """Where the service file goes: ``$XDG_CONFIG_HOME/systemd/user/hybrid.service`` (else
     ``~/.config/...``) on Linux, ``~/Library/LaunchAgents/com.hybrid.server.plist`` on macOS,
     None elsewhere. With an explicit ``home`` (tests), everything is under that home and
     ``XDG_CONFIG_HOME`` is not consulted."""

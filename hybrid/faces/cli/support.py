@@ -93,9 +93,9 @@ class LazyGroup(Group):
 
 
 def open_handle(ctx: click.Context):
-    import hybrid
+    from hybrid.app.api import open as open_hybrid
     if "hybrid" not in ctx.obj:
-        ctx.obj["hybrid"] = hybrid.open()
+        ctx.obj["hybrid"] = open_hybrid()
     return ctx.obj["hybrid"]
 
 
@@ -189,8 +189,8 @@ def slow_query_hint(h, seconds: float) -> None:
 def server_state(h) -> str:
     """"server running at URL (pid N)" from the address file a running `hybrid serve --http`
     keeps in the data dir (checked to be alive), else "no server running"."""
-    from hybrid.faces.http import server_file
     from hybrid.app.watch import pid_alive
+    from hybrid.faces.http import server_file
     try:
         info = json.loads(server_file(h).read_text(encoding="utf-8"))
         pid, url = int(info["pid"]), str(info["url"])

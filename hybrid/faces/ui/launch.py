@@ -48,7 +48,7 @@ def start_server(h: Hybrid, port: int, watch: bool, timeout: float = START_TIMEO
     file. HybridError (with the end of its log) when it does not come up."""
     log_path = h.config.data / "server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    args = [sys.executable, "-m", "hybrid.faces.cli.main", "serve", "--http", "--port", str(port)]
+    args = [sys.executable, "-m", "hybrid", "serve", "--http", "--port", str(port)]
     if watch:
         args.append("--watch")
     with open(log_path, "ab") as log_file:  # the same environment: the same config and data folder

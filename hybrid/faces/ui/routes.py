@@ -33,11 +33,11 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError, PathRefused
-from hybrid.retrieval.limits import BadSearchArgs
-from hybrid.retrieval.request import SearchRequest
 from hybrid.faces.ui import STATIC
 from hybrid.faces.ui.jobs import IndexJobs
 from hybrid.faces.ui.session import Sessions, Throttle, Throttled
+from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.retrieval.request import SearchRequest
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid
@@ -315,7 +315,7 @@ def _line(x: Any) -> bool:
 def status_data(h: Hybrid, watcher, jobs: IndexJobs, started: float) -> dict:
     """Every vault's status (the owner's: sizes and changes on disk included), the watcher's
     state for it, the server, and the re-index jobs."""
-    import hybrid
+    from hybrid.core.version import version
     watch = watcher.state() if watcher is not None else {}
     s = h.settings
     vaults = []
@@ -325,7 +325,7 @@ def status_data(h: Hybrid, watcher, jobs: IndexJobs, started: float) -> dict:
         vaults.append(row)
     return {"vaults": vaults, "jobs": [j.to_dict() for j in jobs.all()],
             "server": {"pid": os.getpid(), "uptime_s": round(time.time() - started, 1),
-                       "version": hybrid.__version__, "watching": watcher is not None,
+                       "version": version(), "watching": watcher is not None,
                        "rerank_model": s.rerank_model, "embedder": s.embedder}}
 
 
@@ -342,16 +342,12 @@ def facet_data(h: Hybrid) -> dict:
         catalog = h.catalog_or_none(v)
         if catalog is None:
             continue  # not indexed yet (or unreadable): it offers nothing to filter by
-        rows = catalog.db.execute("SELECT path, tags FROM files WHERE deleted=0").fetchall()
-        for path, tag_json in rows:
-            kinds[kind_of(path)] += 1
-            parts = path.split("/")[:-1]
+        for note in catalog.notes():
+            kinds[kind_of(note.path)] += 1
+            parts = note.path.split("/")[:-1]
             for i in range(1, len(parts) + 1):
                 folders["/".join(parts[:i])] += 1
-            try:
-                tags.update(t for t in json.loads(tag_json or "[]") if isinstance(t, str))
-            except ValueError:
-                pass
+            tags.update(t for t in note.tags if isinstance(t, str))
     return {"vaults": names, "sources": sorted(kinds),
             "tags": [t for t, _ in tags.most_common(TOP_FACETS)],
             "folders": sorted(f for f, _ in folders.most_common(TOP_FACETS))}

@@ -258,7 +258,7 @@ class Redactor:
         :func:`hybrid.store.local.lexical.overlap`): that text is scanned once and redacted in both."""
         if not parts:
             return []
-        from hybrid.store.local.lexical import overlap
+        from hybrid.store.lexicon import overlap
 
         starts = [0]
         pieces = [parts[0]]

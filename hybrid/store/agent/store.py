@@ -12,30 +12,30 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hybrid.store.agent.view import AgentView, Hidden, RowCache, hidden_chunk_ids, hidden_files, redact_rows, visible
 
 if TYPE_CHECKING:
     from hybrid.store.agent.vectors import Redacted
-    from hybrid.store.local.catalog import Catalog, ChunkRow
-    from hybrid.store.local.lexical import LexicalIndex
-    from hybrid.store.local.store import VaultStore
+    from hybrid.store.base import ChunkRow
+    from hybrid.store.port import Catalog, LexicalArm, Store, VectorArm
 
 log = logging.getLogger("hybrid")
 
 
 class AgentStore:
-    """A :class:`~hybrid.store.local.store.VaultStore` seen through an :class:`AgentView`: what
+    """A :class:`~hybrid.store.port.Store` seen through an :class:`AgentView`: what
     :func:`hybrid.retrieval.pipeline.run_search` reads (``lexical``, ``vector``, ``catalog``,
     ``embedder_id``), each filtered."""
 
-    def __init__(self, store: VaultStore, view: AgentView, redactor, hidden: Hidden,
+    def __init__(self, store: Store, view: AgentView, redactor, hidden: Hidden,
                  disk: OnDisk | None = None):
         self.store, self.view, self.hidden = store, view, hidden
         self.embedder_id = store.embedder_id
-        arms = getattr(store, "agent_arms", None)  # a PostgreSQL store: hidden notes left out in SQL
-        lexical, vector = arms(hidden.files, view) if arms else (store.agent_lexical, store.vector)
+        self.ledger: Catalog = store.catalog
+        self.hidden_files: Collection[int] = hidden.files
+        lexical, vector = store.agent_arms(hidden.files, view)
         self.lexical = _AgentLexical(lexical, hidden)
         self.vector = _AgentVector(vector, hidden)
         self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
@@ -59,7 +59,7 @@ def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView,
     is read and judged once per (size, mtime) (``cache``: file id -> (size, mtime, hidden))."""
     import os
 
-    from hybrid.app.reader import judged_fields
+    from hybrid.sources.convert import judged_fields
     out: set[int] = set()
     rows = catalog.file_rows(list(file_ids))
     for fid, row in rows.items():
@@ -98,7 +98,7 @@ class _AgentLexical:
     """The agent index, its results also checked against the current hidden set (empty unless
     the settings changed since it was built: then nothing hidden gets out meanwhile)."""
 
-    def __init__(self, lex: LexicalIndex | Any, hidden: Hidden):
+    def __init__(self, lex: LexicalArm, hidden: Hidden):
         self._lex, self._hidden = lex, hidden.chunks
         self.stem = lex.stem
 
@@ -117,11 +117,13 @@ class _AgentLexical:
 
 
 class _AgentVector:
+    hidden_files: Collection[int] = frozenset()  # hidden notes are banned by id here
+
     """The vector arm for agents: hidden notes banned, and the chunks an agent is shown
     redacted scored by the vector of their redacted text (:mod:`hybrid.store.agent.vectors`), never
     by the one made with the secret in it."""
 
-    def __init__(self, vector, hidden: Hidden):
+    def __init__(self, vector: VectorArm, hidden: Hidden):
         self._vector, self._hidden, self._redacted = vector, hidden.chunks, hidden.redacted
 
     @property
@@ -138,8 +140,7 @@ class _AgentVector:
         out = set(banned) | self._hidden | red.ids
         got = self._vector.search(query, k, allowed, out)
         if red.ids:  # a PostgreSQL arm leaves out whole notes too (hidden ones, stale ones)
-            got += red.scores(query, allowed, set(banned) | self._hidden,
-                              getattr(self._vector, "hidden_files", ()))
+            got += red.scores(query, allowed, set(banned) | self._hidden, self._vector.hidden_files)
             got.sort(key=lambda x: (-x[1], x[0]))
         return got[:k]
 
@@ -213,16 +214,3 @@ def _redacted(catalog: Catalog, model: str) -> Redacted:
     """The redacted chunks of ``catalog`` (their vectors under ``model`` loaded when needed)."""
     from hybrid.store.agent.vectors import Redacted
     return Redacted(catalog.redacted_ids(), lambda: catalog.redacted_vectors(model))
-
-
-def base_catalog(store: Any) -> Catalog:
-    """The catalog under ``store`` (an AgentStore's own VaultStore's), for SQL over columns
-    that hold no note text; callers still leave out :func:`hidden_files`."""
-    inner = getattr(store, "store", None)
-    return (inner or store).catalog
-
-
-def hidden_file_ids(store: Any) -> Collection[int]:
-    """File ids ``store``'s reader may not see: an AgentStore's hidden notes, none otherwise."""
-    hidden = getattr(store, "hidden", None)
-    return hidden.files if hidden is not None else frozenset()

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from hybrid.store.local.catalog import ChunkRow
+    from hybrid.store.base import ChunkRow
 
 Entry = tuple[int, str, str]  # (chunk id, hash of the text embedded for it, that text)
 
 
 def embed_text(row: ChunkRow, header: bool) -> str:
     """What the indexer embeds for ``row`` (its contextual header and its text)."""
-    from hybrid.indexing.chunk import context_header
+    from hybrid.sources.markdown import context_header
     path = row.heading.split(" > ") if row.heading else []
     return (context_header(row.title, row.aliases, path) if header else "") + row.text
 

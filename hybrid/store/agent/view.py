@@ -55,14 +55,13 @@ from typing import TYPE_CHECKING, Any
 from hybrid.core.errors import HybridError
 
 if TYPE_CHECKING:
-    from hybrid.store.agent.vectors import Redacted
-    from hybrid.store.local.catalog import Catalog, ChunkRow
     from hybrid.core.config import Vault
     from hybrid.core.settings import Settings
-    from hybrid.store.local.store import VaultStore
+    from hybrid.store.agent.vectors import Redacted
+    from hybrid.store.base import ChunkRow
+    from hybrid.store.port import Catalog
 
 log = logging.getLogger("hybrid")
-AGENT_LEXICAL = "lexical-agent"   # the agent index's folder, beside ``lexical/``
 META_KEY = "agent_view"           # catalog meta: the fingerprint the agent index was built with
 TRUE_WORDS = {"true", "yes", "on", "1"}
 
@@ -178,23 +177,13 @@ class AgentView:
         return bool(self.exclude_patterns or self._reach_patterns
                     or (self.proposals_folder and not self.see_proposals))
 
-    def sql_candidates(self) -> tuple[str, list[str]]:
-        """A WHERE clause over ``files f`` that every note hidden for its tags or frontmatter
-        satisfies (a cheap prefilter: the JSON is then parsed for those rows only). Tags are
-        stored as JSON with non-ASCII characters escaped: a private tag that is not ASCII is
-        looked for in every note with a non-ASCII tag (few), whatever its case or form."""
+    def telling_keys(self) -> tuple[str, ...]:
+        """The frontmatter keys whose presence may hide a note (``private``, ``proposed_by``,
+        and the mark of a front block that could not be read): with :attr:`private_tags`, what
+        the catalog looks for to find the notes this view may hide by their fields
+        (:meth:`hybrid.store.port.Catalog.files_mentioning`)."""
         from hybrid.sources.markdown import FRONT_UNREADABLE
-        where, args = ["f.properties LIKE '%\"private\"%' COLLATE NOCASE",
-                       "f.properties LIKE '%\"proposed_by\"%' COLLATE NOCASE",
-                       f"f.properties LIKE '%\"{FRONT_UNREADABLE}\"%'"], []
-        for t in self.private_tags:
-            if t.isascii():
-                where.append("f.tags LIKE ? ESCAPE '\\'")
-                args.append("%\"" + _like(t) + "%")
-        if not all(t.isascii() for t in self.private_tags):
-            where.append("f.tags LIKE ? ESCAPE '\\'")
-            args.append("%\\\\u%")
-        return " OR ".join(where), args
+        return ("private", "proposed_by", FRONT_UNREADABLE)
 
 
 def _patterns(globs: Iterable[str]) -> list[re.Pattern[str]]:
@@ -243,10 +232,6 @@ def _truthy(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in TRUE_WORDS
 
 
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 # --- the hidden set --------------------------------------------------------------------------
 def hidden_files(catalog: Catalog, view: AgentView) -> dict[int, str]:
     """``{file id: path}`` of every file (live or deleted) an agent may not see."""
@@ -268,30 +253,20 @@ def _verdicts(catalog: Catalog, view: AgentView, live: bool = False) -> dict[int
     """``{file id: (path, why it is hidden)}`` of the files (``live``: only those not deleted)
     an agent may not see."""
     out: dict[int, tuple[str, str]] = {}
-    only = " WHERE deleted=0" if live else ""
     if view.by_path:
-        for fid, path in catalog.db.execute(f"SELECT id, path FROM files{only}"):
+        for fid, path in catalog.file_paths(live):
             why = view.hides(path)
             if why:
                 out[fid] = (path, why)
-    where, args = view.sql_candidates()
-    for fid, path, tags, props in catalog.db.execute(
-            f"SELECT id, path, tags, properties FROM files f WHERE ({where}){' AND f.deleted=0' if live else ''}",
-            args):
-        if fid not in out and (why := view.hides(path, json.loads(tags), json.loads(props))):
+    for fid, path, tags, props in catalog.files_mentioning(view.telling_keys(), view.private_tags, live):
+        if fid not in out and (why := view.hides(path, tags, props)):
             out[fid] = (path, why)
     return out
 
 
 def hidden_chunk_ids(catalog: Catalog, file_ids: Iterable[int]) -> set[int]:
     """Every chunk id (live or dead: FAISS may still hold a replaced one) of ``file_ids``."""
-    ids = list(file_ids)
-    out: set[int] = set()
-    for i in range(0, len(ids), 900):
-        part = ids[i:i + 900]
-        out.update(r[0] for r in catalog.db.execute(
-            f"SELECT id FROM chunks WHERE file_id IN ({','.join('?' * len(part))})", part))
-    return out
+    return catalog.chunk_ids_of(file_ids)
 
 
 @dataclass
@@ -391,59 +366,5 @@ def agent_batches(catalog: Catalog, batches: Iterable[list[ChunkRow]], view: Age
 # --- keeping the agent index in step --------------------------------------------------------
 def visible_counts(catalog: Catalog, view: AgentView) -> tuple[int, int]:
     """(notes, chunks) an agent may see: the live ones of notes not hidden."""
-    notes, chunks = catalog.file_count(), catalog.chunk_count()
-    ids = list(hidden_files(catalog, view))
-    for i in range(0, len(ids), 900):
-        part, marks = ids[i:i + 900], ",".join("?" * len(ids[i:i + 900]))
-        notes -= catalog.db.execute(f"SELECT count(*) FROM files WHERE deleted=0 AND id IN ({marks})",
-                                    part).fetchone()[0]
-        chunks -= catalog.db.execute(f"SELECT count(*) FROM chunks WHERE dead=0 AND file_id IN ({marks})",
-                                     part).fetchone()[0]
-    return notes, chunks
-
-
-def apply_journal(store: VaultStore, ids: Sequence[int], view: AgentView, redactor,
-                  batch: int) -> None:
-    """The agent index's share of a journal replay: delete ``ids``, add those live and visible."""
-    def rows():
-        for part in store.catalog.iter_chunks(ids, batch):
-            yield [r for r in part if not r.dead]
-    redacted: list = []
-    store.agent_lexical.apply(ids, agent_batches(store.catalog, rows(), view, redactor, redacted))
-    store.catalog.set_redacted(redacted, drop=ids)
-
-
-def current(store: VaultStore, view: AgentView) -> bool:
-    """Whether the agent index was built with ``view``'s settings (else :func:`check` rebuilds
-    it whole, and a journal replay into it would be wasted work)."""
-    return store.catalog.get_meta(META_KEY) == view.fingerprint
-
-
-def check(store: VaultStore, view: AgentView, redactor, batch: int) -> bool:
-    """Rebuild the agent index from the catalog when it was built with other settings, holds
-    another number of documents than the visible chunks, or carries deleted documents in its
-    statistics (as the owner's index, see ``store._lexical_drifted``). Whether it was rebuilt."""
-    from hybrid.store.local.store import LEXICAL_DRIFT, LEXICAL_EXACT_BELOW
-    lex = store.agent_lexical
-    want = visible_counts(store.catalog, view)[1]
-    deleted = lex.deleted_docs()
-    if not current(store, view):
-        log.info("%s: building the agent view (agent settings changed)", store.directory.name)
-    elif lex.count() != want or (want and not lex.section_count()):
-        log.warning("%s: agent index out of step (%d docs, %d visible chunks); rebuilding",
-                    store.directory.name, lex.count(), want)
-    elif deleted and (want <= LEXICAL_EXACT_BELOW or deleted > LEXICAL_DRIFT * want):
-        log.info("%s: compacting the agent index", store.directory.name)
-    else:
-        return False
-    rebuild(store, view, redactor, batch)
-    return True
-
-
-def rebuild(store: VaultStore, view: AgentView, redactor, batch: int = 5000) -> None:
-    store.catalog.set_meta(META_KEY, "")  # a crash mid-build leaves it marked stale
-    redacted: list = []
-    store.agent_lexical.rebuild(agent_batches(store.catalog, store.catalog.iter_chunks(batch=batch),
-                                              view, redactor, redacted))
-    store.catalog.set_redacted(redacted)
-    store.catalog.set_meta(META_KEY, view.fingerprint)
+    hidden_notes, hidden_chunks = catalog.live_counts(hidden_files(catalog, view))
+    return catalog.file_count() - hidden_notes, catalog.chunk_count() - hidden_chunks

@@ -17,21 +17,20 @@ import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
-from hybrid.store.local.db import Connection, Transaction
 from hybrid.core.errors import DiskFull, IndexCorrupt
+from hybrid.sources import FetchedPage
+from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
+from hybrid.store.local.db import Connection, Transaction
+from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 log = logging.getLogger("hybrid")
 SCHEMA_VERSION = 2
-# Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
-# for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
-EMBED_CACHE_MIN = 1000
 WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
 
 SCHEMA = """
@@ -91,80 +90,6 @@ CREATE TABLE IF NOT EXISTS fetched (
     fetched_at REAL NOT NULL
 );
 """
-
-
-@dataclass
-class FileRow:
-    id: int
-    path: str
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-@dataclass
-class ChunkRow:
-    id: int
-    path: str
-    title: str
-    heading: str
-    start_line: int
-    end_line: int
-    text: str
-    tags: list[str]
-    aliases: list[str]
-    modified: float
-    embed_hash: str
-    dead: bool = False
-    file_id: int = 0
-    props: str = "{}"    # the note's frontmatter as JSON (parsed on demand: see ``properties``)
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        try:
-            value = json.loads(self.props)
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-
-@dataclass
-class FetchedRow:
-    """A bookmarked page's fetch (:func:`hybrid.sources.fetch.fetch_pages` returns these as
-    ``Page``): its main text when ``ok``, else the one-line ``error``."""
-    url: str
-    ok: bool
-    title: str = ""
-    text: str = ""
-    error: str = ""
-    status: int | None = None
-    fetched_at: float = 0.0
-    content_type: str = ""  # what the server said it sent (not stored)
-
-
-@dataclass
-class NewChunk:
-    heading: str
-    start_line: int
-    end_line: int
-    text: str
-    embed_hash: str
-
-
-@dataclass
-class NoteRecord:
-    path: str
-    size: int
-    mtime_ns: int
-    hash: str
-    title: str
-    tags: list[str]
-    aliases: list[str]
-    properties: dict[str, Any]
-    created: str | None
-    modified: float
-    chunks: list[NewChunk]
-    embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
 
 
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
@@ -397,20 +322,92 @@ class Catalog:
             sql += " WHERE " + " AND ".join(where)
         return {r[0] for r in self.db.execute(sql, args)}
 
+    def shows(self, text: str) -> bool:
+        """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
+        return True
+
+    # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
+    def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
+        """The live notes (only those of ``ids`` when given)."""
+        sql = "SELECT id, path, title, tags, aliases, modified FROM files WHERE deleted=0"
+        if ids is None:
+            for r in self.db.execute(sql):
+                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+            return
+        wanted = list(ids)
+        for i in range(0, len(wanted), 900):
+            part = wanted[i:i + 900]
+            for r in self.db.execute(sql + f" AND id IN ({','.join('?' * len(part))})", part):
+                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+
+    def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None:
+        """(tags, frontmatter) of the live note ``path`` as it was indexed; None when there is none."""
+        row = self.db.execute("SELECT tags, properties FROM files WHERE path=? AND deleted=0",
+                              (path,)).fetchone()
+        return None if row is None else (json.loads(row[0]), json.loads(row[1]))
+
+    def file_paths(self, live: bool = True) -> Iterator[tuple[int, str]]:
+        """(id, path) of every file: only the live ones when ``live``, else deleted ones too."""
+        yield from self.db.execute("SELECT id, path FROM files" + (" WHERE deleted=0" if live else ""))
+
+    def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
+                         live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]:
+        """(id, path, tags, frontmatter) of the files whose frontmatter may hold one of ``keys``
+        (any case) or whose tags one of ``tags``: a superset, cheap to find, of those that do
+        (the caller judges each). Tags are stored as JSON with non-ASCII characters escaped:
+        a tag that is not ASCII is looked for in every note with a non-ASCII tag (few)."""
+        where, args = mention_condition(keys, tags, "?", "LIKE")  # SQLite: LIKE ignores ASCII case
+        if not where:
+            return
+        sql = f"SELECT id, path, tags, properties FROM files f WHERE ({where})"
+        for fid, path, tags_json, props in self.db.execute(sql + (" AND f.deleted=0" if live else ""), args):
+            yield fid, path, json.loads(tags_json), json.loads(props)
+
+    def chunk_ids_of(self, file_ids: Iterable[int]) -> set[int]:
+        """Every chunk id (live or dead: an arm may still hold a replaced one) of ``file_ids``."""
+        ids, out = list(file_ids), set()
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            out.update(r[0] for r in self.db.execute(
+                f"SELECT id FROM chunks WHERE file_id IN ({','.join('?' * len(part))})", part))
+        return out
+
+    def live_counts(self, file_ids: Iterable[int]) -> tuple[int, int]:
+        """(live notes, live chunks) among ``file_ids``."""
+        ids, notes, chunks = list(file_ids), 0, 0
+        for i in range(0, len(ids), 900):
+            part, marks = ids[i:i + 900], ",".join("?" * len(ids[i:i + 900]))
+            notes += self.db.execute(f"SELECT count(*) FROM files WHERE deleted=0 AND id IN ({marks})",
+                                     part).fetchone()[0]
+            chunks += self.db.execute(f"SELECT count(*) FROM chunks WHERE dead=0 AND file_id IN ({marks})",
+                                      part).fetchone()[0]
+        return notes, chunks
+
+    def note_spans(self, file_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
+        """``{file id: (its first live chunk's id, first line, last line of its live chunks)}``."""
+        ids, spans = list(file_ids), {}
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            sql = (f"SELECT file_id, id, start_line, end_line FROM chunks WHERE dead=0 AND file_id IN "
+                   f"({','.join('?' * len(part))}) ORDER BY file_id, ord")
+            for fid, cid, first, last in self.db.execute(sql, part):
+                spans[fid] = widen_span(spans.get(fid), cid, first, last)
+        return spans
+
     # --- fetched pages (bookmarks sources) -------------------------------------------------
-    def fetched(self, url: str | None = None) -> dict[str, FetchedRow]:
+    def fetched(self, url: str | None = None) -> dict[str, FetchedPage]:
         """Every fetched page by URL, or only ``url``'s (empty for a catalog made before the
         table existed)."""
         sql = "SELECT url, ok, title, text, error, status, fetched_at FROM fetched"
         try:
             rows = self.db.execute(sql, ()) if url is None else self.db.execute(sql + " WHERE url=?", (url,))
-            return {r[0]: FetchedRow(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
+            return {r[0]: FetchedPage(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return {}
             raise
 
-    def put_fetched(self, rows: Iterable[FetchedRow]) -> None:
+    def put_fetched(self, rows: Iterable[FetchedPage]) -> None:
         """Record fetch results; a failure never replaces a page fetched before."""
         with self.transaction():
             for r in rows:
@@ -567,21 +564,16 @@ def _note_filter(folders: Sequence[str], tags: Sequence[str], since: float | Non
     where: list[str] = []
     args: list[Any] = []
     if sources:
-        from hybrid.sources import kind_condition
         cond, kargs = kind_condition(tuple(sources))
         where.append(cond)
         args.extend(kargs)
     if folders:
         where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
-        args.extend(_like_prefix(f + "/") for f in folders)
+        args.extend(like_escape(f + "/") + "%" for f in folders)
     for tag in tags:
         where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
-        args.extend([tag, _like_prefix(tag + "/")])
+        args.extend([tag, like_escape(tag + "/") + "%"])
     if since is not None:
         where.append("f.modified >= ?")
         args.append(since)
     return where, args
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

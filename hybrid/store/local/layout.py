@@ -15,8 +15,8 @@ import re
 import time
 from pathlib import Path
 
-from hybrid.store.agent.view import AGENT_LEXICAL
 from hybrid.core.errors import IndexLocked
+from hybrid.core.faults import checkpoint
 from hybrid.store.local.lexical import LexicalIndex, remove_known
 
 log = logging.getLogger("hybrid")
@@ -24,16 +24,9 @@ log = logging.getLogger("hybrid")
 KNOWN_FILE_RE = re.compile(r"^(catalog\.sqlite(-wal|-shm|-journal)?|"
                            r"catalog\.sqlite\.corrupt-[0-9T-]+(-wal)?|"
                            r"vectors\.faiss|vectors\.tmp|index\.lock)$")
+AGENT_LEXICAL = "lexical-agent"   # the agent index's folder, beside ``lexical/``
 LEXICAL_DIRS = ("lexical", AGENT_LEXICAL)  # the owner's tantivy index and the agent view's
 REEMBED_TMP, REEMBED_READY, REEMBED_OLD = ".reembed-tmp", ".reembed-ready", ".reembed-old"
-
-
-def checkpoint(name: str) -> None:
-    """Fault-injection point for the crash tests: ``HYBRID_FAULT=name`` kills the process
-    here with SIGKILL, exactly as a power cut or OOM killer would."""
-    if os.environ.get("HYBRID_FAULT") == name:
-        import signal
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def sibling(directory: Path, suffix: str) -> Path:

@@ -17,42 +17,36 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hybrid.store.agent import view as agent_view
-from hybrid.store.agent.view import AGENT_LEXICAL, AgentView
-from hybrid.store.local.catalog import Catalog
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
-from hybrid.store.local.layout import (  # noqa: F401 - re-exported: callers import them from here
+from hybrid.core.faults import checkpoint
+from hybrid.store import base
+from hybrid.store.agent.view import AgentView
+from hybrid.store.base import VectorSpec
+from hybrid.store.local import agent_index
+from hybrid.store.local.catalog import Catalog
+from hybrid.store.local.layout import (
+    AGENT_LEXICAL,
     LEXICAL_DIRS,
-    REEMBED_OLD,
     REEMBED_READY,
     REEMBED_TMP,
-    checkpoint,
     folder_bytes,
-    fsync_dir,
     lock_dir,
-    purge_index_dir,
     recover_reembed,
     remove_tree,
     sibling,
     swap_in,
 )
 from hybrid.store.local.lexical import LexicalIndex
-from hybrid.store.local.vector import VectorIndex, VectorSpec
+from hybrid.store.local.vector import VectorIndex
 
 log = logging.getLogger("hybrid")
 T = TypeVar("T")
-# Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
-# merges, so after edits scores drift from a clean build's. The index is rebuilt from the
-# catalog when any are left in a small index (a rebuild there costs ~0.1-0.25 s), or when they
-# exceed LEXICAL_DRIFT of the live documents. (A note edited again and again leaves at most one
-# stale copy: the segments of its later versions are dropped whole once fully deleted.)
-LEXICAL_EXACT_BELOW = 1000
-LEXICAL_DRIFT = 0.05
+
 
 
 def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
@@ -147,6 +141,12 @@ def _check_kinds(directory: Path) -> None:
 
 
 class VaultStore:
+    """A vault's local store (:class:`hybrid.store.port.Store`): the SQLite ledger, tantivy
+    and FAISS files in its index folder."""
+
+    hidden_files: frozenset[int] = frozenset()  # its owner sees every note
+    serves_stale_agent_view = False  # an agent index built for other settings serves nothing
+
     def __init__(self, directory: Path, create: bool = True):
         """``create``: a writer's open (the indexer's, under the lock), which creates what is
         missing and heals unreadable derived indexes; otherwise a reader's, which never
@@ -176,6 +176,32 @@ class VaultStore:
 
     def close(self) -> None:
         self.catalog.close()
+
+    @property
+    def ledger(self) -> Catalog:
+        return self.catalog
+
+    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[LexicalIndex, VectorIndex]:
+        """The agent view's own tantivy index (redacted text; hidden notes are left out by
+        :class:`hybrid.store.agent.store.AgentStore`) and the one vector index."""
+        return self.agent_lexical, self.vector
+
+    def agent_view_current(self, view: AgentView) -> bool:
+        """Whether the agent index was built with ``view``'s settings."""
+        return agent_index.current(self, view)
+
+    def refresh_agent_view(self, view: AgentView, redactor: Any, wait: float) -> None:
+        """Rebuild the agent index from the ledger as a writer (the lock held, waiting up to
+        ``wait`` seconds: IndexLocked when an indexer keeps it)."""
+        lock = lock_dir(self.directory, wait)
+        try:
+            writer = VaultStore(self.directory)
+            try:
+                agent_index.check(writer, view, redactor, 5000)
+            finally:
+                writer.close()
+        finally:
+            lock.release()
 
     def stale(self) -> bool:
         """Whether the catalog this store reads was replaced on disk since it was opened (a
@@ -275,7 +301,7 @@ class VaultStore:
         with clock("lexical"):
             stats["rebuilt_lexical"] = int(self._check_lexical(n, batch))
             if view is not None:
-                stats["rebuilt_agent"] = int(agent_view.check(self, view, redactor, batch))
+                stats["rebuilt_agent"] = int(agent_index.check(self, view, redactor, batch))
         with clock("vector"):
             if model is not None and not stats["rebuilt_vector"]:
                 stats["rebuilt_vector"] = self._check_vector_count(model, n)
@@ -297,8 +323,8 @@ class VaultStore:
 
         with clock("lexical"):
             self.lexical.apply(ids, batches())
-            if view is not None and agent_view.current(self, view):  # else rebuilt just after
-                agent_view.apply_journal(self, ids, view, redactor, batch)
+            if view is not None and agent_index.current(self, view):  # else rebuilt just after
+                agent_index.apply_journal(self, ids, view, redactor, batch)
         checkpoint("after-lexical")
         with clock("vector"):
             if model is not None:
@@ -321,7 +347,7 @@ class VaultStore:
 
     def _check_lexical(self, n: int, batch: int) -> bool:
         """Rebuild tantivy from the catalog when its count is off or deleted documents skew
-        BM25 (see LEXICAL_DRIFT); whether it was rebuilt."""
+        BM25 (:func:`hybrid.store.base.lexical_drifted`); whether it was rebuilt."""
         if n and not self.lexical.section_count():
             log.info("%s: building the section index", self.directory.name)
         elif self.lexical.count() != n:
@@ -347,9 +373,8 @@ class VaultStore:
         return 0
 
     def _lexical_drifted(self, n: int) -> bool:
-        """Whether deleted documents weigh on BM25 enough to compact (see LEXICAL_DRIFT)."""
-        deleted = self.lexical.deleted_docs()
-        return deleted > 0 and (n <= LEXICAL_EXACT_BELOW or deleted > LEXICAL_DRIFT * n)
+        """Whether deleted documents weigh on BM25 enough to compact."""
+        return base.lexical_drifted(self.lexical.deleted_docs(), n)
 
     def _vector_needs_rebuild(self, n: int) -> bool:
         if not self.vector.count():

@@ -27,37 +27,20 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybrid.store.local.db import disk_full, is_disk_full
 from hybrid.core.errors import IndexCorrupt
+from hybrid.store.base import CALIBRATION_QUERIES, VectorSpec, calibration_queries
+from hybrid.store.local.db import disk_full, is_disk_full
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from hybrid.core.settings import Settings
 
 STORAGES = ("float32", "float16", "sq8")
 NPROBE_LADDER = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
-CALIBRATION_QUERIES = 300
 NPROBE_SAFETY = 2
-
-
-@dataclass(frozen=True)
-class VectorSpec:
-    """How the vector index should be laid out (from the settings)."""
-    storage: str = "float32"
-    ann_threshold: int = 50_000   # vectors at which IVF replaces flat; 0 = always flat
-    ann_recall: float = 0.99      # recall@10 target for the nprobe calibration
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> VectorSpec:
-        return cls(settings.vector_storage, int(settings.ann_threshold), float(settings.ann_recall))
-
-    def wants_ivf(self, n: int) -> bool:
-        return bool(self.ann_threshold) and n >= self.ann_threshold
 
 
 def nlist_for(n: int) -> int:
@@ -139,23 +122,6 @@ def build(vecs: np.ndarray, ids: np.ndarray, spec: VectorSpec, seed: int = 1234)
     return index, info
 
 
-CALIBRATION_NOISE = 1.0  # noise norm relative to the stored vector a query is made from
-
-
-def calibration_queries(vecs: np.ndarray, count: int, rng,
-                        noise_ratio: float | None = None) -> np.ndarray:
-    """Queries near the data but not on it: stored vectors plus isotropic noise, renormalized,
-    so a query sits between stored points rather than on one (noise of equal norm puts its
-    source at cosine ≈ 0.7)."""
-    import numpy as np
-    ratio = CALIBRATION_NOISE if noise_ratio is None else noise_ratio
-    pick = vecs[rng.choice(len(vecs), min(count, len(vecs)), replace=False)]
-    noise = rng.standard_normal(pick.shape).astype(np.float32)
-    noise *= ratio / np.linalg.norm(noise, axis=1, keepdims=True)
-    q = pick + noise
-    return np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True), dtype=np.float32)
-
-
 def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
     """Mean fraction of each true top-k row found in the same row of ``found``."""
     hits = sum(len(set(f[f >= 0].tolist()) & set(t[t >= 0].tolist())) for f, t in zip(found, truth))
@@ -187,6 +153,8 @@ def calibrate(index, vecs: np.ndarray, ids: np.ndarray, target: float, rng,
 
 
 class VectorIndex:
+    hidden_files: frozenset[int] = frozenset()  # it leaves out no note itself
+
     def __init__(self, path: Path, dim: int | None = None):
         self.path = path
         self._index = None

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from hybrid.core.faults import checkpoint
 from hybrid.store.agent.vectors import entries, header_setting
-from hybrid.store.local.catalog import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteRecord
-from hybrid.store.local.layout import checkpoint
-from hybrid.store.local.lexical import units
+from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
+from hybrid.store.lexicon import units
 from hybrid.store.pg.lexical import tag_set, tsvector_of
+from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,43 +37,11 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
                     r[9], r[10], False, r[12], r[13])
 
 
-class SqlCompat:
-    """The SQLite-dialect queries other modules run on ``catalog.db`` (``?`` placeholders,
-    ``files``/``chunks`` with ``deleted``/``dead``), answered from this vault's rows: each table
-    name becomes a subquery over the vault's rows (not a temporary view: a read replica allows
-    no temporary objects)."""
-
-    dialect = "postgresql"
-    TABLE_RE = re.compile(r"\b(FROM|JOIN)\s+(files|chunks)\b(\s+(?!WHERE\b|ORDER\b|GROUP\b|LIMIT\b|JOIN\b|ON\b)"
-                          r"[A-Za-z_]\w*)?")
-
-    def __init__(self, run: Any, vault_id: int):
-        self.run = run  # the store's query(): errors translated
-        v = int(vault_id)
-        self.tables = {
-            "files": f"(SELECT id, path, size, mtime_ns, hash, title, tags, aliases, properties, created, "
-                     f"modified, indexed_at, 0 AS deleted FROM hybrid_files WHERE vault = {v})",
-            "chunks": f"(SELECT id, file_id, ord, heading, start_line, end_line, text, embed_hash, "
-                      f"0 AS dead FROM hybrid_chunks WHERE vault = {v})"}
-
-    def _table(self, m: re.Match[str]) -> str:
-        alias = m.group(3) or f" AS {m.group(2)}"
-        return f"{m.group(1)} {self.tables[m.group(2)]}{alias}"
-
-    def execute(self, sql: str, params: Sequence[Any] = ()):
-        if params:
-            sql = sql.replace("%", "%%").replace("?", "%s")
-        sql = re.sub(r"(\S+) LIKE ('[^']*') COLLATE NOCASE", r"\1 ILIKE \2", sql)
-        sql = self.TABLE_RE.sub(self._table, sql)
-        return self.run(sql, list(params) if params else None)
-
-
 class PgCatalog:
     def __init__(self, store: Any):
         self.store = store
         self.conn, self.vault_id = store.conn, store.vault_id
         self.fresh = False
-        self.db = SqlCompat(store.query, self.vault_id)
         self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
         self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
         self.changed = 0  # chunks (and notes) changed by this handle: a big load re-ANALYZEs
@@ -194,7 +162,7 @@ class PgCatalog:
                                      c.text, n.tags, n.aliases, n.modified, c.embed_hash, False,
                                      fid, json.dumps(n.properties)))
                 k += 1
-            agent_rows = self._redacted(rows, redactor) if redactor is not None else rows
+            agent_rows = self.redacted_rows(rows, redactor) if redactor is not None else rows
             tags, modified = tag_set(n.tags), n.modified
             embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             for ord_, (r, a) in enumerate(zip(rows, agent_rows)):
@@ -232,7 +200,7 @@ class PgCatalog:
                        f"SET df = hybrid_terms.df + EXCLUDED.df", (v, unit, fids))
         return ids
 
-    def _redacted(self, rows: list[ChunkRow], redactor: Any) -> list[ChunkRow]:
+    def redacted_rows(self, rows: list[ChunkRow], redactor: Any) -> list[ChunkRow]:
         """``rows`` (one note's, in order) as an agent is shown them: the same object where
         redaction changed nothing."""
         texts = redactor.redact_parts([r.text for r in rows])
@@ -316,6 +284,63 @@ class PgCatalog:
         for (fid,) in self.q(sql, (self.vault_id, *args)):
             yield fid
 
+    def shows(self, text: str) -> bool:
+        """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
+        return True
+
+    # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
+    def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
+        """The live notes (only those of ``ids`` when given)."""
+        sql = "SELECT id, path, title, tags, aliases, modified FROM hybrid_files WHERE vault=%s"
+        rows = self.q(sql, (self.vault_id,)) if ids is None else \
+            self.q(sql + " AND id = ANY(%s)", (self.vault_id, list(ids)))
+        for r in rows:
+            yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+
+    def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None:
+        """(tags, frontmatter) of the live note ``path`` as it was indexed; None when there is none."""
+        row = self.q("SELECT tags, properties FROM hybrid_files WHERE vault=%s AND path=%s",
+                     (self.vault_id, path)).fetchone()
+        return None if row is None else (json.loads(row[0]), json.loads(row[1]))
+
+    def file_paths(self, live: bool = True) -> Iterator[tuple[int, str]]:
+        """(id, path) of every file (this ledger keeps no deleted ones)."""
+        yield from self.q("SELECT id, path FROM hybrid_files WHERE vault=%s", (self.vault_id,))
+
+    def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
+                         live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]:
+        """As :meth:`hybrid.store.local.catalog.Catalog.files_mentioning` (case-insensitive
+        matching for keys and ASCII tags alike)."""
+        where, args = mention_condition(keys, tags, "%s", "ILIKE")
+        if not where:
+            return
+        sql = f"SELECT id, path, tags, properties FROM hybrid_files f WHERE f.vault=%s AND ({where})"
+        for fid, path, tags_json, props in self.q(sql, (self.vault_id, *args)):
+            yield fid, path, json.loads(tags_json), json.loads(props)
+
+    def chunk_ids_of(self, file_ids: Iterable[int]) -> set[int]:
+        """Every chunk id of ``file_ids``."""
+        return {r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s AND file_id = ANY(%s)",
+                                     (self.vault_id, list(file_ids)))}
+
+    def live_counts(self, file_ids: Iterable[int]) -> tuple[int, int]:
+        """(live notes, live chunks) among ``file_ids``."""
+        ids = list(file_ids)
+        notes = self.q("SELECT count(*) FROM hybrid_files WHERE vault=%s AND id = ANY(%s)",
+                       (self.vault_id, ids)).fetchone()[0]
+        chunks = self.q("SELECT count(*) FROM hybrid_chunks WHERE vault=%s AND file_id = ANY(%s)",
+                        (self.vault_id, ids)).fetchone()[0]
+        return notes, chunks
+
+    def note_spans(self, file_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
+        """``{file id: (its first chunk's id, first line, last line of its chunks)}``."""
+        spans: dict[int, tuple[int, int, int]] = {}
+        for fid, cid, first, last in self.q(
+                "SELECT file_id, id, start_line, end_line FROM hybrid_chunks WHERE vault=%s AND "
+                "file_id = ANY(%s) ORDER BY file_id, ord", (self.vault_id, list(file_ids))):
+            spans[fid] = widen_span(spans.get(fid), cid, first, last)
+        return spans
+
     def all_chunk_ids(self) -> list[int]:
         return [r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s ORDER BY id", (self.vault_id,))]
 
@@ -393,12 +418,11 @@ def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None
     """WHERE terms (over ``hybrid_chunks c`` or ``hybrid_files f``) for notes in one of
     ``folders``, with every tag of ``tags`` (or a nested child), modified at or after
     ``since`` and of one of the kinds ``sources``."""
-    from hybrid.store.pg.lexical import _like
     where: list[str] = []
     args: list[Any] = []
     if folders:
         where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in folders) + ")")
-        args.extend(_like(f) + "/%" for f in folders)
+        args.extend(like_escape(f) + "/%" for f in folders)
     if tags:
         if alias == "c":
             where.append("c.tag_set @> %s::text[]")
@@ -407,12 +431,11 @@ def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None
             for tag in tags:
                 where.append("EXISTS (SELECT 1 FROM jsonb_array_elements_text(f.tags::jsonb) t(v) "
                              "WHERE t.v = %s OR t.v LIKE %s)")
-                args.extend([tag, _like(tag) + "/%"])
+                args.extend([tag, like_escape(tag) + "/%"])
     if since is not None:
         where.append(f"{alias}.modified >= %s")
         args.append(since)
     if sources:
-        from hybrid.sources import kind_condition
         cond, kargs = kind_condition(tuple(sources), f"{alias}.path", "%s")
         where.append(cond)
         args.extend(kargs)

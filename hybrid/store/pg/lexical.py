@@ -20,7 +20,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid.store.local.lexical import FUZZY_BOOST, FUZZY_MIN_LEN, IDENT_BOOST, LexicalQuery, doc_fields
 from hybrid.core.tokens import (
     STOPWORDS,
     SYMBOL_RE,
@@ -30,6 +29,8 @@ from hybrid.core.tokens import (
     is_compound,
     within_one_edit,
 )
+from hybrid.store.lexicon import FUZZY_BOOST, FUZZY_MIN_LEN, IDENT_BOOST, LexicalQuery, doc_fields
+from hybrid.store.sql import like_escape
 
 K1, B = 1.2, 0.75           # BM25, as tantivy's
 MAX_POS = 16383             # PostgreSQL's largest tsvector position
@@ -101,7 +102,7 @@ class PgLexical:
     tsvector, hidden notes left out inside the query)."""
 
     def __init__(self, store: Any, agent: bool = False, hidden_files: Collection[int] = ()):
-        from hybrid.store.local.lexical import stem_analyzer
+        from hybrid.store.lexicon import stem_analyzer
         self.store, self.agent = store, agent
         self.hidden = sorted(hidden_files)
         self.stem = stem_analyzer()
@@ -142,7 +143,7 @@ class PgLexical:
             rows = self.store.query(
                 "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=0 AND lexeme LIKE %s "
                 "AND length(lexeme) BETWEEN %s AND %s ORDER BY df DESC, lexeme",
-                (self.store.vault_id, IDENT + _like(word[0]) + "%", len(word), len(word) + 2)).fetchall()
+                (self.store.vault_id, IDENT + like_escape(word[0]) + "%", len(word), len(word) + 2)).fetchall()
             for lexeme, _df in rows:
                 term = lexeme[len(IDENT):]
                 if within_one_edit(term, word) and (not self.agent or self._present(term)):
@@ -227,10 +228,10 @@ class PgLexical:
             args.append(ex)
         if folders:
             where.append("(" + " OR ".join("c.path LIKE %s" for _ in folders) + ")")
-            args.extend(_like(f.strip("/")) + "/%" for f in folders)
+            args.extend(like_escape(f.strip("/")) + "/%" for f in folders)
         for f in exclude_folders:
             where.append("c.path NOT LIKE %s")
-            args.append(_like(f.strip("/")) + "/%")
+            args.append(like_escape(f.strip("/")) + "/%")
         if tags:
             where.append("c.tag_set @> %s::text[]")
             args.append(list(tags))
@@ -238,7 +239,7 @@ class PgLexical:
             where.append("c.modified >= %s")
             args.append(int(since))
         if sources:
-            from hybrid.sources import kind_condition
+            from hybrid.store.sql import kind_condition
             cond, kargs = kind_condition(tuple(sources), "c.path", "%s")
             where.append(cond)
             args.extend(kargs)
@@ -365,7 +366,3 @@ class PgLexical:
                                   opts.get("sources", ()))
         sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
         return {r[0] for r in self.store.query(sql, (*args, limit))}
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

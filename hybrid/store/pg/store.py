@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, StoreUnavailable
-from hybrid.store.local.layout import checkpoint
-from hybrid.store.local.vector import VectorSpec
+from hybrid.core.faults import checkpoint
+from hybrid.core.store_url import redact, resolve
+from hybrid.store.base import VectorSpec
 from hybrid.store.pg.catalog import PgCatalog
-from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem, redact, resolve
+from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
 
 log = logging.getLogger("hybrid")
@@ -87,12 +88,12 @@ class PgVector:
     def calibrate(self, dim: int, target: float, k: int = 10) -> tuple[int, float]:
         """The smallest ``ef_search`` on the ladder whose recall@k against an exact scan reaches
         ``target`` both for stored vectors as queries and for queries near them (the local
-        IVF's calibration: :func:`hybrid.store.local.vector.calibration_queries`); the noisy ones alone
+        IVF's calibration: :func:`hybrid.store.base.calibration_queries`); the noisy ones alone
         overstated it (1.0 at ef_search 40 where stored vectors found 0.73 at 100k chunks).
         Returns (ef_search, the lower of the two recalls)."""
         import numpy as np
 
-        from hybrid.store.local.vector import CALIBRATION_QUERIES, calibration_queries
+        from hybrid.store.base import CALIBRATION_QUERIES, calibration_queries
         from hybrid.store.pg.catalog import as_array
         rows = self.store.query(f"SELECT embedding FROM hybrid_vectors WHERE {self._predicate(dim)} "
                                 f"ORDER BY md5(id::text) LIMIT %s", (CALIBRATION_QUERIES * 4,)).fetchall()
@@ -190,6 +191,10 @@ class PgStore:
     """One vault's index in PostgreSQL (``writer``: the indexer's open, which holds the
     vault's advisory lock and may create or migrate the schema)."""
 
+    hidden_files: frozenset[int] = frozenset()  # its owner sees every note
+    # notes whose agent text is stale are left out inside each query meanwhile (agent_arms)
+    serves_stale_agent_view = True
+
     def __init__(self, name: str, url: str, writer: bool = False, wait: float = 0):
         self.name, self.url, self.writable = name, url, writer
         self.where = redact(url)
@@ -204,7 +209,7 @@ class PgStore:
             self.vault_id = self._vault_id(create=writer)
             # a read replica (or a read-only role): it answers queries; what would write is skipped
             self.read_only = self.query("SHOW transaction_read_only").fetchone()[0] == "on"
-            from hybrid.store.local.lexical import stem_analyzer
+            from hybrid.store.lexicon import stem_analyzer
             self.stem = stem_analyzer()
             self.catalog = PgCatalog(self)
             self.vector = PgVector(self)
@@ -337,6 +342,29 @@ class PgStore:
         stats["vector_seconds"] = round(time.perf_counter() - t, 3)
         return stats
 
+    @property
+    def ledger(self) -> PgCatalog:
+        return self.catalog
+
+    def agent_view_current(self, view: Any) -> bool:
+        """Whether every note's agent text was written for ``view`` (a read replica: its
+        primary's indexer sees to it)."""
+        from hybrid.store.agent.view import META_KEY
+        return self.read_only or (self.catalog.get_meta(META_KEY) == view.fingerprint
+                                  and not self.stale_agent_files(agent_fingerprint(view)))
+
+    def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
+        """Redo, as a writer, the agent text of the notes written with other redaction rules
+        (IndexLocked when an indexer holds the vault: they stay hidden meanwhile)."""
+        fingerprint = agent_fingerprint(view)
+        if self.read_only or not self.stale_agent_files(fingerprint):
+            return
+        writer = PgStore(self.name, self.url, writer=True, wait=0)
+        try:
+            writer.refresh_agent(fingerprint, redactor)
+        finally:
+            writer.close()
+
     def stale_agent_files(self, fingerprint: str) -> set[int]:
         return {r[0] for r in self.query("SELECT id FROM hybrid_files WHERE vault=%s AND agent_fp IS "
                                          "DISTINCT FROM %s", (self.vault_id, fingerprint))}
@@ -356,7 +384,7 @@ class PgStore:
                                               (fid,))], batch):
                 rows.extend(part)
             rows.sort(key=lambda r: r.id)
-            agent_rows = self.catalog._redacted(rows, redactor) if (redactor is not None and rows) else rows
+            agent_rows = self.catalog.redacted_rows(rows, redactor) if (redactor is not None and rows) else rows
             embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             with self.conn.transaction():
                 for r, a in zip(rows, agent_rows):

@@ -1,0 +1,160 @@
+"""What every store backend shares, and the contract each one keeps.
+
+A vault's store is a ledger (the catalog: files, chunks, cached embeddings) and two derived
+arms (lexical, vector) kept in step with it. Two backends implement it: :mod:`hybrid.store.local`
+(SQLite + tantivy + FAISS files) and :mod:`hybrid.store.pg` (PostgreSQL + pgvector); the agent
+view (:mod:`hybrid.store.agent`) wraps either. This module holds the rows they exchange and the
+policies they apply alike; the protocols they implement are in :mod:`hybrid.store.port`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from hybrid.core.settings import Settings
+
+# Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
+# for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
+EMBED_CACHE_MIN = 1000
+
+# Lexical compaction: tantivy keeps deleted documents in BM25's statistics until their segment
+# merges, so after edits scores drift from a clean build's. The index is rebuilt from the
+# catalog when any are left in a small index (a rebuild there costs ~0.1-0.25 s), or when they
+# exceed LEXICAL_DRIFT of the live documents. (A note edited again and again leaves at most one
+# stale copy: the segments of its later versions are dropped whole once fully deleted.)
+LEXICAL_EXACT_BELOW = 1000
+LEXICAL_DRIFT = 0.05
+
+
+def lexical_drifted(deleted: int, live: int) -> bool:
+    """Whether ``deleted`` documents still counted in a lexical index of ``live`` ones weigh on
+    BM25 enough to rebuild it (see above)."""
+    return deleted > 0 and (live <= LEXICAL_EXACT_BELOW or deleted > LEXICAL_DRIFT * live)
+
+
+@dataclass
+class FileRow:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass
+class ChunkRow:
+    id: int
+    path: str
+    title: str
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    tags: list[str]
+    aliases: list[str]
+    modified: float
+    embed_hash: str
+    dead: bool = False
+    file_id: int = 0
+    props: str = "{}"    # the note's frontmatter as JSON (parsed on demand: see ``properties``)
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.props)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class NoteMeta:
+    """What the layers above read of a live note without its chunks (listing, lookup by name,
+    the page's facets, filter hints)."""
+    id: int
+    path: str
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    modified: float
+
+
+def json_list(text: str | None) -> list:
+    """A JSON array stored by a catalog, as a list (empty when it is not one)."""
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def widen_span(span: tuple[int, int, int] | None, chunk_id: int, first: int,
+               last: int) -> tuple[int, int, int]:
+    """A note's span (first chunk id, first line, last line) with one more of its chunks, met in
+    order: the first chunk met stays the cited one."""
+    return (chunk_id, first, last) if span is None else (span[0], min(span[1], first), max(span[2], last))
+
+
+@dataclass
+class NewChunk:
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    embed_hash: str
+
+
+@dataclass
+class NoteRecord:
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    properties: dict[str, Any]
+    created: str | None
+    modified: float
+    chunks: list[NewChunk]
+    embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
+
+
+@dataclass(frozen=True)
+class VectorSpec:
+    """How the vector index should be laid out (from the settings)."""
+    storage: str = "float32"
+    ann_threshold: int = 50_000   # vectors at which IVF replaces flat; 0 = always flat
+    ann_recall: float = 0.99      # recall@10 target for the nprobe calibration
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> VectorSpec:
+        return cls(settings.vector_storage, int(settings.ann_threshold), float(settings.ann_recall))
+
+    def wants_ivf(self, n: int) -> bool:
+        return bool(self.ann_threshold) and n >= self.ann_threshold
+
+
+# Calibrating an approximate vector index: queries made from the stored vectors (every backend
+# measures its recall against exact search on these).
+CALIBRATION_QUERIES = 300
+CALIBRATION_NOISE = 1.0  # noise norm relative to the stored vector a query is made from
+
+
+def calibration_queries(vecs: np.ndarray, count: int, rng,
+                        noise_ratio: float | None = None) -> np.ndarray:
+    """Queries near the data but not on it: stored vectors plus isotropic noise, renormalized,
+    so a query sits between stored points rather than on one (noise of equal norm puts its
+    source at cosine ≈ 0.7)."""
+    import numpy as np
+    ratio = CALIBRATION_NOISE if noise_ratio is None else noise_ratio
+    pick = vecs[rng.choice(len(vecs), min(count, len(vecs)), replace=False)]
+    noise = rng.standard_normal(pick.shape).astype(np.float32)
+    noise *= ratio / np.linalg.norm(noise, axis=1, keepdims=True)
+    q = pick + noise
+    return np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True), dtype=np.float32)

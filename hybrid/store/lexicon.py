@@ -1,0 +1,105 @@
+"""The lexical arm's model, the same for every backend: the query it is given, the units it
+ranks (chunks and whole sections), the fields a unit is indexed under, and the stemmer both
+tantivy (:mod:`hybrid.store.local.lexical`) and PostgreSQL (:mod:`hybrid.store.pg.lexical`)
+read text with, so both stores rank alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from hybrid.core.tokens import ident_tokens
+from hybrid.sources import kind_of, kind_term
+from hybrid.store.base import ChunkRow
+
+FIELD_BOOSTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
+UNITS = ("chunk", "section")
+OVERLAP_PROBE = 24  # characters of a chunk's start looked for in the previous chunk's end
+IDENT_BOOST = 3.0
+FUZZY_BOOST = 1.5
+FUZZY_MIN_LEN = 5
+
+
+@dataclass
+class LexicalQuery:
+    terms: list[str] = field(default_factory=list)      # free words as typed
+    phrases: list[str] = field(default_factory=list)    # required phrases
+    excludes: list[str] = field(default_factory=list)   # words or phrases that must not occur
+
+
+def stem_analyzer():
+    """The English analyzer of the title, headings and body fields: ``.analyze(text)`` gives
+    the stems (also what the PostgreSQL store indexes, so both stores read text alike)."""
+    import tantivy
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.ascii_fold())
+            .filter(tantivy.Filter.stemmer("english")).build())
+
+
+@dataclass
+class DocFields:
+    """What the lexical arm indexes of a chunk or a section (tantivy's fields; the PostgreSQL
+    store's tsvector parts, :mod:`hybrid.store.pg.lexical`)."""
+    title: str       # title, file name, aliases
+    headings: str    # heading path and tags
+    body: str
+    ident: list[str]  # identifier tokens (:func:`hybrid.core.tokens.ident_tokens`)
+    folders: list[str]  # every ancestor folder of the note, and its kind's term (sources.kind_term)
+    tags: list[str]     # every tag and its ancestors (``a/b`` gives ``a``, ``a/b``)
+
+
+def doc_fields(c: ChunkRow, section: Sequence[ChunkRow] = ()) -> DocFields:
+    """The fields of chunk ``c``, or (``section`` given: its chunks, ``c`` the first) of the
+    section."""
+    stem = c.path.rsplit("/", 1)[-1].removesuffix(".md")
+    parts = c.path.split("/")[:-1]
+    folders = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)] + [kind_term(kind_of(c.path))]
+    tags: list[str] = []
+    for t in c.tags:
+        segs = t.split("/")
+        tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
+    title = " ".join([c.title, stem, *c.aliases])
+    body = section_text([r.text for r in section]) if section else c.text
+    return DocFields(title, " ".join([c.heading, *c.tags]), body,
+                     ident_tokens(" ".join([body, c.heading, title, c.path])), folders, tags)
+
+
+def units(batches: Iterable[list[ChunkRow]]) -> Iterator[tuple[str, list[ChunkRow]]]:
+    """``("chunk", [row])`` for each chunk as they stream in, and ``("section", rows)`` for
+    each run of consecutive chunks (by id) with the same note and heading path: the indexer
+    stores a note's chunks under consecutive ids, in order."""
+    run: list[ChunkRow] = []
+    for batch in batches:
+        for c in sorted(batch, key=lambda r: r.id):
+            if run and (c.path, c.heading) != (run[-1].path, run[-1].heading):
+                yield "section", run
+                run = []
+            run.append(c)
+            yield "chunk", [c]
+    if run:
+        yield "section", run
+
+
+def section_text(texts: Sequence[str]) -> str:
+    """The text of consecutive chunks of one section, each chunk's start that repeats the end
+    of the one before (the chunker's overlap) dropped, so BM25 counts each word once."""
+    out = list(texts[:1])
+    for prev, nxt in zip(texts, texts[1:]):
+        out.append(nxt[overlap(prev, nxt):])
+    return "\n".join(out)
+
+
+def overlap(prev: str, nxt: str) -> int:
+    """Length of the longest start of ``nxt`` that ``prev`` ends with (0 when shorter than
+    ``OVERLAP_PROBE`` characters: a coincidence, not the chunker's overlap)."""
+    probe = nxt[:OVERLAP_PROBE]
+    if len(probe) < OVERLAP_PROBE:
+        return 0
+    i = prev.find(probe)
+    while i != -1:
+        if nxt.startswith(prev[i:]):
+            return len(prev) - i
+        i = prev.find(probe, i + 1)
+    return 0
