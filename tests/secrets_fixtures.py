@@ -1,5 +1,5 @@
-"""Fake credentials and hard negatives for the redaction tests (tests/test_redact.py,
-tests/test_redact_corpus.py).
+"""Fake credentials and hard negatives for the redaction tests (tests/unit/store/test_redact.py,
+tests/unit/store/test_redact_corpus.py).
 
 Every secret is generated at run time from a seed, so no file in the repository holds a literal
 token that a push-protection scanner would flag (ported from eval/scout/secrets_probe.py). The

@@ -19,12 +19,15 @@ from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.filters import check_filters
 from hybrid.retrieval.listing import list_notes
-from hybrid.retrieval.pipeline import SearchResult, run_search
+from hybrid.retrieval.pipeline import run_search
 from hybrid.retrieval.request import SearchRequest, as_request
+from hybrid.retrieval.result import SearchResult
+from hybrid.store import backend, open_store
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
 from hybrid.store.agent.view import AgentView
-from hybrid.store.local.store import VacuumReport, VaultStore
+from hybrid.store.base import VacuumReport
+from hybrid.store.port import Searchable, Store
 
 log = logging.getLogger("hybrid")
 AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
@@ -51,7 +54,7 @@ class Hybrid:
         self._overrides = dict(overrides or {})
         self._embedders: dict[str, Embedder] = {e.id: e for e in embedders}
         self._embedder_factory = embedder_factory
-        self._stores: dict[str, VaultStore] = {}
+        self._stores: dict[str, Store] = {}
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
@@ -112,16 +115,21 @@ class Hybrid:
         re-points one) and a folder registered under another name. ``store``: a PostgreSQL URL
         (without a password) or ``postgresql`` for ``$HYBRID_DATABASE_URL`` (team mode).
         ``kind``: ``bookmarks`` or ``slack`` registers that export as a source
-        (:mod:`hybrid.sources`), always indexed locally."""
-        if store is None and self.settings.store and kind == "notes":
-            store = self.settings.store
+        (:mod:`hybrid.sources`); the ``store`` setting (the team default) applies to folders
+        of notes only, an explicit ``store`` to any."""
+        from hybrid.sources import SOURCES, check_source
+        check_source(kind, Path(path).expanduser().resolve())
+        if store is None and self.settings.store and kind in SOURCES and SOURCES[kind].folder:
+            store = self.settings.store  # the team default: folders of notes
         with self.config.edit() as cfg:
             vault = cfg.add_vault(Path(path), name, list(include), list(exclude), store, kind)
         return self.config.vault(vault.name)
 
-    def add_source(self, kind: str, path: str | Path, name: str | None = None) -> Vault:
-        """Register a bookmarks export (``kind="bookmarks"``) or a Slack export (``"slack"``)."""
-        return self.add_vault(path, name, kind=kind)
+    def add_source(self, kind: str, path: str | Path, name: str | None = None,
+                   store: str | None = None) -> Vault:
+        """Register a bookmarks export (``kind="bookmarks"``) or a Slack export (``"slack"``);
+        ``store`` as for :meth:`add_vault` (team mode)."""
+        return self.add_vault(path, name, store=store, kind=kind)
 
     def remove_vault(self, name: str, purge: bool = True, wait: float = 0) -> Vault:
         """Unregister vault ``name`` and (``purge``) delete its index: only the files the index
@@ -134,29 +142,23 @@ class Hybrid:
                 cfg.remove_vault(name)
             self._close_store(name)
             if purge:
-                from hybrid.store.local.layout import purge_index_dir
-                purge_index_dir(vault.index_dir)
+                backend(vault).purge(vault)
         return vault
 
     def rename_vault(self, old: str, new: str, wait: float = 0) -> Vault:
         """Rename a vault, keeping its index (its folder is renamed with it)."""
         self.refresh()
         vault = self.config.vault(old)
-        if vault.store:
-            raise VaultError(f"vault {old!r} is kept in PostgreSQL under that name, which other "
-                             f"machines share; it cannot be renamed here (register it again with "
-                             f"--name {new} and `hybrid index` to copy it under the new name)")
         target = self.config.index_dir(new)
         with self._index_lock(vault, wait):
             if new not in self.config.vaults and target.exists():
                 raise VaultError(f"{target} already exists (an index kept by `vault remove "
                                  f"--keep-index`?); move it away or pick another name")
             with self.config.edit() as cfg:
-                cfg.rename_vault(old, new)
                 self._close_store(old)
-                if vault.index_dir.exists():
-                    vault.index_dir.rename(target)
-        from hybrid.store.local.layout import sibling
+                backend(vault).rename(vault, new, target)  # refused where the name is shared
+                cfg.rename_vault(old, new)
+        from hybrid.core.files import sibling
         sibling(vault.index_dir, ".lock").unlink(missing_ok=True)  # no vault has that name now
         return self.config.vault(new)
 
@@ -178,7 +180,7 @@ class Hybrid:
         """The vault's writer lock (what `hybrid index` holds), so registry changes that touch
         the index folder never pull it from under a running indexer."""
         from hybrid.core.errors import IndexLocked
-        from hybrid.store.local.layout import lock_dir
+        from hybrid.core.files import lock_dir
         try:  # the lock file lives beside the index folder: held even before that exists
             lock = lock_dir(vault.index_dir, wait)
         except IndexLocked:
@@ -235,48 +237,22 @@ class Hybrid:
         embeddings, tantivy's deleted documents, SQLite's free pages and WAL. Returns one
         report per vault (rows removed, bytes before and after). Takes the writer lock, waiting
         up to ``wait`` seconds for a running `hybrid index`."""
-        from hybrid.store.local.store import vacuum_index
         self.refresh()
         out = []
         for vault in self.config.select(vaults):
             self._close_store(vault.name)  # this handle's own connection must not pin old pages
-            if vault.store:
-                out.append(self._vacuum_pg(vault, wait))
-                continue
-            out.append(vacuum_index(vault.index_dir, vault.name, wait))
+            out.append(backend(vault).vacuum(vault, wait))
         return out
 
-    def _vacuum_pg(self, vault: Vault, wait: float) -> VacuumReport:
-        from hybrid.store.pg.store import open_store
-        store = open_store(vault, writer=True, wait=wait)
-        try:
-            report = VacuumReport(vault.name)
-            report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
-            store.catalog.vacuum()
-            return report
-        finally:
-            store.close()
-
     # --- querying -------------------------------------------------------------------------
-    def _store(self, vault: Vault) -> VaultStore:
+    def _store(self, vault: Vault) -> Store:
         with self._lock:
             store = self._stores.get(vault.name)
             if store is not None and store.stale():  # re-embedded or rebuilt since it was opened
                 self._stores.pop(vault.name).close()
                 store = None
-            if store is None and vault.store:  # team mode: the same surface, in PostgreSQL
-                from hybrid.store.pg.store import open_store
-                pg: Any = open_store(vault)
-                self._stores[vault.name] = pg
-                return pg
             if store is None:
-                try:
-                    store = VaultStore(vault.index_dir, create=False)
-                except IndexCorrupt as exc:
-                    if str(exc) == "not indexed yet":
-                        raise VaultError(f"vault {vault.name!r} is not indexed yet: run "
-                                         f"`hybrid index --vault {vault.name}`") from None
-                    raise
+                store = open_store(vault)
                 self._stores[vault.name] = store
             return store
 
@@ -292,8 +268,8 @@ class Hybrid:
         request = as_request(query, options)
         request.parsed  # noqa: B018 - a query syntax error is reported before any index opens
         self.refresh()  # a long-lived server sees vaults registered since it started
-        targets = [(v, self._agent_store(v) if agent else self._store(v))
-                   for v in self.config.select(request.vaults)]
+        targets: list[tuple[Vault, Searchable]] = [(v, self._agent_store(v) if agent else self._store(v))
+                                                   for v in self.config.select(request.vaults)]
         # a folder, tag or date filter that no note passes says so (NoMatchingNotes), rather
         # than an empty list that reads as "nothing relevant"
         check_filters([s for _, s in targets], request.filters)
@@ -314,75 +290,43 @@ class Hybrid:
             return run_search(targets, request, self.config.settings, query_vector, rescore)
 
     def _agent_store(self, vault: Vault) -> AgentStore:
-        """Vault ``vault`` as agents see it: its agent index brought in step with the agent
-        settings first (AgentViewStale when that cannot be done now: nothing is served from
-        an index built for other settings)."""
+        """Vault ``vault`` as agents see it: its agent view brought in step with the agent
+        settings first (AgentViewStale when that cannot be done now and the store cannot
+        serve meanwhile: nothing is served from an index built for other settings)."""
         store, view = self._store(vault), AgentView.of(vault, self.settings)
-        if vault.store:
-            self._refresh_pg_agent(vault, store, view)
-        elif store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint:
-            self._rebuild_agent_view(vault, view)
+        if not store.agent_view_current(view):
+            self._refresh_agent_view(vault, store, view)
         hidden = self._hidden.get(vault.name, store.catalog, view, store.embedder_id)
         disk = OnDisk(vault.path, self.settings.max_file_bytes) \
             if vault.is_folder and vault.path.is_dir() else None
         return AgentStore(store, view, self._redactor(view), hidden, disk)
 
-    def _refresh_pg_agent(self, vault: Vault, store: Any, view: AgentView) -> None:
-        """Redo the agent tsvectors of a PostgreSQL vault's notes written with other redaction
-        rules, when its indexer is not at work (meanwhile those notes stay hidden from agents:
-        see PgStore.agent_arms)."""
-        from hybrid.core.errors import IndexLocked
-        from hybrid.store.pg.store import agent_fingerprint, open_store
-        if store.read_only:
-            return  # a read replica: the indexer (on the primary) does it
-        if store.catalog.get_meta(agent_view.META_KEY) != view.fingerprint and vault.path.is_dir():
-            # as for a local vault: an index run, whose discovery drops links into newly
-            # excluded folders (where the folder is: the machine that indexes it)
-            try:
-                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
-                return
-            except (IndexLocked, VaultError):
-                pass  # the hidden set still applies at once; stale notes stay hidden
-        fp = agent_fingerprint(view)
-        if not store.stale_agent_files(fp):
-            return
-        try:
-            writer = open_store(vault, writer=True, wait=0)
-        except IndexLocked:
-            return
-        try:
-            writer.refresh_agent(fp, self._redactor(view))
-        finally:
-            writer.close()
-
-    def _redactor(self, view: AgentView):
-        return agent_view.agent_redactor() if view.redact else None
-
-    def _rebuild_agent_view(self, vault: Vault, view: AgentView) -> None:
-        """Bring the agent index in step with changed agent settings (or an index made before
-        the agent view existed): an incremental index run, whose discovery also drops links
-        into newly excluded folders and whose sync rebuilds the agent index from the catalog.
-        With the vault's folder gone, the agent index alone is rebuilt from the catalog."""
+    def _refresh_agent_view(self, vault: Vault, store: Store, view: AgentView) -> None:
+        """Bring the agent view in step with changed agent settings (or an index made before the
+        agent view existed, or notes written under other redaction rules). Where the vault's
+        documents are, that is an incremental index run, whose discovery also drops links into
+        newly excluded folders; whatever is left (the documents not here), the store redoes
+        from its ledger as a writer. While an indexer holds the vault, a store that can leave
+        the stale notes out meanwhile serves (they stay hidden); another says so."""
         from hybrid.core.errors import IndexLocked
         try:
-            try:
-                self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
-            except VaultError:  # folder missing: what the catalog holds is all there is
-                from hybrid.store.local.layout import lock_dir
-                from hybrid.store.local.store import VaultStore
-                lock = lock_dir(vault.index_dir, AGENT_REBUILD_WAIT)
+            if store.ledger.get_meta(agent_view.META_KEY) != view.fingerprint and vault.path.exists():
                 try:
-                    writer = VaultStore(vault.index_dir)
-                    try:
-                        agent_view.check(writer, view, self._redactor(view), 5000)
-                    finally:
-                        writer.close()
-                finally:
-                    lock.release()
+                    self._index_one(vault, False, AGENT_REBUILD_WAIT, None)
+                    return
+                except VaultError:
+                    pass  # the documents are not here: the ledger holds all there is
+            wait = 0 if store.serves_stale_agent_view else AGENT_REBUILD_WAIT
+            store.refresh_agent_view(view, self._redactor(view), wait)
         except IndexLocked:
+            if store.serves_stale_agent_view:
+                return
             raise agent_view.AgentViewStale(
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
+
+    def _redactor(self, view: AgentView):
+        return agent_view.agent_redactor() if view.redact else None
 
     def _query_embedders(self, targets) -> dict[str, Embedder]:
         """The embedder of each distinct model the targets were indexed with; EmbedderMismatch

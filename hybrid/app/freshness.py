@@ -11,7 +11,7 @@ not counted. Owners only: an agent is never told this (it would show private fil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -42,31 +42,24 @@ class Changes:
 def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
     be told (the folder is missing, or the vault was never indexed)."""
+    from hybrid.core.errors import HybridError
     from hybrid.indexing.indexer import chunking_meta, content_hash, size_limit
     from hybrid.sources import markdown as notes_mod
+    from hybrid.store import open_store
     from hybrid.store.agent.view import AgentView
-    from hybrid.store.local.catalog import Catalog
-    catalog_path = vault.index_dir / "catalog.sqlite"
     if not vault.is_folder:
         return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
-    if not vault.path.is_dir() or (not vault.store and not catalog_path.exists()):
+    if not vault.path.is_dir():
         return None
-    cat: Any
-    if vault.store:
-        from hybrid.core.errors import HybridError
-        from hybrid.store.pg.store import open_store
-        try:
-            store = open_store(vault)
-        except HybridError:
-            return None
-        cat = store.catalog
-    else:
-        store, cat = None, Catalog(catalog_path, readonly=True)
     try:
-        known = cat.files()
-        rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings))
+        store = open_store(vault)
+    except HybridError:
+        return None  # never indexed, or unreadable: `hybrid index` says which
+    try:
+        known = store.catalog.files()
+        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings))
     finally:
-        (store or cat).close()
+        store.close()
     out = Changes()
     present: set[str] = set()
     for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,

@@ -53,7 +53,7 @@ from hybrid.app.proposal_checks import (
     slugify,
 )
 from hybrid.core.config import Vault
-from hybrid.store.local.layout import fsync_dir
+from hybrid.core.files import fsync_dir
 
 log = logging.getLogger("hybrid")
 

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid.app.refs import Ref, block_lines, parse_ref, section_lines
 from hybrid.core.errors import PathRefused
-from hybrid.sources import kind_of
+from hybrid.sources import KIND, SOURCES, kind_of
 from hybrid.sources.convert import judged_fields
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
     from hybrid.sources.sandbox import Limits
     from hybrid.store.agent.view import AgentView
-    from hybrid.store.local.catalog import Catalog
+    from hybrid.store.port import Catalog
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
 
@@ -103,7 +103,7 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    pages = _pages(ref.heading) if start is None and kind_of(rel) == "pdf" else None
+    pages = _pages(ref.heading) if start is None and KIND[kind_of(rel)].paged else None
     if pages is not None:
         start, end = _page_lines(lines, rel, *pages)
     elif start is None and (ref.heading or ref.block):
@@ -129,11 +129,11 @@ def _file_text(v: Vault, target: Path, rel: str, asked: str, limits: Limits | No
     ``limits``, by default those of the default settings)."""
     from hybrid.sources.markdown import BinaryFile, decode
     from hybrid.sources.sandbox import ConvertError
-    kind = kind_of(rel)
+    kind = KIND[kind_of(rel)]
     try:
-        if kind in ("pdf", "web"):
+        if kind.converted:  # read as the indexer reads it; a PDF page by page from its file
             from hybrid.sources.convert import to_note
-            data = None if kind == "pdf" else target.read_bytes()
+            data = None if kind.paged else target.read_bytes()
             return "\n".join(to_note(rel, data, str(target), limits).lines)
         return decode(target.read_bytes(), rel)[0]
     except ConvertError as exc:  # no text, or over convert_max_memory_mb / convert_timeout
@@ -154,7 +154,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     known = set(catalog.files())
     rel = path if path in known else None
     if rel is None:
-        names = _by_name(catalog, path.removesuffix(_SOURCE_SUFFIXES.get(v.kind, "")), agent)
+        names = _by_name(catalog, path.removesuffix(SOURCES[v.kind].suffix), agent)
         if len(names) != 1:
             raise refused
         rel = names[0]
@@ -169,7 +169,6 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     return rel, text
 
 
-_SOURCE_SUFFIXES = {"bookmarks": ".bookmark", "slack": ".slack"}
 PAGE_REF_RE = re.compile(r"^page=(\d+)(?:-(\d+))?$", re.I)
 
 
@@ -286,7 +285,7 @@ def note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int]) -> tup
     docstring). Anything else is refused with the same words whether or not it exists.
     ``max_file_bytes``: the limit, or (the limit, a PDF's limit)."""
     if isinstance(max_file_bytes, tuple):
-        max_file_bytes = max_file_bytes[1] if kind_of(path) == "pdf" else max_file_bytes[0]
+        max_file_bytes = max_file_bytes[1] if KIND[kind_of(path)].streamed else max_file_bytes[0]
     from hybrid.sources.markdown import glob_to_regex, target_allowed
     rel = _check_syntax(v, path)
     root = v.path.resolve()

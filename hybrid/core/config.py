@@ -185,15 +185,6 @@ class Config:
         path = Path(path).expanduser().resolve()
         if kind not in VAULT_KINDS:
             raise VaultError(f"unknown source kind {kind!r} (known: {', '.join(VAULT_KINDS)})")
-        if kind != "notes":
-            if store is not None:
-                raise VaultError(f"{kind} sources are indexed locally only (team mode on PostgreSQL "
-                                 "serves folders of notes); register it without --store")
-            if not path.exists():
-                raise VaultError(f"{kind} export {str(path)!r} does not exist")
-            if kind == "bookmarks" and not path.is_file():
-                raise VaultError(f"bookmarks export {str(path)!r} is not a file (export your "
-                                 "browser's bookmarks to an HTML or JSON file)")
         if store is not None:
             from hybrid.core.store_url import check_store_value
             store = check_store_value(store)

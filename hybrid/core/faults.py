@@ -1,6 +1,6 @@
 """Fault injection for the crash tests: each step of an index run that must survive a kill names
 a checkpoint; ``HYBRID_FAULT=<name>`` makes the process SIGKILL itself there, exactly as a power
-cut or the OOM killer would (tests/test_crash.py runs every one)."""
+cut or the OOM killer would (tests/system/test_crash.py runs every one)."""
 
 from __future__ import annotations
 

@@ -289,7 +289,7 @@ def _quantize(fp32: Path, out: Path) -> None:
     down = {n.name for n in weighted if shapes[n.input[1]][0] > shapes[n.input[1]][1]}
     first = {n.name for n in weighted if "/layer.0/" in n.name}  # names come from our own export
     # and attention's output projections: without them the graph built by bert_onnx lost the
-    # >= 0.98 floor on one text (0.978 for "", min over tests/test_onnx.py's texts 0.983 with)
+    # >= 0.98 floor on one text (0.978 for "", min over tests/unit/embedders/test_onnx.py's texts 0.983 with)
     down |= {n.name for n in weighted if "/attention/output/" in n.name}
     if not down or not first:
         log.warning("%s: FFN down-projections or first layer not found; int8 accuracy may differ "

@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import ModelUnavailable
 from hybrid.embedders.base import WordPieceCounter, normalize, offline_hf
@@ -35,7 +35,7 @@ class SentenceTransformerEmbedder:
         self.id = model_id or f"st:{directory.resolve()}"
         self.batch_size = batch_size
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         seq = 256
         cfg = directory / "sentence_bert_config.json"

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hybrid.app.api import open as open_hybrid
 from hybrid.core.errors import HybridError, ModelUnavailable
@@ -81,7 +82,7 @@ class CachingEmbedder:
         self.inner = inner
         self.id = inner.id
         self.max_tokens = inner.max_tokens
-        self.cache: dict[str, object] = {}
+        self.cache: dict[bytes, Any] = {}
         self.embedded = 0
 
     @property
@@ -304,9 +305,10 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
                                                     progress, tuple(sources)))
         finally:
             h.close()
-            if store:
-                from hybrid.store.pg.store import drop_vault
-                drop_vault(store, name)
+            if store and name in h.config.vaults:  # the evaluation's vault in a shared database
+                from hybrid.store import backend
+                vault = h.config.vault(name)
+                backend(vault).drop(vault)
     result.chunks_embedded = cached.embedded
     if significance and len(result.results) > 1:
         result.significance = _significance(result.results, qr, metrics)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from hybrid.embedders import Embedder
     from hybrid.indexing.report import IndexReport, Progress
     from hybrid.store.base import NoteRecord
-    from hybrid.store.local.store import VaultStore
+    from hybrid.store.port import Store
 
 EMBED_GROUP = 256
 
@@ -25,7 +25,7 @@ class EmbedQueue:
 
     WINDOW = 2048
 
-    def __init__(self, store: VaultStore, embedder: Embedder, report: IndexReport,
+    def __init__(self, store: Store, embedder: Embedder, report: IndexReport,
                  progress: Progress | None):
         self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
         self.waiting: dict[str, str] = {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybrid.core.config import Vault
-from hybrid.core.errors import CatalogCorrupt, EmbedderMismatch, VaultError
+from hybrid.core.errors import EmbedderMismatch, VaultError
 from hybrid.core.faults import checkpoint
 from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
@@ -26,16 +26,16 @@ from hybrid.embedders import Embedder
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.indexing.report import STAGES, IndexReport, Progress
-from hybrid.sources import kind_of
+from hybrid.sources import KIND, SOURCES, kind_of
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.sandbox import ConvertError, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
+from hybrid.store import backend
 from hybrid.store.agent.vectors import embed_missing
 from hybrid.store.agent.view import AgentView, agent_redactor
 from hybrid.store.base import NewChunk, NoteRecord, VectorSpec
-from hybrid.store.local.layout import lock_dir, recover_reembed
-from hybrid.store.local.store import VaultStore, open_writer, reembed_beside, reopen_without_catalog
+from hybrid.store.port import Store
 
 log = logging.getLogger("hybrid")
 def text_hash(text: str) -> str:
@@ -71,46 +71,23 @@ def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed
         raise VaultError(f"vault {vault.name!r}: {what} {vault.path} is missing; nothing was "
                          f"changed in its index (if it moved: `hybrid vault move {vault.name} NEW_PATH`)")
     job = _Job(vault, embedder, settings, progress, clock, fetch)
+    attempts: list[IndexReport] = []
+
+    def run(store: Store) -> IndexReport:
+        # a second attempt (the ledger proved unreadable mid-run and was moved aside) starts
+        # over with a fresh report that keeps what the first one warned
+        this = report if not attempts else IndexReport(vault.name, warnings=[*attempts[-1].warnings])
+        attempts.append(this)
+        _sync(store, job, this)
+        return this
+
     try:
-        if vault.store:
-            _index_postgres(job, report, reembed, wait)
-        else:
-            report = _index_local(job, report, reembed, wait)
+        report = backend(vault).write(vault, run, reembed=reembed, wait=wait, view=job.view,
+                                      redactor=job.redactor)
     finally:
         shutdown_converters()  # the converter worker lives for one run (hybrid.sources.sandbox)
     report.seconds = round(clock.elapsed(), 3)
     return report
-
-
-def _index_local(job: _Job, report: IndexReport, reembed: bool, wait: float) -> IndexReport:
-    """``_sync`` on the vault's own index files, under its writer lock."""
-    vault = job.vault
-    lock = lock_dir(vault.index_dir, wait)
-    try:
-        if reembed:  # built beside the old index, which answers until the swap
-            recover_reembed(vault.index_dir)
-            reembed_beside(vault.index_dir, lambda store: _sync(store, job, report))
-        else:
-            report = _sync_healing(job, report)
-    finally:
-        lock.release()
-    return report
-
-
-def _index_postgres(job: _Job, report: IndexReport, reembed: bool, wait: float) -> None:
-    """``_sync`` on the vault's PostgreSQL store, under its advisory lock. Each change is one
-    transaction, so a run killed at any point leaves the database as one of its committed
-    states, and the next run redoes only what is missing; a re-embed replaces every note in
-    one transaction at its end."""
-    from hybrid.store.pg.store import agent_fingerprint, open_store
-    store = open_store(job.vault, writer=True, wait=wait)
-    try:
-        store.set_agent(agent_fingerprint(job.view), job.redactor)
-        if reembed:
-            store.begin_reembed()
-        _sync(store, job, report)  # type: ignore[arg-type]
-    finally:
-        store.close()
 
 
 @dataclass
@@ -159,26 +136,7 @@ class _Plan:
     rechunk_all: bool
 
 
-def _sync_healing(job: _Job, report: IndexReport) -> IndexReport:
-    """``_sync`` on the vault's own store. A catalog found damaged on the way (at open or
-    mid-run) is moved aside and the run starts over from the notes: the catalog is a cache of
-    notes and embeddings, so nothing is lost but the time to embed again."""
-    store = open_writer(job.vault.index_dir)
-    try:
-        try:
-            _sync(store, job, report)
-            return report
-        except CatalogCorrupt as exc:
-            store.close()
-            fresh = IndexReport(job.vault.name, warnings=[*report.warnings])
-            store = reopen_without_catalog(job.vault.index_dir, exc)
-            _sync(store, job, fresh)
-            return fresh
-    finally:
-        store.close()
-
-
-def _sync(store: VaultStore, job: _Job, report: IndexReport) -> None:
+def _sync(store: Store, job: _Job, report: IndexReport) -> None:
     """Bring ``store`` up to date with the vault's folder (the caller holds the lock), then
     reclaim unused cached embeddings past their bound and truncate the WAL."""
     store.spec = VectorSpec.from_settings(job.settings)
@@ -209,7 +167,7 @@ def _report_progress(job: _Job, stage: str, done: int, total: int | None) -> Non
         job.progress(stage, done, total)
 
 
-def _check_model(store: VaultStore, job: _Job, report: IndexReport) -> None:
+def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
     """Refuse a vault indexed with another model; label a new catalog with this one; finish
     whatever an interrupted run left in the journal (cheap when nothing is pending)."""
     cat, stored, vault = store.catalog, store.embedder_id, job.vault
@@ -224,7 +182,7 @@ def _check_model(store: VaultStore, job: _Job, report: IndexReport) -> None:
                                               redactor=job.redactor)["journal"]
 
 
-def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
+def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
     """List the folder and compare each file's size and mtime with the catalog's record; an
     unchanged file is counted and not read (all are read when the chunking changed)."""
     vault, known = job.vault, store.catalog.files()
@@ -234,7 +192,7 @@ def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
                                           link_exclude=job.view.exclude_patterns))
     else:
         from hybrid.sources.entries import fetch_bookmarks, source_entries
-        if job.fetch and vault.kind == "bookmarks":
+        if job.fetch and SOURCES[vault.kind].fetches:
             fetched = fetch_bookmarks(vault, store.catalog, job.fetch, job.settings)
             report.fetched, report.fetch_failed = fetched.fetched, fetched.failed
             report.warnings.extend(fetched.warnings)
@@ -259,7 +217,7 @@ def _plan(store: VaultStore, job: _Job, report: IndexReport) -> _Plan:
     return plan
 
 
-def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexReport) -> list[NoteRecord]:
+def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -> list[NoteRecord]:
     """Read, parse and chunk the changed files on a background thread while this one embeds
     what is ready (the model's forward pass releases the GIL, so both overlap). Returns the
     records to store; their vectors are already in the catalog's cache."""
@@ -300,7 +258,7 @@ def _read_and_embed(store: VaultStore, job: _Job, plan: _Plan, report: IndexRepo
 UNCONVERTIBLE = "unconvertible"
 
 
-def _unconvertible(store: VaultStore, settings: Settings) -> dict[str, list]:
+def _unconvertible(store: Store, settings: Settings) -> dict[str, list]:
     try:
         got = json.loads(store.catalog.get_meta(UNCONVERTIBLE) or "{}")
     except ValueError:
@@ -312,7 +270,7 @@ def _bounds_key(settings: Settings) -> str:
     return f"{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
 
 
-def _apply(store: VaultStore, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
+def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
     """Swap the changed notes' chunks and drop the removed notes in one catalog transaction
     (journaling the touched ids for the derived indexes)."""
     cat = store.catalog
@@ -323,7 +281,7 @@ def _apply(store: VaultStore, job: _Job, pending: list[NoteRecord], removed: lis
     cat.set_meta("chunking", job.chunking)
 
 
-def _finish(store: VaultStore, job: _Job, report: IndexReport) -> None:
+def _finish(store: Store, job: _Job, report: IndexReport) -> None:
     """Record the run (dimension, time, counts, stage timings), reclaim unused cached
     embeddings past their bound, and gather the store's warnings."""
     cat = store.catalog
@@ -364,7 +322,7 @@ def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings,
         report.skipped += 1
         _warn(report, f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
         return skipped
-    streamed = entry.load is None and kind_of(entry.path) == "pdf"
+    streamed = entry.load is None and KIND[kind_of(entry.path)].streamed
     try:
         data = None if streamed else read_bytes(entry)
         digest = content_hash(entry) if data is None else file_hash(data)
@@ -409,7 +367,7 @@ def _first_line(exc: BaseException) -> str:
 
 def size_limit(settings: Settings, path: str) -> tuple[int, str]:
     """(bytes, setting name): the largest document of this kind that is indexed."""
-    if kind_of(path) == "pdf":
+    if KIND[kind_of(path)].streamed:
         return settings.max_pdf_bytes, "max_pdf_bytes"
     return settings.max_file_bytes, "max_file_bytes"
 

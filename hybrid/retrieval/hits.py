@@ -82,20 +82,18 @@ def source_fields(path: str, heading: str, properties: Any, vault_folder: str) -
     """The fields of a hit that depend on its document's kind: ``source``, ``page`` (a PDF's
     section ``Page N``), ``url`` (a bookmark's) and ``uri``, what opens it: Obsidian for a file
     of a vault, the page itself for a bookmark, nothing for a Slack day."""
-    from hybrid.sources import kind_of
-    from hybrid.sources.pdf import page_of
-    kind = kind_of(path)
-    out: dict[str, Any] = {"source": kind}
-    if kind == "pdf":
+    from hybrid.sources import KIND, kind_of
+    kind = KIND[kind_of(path)]
+    out: dict[str, Any] = {"source": kind.name}
+    if kind.paged:
+        from hybrid.sources.pdf import page_of
         out["page"] = page_of(heading.split(" > ", 1)[0])
-    if kind == "bookmark":
+    if kind.opens == "url":
         props = properties() if callable(properties) else properties
         url = props.get("url") if isinstance(props, dict) else None
         out["url"] = out["uri"] = url if isinstance(url, str) else ""
-    elif kind == "slack":
-        out["uri"] = ""
     else:
-        out["uri"] = obsidian_uri(vault_folder, path)
+        out["uri"] = obsidian_uri(vault_folder, path) if kind.opens == "obsidian" else ""
     return out
 
 

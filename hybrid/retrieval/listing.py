@@ -60,8 +60,8 @@ def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, 
     spans: dict[tuple[int, int], tuple[int, int, int]] = {}  # (target, file id) -> first chunk, lines
     for n, (_, store) in enumerate(targets):
         fids = [fid for _, _, _, t, fid in notes if t == n]
-        for fid, span in store.ledger.note_spans(fids).items():
-            spans[(n, fid)] = span
+        for fid, lines in store.ledger.note_spans(fids).items():
+            spans[(n, fid)] = lines
     rows: dict[tuple[int, int], Any] = {}
     for n, (_, store) in enumerate(targets):
         first_ids = [cid for (t, _), (cid, _, _) in spans.items() if t == n]
@@ -71,9 +71,10 @@ def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, 
             rows[(n, row.file_id)] = row
     hits = []
     for _, name, path, n, fid in notes:
-        row, span = rows.get((n, fid)), spans.get((n, fid))
-        if row is None or span is None:
+        found, span = rows.get((n, fid)), spans.get((n, fid))
+        if found is None or span is None:
             continue
+        row = found
         vault = targets[n][0]
         fields = source_fields(path, row.heading, lambda row=row: row.properties, vault.path.name)
         fields.pop("page", None)  # a listing cites the whole document

@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
 from hybrid.retrieval import confidence, fuse
-from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, obsidian_uri, snippet, source_fields  # noqa: F401 - re-exported
+from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
 from hybrid.retrieval.result import WORD_RE, SearchResult, apply_corrections
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from hybrid.store.port import Searchable
 
 log = logging.getLogger("hybrid")
-MODES = ("lexical", "vector", "hybrid")
 
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
@@ -146,7 +145,7 @@ def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: 
     """BM25 over every vault, filters applied inside the search, merged by score: over chunks,
     sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks."""
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
-    opts = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
+    opts: dict[str, Any] = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
                 since=filters.since, stopwords=settings.stopwords,
                 exclude_folders=filters.exclude_folders, sources=filters.sources)
     lists = []

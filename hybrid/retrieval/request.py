@@ -1,16 +1,23 @@
-"""One search request, validated and normalised once, whichever door it came in by (the Python
-API, ``hybrid query``, MCP ``search``, ``POST /api/search``)."""
+"""One search request, declared once and validated once, whichever door it came in by (the
+Python API, ``hybrid query``, MCP ``search``, ``POST /api/search``, the search page).
+
+:data:`OPTIONS` declares every option of a search: its type, range, choices (from the
+registries: modes, document kinds) and help. The doors derive from it: the CLI's options
+(:func:`hybrid.faces.cli.main.search_options`), the MCP tool's schema
+(:func:`hybrid.faces.mcp.search_signature`), the JSON fields of ``/api/search``
+(:meth:`SearchRequest.from_json`) and the search page's controls (``/ui/api/facets``).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, fields
 from functools import cached_property
 from typing import Any
 
 from hybrid.core.dates import parse_date
-from hybrid.retrieval.limits import MAX_TOP_K, BadSearchArgs, check_search
+from hybrid.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K, MODES, BadSearchArgs, check_search
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 
 
@@ -135,3 +142,105 @@ def as_request(query: str | SearchRequest, options: dict[str, Any]) -> SearchReq
             raise TypeError(f"pass options inside the SearchRequest, not as keywords: {sorted(options)}")
         return query
     return SearchRequest(query, **options)
+
+
+def _kinds() -> tuple[str, ...]:
+    from hybrid.sources import KINDS
+    return KINDS
+
+
+def _kinds_help() -> str:
+    from hybrid.sources import KIND_LIST
+    return "; ".join(f"{k.name}: {k.help}" for k in KIND_LIST)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a search. ``type``: ``int``, ``float``, ``bool``, ``text``, ``texts`` (a list
+    of strings), ``choice`` or ``choices`` (one or several of ``choices()``). ``flags``: its
+    ``hybrid query`` flags (none: not a CLI option). ``agent``: its name in the MCP tool (None:
+    not offered to agents); ``agent_single``: agents give one value of a list. ``cli_help`` and
+    ``agent_help`` replace ``help`` where that door shows something else (the CLI shows notes,
+    MCP passages)."""
+    name: str
+    type: str
+    help: str
+    flags: tuple[str, ...] = ()
+    agent: str | None = None
+    agent_single: bool = False
+    choices: Callable[[], tuple[str, ...]] | None = None
+    choices_help: Callable[[], str] | None = None
+    low: float | None = None
+    high: float | None = None
+    cli_help: str | None = None
+    agent_help: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The option as JSON (the search page builds its controls from these)."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "help": self.help,
+                               "default": getattr(SearchRequest, self.name, None)}
+        if self.choices is not None:
+            out["choices"] = list(self.choices())
+        if self.low is not None:
+            out["low"], out["high"] = self.low, self.high
+        return out
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("top_k", "int", "Number of hits to return.", ("-n", "--top-k"), agent="top_k", low=1, high=MAX_TOP_K,
+           cli_help="Notes to show (passages with --passages or --json).",
+           agent_help="Number of passages to return, 1-{max_top_k}."),
+    Option("mode", "choice", "hybrid (both arms fused), lexical (BM25 only, best for exact strings) or "
+           "vector (meaning only).", ("--mode",), agent="mode", choices=lambda: MODES),
+    Option("vaults", "texts", "Search only these vaults (default: all).", ("--vault",), agent="vaults",
+           cli_help="Search only this vault (repeatable).",
+           agent_help="Names of vaults to search (default: all; see list_vaults)."),
+    Option("folders", "texts", "Only notes under these vault-relative folders (any of them).", ("--folder",),
+           agent="folder", agent_single=True, cli_help="Only notes under this folder (repeatable: any).",
+           agent_help='Only notes under this vault-relative folder, e.g. "work/runbooks".'),
+    Option("tags", "texts", "Only notes carrying all these tags (a tag also matches its nested children).",
+           ("--tag",), agent="tags", cli_help="Only notes with this tag or a nested child (repeatable: all)."),
+    Option("since", "text", "Only notes modified since YYYY-MM-DD or an age like 30d, 6m, 1y.", ("--since",),
+           agent="since"),
+    Option("rerank", "bool", "Rescore the top candidates with the cross-encoder (setting rerank_model; slower).",
+           ("--rerank",), agent="rerank",
+           agent_help="Rescore the top candidates with the configured cross-encoder (slower; needs the "
+                      "rerank_model setting)."),
+    Option("exclude_folders", "texts", "Leave out notes under these vault-relative folders.", ("--exclude",),
+           agent="exclude", cli_help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.",
+           agent_help="Vault-relative folders to leave out."),
+    Option("min_score", "float", "Leave out hits whose confidence is below this, 0-1 (each hit's confidence "
+           "estimates how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong).",
+           ("--min-score",), agent="min_score", low=0.0, high=1.0,
+           agent_help="Leave out hits whose confidence is below this, 0-1 (each hit's confidence estimates "
+                      "how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong). 0.4 drops "
+                      "weak hits; you may then get none."),
+    Option("sources", "choices", "Only documents of these kinds", ("--source",), agent="source",
+           choices=_kinds, choices_help=_kinds_help, cli_help="Only documents of this kind (repeatable: any)."),
+)
+QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quoted phrases" are required, '
+              f"-word excludes a word; identifiers match verbatim. Filters alone (tag:NAME, folder:PATH, or "
+              f"an empty query with tags/folder/since) list the notes passing them, newest first.")
+
+
+def option_help(option: Option, door: str, **values: Any) -> str:
+    """``option``'s help as ``door`` (``cli``, ``agent``, ``page``) shows it, its choices
+    explained where they have words of their own."""
+    text = {"cli": option.cli_help, "agent": option.agent_help}.get(door) or option.help
+    if option.choices_help is not None and door != "cli":
+        text = f"{text.rstrip('.')}: {option.choices_help()}."
+    return text.format(**values)
+
+
+def from_options(query: str, values: dict[str, Any], **fixed: Any) -> SearchRequest:
+    """A request from a door's option values by option name (None and empty lists are the
+    defaults); ``fixed`` (``max_top_k``, a door's own ``top_k``) wins."""
+    args = {o.name: values[o.name] for o in OPTIONS
+            if o.name in values and values[o.name] not in (None, (), [])}
+    if "vaults" in args:
+        args["vaults"] = list(args["vaults"])
+    return SearchRequest(query, **{**args, **fixed})
+
+
+if {o.name for o in OPTIONS} != {f.name for f in fields(SearchRequest)} - {"query"}:
+    raise RuntimeError("hybrid.retrieval.request.OPTIONS must declare every field of SearchRequest")

@@ -21,22 +21,91 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-KIND_SUFFIXES: dict[str, tuple[str, ...]] = {
-    "note": (".md",),
-    "pdf": (".pdf",),
-    "text": (".txt",),
-    "web": (".html", ".htm"),
-    "bookmark": (".bookmark",),
-    "slack": (".slack",),
-}
-KINDS = tuple(KIND_SUFFIXES)
-# where the documents of a vault come from → the kinds it can hold
-VAULT_KINDS: dict[str, tuple[str, ...]] = {
-    "notes": ("note", "pdf", "text", "web"),
-    "bookmarks": ("bookmark",),
-    "slack": ("slack",),
-}
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of document: the suffixes that make a path one, and what its hits carry. How
+    its bytes become a note is :data:`hybrid.sources.convert.READERS`'s entry of the same name."""
+    name: str
+    suffixes: tuple[str, ...]
+    help: str                          # one line: the --source choice, the MCP argument
+    aliases: tuple[str, ...] = ()      # other names accepted for it (``md``, ``html``)
+    converted: bool = False            # parsed by third-party code in the converter worker
+    owner_fields: bool = False         # its tags and frontmatter are the owner's (the agent view reads them)
+    opens: str = "obsidian"            # what a hit's ``uri`` opens: ``obsidian``, its ``url``, or nothing
+    paged: bool = False                # its sections are pages (a hit carries ``page``)
+    streamed: bool = False             # read from its file piece by piece, under max_pdf_bytes
+
+
+# The registry of document kinds, in the order they are listed (``note`` first: a path no
+# other kind claims is read as markdown).
+KIND_LIST = (
+    Kind("note", (".md",), "markdown notes", ("notes", "md", "markdown"), owner_fields=True),
+    Kind("pdf", (".pdf",), "PDFs, page by page (hits carry `page`)", converted=True, paged=True,
+         streamed=True),
+    Kind("text", (".txt",), "plain text", ("txt",)),
+    Kind("web", (".html", ".htm"), "saved web pages, their main text", ("html",), converted=True),
+    Kind("bookmark", (".bookmark",), "browser bookmarks (hits carry `url`)", ("bookmarks",),
+         owner_fields=True, opens="url"),
+    Kind("slack", (".slack",), "Slack messages, one channel's day", owner_fields=True, opens=""),
+)
+KIND = {k.name: k for k in KIND_LIST}
+KINDS = tuple(KIND)
+KIND_SUFFIXES: dict[str, tuple[str, ...]] = {k.name: k.suffixes for k in KIND_LIST}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the documents of a vault come from (a vault's ``kind``): a folder of files, or an
+    export read whole whose documents are :class:`VirtualDoc` s
+    (:data:`hybrid.sources.entries.EXPORTS` reads each)."""
+    name: str
+    kinds: tuple[str, ...]   # the document kinds it holds
+    help: str
+    suffix: str = ""         # its documents' suffix, dropped when a note is named by its title
+    export_is_file: bool = False  # the export must be one file (not a folder)
+    fetches: bool = False    # its documents' pages can be fetched on request (`index --fetch`)
+
+    @property
+    def folder(self) -> bool:
+        return self.name == "notes"
+
+
+SOURCES: dict[str, Source] = {s.name: s for s in (
+    Source("notes", ("note", "pdf", "text", "web"), "a folder of notes (markdown, PDFs, text, saved pages)"),
+    Source("bookmarks", ("bookmark",), "a browser's bookmarks export (HTML or JSON file)", ".bookmark",
+           export_is_file=True, fetches=True),
+    Source("slack", ("slack",), "a Slack export (zip or folder)", ".slack"),
+)}
+VAULT_KINDS: dict[str, tuple[str, ...]] = {s.name: s.kinds for s in SOURCES.values()}
+
+
+def _agree_with_the_config() -> None:
+    """The vault registry (core) names the sources a config file may hold; they are these."""
+    from hybrid.core.config import VAULT_KINDS as registered
+    if tuple(SOURCES) != tuple(registered):
+        raise RuntimeError(f"hybrid.core.config.VAULT_KINDS {registered} != the sources {tuple(SOURCES)}")
+
+
+_agree_with_the_config()
+
+
+def check_source(kind: str, path: Path) -> None:
+    """VaultError unless ``path`` can be registered as a ``kind`` source (an export that exists;
+    a file where the source is one)."""
+    from hybrid.core.errors import VaultError
+    source = SOURCES.get(kind)
+    if source is None:
+        raise VaultError(f"unknown source kind {kind!r} (known: {', '.join(SOURCES)})")
+    if source.folder:
+        return
+    if not path.exists():
+        raise VaultError(f"{kind} export {str(path)!r} does not exist")
+    if source.export_is_file and not path.is_file():
+        raise VaultError(f"{kind} export {str(path)!r} is not a file (export your browser's "
+                         "bookmarks to an HTML or JSON file)")
 
 
 @dataclass
@@ -59,9 +128,9 @@ def kind_of(path: str) -> str:
     """The document kind of a vault-relative path (``note`` for anything unknown: a vault's
     include globs decide what is indexed, markdown is the default reading)."""
     low = path.lower()
-    for kind, suffixes in KIND_SUFFIXES.items():
-        if low.endswith(suffixes):
-            return kind
+    for kind in KIND_LIST:
+        if low.endswith(kind.suffixes):
+            return kind.name
     return "note"
 
 
@@ -71,9 +140,8 @@ def check_kinds(kinds: object) -> tuple[str, ...]:
     out = []
     for k in items:
         name = str(k).strip().lower()
-        name = {"notes": "note", "md": "note", "markdown": "note", "txt": "text", "html": "web",
-                "bookmarks": "bookmark"}.get(name, name)
-        if name not in KIND_SUFFIXES:
+        name = next((kd.name for kd in KIND_LIST if name in kd.aliases), name)
+        if name not in KIND:
             raise ValueError(f"unknown source kind {k!r} (known: {', '.join(KINDS)})")
         out.append(name)
     return tuple(dict.fromkeys(out))

@@ -14,14 +14,11 @@ plain text are parsed here, by our own bounded parser.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from hybrid.sources import kind_of
+from hybrid.sources import KIND, KINDS, kind_of
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["to_note", "text_note", "html_note", "main_text", "judged_fields"]
 
@@ -31,21 +28,48 @@ def to_note(path: str, data: bytes | None, abspath: str | None = None,
     """The note of the document at vault-relative ``path``: from ``data``, or (a PDF, read
     page by page) from the file ``abspath``. Raises BinaryFile or ConvertError (a PDF's
     Unreadable among them) for a document with no text to index or over ``limits``."""
-    kind = kind_of(path)
-    if kind == "pdf":
-        from hybrid.sources.pdf import pdf_note
-        source = abspath if data is None else data
-        if source is None:
-            raise ValueError(f"{path}: nothing to read")
-        return pdf_note(path, source, limits)
-    if data is None:
+    return READERS[kind_of(path)](path, data, abspath, limits)
+
+
+def _pdf(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    from hybrid.sources.pdf import pdf_note
+    source = abspath if data is None else data
+    if source is None:
         raise ValueError(f"{path}: nothing to read")
-    if kind == "web":
-        return html_note(path, data, limits)
-    text, warnings = decode(data, path)
-    note = text_note(path, text) if kind == "text" else parse_note(path, text)
+    return pdf_note(path, source, limits)
+
+
+def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    return html_note(path, _given(path, data), limits)
+
+
+def _markdown(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    text, warnings = decode(_given(path, data), path)
+    note = parse_note(path, text)
     note.warnings[:0] = warnings
     return note
+
+
+def _text(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    text, warnings = decode(_given(path, data), path)
+    note = text_note(path, text)
+    note.warnings[:0] = warnings
+    return note
+
+
+def _given(path: str, data: bytes | None) -> bytes:
+    if data is None:
+        raise ValueError(f"{path}: nothing to read")
+    return data
+
+
+# How each document kind (hybrid.sources.KIND) is read: bookmarks and Slack days are rendered
+# as markdown by their sources.
+READERS: dict[str, Callable[[str, bytes | None, str | None, Limits | None], Note]] = {
+    "note": _markdown, "pdf": _pdf, "text": _text, "web": _web, "bookmark": _markdown, "slack": _markdown,
+}
+if set(READERS) != set(KINDS):
+    raise RuntimeError(f"hybrid.sources.convert.READERS must read every kind: {sorted(set(KINDS) ^ set(READERS))}")
 
 
 def text_note(path: str, text: str) -> Note:
@@ -96,7 +120,7 @@ def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
     """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
     them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
     notes; other kinds carry none."""
-    if kind_of(rel) not in ("note", "bookmark", "slack"):
+    if not KIND[kind_of(rel)].owner_fields:
         return [], {}
     note = parse_note(rel, text)
     return note.tags, note.properties

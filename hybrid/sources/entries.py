@@ -9,10 +9,11 @@ size-and-stamp check without being rendered again, exactly like an unchanged fil
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hybrid.sources import FetchedPage, VirtualDoc
+from hybrid.sources import SOURCES, FetchedPage, VirtualDoc
 from hybrid.sources.markdown import FileEntry
 
 if TYPE_CHECKING:
@@ -23,36 +24,65 @@ log = logging.getLogger("hybrid")
 FAILURES_LISTED = 20  # fetch failures named one by one in the report; the rest are counted
 
 
+@dataclass(frozen=True)
+class Export:
+    """How one source's export is read (:data:`hybrid.sources.SOURCES` names the sources)."""
+    documents: Callable[[Vault, Any], tuple[list[VirtualDoc], list[str]]]
+    document_text: Callable[[Vault, Any, str], str | None]
+
+
 def documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
     """(documents, warnings) of a bookmarks or Slack source, read from its export now."""
-    if vault.kind == "bookmarks":
-        from hybrid.sources.bookmarks import documents as bookmark_docs
-        from hybrid.sources.bookmarks import read_bookmarks
-        marks, warnings = read_bookmarks(vault.path)
-        pages = {u: r for u, r in catalog.fetched().items() if r.ok}
-        return bookmark_docs(marks, pages), warnings
-    if vault.kind == "slack":
-        from hybrid.sources.slack import SlackExport
-        export = SlackExport(vault.path)
-        return export.documents(), list(export.warnings)
-    raise ValueError(f"vault {vault.name!r} is a folder of notes, not a source")
+    if vault.kind not in EXPORTS:
+        raise ValueError(f"vault {vault.name!r} is a folder of notes, not a source")
+    return EXPORTS[vault.kind].documents(vault, catalog)
 
 
 def document_text(vault: Vault, catalog: Any, path: str) -> str | None:
     """The text of the one document ``path`` of a bookmarks or Slack source, rendered from its
-    export now (None when the export no longer has it): only that bookmark's fetched page is
-    read, only that Slack day's file."""
-    if vault.kind == "bookmarks":
-        from hybrid.sources.bookmarks import bookmark_paths, read_bookmarks, render
-        marks, _ = read_bookmarks(vault.path)
-        for mark, where in zip(marks, bookmark_paths(marks)):
-            if where == path:
-                page = catalog.fetched(mark.url).get(mark.url)
-                return render(mark, page if page is not None and page.ok else None)
-        return None
-    docs, _ = documents(vault, catalog)  # a Slack export lists its days; nothing is rendered
+    export now (None when the export no longer has it)."""
+    return EXPORTS[vault.kind].document_text(vault, catalog, path)
+
+
+def _bookmark_documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
+    from hybrid.sources.bookmarks import documents as bookmark_docs
+    from hybrid.sources.bookmarks import read_bookmarks
+    marks, warnings = read_bookmarks(vault.path)
+    pages = {u: r for u, r in catalog.fetched().items() if r.ok}
+    return bookmark_docs(marks, pages), warnings
+
+
+def _bookmark_text(vault: Vault, catalog: Any, path: str) -> str | None:
+    """Only that bookmark's fetched page is read."""
+    from hybrid.sources.bookmarks import bookmark_paths, read_bookmarks, render
+    marks, _ = read_bookmarks(vault.path)
+    for mark, where in zip(marks, bookmark_paths(marks)):
+        if where == path:
+            page = catalog.fetched(mark.url).get(mark.url)
+            return render(mark, page if page is not None and page.ok else None)
+    return None
+
+
+def _slack_documents(vault: Vault, catalog: Any) -> tuple[list[VirtualDoc], list[str]]:
+    from hybrid.sources.slack import SlackExport
+    export = SlackExport(vault.path)
+    return export.documents(), list(export.warnings)
+
+
+def _slack_text(vault: Vault, catalog: Any, path: str) -> str | None:
+    """A Slack export lists its days without rendering them; only that day's file is read."""
+    docs, _ = _slack_documents(vault, catalog)
     doc = next((d for d in docs if d.path == path), None)
     return None if doc is None else doc.load()
+
+
+# the sources that are exports, by name (every source of hybrid.sources.SOURCES but the folder)
+EXPORTS: dict[str, Export] = {
+    "bookmarks": Export(_bookmark_documents, _bookmark_text),
+    "slack": Export(_slack_documents, _slack_text),
+}
+if set(EXPORTS) != {s for s, src in SOURCES.items() if not src.folder}:
+    raise RuntimeError("hybrid.sources.entries.EXPORTS must read every export source")
 
 
 def source_entries(vault: Vault, catalog: Any) -> tuple[list[FileEntry], list[str]]:

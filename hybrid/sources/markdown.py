@@ -275,9 +275,9 @@ def _yaml_loader():
     template placeholder must not cost the note its frontmatter."""
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):
+    class Loader(base):  # type: ignore[valid-type,misc]
         pass
 
     def lenient(construct):

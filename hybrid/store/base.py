@@ -10,7 +10,7 @@ policies they apply alike; the protocols they implement are in :mod:`hybrid.stor
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -70,6 +70,36 @@ class ChunkRow:
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class VacuumReport:
+    vault: str
+    embeddings_removed: int = 0     # cached vectors no live chunk used
+    lexical_compacted: bool = False  # tantivy rebuilt without its deleted documents
+    bytes_before: int = 0            # the index folder's size before and after
+    bytes_after: int = 0
+
+    @property
+    def reclaimed_bytes(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "reclaimed_bytes": self.reclaimed_bytes}
+
+
+@dataclass
+class StoreFacts:
+    """What `hybrid status` shows of a vault's store, read without opening its arms."""
+    notes: int = 0
+    chunks: int = 0
+    embedder: str | None = None
+    dim: int | None = None
+    last_indexed: str | None = None
+    pending: int = 0           # journal entries not yet replayed into the arms
+    vector_index: str = ""     # the vector arm's layout, in words
+    disk_bytes: int = 0        # the index folder's size (a local store's, with ``sizes``)
+    documents: list[str] = field(default_factory=list)  # vault-relative paths of the live notes
 
 
 @dataclass

@@ -12,40 +12,54 @@ The ledger (:class:`Catalog`) answers named queries: no SQL is written above the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from hybrid.core.config import Vault
     from hybrid.sources import FetchedPage
-    from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, VectorSpec
+    from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, StoreFacts, VacuumReport, VectorSpec
     from hybrid.store.lexicon import LexicalQuery
+
+T = TypeVar("T")
 
 
 class LexicalArm(Protocol):
-    """BM25 over chunks and whole sections (:mod:`hybrid.store.lexicon`). ``opts`` are the
-    filters (``folders``, ``tags``, ``since``, ``sources``, ``exclude_folders``) and switches
-    (``fuzzy``, ``scored``, ``stopwords``) every backend takes alike."""
+    """BM25 over chunks and whole sections (:mod:`hybrid.store.lexicon`), filtered inside the
+    query by folder, tag, date and kind; ``fuzzy`` lets long words match one edit away,
+    ``scored=False`` skips scoring, ``stopwords=False`` keeps stopwords as terms."""
 
-    stem: Any  # the analyzer the arm reads text with (:func:`hybrid.store.lexicon.stem_analyzer`)
+    @property
+    def stem(self) -> Any:
+        """The analyzer the arm reads text with (:func:`hybrid.store.lexicon.stem_analyzer`)."""
+        ...
 
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
         """Spelling repairs for ``words`` from the indexed vocabulary (``{typed: repaired}``)."""
         ...
 
-    def search(self, q: LexicalQuery, limit: int, **opts: Any) -> list[tuple[int, float]]:
+    def search(self, q: LexicalQuery, limit: int, *, fuzzy: bool = True, folders: Sequence[str] = (),
+               tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
+               stopwords: bool = True, exclude_folders: Sequence[str] = (),
+               sources: Sequence[str] = ()) -> list[tuple[int, float]]:
         """(chunk id, score) of the best chunks, best first."""
         ...
 
-    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk",
-                     **opts: Any) -> list[tuple[list[int], float]]:
+    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
+                     folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
+                     scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
+                     sources: Sequence[str] = ()) -> list[tuple[list[int], float]]:
         """(chunk ids of a unit, score) of the best ``unit`` s (``chunk`` or ``section``)."""
         ...
 
-    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts: Any) -> set[int]:
+    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, *, fuzzy: bool = True,
+                     folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
+                     scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
+                     sources: Sequence[str] = ()) -> set[int]:
         """The chunk ids that match ``q`` at all (unranked)."""
         ...
 
@@ -53,7 +67,10 @@ class LexicalArm(Protocol):
 class VectorArm(Protocol):
     """Nearest neighbours by inner product over normalised vectors, keyed by chunk id."""
 
-    hidden_files: Collection[int]  # notes this arm leaves out itself (an agent's, in SQL)
+    @property
+    def hidden_files(self) -> Collection[int]:
+        """Notes this arm leaves out itself (an agent's, in SQL)."""
+        ...
 
     @property
     def exact(self) -> bool:
@@ -152,12 +169,20 @@ class Searchable(Protocol):
     """What a search reads of one vault (:func:`hybrid.retrieval.pipeline.run_search`): its
     owner's store, or the agent view of it."""
 
-    lexical: LexicalArm
-    vector: VectorArm
-    catalog: Reading
-    ledger: Catalog                 # the whole ledger under it (notes of no text, counts)
-    hidden_files: Collection[int]   # file ids its reader may not see
-
+    @property
+    def lexical(self) -> LexicalArm: ...
+    @property
+    def vector(self) -> VectorArm: ...
+    @property
+    def catalog(self) -> Reading: ...
+    @property
+    def ledger(self) -> Catalog:
+        """The whole ledger under it (notes of no text, counts)."""
+        ...
+    @property
+    def hidden_files(self) -> Collection[int]:
+        """File ids its reader may not see."""
+        ...
     @property
     def embedder_id(self) -> str | None: ...
 
@@ -165,7 +190,9 @@ class Searchable(Protocol):
 class Store(Searchable, Protocol):
     """One vault's store, as a backend opens it (:func:`hybrid.store.open_store`)."""
 
-    catalog: Catalog
+    @property
+    def catalog(self) -> Catalog: ...
+
     directory: Path          # its folder (a PostgreSQL store: the vault's name, for messages)
     warnings: list[str]      # what opening it repaired or found, for the index report
     writable: bool
@@ -193,4 +220,67 @@ class Store(Searchable, Protocol):
     def agent_arms(self, hidden_files: Collection[int], view: Any) -> tuple[LexicalArm, VectorArm]:
         """The arms an agent searches: its own lexical index over redacted text, and the
         vector arm (hidden notes are left out by :mod:`hybrid.store.agent.store` or here)."""
+        ...
+
+    # the agent view's upkeep: the facade asks, the backend knows how
+    @property
+    def serves_stale_agent_view(self) -> bool:
+        """Whether it can serve agents while their view is being redone."""
+        ...
+
+    def agent_view_current(self, view: Any) -> bool:
+        """Whether what agents read was written for ``view`` (its settings and redaction rules)."""
+        ...
+
+    def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
+        """Redo, as a writer, what agents read that was written for another view
+        (IndexLocked when an indexer holds the vault for longer than ``wait`` seconds)."""
+        ...
+
+
+class Backend(Protocol):
+    """Where a vault's store lives, and what can be done to it whole. :func:`hybrid.store.backend`
+    picks one from the vault's ``store`` setting; nothing above ``hybrid.store`` reads that
+    setting or names a backend."""
+
+    name: str  # "local", "postgresql"
+
+    def open(self, vault: Vault, *, writer: bool = False, wait: float = 0) -> Store:
+        """The vault's store; a reader's open (VaultError when it is not indexed yet) unless
+        ``writer`` (the indexer's, holding the vault's writer lock, waiting ``wait`` seconds)."""
+        ...
+
+    def write(self, vault: Vault, run: Callable[[Store], T], *, reembed: bool, wait: float,
+              view: Any, redactor: Any) -> T:
+        """Run one index job as the vault's only writer; crash-safe at every step. ``reembed``:
+        a store built anew, replacing the old one when ``run`` returns (until then the old one
+        answers). ``run`` may be called again on a fresh ledger when the old one proves
+        unreadable mid-run (the notes rebuild it)."""
+        ...
+
+    def where(self, vault: Vault) -> str | None:
+        """Where the store is, to show (a database URL without its password; None: the
+        vault's own index folder)."""
+        ...
+
+    def facts(self, vault: Vault, *, sizes: bool) -> StoreFacts | None:
+        """Its counts, model and layout for `hybrid status` (None: not indexed yet);
+        IndexCorrupt when it cannot be read."""
+        ...
+
+    def vacuum(self, vault: Vault, wait: float) -> VacuumReport:
+        """Reclaim space: unused cached embeddings, deleted documents, free pages."""
+        ...
+
+    def purge(self, vault: Vault) -> list[str]:
+        """Remove what this machine keeps of the store (a shared database is left to the
+        team: :meth:`drop` deletes it); the names that could not be removed."""
+        ...
+
+    def drop(self, vault: Vault) -> None:
+        """Delete the store wherever it is (a throwaway vault's: an evaluation's)."""
+        ...
+
+    def rename(self, vault: Vault, new_name: str, new_index_dir: Path) -> None:
+        """Keep the store under a new vault name (VaultError where a name is shared)."""
         ...

@@ -46,7 +46,7 @@ def audit_cmd(ctx, since, tool, client, limit, as_json):
         if as_json:
             print_json([])
         return
-    shown = deque(maxlen=limit or None)  # the last N matching
+    shown: deque[dict] = deque(maxlen=limit or None)  # the last N matching
     total = 0
     for record in log.records(since=since_ts, tool=tool, client=client):
         total += 1

@@ -15,6 +15,7 @@ import click
 from hybrid.core.settings import Settings, replace
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.faces.cli.support import open_handle, print_json, progress_bar
+from hybrid.sources import KINDS
 
 
 def _csv(value: str, cast, what: str) -> list:
@@ -66,7 +67,7 @@ def _weights(v: str) -> tuple[float, float]:
 @click.option("--store", metavar="URL", help="Index into PostgreSQL + pgvector instead of local files "
               "(a URL, or `postgresql` for $HYBRID_DATABASE_URL); the evaluation's vault is dropped after.")
 @click.option("--source", "sources", multiple=True,
-              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
+              type=click.Choice(list(KINDS)),
               help="Search only documents of this kind (repeatable: any), as `query --source`.")
 @click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")

@@ -159,15 +159,35 @@ def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
 
 
 # --- querying -----------------------------------------------------------------------------
+def search_options(command):
+    """The search request's options (:data:`hybrid.retrieval.request.OPTIONS`) as click
+    options: their flags, types, ranges, choices and help come from the one definition."""
+    from hybrid.retrieval.request import OPTIONS, SearchRequest, option_help
+    for opt in reversed(OPTIONS):
+        if not opt.flags:
+            continue
+        default = getattr(SearchRequest, opt.name, None)
+        kw: dict = {"help": option_help(opt, "cli")}
+        if opt.type == "int":
+            kw.update(type=click.IntRange(int(opt.low or 0), int(opt.high or 0)), default=default, show_default=True)
+        elif opt.type == "float":
+            kw.update(type=click.FloatRange(opt.low, opt.high), default=default)
+        elif opt.type == "bool":
+            kw.update(is_flag=True)
+        elif opt.type == "choice":
+            assert opt.choices is not None
+            kw.update(type=click.Choice(list(opt.choices())), default=default, show_default=True)
+        elif opt.type in ("texts", "choices"):
+            kw.update(multiple=True)
+            if opt.choices is not None:
+                kw.update(type=click.Choice(list(opt.choices())))
+        command = click.option(*opt.flags, opt.name, **kw)(command)
+    return command
+
+
 @main.command()
 @click.argument("text", nargs=-1)
-@click.option("-n", "--top-k", default=8, show_default=True, type=click.IntRange(1, 1000),
-              help="Notes to show (passages with --passages or --json).")
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "vector"]), default="hybrid", show_default=True)
-@click.option("--vault", "vaults", multiple=True, help="Search only this vault (repeatable).")
-@click.option("--folder", "folders", multiple=True, help="Only notes under this folder (repeatable: any).")
-@click.option("--tag", "tags", multiple=True, help="Only notes with this tag or a nested child (repeatable: all).")
-@click.option("--since", help="Only notes modified since YYYY-MM-DD or an age like 30d, 6m.")
+@search_options
 @click.option("--passages", is_flag=True, help="One entry per passage, not one per note.")
 @click.option("-l", "--files-with-matches", "files", is_flag=True,
               help="Print only the matching notes' references (vault:path), one per line, best first.")
@@ -176,42 +196,32 @@ def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
 @click.option("--json", "as_json", is_flag=True, help="Print the hits (passages) as JSON.")
 @click.option("--group", is_flag=True, help="With --json: one object per note, its passages inside.")
 @click.option("--full", is_flag=True, help="Print each passage's whole chunk, not a snippet.")
-@click.option("--rerank", is_flag=True,
-              help="Rescore the top candidates with the cross-encoder (setting rerank_model).")
 @click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
                                       "model name (overrides the setting).")
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
                                                 "secrets redacted (settings agent_exclude, private_tags).")
-@click.option("--exclude", "exclude_folders", multiple=True,
-              help="Leave out notes under this folder (repeatable), as the MCP tool's `exclude`.")
-@click.option("--min-score", type=click.FloatRange(0, 1), default=0.0,
-              help="Leave out hits whose confidence is below this (0-1; weak < 0.4 <= fair < 0.7 <= strong).")
-@click.option("--source", "sources", multiple=True,
-              type=click.Choice(["note", "pdf", "text", "web", "bookmark", "slack"]),
-              help="Only documents of this kind (repeatable: any).")
 @click.pass_context
-def query(ctx, text, top_k, mode, vaults, folders, tags, since, passages, files, explain, as_json, group, full,
-          rerank, rerank_model, local, as_agent, exclude_folders, min_score, sources):
+def query(ctx, text, passages, files, explain, as_json, group, full, rerank_model, local, as_agent, **search):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
     or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
 
     Hits are grouped by note: each note's best passage, its other passages below it.
     Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
-    if not text and not (folders or tags or since or sources):
+    if not text and not (search["folders"] or search["tags"] or search["since"] or search["sources"]):
         raise click.UsageError("give words to search for, or a --tag, --folder, --since or --source "
                                "filter to list notes")
+    top_k, mode = search["top_k"], search["mode"]
     from hybrid.faces.cli.render import Look, QueryView
     view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
                      explain=explain, look=Look.detect())
     h = open_handle(ctx)
     from hybrid.retrieval.limits import MAX_TOP_K
-    from hybrid.retrieval.request import SearchRequest
+    from hybrid.retrieval.request import from_options
     # Checked before asking a server: "query is too long" beats the server's 413.
-    request = SearchRequest(" ".join(text), top_k=view.fetch, mode=mode, vaults=vaults or None,
-                            folders=folders, tags=tags, since=since, exclude_folders=exclude_folders,
-                            rerank=rerank or bool(rerank_model), min_score=min_score, sources=sources)
+    request = from_options(" ".join(text), search, top_k=view.fetch,
+                           rerank=search["rerank"] or bool(rerank_model))
     if rerank_model:
         h.override(rerank_model=rerank_model)
 

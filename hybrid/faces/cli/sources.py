@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from hybrid.faces.cli.support import Group, open_handle, print_json
+from hybrid.sources import SOURCES
 
 
 @click.group("source", cls=Group)
@@ -18,11 +19,13 @@ def source_cmd() -> None:
 
 
 @source_cmd.command("add")
-@click.argument("kind", type=click.Choice(["bookmarks", "slack"]))
+@click.argument("kind", type=click.Choice([s.name for s in SOURCES.values() if not s.folder]))
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--name", help="Name of the source (default: the file name).")
+@click.option("--store", metavar="URL", help="Keep its index in PostgreSQL + pgvector (team mode), as "
+              "`hybrid vault add --store`.")
 @click.pass_context
-def source_add(ctx, kind, path, name):
+def source_add(ctx, kind, path, name, store):
     """Register the export PATH as a source of KIND.
 
     bookmarks: an export from Chrome, Firefox, Safari or Edge (bookmarks HTML), a Firefox JSON
@@ -32,8 +35,8 @@ def source_add(ctx, kind, path, name):
     slack: the zip Slack's export produces, or the folder it unpacks to. Each channel's day
     is a document, its threads sections.
     """
-    v = open_handle(ctx).add_source(kind, path, name)
-    hint = " (`--fetch` adds the pages' text)" if kind == "bookmarks" else ""
+    v = open_handle(ctx).add_source(kind, path, name, store)
+    hint = " (`--fetch` adds the pages' text)" if SOURCES[kind].fetches else ""
     click.echo(f"registered {kind} source {v.name!r} at {v.path}; run `hybrid index` to index "
                f"it{hint}", err=True)
 

@@ -61,11 +61,11 @@ class Group(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(1)
         except Exception as exc:
-            psycopg = sys.modules.get("psycopg")  # a refusal no store method translated
-            if psycopg is None or not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            from hybrid.store import explain
+            problem = explain(exc)  # a store's driver error no store method translated
+            if problem is None:
                 raise
-            from hybrid.store.pg.connect import privilege_problem
-            click.echo(f"error: {privilege_problem(exc, None, True)}", err=True)
+            click.echo(f"error: {problem}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

@@ -348,6 +348,7 @@ def facet_data(h: Hybrid) -> dict:
             for i in range(1, len(parts) + 1):
                 folders["/".join(parts[:i])] += 1
             tags.update(t for t in note.tags if isinstance(t, str))
-    return {"vaults": names, "sources": sorted(kinds),
+    from hybrid.retrieval.request import OPTIONS
+    return {"options": {o.name: o.describe() for o in OPTIONS}, "vaults": names, "sources": sorted(kinds),
             "tags": [t for t, _ in tags.most_common(TOP_FACETS)],
             "folders": sorted(f for f, _ in folders.most_common(TOP_FACETS))}

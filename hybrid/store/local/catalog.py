@@ -365,7 +365,7 @@ class Catalog:
 
     def chunk_ids_of(self, file_ids: Iterable[int]) -> set[int]:
         """Every chunk id (live or dead: an arm may still hold a replaced one) of ``file_ids``."""
-        ids, out = list(file_ids), set()
+        ids, out = list(file_ids), set[int]()
         for i in range(0, len(ids), 900):
             part = ids[i:i + 900]
             out.update(r[0] for r in self.db.execute(
@@ -385,7 +385,8 @@ class Catalog:
 
     def note_spans(self, file_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
         """``{file id: (its first live chunk's id, first line, last line of its live chunks)}``."""
-        ids, spans = list(file_ids), {}
+        ids = list(file_ids)
+        spans: dict[int, tuple[int, int, int]] = {}
         for i in range(0, len(ids), 900):
             part = ids[i:i + 900]
             sql = (f"SELECT file_id, id, start_line, end_line FROM chunks WHERE dead=0 AND file_id IN "

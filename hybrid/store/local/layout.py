@@ -15,8 +15,8 @@ import re
 import time
 from pathlib import Path
 
-from hybrid.core.errors import IndexLocked
 from hybrid.core.faults import checkpoint
+from hybrid.core.files import fsync_dir, sibling
 from hybrid.store.local.lexical import LexicalIndex, remove_known
 
 log = logging.getLogger("hybrid")
@@ -27,24 +27,6 @@ KNOWN_FILE_RE = re.compile(r"^(catalog\.sqlite(-wal|-shm|-journal)?|"
 AGENT_LEXICAL = "lexical-agent"   # the agent index's folder, beside ``lexical/``
 LEXICAL_DIRS = ("lexical", AGENT_LEXICAL)  # the owner's tantivy index and the agent view's
 REEMBED_TMP, REEMBED_READY, REEMBED_OLD = ".reembed-tmp", ".reembed-ready", ".reembed-old"
-
-
-def sibling(directory: Path, suffix: str) -> Path:
-    return directory.with_name(directory.name + suffix)
-
-
-def lock_dir(directory: Path, timeout: float = 0):
-    """The writer lock of an index dir; raises IndexLocked naming the holder when it cannot be had."""
-    from filelock import FileLock, Timeout
-
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(sibling(directory, ".lock")), timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise IndexLocked(f"another `hybrid index` is writing {directory.name!r}; "
-                          f"wait for it to finish or pass --wait SECONDS") from None
-    return lock
 
 
 def remove_tree(directory: Path) -> list[str]:
@@ -110,21 +92,6 @@ def _clear_old(old: Path) -> None:
         keep = old.with_name(f"{old.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         os.rename(old, keep)
         log.warning("%s: kept files hybrid did not create in %s", old.parent, keep)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make new directory entries in ``path`` durable (POSIX; a no-op where folders cannot be
-    opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def folder_bytes(directory: Path) -> int:

@@ -18,15 +18,15 @@ import logging
 import os
 import time
 from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.faults import checkpoint
+from hybrid.core.files import lock_dir, sibling
 from hybrid.store import base
 from hybrid.store.agent.view import AgentView
-from hybrid.store.base import VectorSpec
+from hybrid.store.base import VacuumReport, VectorSpec
 from hybrid.store.local import agent_index
 from hybrid.store.local.catalog import Catalog
 from hybrid.store.local.layout import (
@@ -35,10 +35,8 @@ from hybrid.store.local.layout import (
     REEMBED_READY,
     REEMBED_TMP,
     folder_bytes,
-    lock_dir,
     recover_reembed,
     remove_tree,
-    sibling,
     swap_in,
 )
 from hybrid.store.local.lexical import LexicalIndex
@@ -404,22 +402,6 @@ class VaultStore:
         deleted = self.catalog.reclaim_embeddings(model, force) if model else 0
         self.catalog.checkpoint_wal()
         return deleted
-
-
-@dataclass
-class VacuumReport:
-    vault: str
-    embeddings_removed: int = 0     # cached vectors no live chunk used
-    lexical_compacted: bool = False  # tantivy rebuilt without its deleted documents
-    bytes_before: int = 0            # the index folder's size before and after
-    bytes_after: int = 0
-
-    @property
-    def reclaimed_bytes(self) -> int:
-        return self.bytes_before - self.bytes_after
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "reclaimed_bytes": self.reclaimed_bytes}
 
 
 def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.faults import checkpoint
+from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
 from hybrid.store.lexicon import units
@@ -343,6 +344,47 @@ class PgCatalog:
 
     def all_chunk_ids(self) -> list[int]:
         return [r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s ORDER BY id", (self.vault_id,))]
+
+    # --- fetched pages (bookmarks sources) -------------------------------------------------
+    # hybrid_fetched came after schema 2: a database made before has none until its indexer
+    # first fetches (no schema change for readers meanwhile: they find no page fetched)
+    FETCHED_TABLE = """CREATE TABLE IF NOT EXISTS hybrid_fetched (
+        vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
+        url text NOT NULL, ok boolean NOT NULL, title text NOT NULL, text text NOT NULL,
+        error text NOT NULL, status integer, fetched_at double precision NOT NULL,
+        PRIMARY KEY (vault, url))"""
+
+    def fetched(self, url: str | None = None) -> dict[str, FetchedPage]:
+        """Every fetched page of this vault by URL, or only ``url``'s."""
+        if self.q("SELECT to_regclass('hybrid_fetched')").fetchone()[0] is None:
+            return {}
+        sql = "SELECT url, ok, title, text, error, status, fetched_at FROM hybrid_fetched WHERE vault=%s"
+        rows = self.q(sql, (self.vault_id,)) if url is None else self.q(sql + " AND url=%s", (self.vault_id, url))
+        return {r[0]: FetchedPage(r[0], bool(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows}
+
+    def put_fetched(self, rows: Iterable[FetchedPage]) -> None:
+        """Record fetch results; a failure never replaces a page fetched before."""
+        v = self.vault_id
+        with self.store.guarded(), self.conn.transaction():
+            if self.q("SELECT to_regclass('hybrid_fetched')").fetchone()[0] is None:
+                self.conn.execute(self.FETCHED_TABLE)
+            for r in rows:
+                self.conn.execute(
+                    "INSERT INTO hybrid_fetched(vault, url, ok, title, text, error, status, fetched_at) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (vault, url) DO UPDATE SET ok=EXCLUDED.ok, "
+                    "title=EXCLUDED.title, text=EXCLUDED.text, error=EXCLUDED.error, status=EXCLUDED.status, "
+                    "fetched_at=EXCLUDED.fetched_at WHERE EXCLUDED.ok OR NOT hybrid_fetched.ok",
+                    (v, r.url, r.ok, r.title, r.text, r.error, r.status, r.fetched_at))
+
+    def drop_fetched(self, keep: Iterable[str]) -> int:
+        """Forget fetched pages of URLs no longer bookmarked; returns how many."""
+        keep = set(keep)
+        gone = [u for u in self.fetched() if u not in keep]
+        if gone:
+            with self.store.guarded(), self.conn.transaction():
+                self.conn.execute("DELETE FROM hybrid_fetched WHERE vault=%s AND url = ANY(%s)",
+                                  (self.vault_id, gone))
+        return len(gone)
 
     # --- embeddings -----------------------------------------------------------------------
     def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:

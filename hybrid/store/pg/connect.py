@@ -95,6 +95,12 @@ CREATE TABLE IF NOT EXISTS hybrid_terms (
     vault integer NOT NULL, unit smallint NOT NULL, lexeme text COLLATE "C" NOT NULL,
     df integer NOT NULL, PRIMARY KEY (vault, unit, lexeme)
 );
+CREATE TABLE IF NOT EXISTS hybrid_fetched (   -- a bookmarks source's fetched pages
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
+    url text NOT NULL, ok boolean NOT NULL, title text NOT NULL, text text NOT NULL,
+    error text NOT NULL, status integer, fetched_at double precision NOT NULL,
+    PRIMARY KEY (vault, url)
+);
 CREATE TABLE IF NOT EXISTS hybrid_embeddings (
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
     model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
@@ -155,6 +161,15 @@ def connect_problem(exc: BaseException, url: str, vault: str) -> str:
 WRITE_GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}; " \
               "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
 READ_GRANT = "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"
+
+
+def explain(exc: BaseException) -> StoreUnavailable | None:
+    """A refusal for want of a privilege that escaped every store method, as one line (None
+    for any other exception)."""
+    import psycopg
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return privilege_problem(exc, None, True)
+    return None
 
 
 def privilege_problem(exc: BaseException, role: str | None, writer: bool, where: str = "") -> StoreUnavailable:

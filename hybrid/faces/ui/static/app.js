@@ -9,6 +9,7 @@ const DEBOUNCE_MS = 180;
 const TOP_K = 20;
 const SAFE_LINK = /^(obsidian:|https?:)/i;
 const FILTERS = ["vault", "folder", "tag", "since", "source", "mode"];
+const MODE_LABELS = { hybrid: "Hybrid", lexical: "Words (BM25)", vector: "Meaning (vectors)" };
 
 const state = {
   seq: 0,            // the newest search sent; older answers are dropped
@@ -398,6 +399,19 @@ const loadFacets = guard(async () => {
   };
   fill($("f-vault"), f.vaults);
   fill($("f-source"), f.sources);
+  // the search options as the server declares them (hybrid.retrieval.request.OPTIONS): the
+  // modes offered, and each control's help
+  const opts = f.options || {};
+  if (opts.mode) {
+    const keep = $("f-mode").value || opts.mode.default;
+    const modes = [opts.mode.default, ...opts.mode.choices.filter((m) => m !== opts.mode.default)];
+    $("f-mode").replaceChildren(...modes.map((m) => el("option", { value: m, text: MODE_LABELS[m] || m })));
+    $("f-mode").value = keep;
+  }
+  for (const [id, name] of [["f-folder", "folders"], ["f-tag", "tags"], ["f-since", "since"], ["f-source", "sources"],
+                            ["f-mode", "mode"], ["f-rerank", "rerank"], ["f-vault", "vaults"]]) {
+    if (opts[name]) $(id).title = opts[name].help;
+  }
   $("folders").replaceChildren(...f.folders.map((v) => el("option", { value: v })));
   $("tags").replaceChildren(...f.tags.map((v) => el("option", { value: v })));
 });

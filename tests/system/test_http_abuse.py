@@ -1,0 +1,501 @@
+"""No way in over HTTP: each test a reproduction from the adversarial review of `hybrid serve
+--http`. Token guessing is throttled per client address on every route that checks the token
+(the bearer header on /api/search, /ui/api/*, /mcp, and the sign-in form), never the owner at
+another address or with the owner key or a session; signing out ends the session on the server
+(one, or everywhere; across restarts; a damaged revocation file signs everyone out); slow
+clients are cut off (a request's head, its body) and the connections are capped; /health
+answers while searches hold the handle. In-process through Starlette's TestClient where the
+socket is not the point; real `hybrid serve --http` subprocesses, or uvicorn in a thread where
+a test patches the server, on 127.0.0.1 (slow)."""
+import http.client
+import json
+import selectors
+import socket
+import stat
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+
+import pytest
+from helpers import hash_home, uvicorn_thread
+from starlette.testclient import TestClient
+
+import hybrid.app.api
+import hybrid.faces.http
+from hybrid.faces.http import build_app
+from hybrid.faces.http_guard import SHED_AFTER, protocol_class
+from hybrid.faces.ui import session as session_mod
+from hybrid.faces.ui.session import (
+    FAILURE_WINDOW,
+    MAX_FAILURES,
+    SESSION_DAYS,
+    Sessions,
+    Throttle,
+    Throttled,
+    client_key,
+)
+
+TOKEN = "s3cret"
+OWNER = "KEY"
+PORT = 8765
+BASE = f"http://127.0.0.1:{PORT}"
+COOKIE = f"hybrid_session_{PORT}"
+ATTACKER, OWNER_AT, OTHER = "203.0.113.9", "198.51.100.7", "192.0.2.44"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+ROUTES = {"/api/search": {"query": "orders"}, "/ui/api/search": {"query": "orders"}, "/mcp": INIT}
+ACCEPT = "application/json, text/event-stream"  # what an MCP client sends
+
+
+# --- fixtures and helpers ----------------------------------------------------------------------
+@pytest.fixture
+def h(fake_indexed):
+    return fake_indexed
+
+
+@pytest.fixture
+def home(hybrid_home, vault):
+    """A HYBRID_HOME for `hybrid serve --http` subprocesses (the ``serve`` fixture)."""
+    return hash_home(hybrid_home, vault)
+
+
+def with_peer(app):
+    """``app`` taking each request's client address from a test-only ``X-Test-Peer`` header: a
+    TestClient has one address, and /mcp needs the one lifespan a single client runs."""
+    async def peered(scope, receive, send):
+        if scope["type"] == "http":
+            for k, v in scope["headers"]:
+                if k == b"x-test-peer":
+                    scope = {**scope, "client": (v.decode(), 5000)}
+        await app(scope, receive, send)
+    return peered
+
+
+@pytest.fixture
+def server(h):
+    """A token server's app in-process, lifespan running (so /mcp answers); requests say which
+    address they come from with ``X-Test-Peer``."""
+    with TestClient(with_peer(build_app(h, port=PORT, token=TOKEN, owner_key=OWNER)), base_url=BASE) as c:
+        yield c
+
+
+def ask(c: TestClient, path: str, peer: str, token: str | None = None, **headers: str):
+    """POST ``path``'s usual body from address ``peer`` with bearer ``token`` (None: no header)."""
+    hdrs = {"X-Test-Peer": peer, "Accept": ACCEPT, **headers}
+    if token is not None:
+        hdrs["Authorization"] = f"Bearer {token}"
+    return c.post(path, json=ROUTES[path], headers=hdrs)
+
+
+def form(c: TestClient, peer: str, token: str):
+    return c.post("/ui/login", json={"token": token}, headers={"X-Test-Peer": peer})
+
+
+def throttle_out(c: TestClient, peer: str) -> None:
+    for _ in range(MAX_FAILURES):
+        assert ask(c, "/api/search", peer, "guess").status_code == 401
+    assert ask(c, "/api/search", peer, "guess").status_code == 429
+
+
+@pytest.fixture
+def make_app(h):
+    """``make_app(**build_app keywords)``: a server's app on ``h``'s data folder; a second one is
+    that server restarted."""
+    return lambda **kw: build_app(h, **{"port": PORT, "owner_key": OWNER, **kw})
+
+
+def sign_in(c: TestClient) -> str:
+    """Sign ``c`` in through a one-time link (as `hybrid ui` does); its session cookie's value."""
+    path = c.post("/ui/api/ticket", headers={"X-Hybrid-Owner": OWNER}, json={}).json()["path"]
+    r = c.get(path, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    return c.cookies[COOKIE]
+
+
+def status_with(app, value: str) -> int:
+    """What ``GET /ui/api/status`` answers a fresh browser holding session cookie ``value``."""
+    return TestClient(app, base_url=BASE, cookies={COOKIE: value}).get("/ui/api/status").status_code
+
+
+# --- 1. token guessing ------------------------------------------------------------------------
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+@pytest.mark.parametrize("path", list(ROUTES))
+def test_bearer_guesses_are_throttled_per_address(server, path):
+    for _ in range(MAX_FAILURES):
+        assert ask(server, path, ATTACKER, "guess").status_code == 401
+    r = ask(server, path, ATTACKER, "guess")
+    assert r.status_code == 429 and "too many wrong tokens" in r.json()["error"]
+    assert 1 <= int(r.headers["retry-after"]) <= FAILURE_WINDOW
+    assert ask(server, path, OWNER_AT, TOKEN).status_code == 200  # the owner, elsewhere: served
+    assert ask(server, path, OTHER, "typo").status_code == 401  # another address has its own budget
+    assert ask(server, path, OTHER, TOKEN).status_code == 200
+    # the guesser's address is not checked at all, or a 200 among the 429s would give the token away
+    assert ask(server, path, ATTACKER, TOKEN).status_code == 429
+
+
+def test_one_budget_for_every_route_and_the_sign_in_form(server):
+    for path in ROUTES:
+        assert ask(server, path, ATTACKER, "guess").status_code == 401
+    for _ in range(MAX_FAILURES - len(ROUTES)):
+        assert form(server, ATTACKER, "guess").status_code == 401
+    r = form(server, ATTACKER, TOKEN)
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1 and "set-cookie" not in r.headers
+    r = server.get("/ui/api/status", headers={"X-Test-Peer": ATTACKER, "Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 429 and "content-security-policy" in r.headers  # the page's own refusal
+    r = form(server, OTHER, TOKEN)  # the form is per address too: five wrong tries lock out no one else
+    assert r.status_code == 200 and r.headers["set-cookie"].startswith(f"{COOKIE}=")
+
+
+def test_the_owner_key_and_a_session_get_past_a_throttled_address(server):
+    throttle_out(server, ATTACKER)  # e.g. another local user guessing from 127.0.0.1, as the owner
+    owner = {"X-Hybrid-Owner": OWNER}
+    assert ask(server, "/api/search", ATTACKER, TOKEN, **owner).status_code == 200  # `hybrid query`
+    assert ask(server, "/api/search", ATTACKER, "wrong", **owner).status_code == 401
+    path = server.post("/ui/api/ticket", headers={**owner, "X-Test-Peer": ATTACKER}, json={}).json()["path"]
+    assert server.get(path, headers={"X-Test-Peer": ATTACKER}, follow_redirects=False).status_code == 303
+    assert ask(server, "/ui/api/search", ATTACKER).status_code == 200  # `hybrid ui`'s session
+    assert ask(server, "/ui/api/search", ATTACKER, "guess").status_code == 200  # the session decides
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_a_request_without_a_token_is_no_guess(server):
+    for _ in range(3 * MAX_FAILURES):
+        assert ask(server, "/api/search", ATTACKER).status_code == 401
+        assert ask(server, "/ui/api/search", ATTACKER).status_code == 401
+    assert ask(server, "/api/search", ATTACKER, TOKEN).status_code == 200
+
+
+def test_the_throttle_remembers_a_bounded_number_of_addresses():
+    t = Throttle(max_clients=64)
+    for i in range(10_000):  # an attacker with many addresses
+        assert t.check(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", "guess", TOKEN) is False
+    assert t.clients == 64
+
+
+def test_an_ipv6_host_gets_one_budget_for_its_whole_64():
+    t = Throttle()
+    for i in range(MAX_FAILURES):
+        t.check(f"2001:db8:1:2::{i + 1:x}", "guess", TOKEN)
+    with pytest.raises(Throttled):
+        t.check("2001:db8:1:2:ffff::99", TOKEN, TOKEN)  # a fresh address in the same /64
+    assert t.check("2001:db8:1:3::1", TOKEN, TOKEN)  # the next /64 is someone else
+    assert client_key("::ffff:10.1.2.3") == client_key("10.1.2.3") == "10.1.2.3"
+    assert client_key("testclient") == "testclient"
+
+
+# --- 2. signing out ---------------------------------------------------------------------------
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_logout_ends_a_copied_cookie_also_after_a_restart(make_app):
+    app = make_app()
+    browser = TestClient(app, base_url=BASE)
+    value = sign_in(browser)
+    assert status_with(app, value) == 200  # a copy of the cookie works while the session lives
+    assert browser.post("/ui/logout", json={}).json() == {"signed_in": False}
+    assert status_with(app, value) == 401
+    restarted = make_app()
+    assert status_with(restarted, value) == 401
+    again = TestClient(restarted, base_url=BASE)
+    assert status_with(restarted, sign_in(again)) == 200  # signing in again works
+
+
+def test_logout_reaches_every_server_on_the_data_folder(make_app):
+    first, second = make_app(), make_app(port=PORT)  # e.g. a restart while the old one still runs
+    value = sign_in(TestClient(first, base_url=BASE))
+    TestClient(second, base_url=BASE, cookies={COOKIE: value}).post("/ui/logout", json={})
+    assert status_with(first, value) == 401
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_sign_out_everywhere(make_app, h):
+    app = make_app(token=TOKEN)
+    a, b = TestClient(app, base_url=BASE), TestClient(app, base_url=BASE)
+    value_a, value_b = sign_in(a), sign_in(b)
+    pending = a.post("/ui/api/ticket", headers={"X-Hybrid-Owner": OWNER}, json={}).json()["path"]
+    stranger = TestClient(app, base_url=BASE)
+    assert stranger.post("/ui/logout-everywhere", json={}).status_code == 401  # not for anyone
+    assert status_with(app, value_b) == 200
+    r = a.post("/ui/logout-everywhere", json={})
+    assert r.status_code == 200 and "Max-Age=0" in r.headers["set-cookie"]
+    assert status_with(app, value_a) == 401 and status_with(app, value_b) == 401
+    assert a.get(pending, follow_redirects=False).headers["location"] == "/?signin=expired"
+    restarted = make_app(token=TOKEN)
+    assert status_with(restarted, value_a) == 401 and status_with(restarted, value_b) == 401
+    c = TestClient(restarted, base_url=BASE)
+    value_c = sign_in(c)
+    assert status_with(restarted, value_c) == 200
+    bearer = {"Authorization": f"Bearer {TOKEN}"}  # a token holder may do it too
+    r = TestClient(restarted, base_url=BASE).post("/ui/logout-everywhere", json={}, headers=bearer)
+    assert r.status_code == 200
+    assert status_with(restarted, value_c) == 401
+
+
+def test_the_page_offers_sign_out_everywhere(make_app):
+    c = TestClient(make_app(), base_url=BASE)
+    assert 'id="signout-all"' in c.get("/").text
+    assert '"/ui/logout-everywhere"' in c.get("/ui/static/app.js").text
+
+
+DAMAGE = {"garbage": b"\x00\xffnot json", "empty": b"", "cut": b'{"epoch": "0123456789abcdef0123456789abcdef", "rev',
+          "no epoch": b'{"revoked": {}}', "epoch a number": b'{"epoch": 5, "revoked": {}}',
+          "short epoch": b'{"epoch": "abc", "revoked": {}}', "list": b"[]",
+          "revoked a list": b'{"epoch": "0123456789abcdef0123456789abcdef", "revoked": []}', "deleted": None}
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_revocation_file_signs_everyone_out(make_app, h, damage):
+    app = make_app()
+    browser = TestClient(app, base_url=BASE)
+    value = sign_in(browser)
+    path = h.config.data / session_mod.REVOKED_FILE
+    path.unlink() if DAMAGE[damage] is None else path.write_bytes(DAMAGE[damage])
+    assert status_with(app, value) == 401  # the running server notices
+    restarted = make_app()
+    assert status_with(restarted, value) == 401
+    fresh = sign_in(TestClient(restarted, base_url=BASE))
+    assert status_with(restarted, fresh) == 200 and status_with(app, fresh) == 200  # both agree again
+    state = json.loads(path.read_text())
+    assert set(state) == {"epoch", "revoked"} and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_revocation_file_is_private_and_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(session_mod, "MAX_REVOKED", 5)
+    data, now = tmp_path / "data", [1_000_000.0]
+    s = Sessions(data, PORT, None, clock=lambda: now[0])
+    path = data / session_mod.REVOKED_FILE
+    live = s.issue()
+    assert not s.revoke("123.nope") and not s.revoke(None)  # only live sessions are recorded
+    for _ in range(5):
+        assert s.revoke(s.issue())
+    assert len(json.loads(path.read_text())["revoked"]) == 5 and s.valid(live)
+    s.revoke(s.issue())  # one past the cap: everyone is signed out, and the list starts over
+    assert not s.valid(live) and json.loads(path.read_text())["revoked"] == {}
+    old = s.issue()
+    s.revoke(old)
+    now[0] += SESSION_DAYS * 86400 + 1  # the revoked session would have expired by now
+    s.revoke(s.issue())
+    revoked = json.loads(path.read_text())["revoked"]
+    assert len(revoked) == 1 and old.split(".")[1] not in revoked
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in data.iterdir()) == ["ui-sessions.json", "ui.key"]  # no temporary files left
+
+
+# --- 3. a real server: guessing, slow clients -------------------------------------------------
+def raw(port: int, method: str, path: str, body: bytes = b"", source: str | None = None,
+        **headers: str) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                      source_address=(source, 0) if source else None)
+    try:
+        conn.request(method, path, body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                                          "Accept": ACCEPT, **headers})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_guessing_the_token_of_a_real_server(serve):
+    s = serve(env={"HYBRID_TOKEN": TOKEN})
+    statuses: Counter = Counter()
+    for i in range(60):
+        path = list(ROUTES)[i % len(ROUTES)]
+        # a fresh X-Forwarded-For each time: uvicorn would believe it from a loopback peer
+        status, headers, _ = raw(s.port, "POST", path, json.dumps(ROUTES[path]).encode(),
+                                 Authorization=f"Bearer guess{i}", **{"X-Forwarded-For": f"10.9.{i}.1"})
+        statuses[status] += 1
+        if status == 429:
+            assert int(headers["retry-after"]) >= 1
+    assert statuses == {401: MAX_FAILURES, 429: 60 - MAX_FAILURES}
+    owner_key = json.loads(s.info.read_text())["owner_key"]  # `hybrid query` from the same address
+    status, _, body = raw(s.port, "POST", "/api/search", b'{"query": "tailscale"}', Authorization=f"Bearer {TOKEN}",
+                          **{"X-Hybrid-Owner": owner_key})
+    assert status == 200 and json.loads(body)["hits"]
+    if sys.platform == "linux":  # all of 127.0.0.0/8 is this host: a second client address
+        init = json.dumps(INIT).encode()
+        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization=f"Bearer {TOKEN}")[0] == 200
+        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization="Bearer typo")[0] == 401
+
+
+def wait_closed(socks: list[socket.socket], within: float) -> float:
+    """Seconds until the server closed every one of ``socks`` (whatever it wrote first is read
+    and dropped); fails the test after ``within``."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    t0 = time.monotonic()
+    while sel.get_map():
+        left = within - (time.monotonic() - t0)
+        assert left > 0, f"{len(sel.get_map())} of {len(socks)} connections still open after {within} s"
+        for key, _ in sel.select(timeout=min(left, 1.0)):
+            try:
+                data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+            except ConnectionError:
+                data = b""
+            if not data:
+                sel.unregister(key.fileobj)
+    return time.monotonic() - t0
+
+
+def health_ok(port: int, timeout: float = 30) -> float:
+    t0 = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=timeout) as resp:
+        assert resp.status == 200
+    return time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_slowloris_connections_are_closed(serve, home):
+    assert hybrid.Settings().http_header_timeout == 10  # the default; 3 s here keeps the test short
+    config = home / "config.toml"
+    config.write_text(config.read_text().replace("[settings]\n", "[settings]\nhttp_header_timeout = 3\n"))
+    s = serve()
+    head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nX-Slow: ".encode()
+    socks = [socket.create_connection(("127.0.0.1", s.port), timeout=30) for _ in range(60)]
+    for sock in socks[:50]:
+        sock.sendall(head)  # half a head, the rest never comes; the other ten send nothing
+    kept = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    kept.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
+    assert kept.recv(65536).startswith(b"HTTP/1.1 200")
+    kept.sendall(head)  # kept alive, then half a second request: uvicorn stops its idle timer here
+    socks.append(kept)
+    assert health_ok(s.port) < 5  # meanwhile the server answers
+    wait_closed(socks, within=10)
+    for sock in socks:
+        sock.close()
+    assert s.proc.poll() is None and health_ok(s.port) < 5
+
+
+@pytest.mark.slow
+def test_a_partial_body_gets_408_and_the_connection_closed(serve, home):
+    config = home / "config.toml"
+    config.write_text(config.read_text().replace("[settings]\n", "[settings]\nhttp_body_timeout = 2\n"))
+    s = serve()
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    sock.sendall(f"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: 100\r\n\r\n{{\"query\"".encode())
+    reply = b""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 15:
+        data = sock.recv(65536)
+        if not data:
+            break
+        reply += data
+    else:
+        pytest.fail("the connection is still open after 15 s")
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 408") and b"connection: close" in reply.lower()
+    assert health_ok(s.port) < 5
+
+
+# --- 4. uvicorn's protocol, patched: pinned here (it relies on H11Protocol's internals) ----------
+def slow_api(monkeypatch, gate: threading.Event) -> list:
+    """Make /api/search wait for ``gate`` (at most 30 s) before searching, inside a worker
+    thread, as a long search does; returns a list that grows by one as each starts waiting."""
+    real, waiting_now = hybrid.faces.http.api_search_call, []
+
+    def waiting(*args):
+        waiting_now.append(1)
+        gate.wait(30)
+        return real(*args)
+    monkeypatch.setattr(hybrid.faces.http, "api_search_call", waiting)
+    return waiting_now
+
+
+def post_search(port: int) -> int:
+    return raw(port, "POST", "/api/search", b'{"query": "orders"}')[0]
+
+
+@pytest.mark.slow
+def test_a_slow_answer_is_not_cut_by_the_head_deadline(h, monkeypatch):
+    gate = threading.Event()
+    slow_api(monkeypatch, gate)
+    with uvicorn_thread(build_app(h), http=protocol_class(0.5)) as port:
+        threading.Timer(1.5, gate.set).start()  # the answer takes three head deadlines
+        assert post_search(port) == 200
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # one kept-alive connection
+        for _ in range(4):
+            conn.request("GET", "/health", headers={"Host": f"127.0.0.1:{port}"})
+            assert conn.getresponse().read() and conn.sock is not None
+            time.sleep(0.3)  # pauses between requests, each shorter than the deadline
+        conn.close()
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        time.sleep(0.2)
+        sock.sendall(b"\r\n")  # a head in two pieces, within the deadline
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        sock.close()
+
+
+@pytest.mark.slow
+def test_connections_past_the_cap_shed_idle_ones_then_refuse(h, monkeypatch):
+    gate = threading.Event()
+    waiting = slow_api(monkeypatch, gate)
+    with uvicorn_thread(build_app(h), http=protocol_class(30, max_connections=8)) as port:
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(8)]
+        time.sleep(SHED_AFTER + 0.5)
+        idle += [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+        wait_closed(idle[:4], within=10)  # the four that waited longest made room
+        assert health_ok(port) < 5  # and so does any newcomer, shedding another one
+        for sock in idle:
+            sock.close()
+        time.sleep(SHED_AFTER + 0.5)
+        results: list[int] = []
+        busy = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(8)]
+        for t in busy:
+            t.start()
+        deadline = time.monotonic() + 20
+        while len(waiting) < 8:
+            assert time.monotonic() < deadline, "the searches did not start"
+            time.sleep(0.05)
+        status, _, body = raw(port, "GET", "/health")  # eight being answered: none to shed
+        assert (status, body) == (503, b"too many connections")
+        gate.set()
+        for t in busy:
+            t.join(30)
+        assert results == [200] * 8 and health_ok(port) < 5
+
+
+@pytest.mark.slow
+def test_health_answers_while_searches_hold_the_handle(h, monkeypatch):
+    """/health once re-read a changed config.toml under the handle's lock, on the event loop:
+    with a search holding the lock, every connection waited for it."""
+    gate, entered = threading.Event(), threading.Event()
+    real = hybrid.app.api.run_search
+
+    def slow_search(*args, **kw):  # inside Hybrid.search's lock, as a long search is
+        entered.set()
+        gate.wait(30)
+        return real(*args, **kw)
+    monkeypatch.setattr(hybrid.app.api, "run_search", slow_search)
+    with uvicorn_thread(build_app(h), http=protocol_class(10)) as port:
+        results: list[int] = []
+        searches = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(200)]
+        for t in searches:
+            t.start()
+        assert entered.wait(30)
+        with open(h.config.path, "a", encoding="utf-8") as fh:  # e.g. `hybrid vault add` elsewhere
+            fh.write("\n# changed\n")
+        try:
+            assert health_ok(port, timeout=60) < 5
+            assert raw(port, "GET", "/ui/api/session")[0] == 200
+        finally:
+            gate.set()
+            for t in searches:
+                t.join(60)
+        assert results == [200] * 200
+
+
+def test_the_server_protocol_is_h11s_with_the_hooks_it_relies_on():
+    """The hooks the protocol patches exist in the installed uvicorn (a rename would silently
+    turn the head deadline off)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+    proto = protocol_class(10)
+    assert issubclass(proto, H11Protocol)
+    for name in ("connection_made", "data_received", "connection_lost", "on_response_complete"):
+        assert name in vars(H11Protocol), name
+    assert {"cycle", "connections", "transport", "loop"} <= set(H11Protocol.__init__.__code__.co_names)
+    assert "response_complete" in RequestResponseCycle.__init__.__code__.co_names

@@ -1,0 +1,128 @@
+"""hybrid.store.agent.redact: secrets hidden from byte patterns (invisible characters, HTML entities, full-width
+letters, a line break inside a token) are found in a normalised copy and redacted in the original;
+credential columns of tables; passphrases. The corpus-wide figures are in test_redact_corpus.py."""
+import random
+import string
+import time
+
+import pytest
+from secrets_fixtures import B62, fake_secrets
+
+from hybrid.store.agent.redact import REDACTED, Redactor
+from hybrid.store.agent.redact_rules import View
+
+CASES = {c["name"]: c for c in fake_secrets()}
+
+
+@pytest.fixture(scope="module")
+def rd(kingfisher_cache):
+    r = Redactor(kingfisher_cache)
+    r.warm()
+    return r
+
+
+def test_view_maps_a_deletion_back():
+    view = View("ab\u200bcd", [(2, 3, "")])
+    assert view.text == "abcd"
+    assert (view.original(1, end=False), view.original(3, end=True)) == (1, 4)  # "bc" covers the ZWSP
+    assert (view.original(0, end=False), view.original(2, end=True)) == (0, 2)  # "ab" stops before it
+    assert (view.original(2, end=False), view.original(4, end=True)) == (3, 5)  # "cd" starts after it
+
+
+def test_view_maps_a_replacement_back():
+    text = "pw&#58; x"
+    view = View(text, [(2, 7, ":")])
+    assert view.text == "pw: x"
+    assert view.original(4, end=False) == len("pw&#58; ")          # after the entity: shifted by 4
+    assert (view.original(2, end=False), view.original(3, end=True)) == (2, 7)  # the ":" is the entity
+
+
+def test_view_maps_an_insertion_back():
+    view = View("key), ok", [(3, 3, " ")])
+    assert view.text == "key ), ok"
+    assert (view.original(0, end=False), view.original(3, end=True)) == (0, 3)
+    assert view.original(5, end=False) == 4  # the "," after the inserted space
+
+
+def test_view_merges_adjacent_edits():
+    view = View("a\u200b\u200bb", [(1, 2, ""), (2, 3, "")])
+    assert view.text == "ab"
+    assert (view.original(0, end=False), view.original(2, end=True)) == (0, 4)
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+@pytest.mark.parametrize("name", ["token-zero-width-space", "token-soft-hyphen", "keyword-zero-width",
+                                  "html-entity-colon-decimal", "html-escaped-json", "fullwidth-aws-key-id",
+                                  "fullwidth-keyword", "nbsp-before-value"])
+def test_secret_found_in_the_copy_is_redacted_in_the_original(rd, name):
+    """The span covers the original characters: the invisible one inside the token too."""
+    case = CASES[name]
+    text, secret = case["line"], case["secret"]
+    start = text.index(secret)
+    assert any(s <= start and start + len(secret) <= e for s, e in rd.spans(text))
+    out = rd.redact(text)
+    assert secret not in out and REDACTED in out
+    assert rd.redact(out) == out
+
+
+def test_wrapped_token_keeps_the_line_count(rd):
+    case = CASES["token-split-by-newline"]
+    first, second = case["secret"].split("\n")
+    out = rd.redact(case["line"])
+    assert first not in out and second not in out
+    assert out.count("\n") == case["line"].count("\n")
+    assert out.splitlines()[-1] == "thanks!"  # the next line is not joined to the token
+
+
+def test_redact_parts_token_wrapped_at_a_chunk_boundary(rd):
+    """Chunks without overlap are joined with a newline; the token cut there is re-joined."""
+    case = CASES["token-split-by-newline"]
+    first, second = case["secret"].split("\n")
+    parts = [f"My token:\n{first}", f"{second}\nthanks!"]
+    out = rd.redact_parts(parts)
+    assert first not in out[0] and second not in out[1]
+    assert [p.count("\n") for p in out] == [p.count("\n") for p in parts]
+
+
+def test_table_credential_column(rd):
+    rnd = random.Random(3)
+    pw = "".join(rnd.choice(B62) for _ in range(10)) + "!7"
+    table = ("| Service | Login | Password | Notes |\n|:--|---|---|---|\n"
+             f"| NAS | alice | `{pw}` | rotated 2024-05 |\n| Router | admin | in the vault | - |\n"
+             "| Printer | - | none | |\n\nAfter the table: password policy is 12 characters.")
+    out = rd.redact(table)
+    assert out == table.replace(pw, REDACTED)  # header, placeholders and notes unchanged
+    assert rd.redact(out) == out
+
+
+def test_table_token_column_needs_random_values(rd):
+    """A Token header is also a word of NLP tables: only random-looking cells go."""
+    tok = "".join(random.Random(4).choice(B62) for _ in range(24)) + "9"
+    table = f"| Token | POS |\n|---|---|\n| running | VERB |\n| {tok} | X |\n| 2024 | NUM |"
+    assert rd.redact(table) == table.replace(tok, REDACTED)
+
+
+@pytest.mark.parametrize(("line", "kept"), [
+    ("passphrase: quartz violin lantern meadow", False),
+    ("password: correct horse battery staple", False),
+    ("password: see the vault entry", True),        # words of a sentence
+    ("password: same as the wifi one", True),
+    ("password: 12 chars minimum", True),           # a number first
+    ("passphrase: (none)", True),
+])
+def test_passphrase_runs_to_the_end_of_the_line(rd, line, kept):
+    value = line.split(": ", 1)[1]
+    out = rd.redact(line)
+    assert out == (line if kept else line.replace(value, REDACTED))
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_many_findings_in_one_long_non_ascii_line_stay_linear(rd):
+    """Offsets are converted in one pass and a passphrase is looked for in a window: a note of one
+    long line with thousands of values took minutes when each finding re-read the text."""
+    rnd = random.Random(5)
+    text = " ".join(f"пароль: {''.join(rnd.choice(string.ascii_letters) for _ in range(8))}7!" for _ in range(10_000))
+    start = time.perf_counter()
+    spans = rd.spans(text)
+    assert len(spans) == 10_000
+    assert time.perf_counter() - start < 5  # about 0.5 s; the quadratic version took over 20 s
