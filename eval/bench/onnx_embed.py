@@ -40,7 +40,7 @@ def chunk_texts(vault: Path) -> list[str]:
     from hybrid.core.config import SETTINGS
     from hybrid.embedders import WordPieceCounter, minilm_path
     from hybrid.indexing.chunk import Chunker
-    from hybrid.indexing.indexer import read_bytes
+    from hybrid.indexing.reading import read_bytes
     from hybrid.sources import markdown as notes
     s = {x.name: x.default for x in SETTINGS}
     chunker = Chunker(WordPieceCounter(minilm_path() / "tokenizer.json"), 254, s["chunk_tokens"],

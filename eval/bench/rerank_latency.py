@@ -49,7 +49,7 @@ def candidates(vault: Path, n: int, tokens: int, seed: int = 0) -> list[str]:
     from hybrid.core.config import SETTINGS
     from hybrid.embedders import WordPieceCounter, minilm_path
     from hybrid.indexing.chunk import Chunker
-    from hybrid.indexing.indexer import read_bytes
+    from hybrid.indexing.reading import read_bytes
     from hybrid.sources import markdown as notes
     s = {x.name: x.default for x in SETTINGS}
     counter = WordPieceCounter(minilm_path() / "tokenizer.json")

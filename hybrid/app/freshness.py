@@ -43,7 +43,8 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
     be told (the folder is missing, or the vault was never indexed)."""
     from hybrid.core.errors import HybridError
-    from hybrid.indexing.indexer import chunking_meta, content_hash, size_limit
+    from hybrid.indexing.indexer import chunking_meta
+    from hybrid.indexing.reading import content_hash, size_limit
     from hybrid.sources import markdown as notes_mod
     from hybrid.store import open_store
     from hybrid.store.agent.view import AgentView

@@ -63,7 +63,7 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         try:
             if self.relevant(event):
-                self.watcher._schedule(self.name, self.watcher.debounce)
+                self.watcher.schedule(self.name, self.watcher.debounce)
         except Exception as exc:  # an exception here would kill watchdog's dispatch thread
             log.warning("watch %s: cannot handle %s: %s", self.name, event, exc)
 
@@ -117,7 +117,7 @@ class VaultWatcher:
         self._observer.start()
         for name in self.vaults:
             self._check_watch(name)
-            self._schedule(name, 0)
+            self.schedule(name, 0)
         self._threads = [threading.Thread(target=fn, name=f"hybrid-watch-{role}", daemon=True)
                          for role, fn in (("worker", self._work), ("monitor", self._monitor))]
         for t in self._threads:
@@ -182,7 +182,7 @@ class VaultWatcher:
         self.stop()
 
     # --- scheduling -----------------------------------------------------------------------
-    def _schedule(self, name: str, delay: float) -> None:
+    def schedule(self, name: str, delay: float) -> None:
         with self._cond:
             if name not in self.vaults:
                 return  # an event in flight for a vault forgotten meanwhile
@@ -236,7 +236,7 @@ class VaultWatcher:
             # One warning per distinct error: a vault that stays broken does not flood the log.
             (log.info if repeated else log.warning)(
                 "watch %s: index failed (%s); retrying in %.1fs", name, error, delay)
-            self._schedule(name, delay)
+            self.schedule(name, delay)
             return
         self._failures.pop(name, None)
         assert report is not None  # no error means a report
@@ -267,7 +267,7 @@ class VaultWatcher:
                     if due:
                         self._next_rescan[name] = time.monotonic() + self.rescan
                 if due:  # catches whatever the OS dropped (inotify queue overflow, say)
-                    self._schedule(name, 0)
+                    self.schedule(name, 0)
 
     def _follow(self) -> None:
         """Adopt registry changes made since the watcher started: watch vaults registered
@@ -287,7 +287,7 @@ class VaultWatcher:
                 self._state[name] = {"watching": False, "last_indexed": None, "last_error": None,
                                      "runs": 0}
             self._check_watch(name)
-            self._schedule(name, 0)
+            self.schedule(name, 0)
 
     def _forget(self, name: str) -> None:
         current = self._watches.pop(name, None)
@@ -344,7 +344,7 @@ class VaultWatcher:
         with self._cond:
             self._state[name]["watching"] = True
         log.info("watch %s: watching %s", name, root)
-        self._schedule(name, self.debounce)  # whatever changed while nobody was watching
+        self.schedule(name, self.debounce)  # whatever changed while nobody was watching
 
 
 def running_watchers(data: Path) -> list[dict[str, Any]]:

@@ -8,9 +8,7 @@ that has no cached vector and commit the vectors to the catalog's cache, batch b
 
 from __future__ import annotations
 
-import enum
 import functools
-import hashlib
 import json
 import logging
 import time
@@ -25,39 +23,18 @@ from hybrid.core.timing import Stopwatch
 from hybrid.embedders import Embedder
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
+from hybrid.indexing.reading import ReadAhead, ReadStatus
 from hybrid.indexing.report import STAGES, IndexReport, Progress
-from hybrid.sources import KIND, SOURCES, kind_of
+from hybrid.sources import SOURCES
 from hybrid.sources import markdown as notes_mod
-from hybrid.sources.convert import to_note
-from hybrid.sources.sandbox import ConvertError, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
 from hybrid.store import backend
 from hybrid.store.agent.vectors import embed_missing
 from hybrid.store.agent.view import AgentView, agent_redactor
-from hybrid.store.base import NewChunk, NoteRecord, VectorSpec
+from hybrid.store.base import NoteRecord, VectorSpec
 from hybrid.store.port import Store
 
 log = logging.getLogger("hybrid")
-def text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
-def _warn(report: IndexReport, message: str) -> None:
-    report.warnings.append(message)
-    log.warning("%s", message)
-
-
-def _modified(note: notes_mod.Note, mtime_ns: int) -> float:
-    """The note's ``updated`` date when it is a usable one, else the file's mtime."""
-    if note.updated:
-        from hybrid.core.dates import parse_date
-        try:
-            return parse_date(note.updated[:10])
-        except Exception:
-            pass
-    return mtime_ns / 1e9
-
-
 def index_vault(vault: Vault, embedder: Embedder, settings: Settings, *, reembed: bool = False,
                 wait: float = 0, progress: Progress | None = None,
                 fetch: str | None = None) -> IndexReport:
@@ -122,11 +99,6 @@ def chunking_meta(s: Settings) -> str:
                        "header": s.context_header, "version": 4})
 
 
-def file_hash(data: bytes) -> str:
-    """A file's content hash as the catalog records it."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 @dataclass
 class _Plan:
     """The folder compared with the catalog: which files to read, which are still there."""
@@ -157,8 +129,8 @@ def _sync(store: Store, job: _Job, report: IndexReport) -> None:
     with job.clock("embed"):  # the redacted texts agents are scored by (hybrid.store.agent.vectors)
         embed_missing(store.catalog, job.embedder)
     _report_progress(job, "write", 2, 2)
-    job.clock.add("tantivy", synced["lexical_seconds"])
-    job.clock.add("faiss", synced["vector_seconds"])
+    job.clock.add("tantivy", synced.lexical_seconds)
+    job.clock.add("faiss", synced.vector_seconds)
     _finish(store, job, report)
 
 
@@ -179,7 +151,7 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
         cat.set_meta("embedder", job.embedder.id)  # before any chunk exists, so none is unlabelled
     if cat.journal():
         report.recovered = store.sync_derived(stored or job.embedder.id, view=job.view,
-                                              redactor=job.redactor)["journal"]
+                                              redactor=job.redactor).journal
 
 
 def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
@@ -198,7 +170,7 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
             report.warnings.extend(fetched.warnings)
         entries, warnings = source_entries(vault, store.catalog)
         for w in warnings:
-            _warn(report, w)
+            report.warn(w)
     if not entries and known:
         # An empty folder where notes were is far more often a drive or share that is not
         # mounted than a user who deleted every note: keep the index (and its embeddings).
@@ -226,7 +198,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                       s.chunk_overlap, s.context_header)
     embedding = EmbedQueue(store, job.embedder, report, job.progress)
     failed = _unconvertible(store, s)
-    reader = _ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, failed)
+    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, failed)
     pending: list[NoteRecord] = []
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
@@ -266,10 +238,6 @@ def _unconvertible(store: Store, settings: Settings) -> dict[str, list]:
     return got if isinstance(got, dict) else {}
 
 
-def _bounds_key(settings: Settings) -> str:
-    return f"{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
-
-
 def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
     """Swap the changed notes' chunks and drop the removed notes in one catalog transaction
     (journaling the touched ids for the derived indexes)."""
@@ -293,176 +261,3 @@ def _finish(store: Store, job: _Job, report: IndexReport) -> None:
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
     timed = job.clock.rounded()
     report.stage_seconds = {k: timed.get(k, 0.0) for k in STAGES}
-
-
-class ReadStatus(enum.Enum):
-    CHANGED = "changed"      # new content: ``record`` holds its chunks
-    TOUCHED = "touched"      # same content, new stat
-    VANISHED = "vanished"    # deleted since the scan
-    SKIPPED = "skipped"      # could not be indexed (a warning says why); previous chunks stay
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """What reading one changed file came to."""
-    status: ReadStatus
-    record: NoteRecord | None = None
-
-
-def _read(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
-          force: bool, clock: Stopwatch, failed: dict[str, list] | None = None) -> ReadResult:
-    """Read, hash and chunk one changed document. Any failure of one document (unreadable,
-    binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
-    or an exception while decoding, parsing or chunking it) is one warning naming it and counts
-    in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
-    stream and read page by page, never whole into memory."""
-    skipped = ReadResult(ReadStatus.SKIPPED)
-    limit, setting = size_limit(settings, entry.path)
-    if entry.size > limit:
-        report.skipped += 1
-        _warn(report, f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
-        return skipped
-    streamed = entry.load is None and KIND[kind_of(entry.path)].streamed
-    try:
-        data = None if streamed else read_bytes(entry)
-        digest = content_hash(entry) if data is None else file_hash(data)
-    except FileNotFoundError:
-        log.info("%s: vanished while indexing; treated as deleted", entry.path)
-        return ReadResult(ReadStatus.VANISHED)
-    except OSError as exc:
-        report.skipped += 1
-        _warn(report, f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
-        return skipped
-    except Exception as exc:  # noqa: BLE001 - a source's document that cannot be rendered
-        report.skipped += 1
-        _warn(report, f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks")
-        return skipped
-    if row is not None and row.hash == digest and not force:
-        return ReadResult(ReadStatus.TOUCHED)
-    known = (failed or {}).get(entry.path)
-    if isinstance(known, list) and known[:2] == [digest, _bounds_key(settings)]:
-        report.skipped += 1  # the converter failed on this very file under these bounds
-        _warn(report, f"{known[2]} (not tried again until the file or the converter's bounds change)")
-        return skipped
-    try:
-        record = _record(entry, data, digest, chunker, report, clock, settings)
-        if failed:
-            failed.pop(entry.path, None)
-        return ReadResult(ReadStatus.CHANGED, record)
-    except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
-        report.skipped += 1
-        _warn(report, str(exc))
-        if isinstance(exc, ConvertError) and failed is not None:
-            failed[entry.path] = [digest, _bounds_key(settings), str(exc)]
-    except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
-        report.skipped += 1
-        _warn(report, f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks")
-    return skipped
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
-
-
-def size_limit(settings: Settings, path: str) -> tuple[int, str]:
-    """(bytes, setting name): the largest document of this kind that is indexed."""
-    if KIND[kind_of(path)].streamed:
-        return settings.max_pdf_bytes, "max_pdf_bytes"
-    return settings.max_file_bytes, "max_file_bytes"
-
-
-def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
-            report: IndexReport, clock: Stopwatch, settings: Settings) -> NoteRecord:
-    """Turn one document (``data``, or a PDF read from its file) into the record the catalog
-    stores. Whatever it raises is caught by ``_read`` and costs only this document."""
-    note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
-    for w in note.warnings:
-        _warn(report, w)
-    with clock("chunk"):
-        chunks = chunker.chunk(note)
-    if not chunks:
-        log.info("%s: no text to index", entry.path)
-    size = len(data) if data is not None else entry.size
-    return NoteRecord(
-        path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
-        tags=note.tags, aliases=note.aliases, properties=note.properties, created=note.created,
-        modified=_modified(note, entry.source_mtime_ns or entry.mtime_ns),
-        chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
-                for c in chunks],
-        embed_texts=[c.embed_text for c in chunks],
-    )
-
-
-def read_bytes(entry: notes_mod.FileEntry) -> bytes:
-    if entry.load is not None:
-        return entry.load()
-    with open(entry.abspath, "rb") as fh:
-        return fh.read()
-
-
-def content_hash(entry: notes_mod.FileEntry) -> str:
-    """:func:`file_hash` of a document, reading a file in blocks (a large PDF never whole)."""
-    if entry.load is not None:
-        return file_hash(entry.load())
-    h = hashlib.blake2b(digest_size=16)
-    with open(entry.abspath, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
-class _ReadAhead:
-    """Iterates (entry, row, _read result) in order, computed by a background thread that stays
-    at most ``depth`` files ahead. An exception there (a bug in the reader itself: one file's
-    failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
-    error in the consumer) stops the thread."""
-
-    def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, failed: dict[str, list] | None = None, depth: int = 64):
-        import queue
-        import threading
-        self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, failed)
-        self._q: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
-
-    def _put(self, item) -> bool:
-        import queue
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        try:
-            for entry, row in self.items:
-                t = time.perf_counter()
-                result = _read(entry, row, *self._args)
-                self.busy += time.perf_counter() - t  # time spent reading, not waiting to hand over
-                if not self._put(("ok", (entry, row, result))):
-                    return
-        except BaseException as exc:  # handed to the consumer, which raises it
-            self._put(("error", exc))
-            return
-        self._put(("done", None))
-
-    def __iter__(self):
-        if not self.items:
-            return
-        self._thread.start()
-        try:
-            while True:
-                kind, value = self._q.get()
-                if kind == "done":
-                    break
-                if kind == "error":
-                    raise value
-                yield value
-        finally:
-            self._stop.set()
-            self._thread.join()

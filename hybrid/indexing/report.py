@@ -5,6 +5,7 @@ pages) can write to one report without importing the indexer."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -43,3 +44,8 @@ class IndexReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def warn(self, message: str) -> None:
+        """One warning: on the report, and logged."""
+        self.warnings.append(message)
+        logging.getLogger("hybrid").warning("%s", message)

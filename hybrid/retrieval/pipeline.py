@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
@@ -37,6 +37,9 @@ log = logging.getLogger("hybrid")
 
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
+# why a hit was pinned at the top: the whole query verbatim, every identifier of a short query,
+# or a required phrase
+Pin = Literal["verbatim", "literal", "phrase"]
 # a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts,
 # filtered): hybrid.store.port.Searchable
 Targets = Sequence[tuple["Vault", "Searchable"]]
@@ -53,7 +56,7 @@ class Arms:
     coverage: float = 1.0  # share of the query's content words the best BM25 hits contain
     # how the final order came about, for the score breakdown (the search page, --json)
     fused: dict = field(default_factory=dict)    # key → fused score before the priors
-    pins: dict = field(default_factory=dict)     # key → "verbatim" | "literal" | "phrase"
+    pins: dict[Key, Pin] = field(default_factory=dict)  # what pinned a hit at the top
     demoted: dict = field(default_factory=dict)  # key → recency penalty applied (0..1)
     weights: tuple[float, float] | None = None   # (lexical, vector) fusion weights used
 
@@ -226,7 +229,7 @@ def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
     for ex in parsed.excludes:
         banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
     if filters.narrows and not parsed.phrases:
-        hits = _post_filtered(store, qvec, depth, banned, filters)
+        hits = post_filtered(store, qvec, depth, banned, filters)
         if hits is not None:
             return hits
     allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
@@ -238,7 +241,7 @@ def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
     return store.vector.search(qvec, depth, allowed, banned)
 
 
-def _post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
+def post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
                    filters: Filters) -> list[tuple[int, float]] | None:
     """A note filter that keeps many chunks is cheapest applied after the search: take the
     nearest ``10·depth`` (then ``40·depth``) chunks unfiltered and keep those the catalog says

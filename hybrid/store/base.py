@@ -89,6 +89,17 @@ class VacuumReport:
 
 
 @dataclass
+class SyncStats:
+    """What bringing a store's arms in line with its ledger did (``Store.sync_derived``)."""
+    journal: int = 0              # journal entries replayed (an interrupted run's, or this one's)
+    rebuilt_lexical: bool = False  # the lexical index rebuilt whole from the ledger
+    rebuilt_vector: bool = False   # the vector index rebuilt whole
+    rebuilt_agent: int = 0         # the agent view rebuilt (local: 1) or notes redone (PostgreSQL)
+    lexical_seconds: float = 0.0
+    vector_seconds: float = 0.0
+
+
+@dataclass
 class StoreFacts:
     """What `hybrid status` shows of a vault's store, read without opening its arms."""
     notes: int = 0

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
 
     from hybrid.core.config import Vault
     from hybrid.sources import FetchedPage
-    from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, StoreFacts, VacuumReport, VectorSpec
+    from hybrid.store.base import (
+        ChunkRow,
+        FileRow,
+        NoteMeta,
+        NoteRecord,
+        StoreFacts,
+        SyncStats,
+        VacuumReport,
+        VectorSpec,
+    )
     from hybrid.store.lexicon import LexicalQuery
 
 T = TypeVar("T")
@@ -209,7 +218,7 @@ class Store(Searchable, Protocol):
         ...
 
     def sync_derived(self, model: str | None, batch: int = 5000, view: Any = None,
-                     redactor: Any = None) -> dict[str, Any]:
+                     redactor: Any = None) -> SyncStats:
         """Bring both arms (and the agent view's, with ``view``) in line with the ledger."""
         ...
 

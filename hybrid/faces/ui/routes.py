@@ -79,37 +79,49 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
                started: float | None = None, throttle: Throttle | None = None) -> Sessions:
     """Register the page's routes on the MCP server's app; returns its :class:`Sessions`.
     ``throttle``: the server's count of wrong tokens (default: one of the page's own)."""
-    import anyio
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, RedirectResponse, Response
+    ui = _Routes(server, h, Sessions(h.config.data, port, token), token, owner_key,
+                 Throttle() if throttle is None else throttle, IndexJobs(h), watcher, started or time.time())
+    ui.add_page()
+    ui.add_signing_in()
+    ui.add_owner_work()
+    return ui.sessions
 
-    sessions = Sessions(h.config.data, port, token)
-    throttle = Throttle() if throttle is None else throttle
-    jobs = IndexJobs(h)
-    started = started or time.time()
 
-    def answer(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+class _Routes:
+    """The page's routes, by group, and what they share: answering in JSON with the security
+    headers, who is signed in, the JSON body of a POST."""
+
+    def __init__(self, server, h: Hybrid, sessions: Sessions, token: str | None, owner_key: str,
+                 throttle: Throttle, jobs: IndexJobs, watcher, started: float):
+        self.server, self.h, self.sessions, self.token, self.owner_key = server, h, sessions, token, owner_key
+        self.throttle, self.jobs, self.watcher, self.started = throttle, jobs, watcher, started
+
+    @staticmethod
+    def answer(data: Any, status: int = 200, headers: dict[str, str] | None = None):
+        from starlette.responses import JSONResponse
         return JSONResponse(data, status_code=status,
                             headers={**SECURITY_HEADERS, "cache-control": "no-store", **(headers or {})})
 
-    def error(status: int, message: str) -> Response:
-        return answer({"error": message}, status)
+    def error(self, status: int, message: str):
+        return self.answer({"error": message}, status)
 
-    def client(request: Request) -> str:
+    @staticmethod
+    def client(request) -> str:
         return request.client.host if request.client else "?"
 
-    def signed_in(request: Request) -> bool:
+    def signed_in(self, request) -> bool:
         """A live session cookie, or the right bearer token (Throttled: too many wrong ones
         from this address, this one not checked)."""
-        if sessions.valid(request.cookies.get(sessions.cookie)):
+        if self.sessions.valid(request.cookies.get(self.sessions.cookie)):
             return True
         auth = request.headers.get("authorization")
-        if not token or auth is None:
+        if not self.token or auth is None:
             return False
         given = auth[7:] if auth.lower().startswith("bearer ") else ""
-        return throttle.check(client(request), given, token)
+        return self.throttle.check(self.client(request), given, self.token)
 
-    async def json_body(request: Request) -> dict:
+    @staticmethod
+    async def json_body(request) -> dict:
         """The JSON object a POST carries; a refusal (415 for another media type, 400) otherwise."""
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":
@@ -122,117 +134,124 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
             raise _Refused(400, "body must be a JSON object")
         return data
 
-    def route(path: str, methods: list[str], *, auth: bool = True):
+    def route(self, path: str, methods: list[str], *, auth: bool = True):
         """A UI route: refusals become one-line JSON errors; ``auth`` routes need a session."""
         def wrap(fn):
-            async def handler(request: Request):
+            async def handler(request):
                 try:
-                    if auth and not signed_in(request):
-                        return error(401, "sign in first: run `hybrid ui`, or enter the server's token")
+                    if auth and not self.signed_in(request):
+                        return self.error(401, "sign in first: run `hybrid ui`, or enter the server's token")
                     return await fn(request)
                 except Throttled as exc:
-                    return answer({"error": str(exc)}, 429, {"retry-after": str(exc.retry_after)})
+                    return self.answer({"error": str(exc)}, 429, {"retry-after": str(exc.retry_after)})
                 except _Refused as exc:
-                    return error(exc.status, exc.message)
+                    return self.error(exc.status, exc.message)
                 except BadSearchArgs as exc:
-                    return error(400, str(exc))
+                    return self.error(400, str(exc))
                 except PathRefused as exc:
-                    return error(404, str(exc).splitlines()[0])
+                    return self.error(404, str(exc).splitlines()[0])
                 except HybridError as exc:
-                    return error(422, str(exc).splitlines()[0])
-            server.custom_route(path, methods=methods)(handler)
+                    return self.error(422, str(exc).splitlines()[0])
+            self.server.custom_route(path, methods=methods)(handler)
             return handler
         return wrap
 
-    # --- the page ---------------------------------------------------------------------------
-    @route("/", ["GET"], auth=False)
-    async def page(request: Request):
-        return _static("index.html")
+    def add_page(self) -> None:
+        route = self.route
 
-    @route("/favicon.ico", ["GET"], auth=False)
-    async def favicon(request: Request):
-        return _static("icon.svg")
+        @route("/", ["GET"], auth=False)
+        async def page(request):
+            return _static("index.html")
 
-    @route("/ui/static/{name}", ["GET"], auth=False)
-    async def static(request: Request):
-        name = request.path_params["name"]
-        if not STATIC_NAME.match(name):
-            raise _Refused(404, "no such file")
-        return _static(name)
+        @route("/favicon.ico", ["GET"], auth=False)
+        async def favicon(request):
+            return _static("icon.svg")
 
-    # --- signing in -------------------------------------------------------------------------
-    @route("/ui/api/session", ["GET"], auth=False)
-    async def session(request: Request):
-        return answer({"signed_in": signed_in(request), "token_login": bool(token)})
+        @route("/ui/static/{name}", ["GET"], auth=False)
+        async def static(request):
+            name = request.path_params["name"]
+            if not STATIC_NAME.match(name):
+                raise _Refused(404, "no such file")
+            return _static(name)
 
-    @route("/ui/login", ["GET"], auth=False)
-    async def login_link(request: Request):
-        ticket = request.query_params.get("ticket", "")
-        if not sessions.redeem(ticket):
-            return RedirectResponse("/?signin=expired", 303, headers=SECURITY_HEADERS)
-        return RedirectResponse("/", 303, headers={**SECURITY_HEADERS,
-                                                   "set-cookie": sessions.set_cookie(sessions.issue())})
+    def add_signing_in(self) -> None:
+        from starlette.responses import RedirectResponse
+        route, answer, sessions, token = self.route, self.answer, self.sessions, self.token
 
-    @route("/ui/login", ["POST"], auth=False)
-    async def login_form(request: Request):
-        given = (await json_body(request)).get("token")
-        if not token:
-            raise _Refused(400, "this server has no token: sign in with `hybrid ui`")
-        if not throttle.check(client(request), given if isinstance(given, str) else "", token):
-            raise _Refused(401, "wrong token")
-        return answer({"signed_in": True}, headers={"set-cookie": sessions.set_cookie(sessions.issue())})
+        @route("/ui/api/session", ["GET"], auth=False)
+        async def session(request):
+            return answer({"signed_in": self.signed_in(request), "token_login": bool(token)})
 
-    @route("/ui/logout", ["POST"], auth=False)
-    async def logout(request: Request):
-        await json_body(request)
-        sessions.revoke(request.cookies.get(sessions.cookie))  # a copy of the cookie stops working too
-        return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
+        @route("/ui/login", ["GET"], auth=False)
+        async def login_link(request):
+            ticket = request.query_params.get("ticket", "")
+            if not sessions.redeem(ticket):
+                return RedirectResponse("/?signin=expired", 303, headers=SECURITY_HEADERS)
+            return RedirectResponse("/", 303, headers={**SECURITY_HEADERS,
+                                                       "set-cookie": sessions.set_cookie(sessions.issue())})
 
-    @route("/ui/logout-everywhere", ["POST"], auth=True)
-    async def logout_everywhere(request: Request):
-        await json_body(request)
-        sessions.revoke_all()
-        return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
+        @route("/ui/login", ["POST"], auth=False)
+        async def login_form(request):
+            given = (await self.json_body(request)).get("token")
+            if not token:
+                raise _Refused(400, "this server has no token: sign in with `hybrid ui`")
+            if not self.throttle.check(self.client(request), given if isinstance(given, str) else "", token):
+                raise _Refused(401, "wrong token")
+            return answer({"signed_in": True}, headers={"set-cookie": sessions.set_cookie(sessions.issue())})
 
-    @route("/ui/api/ticket", ["POST"], auth=False)
-    async def ticket(request: Request):
-        given = request.headers.get("x-hybrid-owner", "")
-        if not hmac.compare_digest(given.encode(), owner_key.encode()):
-            raise _Refused(403, "a sign-in link needs the owner key (what `hybrid ui` sends)")
-        t = sessions.ticket()
-        return answer({"ticket": t, "path": f"/ui/login?ticket={t}"})
+        @route("/ui/logout", ["POST"], auth=False)
+        async def logout(request):
+            await self.json_body(request)
+            sessions.revoke(request.cookies.get(sessions.cookie))  # a copy of the cookie stops working too
+            return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
 
-    # --- the owner's work -------------------------------------------------------------------
-    @route("/ui/api/search", ["POST"], auth=True)
-    async def search(request: Request):
-        body = await json_body(request)
-        return answer(await anyio.to_thread.run_sync(lambda: search_call(h, body)))
+        @route("/ui/logout-everywhere", ["POST"], auth=True)
+        async def logout_everywhere(request):
+            await self.json_body(request)
+            sessions.revoke_all()
+            return answer({"signed_in": False}, headers={"set-cookie": sessions.clear_cookie()})
 
-    @route("/ui/api/read", ["POST"], auth=True)
-    async def read(request: Request):
-        body = await json_body(request)
-        return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
+        @route("/ui/api/ticket", ["POST"], auth=False)
+        async def ticket(request):
+            given = request.headers.get("x-hybrid-owner", "")
+            if not hmac.compare_digest(given.encode(), self.owner_key.encode()):
+                raise _Refused(403, "a sign-in link needs the owner key (what `hybrid ui` sends)")
+            t = sessions.ticket()
+            return answer({"ticket": t, "path": f"/ui/login?ticket={t}"})
 
-    @route("/ui/api/status", ["GET"], auth=True)
-    async def status(request: Request):
-        return answer(await anyio.to_thread.run_sync(lambda: status_data(h, watcher, jobs, started)))
+    def add_owner_work(self) -> None:
+        import anyio
+        route, answer, h, jobs = self.route, self.answer, self.h, self.jobs
 
-    @route("/ui/api/facets", ["GET"], auth=True)
-    async def facets(request: Request):
-        return answer(await anyio.to_thread.run_sync(lambda: facet_data(h)))
+        @route("/ui/api/search", ["POST"], auth=True)
+        async def search(request):
+            body = await self.json_body(request)
+            return answer(await anyio.to_thread.run_sync(lambda: search_call(h, body)))
 
-    @route("/ui/api/reindex", ["POST"], auth=True)
-    async def reindex(request: Request):
-        vault = (await json_body(request)).get("vault")
-        if not isinstance(vault, str) or not vault:
-            raise _Refused(400, "vault (a name) is required")
-        return answer(jobs.start(vault).to_dict(), 202)
+        @route("/ui/api/read", ["POST"], auth=True)
+        async def read(request):
+            body = await self.json_body(request)
+            return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
 
-    @route("/ui/api/jobs", ["GET"], auth=True)
-    async def job_list(request: Request):
-        return answer({"jobs": [j.to_dict() for j in jobs.all()]})
+        @route("/ui/api/status", ["GET"], auth=True)
+        async def status(request):
+            return answer(await anyio.to_thread.run_sync(
+                lambda: status_data(h, self.watcher, jobs, self.started)))
 
-    return sessions
+        @route("/ui/api/facets", ["GET"], auth=True)
+        async def facets(request):
+            return answer(await anyio.to_thread.run_sync(lambda: facet_data(h)))
+
+        @route("/ui/api/reindex", ["POST"], auth=True)
+        async def reindex(request):
+            vault = (await self.json_body(request)).get("vault")
+            if not isinstance(vault, str) or not vault:
+                raise _Refused(400, "vault (a name) is required")
+            return answer(jobs.start(vault).to_dict(), 202)
+
+        @route("/ui/api/jobs", ["GET"], auth=True)
+        async def job_list(request):
+            return answer({"jobs": [j.to_dict() for j in jobs.all()]})
 
 
 class _Refused(Exception):

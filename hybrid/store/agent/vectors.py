@@ -42,7 +42,7 @@ def embed_text(row: ChunkRow, header: bool) -> str:
 
 
 def text_hash(text: str) -> str:
-    """The embedding cache's key of a text (as :func:`hybrid.indexing.indexer.text_hash`)."""
+    """The embedding cache's key of a text (as :func:`hybrid.indexing.reading.text_hash`)."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 

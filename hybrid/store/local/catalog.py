@@ -27,78 +27,12 @@ from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.sources import FetchedPage
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
 from hybrid.store.local.db import Connection, Transaction
+from hybrid.store.local.schema import CHUNK_COLUMNS, SCHEMA, SCHEMA_VERSION, chunk_row
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 2
 WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    hash TEXT NOT NULL,
-    title TEXT NOT NULL,
-    tags TEXT NOT NULL,          -- JSON list, lowercased, nested tags as written
-    aliases TEXT NOT NULL,       -- JSON list
-    properties TEXT NOT NULL,    -- JSON object (frontmatter)
-    created TEXT,
-    modified REAL NOT NULL,      -- epoch seconds: frontmatter updated/modified, else file mtime
-    indexed_at REAL NOT NULL,
-    deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
-);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL,
-    heading TEXT NOT NULL,       -- heading path joined with ' > '
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    embed_hash TEXT NOT NULL,    -- hash of the embedded text (header + chunk)
-    dead INTEGER NOT NULL DEFAULT 0      -- replaced; purged after the next sync
-);
-CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
--- A rowid table: as WITHOUT ROWID, 1.5 KB vector blobs took about three times their size.
-CREATE TABLE IF NOT EXISTS embeddings (
-    id INTEGER PRIMARY KEY,
-    model TEXT NOT NULL,
-    text_hash TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    UNIQUE (model, text_hash)
-);
-CREATE TABLE IF NOT EXISTS journal (chunk_id INTEGER PRIMARY KEY);
--- Chunks an agent is shown redacted, and what is embedded for them (hybrid.store.agent.vectors): kept
--- with the agent index (rebuilt with it, changed by the same journal replay).
-CREATE TABLE IF NOT EXISTS agent_redacted (
-    chunk_id INTEGER PRIMARY KEY,
-    embed_hash TEXT NOT NULL,
-    embed_text TEXT NOT NULL
-);
--- A bookmarks source's fetched pages (`hybrid index --fetch`): fetched once, kept until asked
--- again; a failed fetch keeps its error and is tried again on the next --fetch.
-CREATE TABLE IF NOT EXISTS fetched (
-    url TEXT PRIMARY KEY,
-    ok INTEGER NOT NULL,
-    title TEXT NOT NULL,
-    text TEXT NOT NULL,
-    error TEXT NOT NULL,
-    status INTEGER,
-    fetched_at REAL NOT NULL
-);
-"""
-
-
-CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
-                 "f.aliases, f.modified, c.embed_hash, c.dead, c.file_id, f.properties")
-
-
-def _chunk_row(r: Sequence[Any]) -> ChunkRow:
-    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
-                    r[9], r[10], bool(r[11]), r[12], r[13])
 
 
 class Catalog:
@@ -267,7 +201,7 @@ class Catalog:
             part = ids[i:i + 500]
             q = (f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
                  f"WHERE c.id IN ({','.join('?' * len(part))})")
-            out.update((r[0], _chunk_row(r)) for r in self.db.execute(q, part))
+            out.update((r[0], chunk_row(r)) for r in self.db.execute(q, part))
         return out
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
@@ -285,7 +219,7 @@ class Catalog:
                 f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, batch)).fetchall()
             if not rows:
                 return
-            yield [_chunk_row(r) for r in rows]
+            yield [chunk_row(r) for r in rows]
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),

@@ -26,7 +26,7 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.files import lock_dir, sibling
 from hybrid.store import base
 from hybrid.store.agent.view import AgentView
-from hybrid.store.base import VacuumReport, VectorSpec
+from hybrid.store.base import SyncStats, VacuumReport, VectorSpec
 from hybrid.store.local import agent_index
 from hybrid.store.local.catalog import Catalog
 from hybrid.store.local.layout import (
@@ -279,7 +279,7 @@ class VaultStore:
         return lock_dir(self.directory, timeout)
 
     def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
-                     redactor: Any = None) -> dict[str, Any]:
+                     redactor: Any = None) -> SyncStats:
         """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
         counts and layout, rebuilding a projection from the catalog if it disagrees (no
         re-embedding: vectors come from the catalog's cache). With ``view`` the agent index
@@ -287,28 +287,28 @@ class VaultStore:
         journal is cleared only once every projection holds its changes."""
         from hybrid.core.timing import Stopwatch
         clock = Stopwatch()
-        stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0}
+        stats = SyncStats()
         if self.writable:
             self._check_vector()
         n = self.catalog.chunk_count()
         ids = self.catalog.journal()
         if ids:
-            stats["journal"] = len(ids)
+            stats.journal = len(ids)
             self._replay_journal(ids, model, n, batch, clock, stats, view, redactor)
             self.catalog.purge(ids)
         with clock("lexical"):
-            stats["rebuilt_lexical"] = int(self._check_lexical(n, batch))
+            stats.rebuilt_lexical = self._check_lexical(n, batch)
             if view is not None:
-                stats["rebuilt_agent"] = int(agent_index.check(self, view, redactor, batch))
+                stats.rebuilt_agent = int(agent_index.check(self, view, redactor, batch))
         with clock("vector"):
-            if model is not None and not stats["rebuilt_vector"]:
-                stats["rebuilt_vector"] = self._check_vector_count(model, n)
-        stats["lexical_seconds"] = clock.seconds["lexical"]
-        stats["vector_seconds"] = clock.seconds["vector"]
+            if model is not None and not stats.rebuilt_vector:
+                stats.rebuilt_vector = bool(self._check_vector_count(model, n))
+        stats.lexical_seconds = clock.seconds["lexical"]
+        stats.vector_seconds = clock.seconds["vector"]
         return stats
 
     def _replay_journal(self, ids: list[int], model: str | None, n: int, batch: int,
-                        clock, stats: dict[str, Any], view: AgentView | None, redactor: Any) -> None:
+                        clock, stats: SyncStats, view: AgentView | None, redactor: Any) -> None:
         """Apply the journaled chunk ids (added, changed or dead) to tantivy, then to FAISS
         from the cached vectors (or rebuild FAISS when its layout must change)."""
         live: list[int] = []
@@ -327,7 +327,7 @@ class VaultStore:
         with clock("vector"):
             if model is not None:
                 if self._vector_needs_rebuild(n):
-                    stats["rebuilt_vector"] = self._rebuild_vector(model)
+                    stats.rebuilt_vector = bool(self._rebuild_vector(model))
                 else:
                     self._apply_vectors(ids, live, model)
         checkpoint("after-vector")

@@ -24,7 +24,7 @@ from typing import Any
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, StoreUnavailable
 from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
-from hybrid.store.base import VectorSpec
+from hybrid.store.base import SyncStats, VectorSpec
 from hybrid.store.pg.catalog import PgCatalog
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
@@ -312,18 +312,17 @@ class PgStore:
         self.catalog.agent = (fingerprint, redactor)
 
     def sync_derived(self, model: str | None, batch: int = 5000, view: Any = None,
-                     redactor: Any = None) -> dict[str, Any]:
+                     redactor: Any = None) -> SyncStats:
         """What the local store replays into tantivy and FAISS lives in the database already;
         here only the HNSW index is built after a first load, and notes whose agent tsvectors
         were written with other redaction rules are redone."""
         t = time.perf_counter()
-        stats: dict[str, Any] = {"journal": 0, "rebuilt_lexical": 0, "rebuilt_vector": 0,
-                                 "lexical_seconds": 0.0}
+        stats = SyncStats()
         if view is not None:
-            stats["rebuilt_agent"] = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
+            stats.rebuilt_agent = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
             from hybrid.store.agent.view import META_KEY
             self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
-        stats["lexical_seconds"] = round(time.perf_counter() - t, 3)
+        stats.lexical_seconds = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         if model:  # chunks whose vector was not cached when they came in (none, normally)
             self.query("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
@@ -338,8 +337,8 @@ class PgStore:
             self.catalog.changed = 0
         checkpoint("pg-before-hnsw")
         self.vector.drop_other_indexes()
-        stats["rebuilt_vector"] = int(self.vector.ensure_index())
-        stats["vector_seconds"] = round(time.perf_counter() - t, 3)
+        stats.rebuilt_vector = bool(self.vector.ensure_index())
+        stats.vector_seconds = round(time.perf_counter() - t, 3)
         return stats
 
     @property

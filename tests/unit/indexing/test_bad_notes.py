@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 from helpers import paths, write
 
-import hybrid.indexing.indexer as indexer
+import hybrid.indexing.reading as reading
 from hybrid.indexing.chunk import BLOB_PLACEHOLDER, Chunker
 from hybrid.sources.markdown import FRONT_UNREADABLE, FRONTMATTER_MAX_BYTES, parse_note
 from hybrid.store.local.store import VaultStore
@@ -301,9 +301,9 @@ def test_odd_frontmatter_values_are_json_safe():
     assert note.properties["nested"][1]["deep"][0] == "2024-02-29"
     assert note.updated == "2024-05-01T10:00:00+02:00" and note.created == "2001-01-01T00:00:00"
     assert note.title == "o"
-    assert indexer._modified(note, 0) == pytest.approx(1714550400.0, abs=86400)
+    assert reading.modified_of(note, 0) == pytest.approx(1714550400.0, abs=86400)
     odd = parse_note("p.md", "---\nupdated: 0001-01-01\n---\nx\n")
-    assert indexer._modified(odd, 5_000_000_000) in (5.0, pytest.approx(-62135596800, abs=86400))
+    assert reading.modified_of(odd, 5_000_000_000) in (5.0, pytest.approx(-62135596800, abs=86400))
 
 
 def test_pathological_lines_parse_to_the_right_headings_and_links(counter):

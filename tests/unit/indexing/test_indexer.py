@@ -8,6 +8,7 @@ from helpers import consistent, fail_embedding_at, open_store, paths, write
 
 import hybrid
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
+from hybrid.indexing import reading
 from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.retrieval.filters import NoMatchingNotes
 
@@ -152,15 +153,15 @@ def test_file_vanishing_mid_run_is_treated_as_deleted(fake, vault, monkeypatch):
     fake.add_vault(vault, "vault")
     fake.index()
     write(vault, "journal.md", "changed text about rye bread\n")
-    import hybrid.indexing.indexer as indexer
-    real = indexer.read_bytes
+
+    real = reading.read_bytes
 
     def vanish(entry):
         if entry.path == "journal.md":
             os.unlink(entry.abspath)
         return real(entry)
 
-    monkeypatch.setattr(indexer, "read_bytes", vanish)
+    monkeypatch.setattr(reading, "read_bytes", vanish)
     r = fake.index()[0]
     assert r.removed == 1
     assert fake.search("sourdough", mode="lexical") == []
@@ -240,7 +241,6 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
     index is untouched and no thread is left behind."""
     import threading
 
-    import hybrid.indexing.indexer as indexer
 
     fake.add_vault(vault, "v")
     fake.index()
@@ -249,20 +249,20 @@ def test_reading_overlaps_embedding_and_errors_on_either_side_stop_cleanly(fake,
         write(vault, f"bulk/n{i}.md", f"# Bulk {i}\n\nfiller words number {i} " * 30)
     monkeypatch.setattr(EmbedQueue, "WINDOW", 8)  # several embed windows while reading
 
-    real_read = indexer._read
+    real_read = reading.read_document
 
     def broken_read(entry, *args):  # a bug in the reader itself, outside the per-file net
         if entry.path == "bulk/n30.md":
             raise RuntimeError("reader bug on n30")
         return real_read(entry, *args)
 
-    monkeypatch.setattr(indexer, "_read", broken_read)
+    monkeypatch.setattr(reading, "read_document", broken_read)
     with pytest.raises(RuntimeError, match="reader bug on n30"):
         fake.index()
     assert not [t for t in threading.enumerate() if t.name == "hybrid-read"]
     assert fake.status()[0].notes == 4
 
-    monkeypatch.setattr(indexer, "_read", real_read)
+    monkeypatch.setattr(reading, "read_document", real_read)
     emb = fake.embedder("hash:64")
     calls = fail_embedding_at(monkeypatch, emb, 2)
     with pytest.raises(hybrid.HybridError, match="model went away"):

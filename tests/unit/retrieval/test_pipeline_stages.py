@@ -8,7 +8,7 @@ from hybrid.core.settings import Settings, replace
 from hybrid.core.timing import Stopwatch
 from hybrid.embedders import HashEmbedder
 from hybrid.indexing.chunk import Chunker
-from hybrid.indexing.indexer import ReadStatus, _read
+from hybrid.indexing.reading import ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport
 from hybrid.retrieval import fuse
 from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
@@ -78,23 +78,23 @@ def test_read_returns_a_typed_result_for_each_outcome(reading):
     root, chunker = reading
     s, report, clock = Settings(), IndexReport("v"), Stopwatch()
     write(root, "a.md", "# A\n\nsome text\n")
-    got = _read(entry(root, "a.md"), None, chunker, s, report, False, clock)
+    got = read_document(entry(root, "a.md"), None, chunker, s, report, False, clock)
     assert got.status is ReadStatus.CHANGED and got.record.chunks and "chunk" in clock.seconds
 
     class Row:
         hash = got.record.hash
-    assert _read(entry(root, "a.md"), Row, chunker, s, report, False, clock).status is ReadStatus.TOUCHED
-    assert _read(entry(root, "a.md"), Row, chunker, s, report, True, clock).status is ReadStatus.CHANGED
+    assert read_document(entry(root, "a.md"), Row, chunker, s, report, False, clock).status is ReadStatus.TOUCHED
+    assert read_document(entry(root, "a.md"), Row, chunker, s, report, True, clock).status is ReadStatus.CHANGED
 
     gone = entry(root, "a.md")
     (root / "a.md").unlink()
-    assert _read(gone, None, chunker, s, report, False, clock).status is ReadStatus.VANISHED
+    assert read_document(gone, None, chunker, s, report, False, clock).status is ReadStatus.VANISHED
 
     write(root, "b.md", "x" * 100)
     small = replace(s, max_file_bytes=10)
-    assert _read(entry(root, "b.md"), None, chunker, small, report, False, clock).status is ReadStatus.SKIPPED
+    assert read_document(entry(root, "b.md"), None, chunker, small, report, False, clock).status is ReadStatus.SKIPPED
     (root / "c.md").write_bytes(b"\x00\x01binary")
-    r = _read(entry(root, "c.md"), None, chunker, s, report, False, clock)
+    r = read_document(entry(root, "c.md"), None, chunker, s, report, False, clock)
     assert r.status is ReadStatus.SKIPPED and r.record is None and report.skipped == 2
 
 

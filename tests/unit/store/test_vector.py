@@ -154,7 +154,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     an id selector; both must give the exact filtered top-k."""
     import numpy as np
 
-    from hybrid.retrieval.pipeline import _post_filtered
+    from hybrid.retrieval.pipeline import post_filtered
     from hybrid.retrieval.request import Filters
     root = tmp_path / "v"
     for i in range(400):
@@ -170,7 +170,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     allowed = store.catalog.filter_ids(folders=["keep"])
     truth = store.vector.search(q, 1000, allowed)  # exact: the selector path over a flat index
     depth = 10
-    got = _post_filtered(store, q, depth, set(), Filters(folders=("keep",)))
+    got = post_filtered(store, q, depth, set(), Filters(folders=("keep",)))
     if share == 2:
         assert got is not None  # the broad filter took the cheap path
     else:

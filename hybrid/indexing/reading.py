@@ -1,0 +1,230 @@
+"""Reading one document for an index run: its size against the limits, its bytes and hash,
+parsed into a note and chunked (:func:`read_document`), on a thread that reads ahead of the
+embedder (:class:`ReadAhead`). One document's failure is a warning on the report, never the
+run's end; the note keeps its previous chunks."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from hybrid.core.settings import Settings
+from hybrid.core.timing import Stopwatch
+from hybrid.indexing.chunk import Chunker
+from hybrid.indexing.report import IndexReport
+from hybrid.sources import KIND, kind_of
+from hybrid.sources import markdown as notes_mod
+from hybrid.sources.convert import to_note
+from hybrid.sources.sandbox import ConvertError, convert_limits
+from hybrid.store.base import NewChunk, NoteRecord
+
+log = logging.getLogger("hybrid")
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def file_hash(data: bytes) -> str:
+    """A file's content hash as the catalog records it."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def modified_of(note: notes_mod.Note, mtime_ns: int) -> float:
+    """The note's ``updated`` date when it is a usable one, else the file's mtime."""
+    if note.updated:
+        from hybrid.core.dates import parse_date
+        try:
+            return parse_date(note.updated[:10])
+        except Exception:
+            pass
+    return mtime_ns / 1e9
+
+
+def bounds_key(settings: Settings) -> str:
+    return f"{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
+
+
+class ReadStatus(enum.Enum):
+    CHANGED = "changed"      # new content: ``record`` holds its chunks
+    TOUCHED = "touched"      # same content, new stat
+    VANISHED = "vanished"    # deleted since the scan
+    SKIPPED = "skipped"      # could not be indexed (a warning says why); previous chunks stay
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What reading one changed file came to."""
+    status: ReadStatus
+    record: NoteRecord | None = None
+
+
+def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
+          force: bool, clock: Stopwatch, failed: dict[str, list] | None = None) -> ReadResult:
+    """Read, hash and chunk one changed document. Any failure of one document (unreadable,
+    binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
+    or an exception while decoding, parsing or chunking it) is one warning naming it and counts
+    in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
+    stream and read page by page, never whole into memory."""
+    skipped = ReadResult(ReadStatus.SKIPPED)
+    limit, setting = size_limit(settings, entry.path)
+    if entry.size > limit:
+        report.skipped += 1
+        report.warn(f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
+        return skipped
+    streamed = entry.load is None and KIND[kind_of(entry.path)].streamed
+    try:
+        data = None if streamed else read_bytes(entry)
+        digest = content_hash(entry) if data is None else file_hash(data)
+    except FileNotFoundError:
+        log.info("%s: vanished while indexing; treated as deleted", entry.path)
+        return ReadResult(ReadStatus.VANISHED)
+    except OSError as exc:
+        report.skipped += 1
+        report.warn(f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
+        return skipped
+    except Exception as exc:  # noqa: BLE001 - a source's document that cannot be rendered
+        report.skipped += 1
+        report.warn(f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks")
+        return skipped
+    if row is not None and row.hash == digest and not force:
+        return ReadResult(ReadStatus.TOUCHED)
+    known = (failed or {}).get(entry.path)
+    if isinstance(known, list) and known[:2] == [digest, bounds_key(settings)]:
+        report.skipped += 1  # the converter failed on this very file under these bounds
+        report.warn(f"{known[2]} (not tried again until the file or the converter's bounds change)")
+        return skipped
+    try:
+        record = _record(entry, data, digest, chunker, report, clock, settings)
+        if failed:
+            failed.pop(entry.path, None)
+        return ReadResult(ReadStatus.CHANGED, record)
+    except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
+        report.skipped += 1
+        report.warn(str(exc))
+        if isinstance(exc, ConvertError) and failed is not None:
+            failed[entry.path] = [digest, bounds_key(settings), str(exc)]
+    except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
+        report.skipped += 1
+        report.warn(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks")
+    return skipped
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
+
+
+def size_limit(settings: Settings, path: str) -> tuple[int, str]:
+    """(bytes, setting name): the largest document of this kind that is indexed."""
+    if KIND[kind_of(path)].streamed:
+        return settings.max_pdf_bytes, "max_pdf_bytes"
+    return settings.max_file_bytes, "max_file_bytes"
+
+
+def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
+            report: IndexReport, clock: Stopwatch, settings: Settings) -> NoteRecord:
+    """Turn one document (``data``, or a PDF read from its file) into the record the catalog
+    stores. Whatever it raises is caught by ``_read`` and costs only this document."""
+    note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
+    for w in note.warnings:
+        report.warn(w)
+    with clock("chunk"):
+        chunks = chunker.chunk(note)
+    if not chunks:
+        log.info("%s: no text to index", entry.path)
+    size = len(data) if data is not None else entry.size
+    return NoteRecord(
+        path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
+        tags=note.tags, aliases=note.aliases, properties=note.properties, created=note.created,
+        modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns),
+        chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
+                for c in chunks],
+        embed_texts=[c.embed_text for c in chunks],
+    )
+
+
+def read_bytes(entry: notes_mod.FileEntry) -> bytes:
+    if entry.load is not None:
+        return entry.load()
+    with open(entry.abspath, "rb") as fh:
+        return fh.read()
+
+
+def content_hash(entry: notes_mod.FileEntry) -> str:
+    """:func:`file_hash` of a document, reading a file in blocks (a large PDF never whole)."""
+    if entry.load is not None:
+        return file_hash(entry.load())
+    h = hashlib.blake2b(digest_size=16)
+    with open(entry.abspath, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Read(NamedTuple):
+    """One document as the read-ahead hands it over: its entry, the ledger's row of it (None:
+    new) and what reading it gave."""
+    entry: notes_mod.FileEntry
+    row: object
+    result: ReadResult
+
+
+class ReadAhead:
+    """Iterates (entry, row, _read result) in order, computed by a background thread that stays
+    at most ``depth`` files ahead. An exception there (a bug in the reader itself: one file's
+    failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
+    error in the consumer) stops the thread."""
+
+    def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
+                 clock: Stopwatch, failed: dict[str, list] | None = None, depth: int = 64):
+        import queue
+        import threading
+        self.items, self.busy = items, 0.0
+        self._args = (chunker, settings, report, force, clock, failed)
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
+
+    def _put(self, item) -> bool:
+        import queue
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for entry, row in self.items:
+                t = time.perf_counter()
+                result = read_document(entry, row, *self._args)
+                self.busy += time.perf_counter() - t  # time spent reading, not waiting to hand over
+                if not self._put(("ok", Read(entry, row, result))):
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._put(("error", exc))
+            return
+        self._put(("done", None))
+
+    def __iter__(self):
+        if not self.items:
+            return
+        self._thread.start()
+        try:
+            while True:
+                kind, value = self._q.get()
+                if kind == "done":
+                    break
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            self._stop.set()
+            self._thread.join()
