@@ -376,7 +376,7 @@ VERBATIM_RE = re.compile(r"\w[^\w\s]+\w|\w[:=]")  # inner punctuation or a trail
 
 
 def strong_literals(terms: Sequence[str], coverage: float = 1.0) -> list[str]:
-    """The query's literals (:func:`hybrid.store.local.lexical.literals`) that exact-first should honour. In
+    """The query's literals (:func:`hybrid.core.tokens.literals`) that exact-first should honour. In
     a sentence of five words or more, a lowercase hyphenated word (``self-hosted``,
     ``full-screen``) is prose, not an identifier; in a short query (``pi-hole allowlist``,
     ``task-todo``) it still names something. And a long question whose words the best BM25

@@ -361,4 +361,4 @@ def test_search_page_works_offline_from_package_data(sample_server):
     refs = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert refs and all(r.startswith("/ui/static/") or r.startswith("#") for r in refs), refs
     for name in ("app.js", "app.css", "icon.svg"):
-        assert (Path(hybrid.__file__).parent / "ui" / "static" / name).exists()
+        assert (Path(hybrid.__file__).parent / "faces" / "ui" / "static" / name).exists()

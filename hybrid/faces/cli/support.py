@@ -103,7 +103,7 @@ def print_json(data) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-# What `hybrid index`'s progress stages (hybrid.indexing.indexer.PROGRESS_STAGES) are called on screen;
+# What `hybrid index`'s progress stages (hybrid.indexing.report.PROGRESS_STAGES) are called on screen;
 # any other stage (`hybrid eval`'s) is shown under its own name.
 STAGE_LABELS = {"scan": "reading notes", "load": "loading model", "embed": "embedding chunks",
                 "write": "writing indexes"}

@@ -1,7 +1,7 @@
 """Re-index runs started from the search page, one thread each, with their progress.
 
 A job follows the indexer's ``progress(stage, done, total)`` callback (stages ``scan``,
-``load``, ``embed``, ``write``: :data:`hybrid.indexing.indexer.PROGRESS_STAGES`), so the page can draw
+``load``, ``embed``, ``write``: :data:`hybrid.indexing.report.PROGRESS_STAGES`), so the page can draw
 a bar per run. One job per vault at a time; finished jobs are kept (the newest
 :data:`KEEP` of them) so the page can show how the last run ended.
 """

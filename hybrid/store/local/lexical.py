@@ -29,17 +29,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hybrid.core.errors import HybridError, IndexCorrupt
-from hybrid.core.tokens import (  # noqa: F401 - re-exported: the lexical arm's vocabulary
-    BRACKETS,
-    IDENT_RE,
-    SPLIT_RE,
+from hybrid.core.tokens import (
     STOPWORDS,
     SYMBOL_RE,
     WORD_RE,
     ident_tokens,
     identifiers,
     is_compound,
-    literals,
     within_one_edit,
 )
 from hybrid.sources import kind_term

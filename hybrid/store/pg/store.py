@@ -1,6 +1,6 @@
 """A vault's store in PostgreSQL: the catalog (:mod:`hybrid.store.pg.catalog`), the lexical arm
 (:mod:`hybrid.store.pg.lexical`) and the vector arm (pgvector, cosine, HNSW), with the writer lock
-as a PostgreSQL advisory lock. Same surface as :class:`hybrid.store.local.store.VaultStore`.
+as a PostgreSQL advisory lock. It implements :class:`hybrid.store.port.Store`.
 
 Vectors live in ``hybrid_vectors`` (narrow rows: an exact scan reads little else). The HNSW
 index is per vault, a partial expression index ``(embedding::vector(dim)) WHERE vault = id``,
