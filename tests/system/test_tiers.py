@@ -41,3 +41,21 @@ def test_unmarked_test_that_imports_a_model_runtime_fails(monkeypatch):
     next(teardown)
     with pytest.raises(pytest.fail.Exception, match="imported onnxruntime"):
         teardown.send(None)
+
+
+@pytest.mark.parametrize("fixtures, marked", [(["pg_url"], True), (["fake", "pg_server"], True),
+                                              (["sample_pg"], True), (["fake", "vault"], False)],
+                         ids=["pg_url", "pg_server", "sample_pg", "no-server"])
+def test_a_test_that_starts_postgresql_is_marked_slow_and_postgres(fixtures, marked):
+    """The fast tier needs no server: a test whose fixtures start PostgreSQL is marked at
+    collection, whatever its author wrote."""
+    added: list[str] = []
+    item = SimpleNamespace(fixturenames=fixtures, add_marker=lambda m: added.append(m.name))
+    conftest.pytest_collection_modifyitems([item])
+    assert sorted(added) == (["postgres", "slow"] if marked else [])
+
+
+def test_store_params_for_postgresql_carry_its_markers():
+    pg = conftest.store_param("postgresql")
+    assert {m.name for m in pg.marks} == {"slow", "postgres"}
+    assert conftest.store_param("local") == "local"
