@@ -42,7 +42,7 @@ def mention_condition(keys: Sequence[str], tags: Sequence[str], placeholder: str
     LIKE is case-sensitive). Tags are stored as JSON with non-ASCII characters escaped, so a
     tag that is not ASCII matches every file with a non-ASCII tag (few). An empty string for
     nothing to look for."""
-    escape = " ESCAPE '\\'" if placeholder == "?" else ""
+    escape = " ESCAPE '\\'"  # SQLite has no default escape character; PostgreSQL's is the same
     where = [f"f.properties {like} {placeholder}{escape}" for _ in keys]
     args = ['%"' + like_escape(k) + '"%' for k in keys]
     for t in tags:

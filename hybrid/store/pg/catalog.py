@@ -46,6 +46,7 @@ class PgCatalog:
         self.pending_meta: dict[str, str] | None = None  # a re-embed's, written with its chunks
         self.agent: tuple[str, Any] | None = None           # (fingerprint, redactor) of a writer
         self.changed = 0  # chunks (and notes) changed by this handle: a big load re-ANALYZEs
+        self._fetched_table = False  # hybrid_fetched seen (it comes with the first fetch)
 
     def q(self, sql: str, params: Sequence[Any] = ()):
         return self.store.query(sql, params)
@@ -356,7 +357,7 @@ class PgCatalog:
 
     def fetched(self, url: str | None = None) -> dict[str, FetchedPage]:
         """Every fetched page of this vault by URL, or only ``url``'s."""
-        if self.q("SELECT to_regclass('hybrid_fetched')").fetchone()[0] is None:
+        if not self._has_fetched_table():
             return {}
         sql = "SELECT url, ok, title, text, error, status, fetched_at FROM hybrid_fetched WHERE vault=%s"
         rows = self.q(sql, (self.vault_id,)) if url is None else self.q(sql + " AND url=%s", (self.vault_id, url))
@@ -366,8 +367,8 @@ class PgCatalog:
         """Record fetch results; a failure never replaces a page fetched before."""
         v = self.vault_id
         with self.store.guarded(), self.conn.transaction():
-            if self.q("SELECT to_regclass('hybrid_fetched')").fetchone()[0] is None:
-                self.conn.execute(self.FETCHED_TABLE)
+            if not self._has_fetched_table():
+                self.conn.execute(self.FETCHED_TABLE)  # seen by the next ask, once committed
             for r in rows:
                 self.conn.execute(
                     "INSERT INTO hybrid_fetched(vault, url, ok, title, text, error, status, fetched_at) "
@@ -375,6 +376,12 @@ class PgCatalog:
                     "title=EXCLUDED.title, text=EXCLUDED.text, error=EXCLUDED.error, status=EXCLUDED.status, "
                     "fetched_at=EXCLUDED.fetched_at WHERE EXCLUDED.ok OR NOT hybrid_fetched.ok",
                     (v, r.url, r.ok, r.title, r.text, r.error, r.status, r.fetched_at))
+
+    def _has_fetched_table(self) -> bool:
+        """Whether the database has the table (asked once per handle, then remembered)."""
+        if not self._fetched_table:
+            self._fetched_table = self.q("SELECT to_regclass('hybrid_fetched')").fetchone()[0] is not None
+        return self._fetched_table
 
     def drop_fetched(self, keep: Iterable[str]) -> int:
         """Forget fetched pages of URLs no longer bookmarked; returns how many."""
