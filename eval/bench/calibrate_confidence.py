@@ -58,10 +58,10 @@ def collect(h, vault: str, name: str, queries, qrels) -> list[dict]:
     captured: list[tuple] = []
     real = confidence.annotate
 
-    def spy(hits, rows, vector_scores, parsed, analyze, embedder_ids):
-        feats = confidence.features(hits, rows, vector_scores, parsed, analyze)
+    def spy(hits, rows, vector_scores, parsed, analyze, embedder_ids, ranks=None):
+        feats = confidence.features(hits, rows, vector_scores, parsed, analyze, ranks)
         captured.append((list(hits), feats, confidence.model_name(bool(vector_scores), embedder_ids)))
-        return real(hits, rows, vector_scores, parsed, analyze, embedder_ids)
+        return real(hits, rows, vector_scores, parsed, analyze, embedder_ids, ranks)
 
     confidence.annotate = spy
     out = []
@@ -70,7 +70,7 @@ def collect(h, vault: str, name: str, queries, qrels) -> list[dict]:
             relevant = {doc for doc, grade in qrels.get(q["qid"], {}).items() if grade > 0}
             for mode in MODES:
                 captured.clear()
-                h.search(q["text"], vaults=[vault], mode=mode, top_k=10)
+                h.search(q["text"], vaults=[vault], mode=mode, top_k=10, passages=True)
                 hits, feats, model = captured[-1]
                 for rank, (hit, f) in enumerate(zip(hits, feats), 1):
                     out.append({"set": name, "qid": q["qid"], "mode": mode, "model": model, "rank": rank,

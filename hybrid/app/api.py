@@ -257,8 +257,11 @@ class Hybrid:
             return store
 
     def search(self, query: str | SearchRequest, *, agent: bool = False, **options: Any) -> SearchResult:
-        """Search and return up to ``top_k`` hits, best first (a list; its ``corrections`` and
-        ``parsed`` say how the query was read, see :class:`~hybrid.retrieval.result.SearchResult`).
+        """Search and return the answer: up to ``top_k`` notes, best first, each with its best
+        passage and up to 3 more of its passages (``passages=True``: up to ``top_k`` passages) —
+        a list of hits, by note, with ``.notes`` grouping them; its ``corrections`` and ``parsed``
+        say how the query was read, ``relevant`` whether any hit is at least fair (see
+        :class:`~hybrid.retrieval.result.SearchResult` and :mod:`hybrid.retrieval.notes`).
         ``query`` is the query text with the options as keywords (``top_k=8``,
         ``mode="hybrid"``, ``vaults=None`` for all, ``folders``, ``tags``, ``since``, ``rerank``,
         ``exclude_folders``), or a ready :class:`~hybrid.retrieval.request.SearchRequest`. Arguments are checked against

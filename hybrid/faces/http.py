@@ -30,6 +30,7 @@ from hybrid.faces.http_guard import WILDCARD_BINDS, Guard, is_loopback, protocol
 from hybrid.faces.ui.session import Throttle
 from hybrid.retrieval.limits import BadSearchArgs, mcp_body_limit
 from hybrid.retrieval.request import SearchRequest
+from hybrid.retrieval.result import answer_passages
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid
@@ -107,10 +108,9 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     data: dict[str, Any] = {}
     try:
         search = SearchRequest.from_json(body)
-        hits = h.search(search, agent=agent_client is not None)
-        # "hits" is what every client reads; the rest (corrected words, snippet needles) is
-        # extra that clients from before it ignore
-        data = {"hits": [x.to_dict() for x in hits], **hits.response_extras()}
+        # notes (each with its passages) or, asked for, passages ("hits"); then whether any is
+        # relevant, the corrected words, the snippet needles
+        data = h.search(search, agent=agent_client is not None).to_json()
     except BadSearchArgs as exc:
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
@@ -121,10 +121,10 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
         status, data = 500, {"error": internal_error(exc)}
     if agent_client is None:
         return status, data
+    returned = [x["citation"] for x in answer_passages(data)]
     record = {"tool": "api/search", "client": agent_client,
               "args": search.to_json() if search else {"body_bytes": len(body)},
-              "returned": [x["citation"] for x in data.get("hits", [])],
-              "count": len(data.get("hits", [])), "error": data.get("error")}
+              "returned": returned, "count": len(returned), "error": data.get("error")}
     refused = record_call(h.config.data, h.settings, record, started)
     return (503, {"error": refused}) if refused else (status, data)
 
@@ -239,7 +239,9 @@ def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> li
     """Ask a running server (if its address file exists and it answers); None means: do it
     in-process. Uses only the standard library so a cold ``hybrid query`` stays fast."""
     data = _remote_call(h, request, timeout)
-    return None if data is None else data["hits"]
+    if data is None:
+        return None
+    return answer_passages(data)
 
 
 def remote_result(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> SearchResult | None:
@@ -266,7 +268,7 @@ def server_info(h: Hybrid) -> dict | None:
 
 
 def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | None:
-    """The server's JSON answer (a dict with a ``hits`` list), or None."""
+    """The server's JSON answer (a dict with a ``notes`` or ``hits`` list), or None."""
     import urllib.error
     import urllib.request
 
@@ -274,7 +276,10 @@ def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | No
     if info is None:
         return None
     url, owner_key = info["url"], info["owner_key"]
-    req = urllib.request.Request(url + "/api/search", data=json.dumps(request.to_json()).encode(),
+    body = request.to_json()
+    if not body["passages"]:  # the default: a server from before the field answers as ever
+        del body["passages"]
+    req = urllib.request.Request(url + "/api/search", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
                                  method="POST")
     token = os.environ.get("HYBRID_TOKEN")
@@ -283,7 +288,7 @@ def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | No
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             data = json.loads(resp.read())
-        if not isinstance(data, dict) or not isinstance(data["hits"], list):
+        if not isinstance(data, dict) or not isinstance(data.get("notes", data.get("hits")), list):
             raise ValueError("not a search answer")
         return data
     except urllib.error.HTTPError as exc:

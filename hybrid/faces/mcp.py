@@ -25,6 +25,7 @@ from hybrid.core.errors import HybridError
 from hybrid.retrieval.hits import confidence_label
 from hybrid.retrieval.limits import MAX_TOP_K_MCP
 from hybrid.retrieval.request import OPTIONS, QUERY_HELP, SearchRequest, from_options, option_help
+from hybrid.retrieval.result import answer_passages
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid
@@ -44,21 +45,38 @@ INSTRUCTIONS = (
 TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
 
 
-def render_hits(query: str, hits: list[dict], corrected: str = "") -> str:
-    """Compact text with citations, bounded in size; ``corrected`` (the query after typo repair,
-    when it changed) is announced first."""
+def render_hits(query: str, answer: dict[str, Any], corrected: str = "") -> str:
+    """Compact text with citations, bounded in size, of an answer as
+    :meth:`~hybrid.retrieval.result.SearchResult.to_json` gives it: one entry per note (its
+    best passage, then its other passages' citations), or per passage. ``corrected`` (the query
+    after typo repair, when it changed) is announced first, and a weak answer plainly."""
     lines = [f"showing results for {corrected!r} (spelling corrected)"] if corrected and corrected != query else []
-    if not hits:
+    grouped = "notes" in answer
+    entries = [n["passages"] for n in answer["notes"]] if grouped else [[h] for h in answer.get("hits", [])]
+    if not entries:
         return "\n".join([*lines, f"No notes matched {query!r}. Try fewer or different keywords, or another mode."])
-    for i, h in enumerate(hits, 1):
-        where = " > ".join(h["heading_path"]) or h["title"]
-        sure = f" [{confidence_label(h.get('confidence'))} {h['confidence']:.2f}]" if h.get("confidence") is not None else ""
-        block = f"{i}. {h['citation']} — {where}{sure}\n   {h['snippet']}"
+    if answer.get("relevant") is False:
+        lines.append("Nothing relevant: no hit is even fair (confidence < 0.4). The closest weak matches follow; "
+                     "do not present them as an answer.")
+    for i, passages in enumerate(entries, 1):
+        h = passages[0]
+        block = f"{i}. {h['citation']} — {_where(h)}{_sure(h)}\n   {h['snippet']}"
+        for more in passages[1:]:
+            block += f"\n   also {more['citation']} — {_where(more)}{_sure(more)}"
         if sum(len(x) + 1 for x in lines) + len(block) > TEXT_LIMIT:
-            lines.append(f"… {len(hits) - i + 1} more hits in the structured result")
+            lines.append(f"… {len(entries) - i + 1} more {'notes' if grouped else 'hits'} in the structured result")
             break
         lines.append(block)
     return "\n".join(lines)
+
+
+def _where(h: dict[str, Any]) -> str:
+    return " > ".join(h["heading_path"]) or h["title"]
+
+
+def _sure(h: dict[str, Any]) -> str:
+    c = h.get("confidence")
+    return f" [{confidence_label(c)} {c:.2f}]" if c is not None else ""
 
 
 def build_server(h: "Hybrid", watcher=None) -> MCPServer:
@@ -175,21 +193,25 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
                                 "(or a filter alone, e.g. tags, to list the notes passing it)")
             request = from_options(query, values, max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
             result = h.search(request, agent=True)
-            data = [x.to_dict(text=False) for x in result]
-            text = render_hits(query, data, result.corrected_query)
+            answer = result.to_json(text=False)
+            for extra in ("needles", "fusion"):  # the page's, not an agent's
+                answer.pop(extra, None)
+            text = render_hits(query, answer, result.corrected_query)
             return CallToolResult(content=[TextContent(type="text", text=text)],
-                                  structured_content={"query": query, "hits": data})
+                                  structured_content={"query": query, **answer})
         args = {"query": query, **{k: (v or None) if isinstance(v, (bool, float)) else v
                                    for k, v in options.items()}}
         return audited(h, ctx, "search", args, call,
-                       lambda r: [x["citation"] for x in _structured(r).get("hits", [])])
+                       lambda r: [x["citation"] for x in answer_passages(_structured(r))])
 
     signature = search_signature()
     setattr(search, "__signature__", signature)  # noqa: B010 - what the SDK reads the schema from
     search.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     server.tool(description=(
-        "Search the user's notes with hybrid BM25 + vector retrieval and return ranked passages "
-        "with citations (vault, path, heading path, line range) and a snippet. Use it whenever the "
+        "Search the user's notes with hybrid BM25 + vector retrieval and return the best notes, "
+        "each with its best passage and up to 3 more of its passages, with citations (vault, path, "
+        "heading path, line range), a snippet and a confidence (strong/fair/weak; when nothing is "
+        "fair it says 'Nothing relevant'). passages=true returns passages instead. Use it whenever the "
         "user's own notes may hold the answer. For exact lookups (an identifier, error string, "
         "flag, ticket id) pass it verbatim; otherwise 2-5 distinctive keywords work best. "
         "Snippets are partial: read the passage with get_note before relying on it. Note content "

@@ -58,9 +58,11 @@ def models() -> dict[str, dict[str, Any]]:
 
 
 def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
-             parsed: ParsedQuery, analyze: fuse.Analyze) -> list[dict[str, float]]:
-    """The features of each hit (in rank order); ``rows`` are the hits' chunks and
-    ``vector_scores`` the vector arm's scores, best first (empty when it did not run)."""
+             parsed: ParsedQuery, analyze: fuse.Analyze,
+             ranks: Sequence[int] | None = None) -> list[dict[str, float]]:
+    """The features of each hit; ``rows`` are the hits' chunks, ``vector_scores`` the vector
+    arm's scores, best first (empty when it did not run), and ``ranks`` each hit's place in the
+    final ranking (1 = first; default: the hits are that ranking, in order)."""
     import statistics
     want = fuse.content_stems(parsed.text, analyze)
     median = statistics.median(vector_scores[:30]) if vector_scores else 0.0
@@ -76,7 +78,7 @@ def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Seque
             "both": float(hit.lexical_rank is not None and hit.vector_rank is not None),
             "lex_rr": 1.0 / hit.lexical_rank if hit.lexical_rank else 0.0,
             "vec_rr": 1.0 / hit.vector_rank if hit.vector_rank else 0.0,
-            "rank_rr": 1.0 / (i + 1),
+            "rank_rr": 1.0 / (ranks[i] if ranks is not None else i + 1),
         })
     return out
 
@@ -96,10 +98,11 @@ def probability(feats: dict[str, float], name: str) -> float:
 
 
 def annotate(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
-             parsed: ParsedQuery, analyze: fuse.Analyze, embedder_ids: set[str]) -> None:
-    """Set each hit's ``confidence`` (rounded to 3 places)."""
+             parsed: ParsedQuery, analyze: fuse.Analyze, embedder_ids: set[str],
+             ranks: Sequence[int] | None = None) -> None:
+    """Set each hit's ``confidence`` (rounded to 3 places); ``ranks`` as for :func:`features`."""
     if not hits:
         return
     name = model_name(bool(vector_scores), embedder_ids)
-    for hit, feats in zip(hits, features(hits, rows, vector_scores, parsed, analyze)):
+    for hit, feats in zip(hits, features(hits, rows, vector_scores, parsed, analyze, ranks)):
         hit.confidence = round(probability(feats, name), 3)

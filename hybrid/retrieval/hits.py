@@ -71,11 +71,14 @@ class Hit:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+STRONG, FAIR = 0.7, 0.4  # confidence from which a hit is called strong, fair (below: weak)
+
+
 def confidence_label(confidence: float | None) -> str:
     """The word shown for a confidence: ``strong`` (>= 0.7), ``fair`` (>= 0.4), else ``weak``."""
     if confidence is None:
         return ""
-    return "strong" if confidence >= 0.7 else "fair" if confidence >= 0.4 else "weak"
+    return "strong" if confidence >= STRONG else "fair" if confidence >= FAIR else "weak"
 
 
 def source_fields(path: str, heading: str, properties: Any, vault_folder: str) -> dict[str, Any]:

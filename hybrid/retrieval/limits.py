@@ -37,7 +37,7 @@ class BadSearchArgs(HybridError, ValueError):
 
 
 def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
-                 rerank=False, exclude_folders=(), min_score=0.0, sources=(),
+                 rerank=False, exclude_folders=(), min_score=0.0, sources=(), passages=False,
                  max_top_k: int = MAX_TOP_K) -> None:
     """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
     has the documented type and range. Explicit checks, because a wrong type that slips
@@ -65,8 +65,9 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
         raise BadSearchArgs(f"since must be a date like 2024-01-31 or an age like 30d (got {_show(since)})")
     if isinstance(since, str):
         _check_text("since", since)
-    if not isinstance(rerank, bool):
-        raise BadSearchArgs(f"rerank must be true or false (got {type(rerank).__name__})")
+    for name, flag in (("rerank", rerank), ("passages", passages)):
+        if not isinstance(flag, bool):
+            raise BadSearchArgs(f"{name} must be true or false (got {type(flag).__name__})")
     if not _is_number(min_score) or not 0 <= min_score <= 1:
         raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence (got {_show(min_score)})")
 

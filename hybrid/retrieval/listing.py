@@ -38,7 +38,8 @@ def list_notes(targets: Sequence[tuple[Vault, Searchable]], request: SearchReque
         hits += _hits(targets, notes[start:start + max(request.top_k, 50)], settings.snippet_chars)
         if len(hits) >= request.top_k:
             break
-    return SearchResult(hits[:request.top_k], query=request.query, parsed=request.parsed)
+    return SearchResult(hits[:request.top_k], query=request.query, parsed=request.parsed,
+                        grouped=not request.passages)
 
 
 def _passing(store: Searchable, filters: Filters) -> list[tuple[int, str, float]]:

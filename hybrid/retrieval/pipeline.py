@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
-from hybrid.retrieval import confidence, fuse
+from hybrid.retrieval import confidence, fuse, notes
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
@@ -101,19 +101,24 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
-        hits = build_hits(targets, fused[:request.top_k], rows, arms, ce, words, settings.snippet_chars)
+        # notes (or passages) in the order shown, no two overlapping passages of one note
+        shown = notes.select([(k, (k[0], rows[k].path), (rows[k].start_line, rows[k].end_line)) for k, _ in fused],
+                             request.top_k, by_note=not request.passages)
+        hits = build_hits(targets, [fused[i] for i in shown], rows, arms, ce, words, settings.snippet_chars)
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
-                            {store.embedder_id or "" for _, store in targets})
-        if request.min_score:
+                            {store.embedder_id or "" for _, store in targets}, ranks=[i + 1 for i in shown])
+        for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):
+            h.confidence = c
+        if request.min_score:  # confidence falls down the list: this cuts its tail
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
     fusion = ({"k": settings.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
               if arms.weights else {})
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words,
-                        fusion=fusion)
+                        fusion=fusion, grouped=not request.passages)
 
 
 def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:

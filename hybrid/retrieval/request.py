@@ -55,13 +55,14 @@ class SearchRequest:
     exclude_folders: Sequence[str] = ()
     min_score: float = 0.0                   # drop hits whose confidence is below (0..1)
     sources: Sequence[str] = ()              # document kinds: note, pdf, text, web, bookmark, slack
+    passages: bool = False                   # top_k passages, not top_k notes (hybrid.retrieval.notes)
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
         check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
                      exclude_folders=self.exclude_folders, min_score=self.min_score,
-                     sources=self.sources, max_top_k=max_top_k)
+                     sources=self.sources, passages=self.passages, max_top_k=max_top_k)
         from hybrid.sources.markdown import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
@@ -187,9 +188,9 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("top_k", "int", "Number of hits to return.", ("-n", "--top-k"), agent="top_k", low=1, high=MAX_TOP_K,
-           cli_help="Notes to show (passages with --passages or --json).",
-           agent_help="Number of passages to return, 1-{max_top_k}."),
+    Option("top_k", "int", "Number of notes to return (passages with `passages`).", ("-n", "--top-k"),
+           agent="top_k", low=1, high=MAX_TOP_K, cli_help="Notes to show (passages with --passages).",
+           agent_help="Number of notes to return (passages with `passages`), 1-{max_top_k}."),
     Option("mode", "choice", "hybrid (both arms fused), lexical (BM25 only, best for exact strings) or "
            "vector (meaning only).", ("--mode",), agent="mode", choices=lambda: MODES),
     Option("vaults", "texts", "Search only these vaults (default: all).", ("--vault",), agent="vaults",
@@ -217,6 +218,9 @@ OPTIONS: tuple[Option, ...] = (
                       "weak hits; you may then get none."),
     Option("sources", "choices", "Only documents of these kinds", ("--source",), agent="source",
            choices=_kinds, choices_help=_kinds_help, cli_help="Only documents of this kind (repeatable: any)."),
+    Option("passages", "bool", "Answer with passages, best first, not with notes (by default each note "
+           "comes once: its best passage, then up to 3 more of its passages).", ("--passages",), agent="passages",
+           cli_help="One entry per passage, not one per note (top_k then counts passages)."),
 )
 QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quoted phrases" are required, '
               f"-word excludes a word; identifiers match verbatim. Filters alone (tag:NAME, folder:PATH, or "

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from hybrid.retrieval.hits import Hit
+from hybrid.retrieval.hits import FAIR, Hit
+from hybrid.retrieval.notes import NoteHits, group_by_note
 from hybrid.retrieval.query import FILTER_RE, TOKEN_RE, ParsedQuery, is_exclusion
 
 # A whole word of letters: `alpha17` or `snake_case` are identifiers, never "corrected".
@@ -18,20 +19,44 @@ WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
 
 
 class SearchResult(list[Hit]):
-    """The hits, best first, and how the query was read: ``corrections`` ({wrong: right}, the
-    words typo repair replaced, lower case), ``parsed`` (the query as searched, after repair)
+    """The hits in the order shown, and how the query was read: ``corrections`` ({wrong: right},
+    the words typo repair replaced, lower case), ``parsed`` (the query as searched, after repair)
     and ``query`` (the text as given). ``needles`` are the words snippets centre on (as typed
-    and as the vaults stem them), when the engine reported them."""
+    and as the vaults stem them), when the engine reported them. ``grouped``: the answer is
+    notes (:attr:`notes`; the list holds each note's passages together, its best first), not
+    passages (:mod:`hybrid.retrieval.notes`)."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
-                 fusion: Mapping[str, float] | None = None):
+                 fusion: Mapping[str, float] | None = None, grouped: bool = False):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
         self.corrections: dict[str, str] = dict(corrections or {})
         self.needles: list[str] = list(needles)
         self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
+        self.grouped = grouped
+
+    @property
+    def notes(self) -> list[NoteHits]:
+        """The hits by note, in the order of each note's first hit."""
+        return group_by_note(self)
+
+    @property
+    def relevant(self) -> bool | None:
+        """Whether any hit is at least fair (confidence >= 0.4); None when there are hits but
+        no confidence (a listing): unknown. No hits: False."""
+        known = [h.confidence for h in self if h.confidence is not None]
+        if self and not known:
+            return None
+        return any(c >= FAIR for c in known)
+
+    def to_json(self, *, text: bool = True) -> dict[str, Any]:
+        """The answer as every door's JSON gives it: ``notes`` (each with its ``passages``)
+        when grouped, else ``hits``; then ``relevant`` and the :meth:`response_extras`."""
+        body: dict[str, Any] = ({"notes": [n.to_dict(text=text) for n in self.notes]} if self.grouped
+                                else {"hits": [h.to_dict(text=text) for h in self]})
+        return {**body, "relevant": self.relevant, **self.response_extras()}
 
     @property
     def corrected_query(self) -> str:
@@ -48,7 +73,7 @@ class SearchResult(list[Hit]):
         return TOKEN_RE.sub(fix, self.query)
 
     def response_extras(self) -> dict[str, Any]:
-        """What ``/api/search`` sends besides ``hits`` (old clients ignore it)."""
+        """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "needles": self.needles, "fusion": self.fusion}
 
     @classmethod
@@ -62,9 +87,18 @@ class SearchResult(list[Hit]):
         fusion = data.get("fusion")
         fusion = {str(k): v for k, v in fusion.items()
                   if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
-        return cls((Hit.from_dict(d) for d in data["hits"]), query=query,
+        grouped = isinstance(data.get("notes"), list)
+        return cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                    parsed=apply_corrections(parsed, corrections), corrections=corrections,
-                   needles=needles, fusion=fusion)
+                   needles=needles, fusion=fusion, grouped=grouped)
+
+
+def answer_passages(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every passage of an answer's JSON (:meth:`SearchResult.to_json`), in the order shown:
+    each note's passages, or the ``hits``."""
+    if isinstance(answer.get("notes"), list):
+        return [p for n in answer["notes"] for p in n["passages"]]
+    return list(answer.get("hits", []))
 
 
 def fix_words(text: str, fixes: Mapping[str, str]) -> str:

@@ -12,6 +12,7 @@ from secrets_fixtures import fake_secrets
 from hybrid.app.audit import AuditLog, audit_path
 from hybrid.faces.http import api_search_call
 from hybrid.faces.mcp import build_server
+from hybrid.retrieval.result import answer_passages
 
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 
@@ -46,14 +47,14 @@ def call(h, tool, args, name="test-agent"):
 def test_mcp_search_and_get_note_serve_the_agent_view(agent_home):
     h, v, home = agent_home
     res = call(h, "search", {"query": "quokka", "top_k": 10})
-    paths = [x["path"] for x in res.structured_content["hits"]]
+    paths = [x["path"] for x in answer_passages(res.structured_content)]
     assert sorted(paths) == ["work/ci.md", "work/net.md"]
-    assert sorted(x["lexical_rank"] for x in res.structured_content["hits"]) == [1, 2]  # no gaps
+    assert sorted(x["lexical_rank"] for x in answer_passages(res.structured_content)) == [1, 2]  # no gaps
     blob = json.dumps(res.structured_content) + res.content[0].text
     assert SECRET["secret"] not in blob and "[redacted secret]" in blob
     assert "zorvatrex" not in blob.lower() and "fenwick" not in blob.lower()
-    assert call(h, "search", {"query": "zorvatrex", "mode": "lexical"}).structured_content["hits"] == []
-    assert {x["path"] for x in call(h, "search", {"query": "zorvatrex"}).structured_content["hits"]} \
+    assert answer_passages(call(h, "search", {"query": "zorvatrex", "mode": "lexical"}).structured_content) == []
+    assert {x["path"] for x in answer_passages(call(h, "search", {"query": "zorvatrex"}).structured_content)} \
         <= {"work/ci.md", "work/net.md"}  # the vector arm's nearest public notes, nothing else
     # the owner still finds it
     assert {x.path for x in h.search("zorvatrex", top_k=10, mode="lexical")} == {"journal/2026-01-03.md", "health.md"}
@@ -129,8 +130,8 @@ def test_api_search_serves_agents_the_agent_view_and_the_owner_everything(agent_
     h, v, home = agent_home
     body = json.dumps({"query": "zorvatrex quokka", "top_k": 10}).encode()
     status, agent = api_search_call(h, body, "http 127.0.0.1 curl/8")
-    assert status == 200 and {x["path"] for x in agent["hits"]} <= {"work/ci.md", "work/net.md"}
+    assert status == 200 and {x["path"] for x in answer_passages(agent)} <= {"work/ci.md", "work/net.md"}
     status, owner = api_search_call(h, body, None)
-    assert {"health.md", "journal/2026-01-03.md"} <= {x["path"] for x in owner["hits"]}
+    assert {"health.md", "journal/2026-01-03.md"} <= {x["path"] for x in answer_passages(owner)}
     records = list(AuditLog.from_settings(home / "data", h.settings).records())
     assert [(r["tool"], r["client"]) for r in records] == [("api/search", "http 127.0.0.1 curl/8")]

@@ -23,6 +23,7 @@ from hybrid.faces.http import build_app, remote_search
 from hybrid.faces.http_guard import is_loopback
 from hybrid.retrieval.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_TOP_K, BadSearchArgs
 from hybrid.retrieval.request import SearchRequest
+from hybrid.retrieval.result import answer_passages
 
 JSON = {"Content-Type": "application/json"}
 
@@ -91,7 +92,7 @@ def test_rebinding_host_and_null_origin_are_refused(serve):
     mcp = {**JSON, "Accept": "application/json, text/event-stream", "Origin": "null"}
     assert request(s.port, "POST", "/mcp", mcp, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')[0] == 403
     status, body = search(s.port, {"query": "tailscale"}, {"Origin": f"http://localhost:{s.port}"})
-    assert status == 200 and json.loads(body)["hits"][0]["path"] == "home/network.md"
+    assert status == 200 and answer_passages(json.loads(body))[0]["path"] == "home/network.md"
 
 
 @pytest.mark.slow
@@ -112,7 +113,7 @@ def test_allowed_hosts_make_a_lan_bind_usable(serve):
     auth = {"Authorization": "Bearer s3cret"}
     for name in ("mybox.lan", "nas.lan", "192.168.1.5", "MyBox.LAN"):
         status, body = search(s.port, {"query": "tailscale"}, auth, host=f"{name}:{s.port}")
-        assert status == 200 and json.loads(body)["hits"], name
+        assert status == 200 and answer_passages(json.loads(body)), name
     assert search(s.port, {"query": "tailscale"}, auth, host=f"other.lan:{s.port}")[0] == 403
     assert search(s.port, {"query": "tailscale"}, {}, host=f"mybox.lan:{s.port}")[0] == 401
     assert request(s.port, "GET", "/health", host=f"mybox.lan:{s.port}")[0] == 200  # no token needed
@@ -168,7 +169,7 @@ def test_huge_top_k_does_not_take_the_server_down(serve):
         assert status == 400 and "top_k" in json.loads(body)["error"]
     assert s.proc.poll() is None and request(s.port, "GET", "/health")[0] == 200
     status, body = search(s.port, {"query": "tailscale", "top_k": MAX_TOP_K})
-    assert status == 200 and json.loads(body)["hits"]
+    assert status == 200 and answer_passages(json.loads(body))
 
 
 def _raw(port, head: bytes, body: bytes) -> bytes:
@@ -246,7 +247,7 @@ def test_mcp_search_limits_through_a_real_session(serve):
                 res = await session.call_tool("search", {"query": "tailscale", "top_k": 51})
                 assert res.is_error and "between 1 and 50" in res.content[0].text
                 res = await session.call_tool("search", {"query": "tailscale", "top_k": 50})
-                assert not res.is_error and res.structured_content["hits"]
+                assert not res.is_error and answer_passages(res.structured_content)
     anyio.run(main)
 
 

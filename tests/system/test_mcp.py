@@ -14,6 +14,8 @@ from helpers import free_port
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from hybrid.retrieval.result import answer_passages
+
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
 
 pytestmark = pytest.mark.slow
@@ -76,19 +78,19 @@ async def exercise(session: ClientSession):
 
     res = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5})
     assert not res.is_error
-    paths = [h["path"] for h in res.structured_content["hits"]][:3]
+    paths = [h["path"] for h in answer_passages(res.structured_content)][:3]
     assert "home-lab/networking.md" in paths
     assert "sample:home-lab/networking.md:" in res.content[0].text
     # every hit says how sure it is; min_score leaves out the less sure ones
-    sure = [h["confidence"] for h in res.structured_content["hits"]]
+    sure = [h["confidence"] for h in answer_passages(res.structured_content)]
     assert all(0 <= c <= 1 for c in sure) and any(w in res.content[0].text for w in ("[strong ", "[fair ", "[weak "))
     cut = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5,
                                              "min_score": max(sure)})
-    assert [h["confidence"] for h in cut.structured_content["hits"]] == [c for c in sure if c >= max(sure)]
+    assert [h["confidence"] for h in answer_passages(cut.structured_content)] == [c for c in sure if c >= max(sure)]
     bad = await session.call_tool("search", {"query": "tailscale", "min_score": 2})
     assert bad.is_error and "min_score must be a number from 0 to 1" in bad.content[0].text
 
-    top = res.structured_content["hits"][0]
+    top = answer_passages(res.structured_content)[0]
     res = await session.call_tool("get_note", {"path": f"{top['path']}:{top['start_line']}-{top['end_line']}"})
     assert not res.is_error and res.structured_content["start_line"] == top["start_line"]
 
@@ -108,7 +110,7 @@ async def exercise(session: ClientSession):
     # the agent view: the 1:1 note is private; asking for it does not confirm it exists
     res = await session.call_tool("search", {"query": "Priya staff promotion packet thin on cross-team influence",
                                              "top_k": 20})
-    assert PRIVATE_NOTE not in {h["path"] for h in res.structured_content["hits"]}
+    assert PRIVATE_NOTE not in {h["path"] for h in answer_passages(res.structured_content)}
     refused = await session.call_tool("get_note", {"path": PRIVATE_NOTE})
     missing = await session.call_tool("get_note", {"path": "work/meetings/no such note.md"})
     assert refused.is_error and refused.content[0].text.replace(PRIVATE_NOTE, "X") \
@@ -162,7 +164,7 @@ def test_http_session_health_and_fast_path(http_server, any_sample_home):
     q = "Priya staff promotion packet thin on cross-team influence"
     status, body = http(url + "/api/search", "POST", {"Content-Type": "application/json", "User-Agent": "probe/1"},
                         json.dumps({"query": q, "top_k": 20}).encode())
-    assert status == 200 and PRIVATE_NOTE not in {h["path"] for h in json.loads(body)["hits"]}
+    assert status == 200 and PRIVATE_NOTE not in {h["path"] for h in answer_passages(json.loads(body))}
     assert ("api/search", "http 127.0.0.1 probe/1") in audited_tools(sample_home)
     owner = subprocess.run([sys.executable, "-m", "hybrid", "query", q, "-n", "20", "--json"],
                            env=env_for(sample_home), capture_output=True, text=True, check=True)
@@ -191,7 +193,7 @@ def test_http_token(http_server):
     assert http(url + "/api/search", "POST", {**h, "Authorization": "Bearer wrong"}, payload)[0] == 401
     assert http(url + "/mcp", "POST", h, b"{}")[0] == 401
     status, body = http(url + "/api/search", "POST", {**h, "Authorization": "Bearer s3cret"}, payload)
-    assert status == 200 and json.loads(body)["hits"]
+    assert status == 200 and answer_passages(json.loads(body))
 
 
 def test_non_loopback_bind_needs_a_token(sample_home):

@@ -39,6 +39,7 @@ from hybrid.faces.ui.session import (
     Throttled,
 )
 from hybrid.retrieval.limits import MAX_BODY_BYTES
+from hybrid.retrieval.result import answer_passages
 
 OWNER = "KEY"
 TOKEN = "s3cret"
@@ -143,7 +144,7 @@ def job_state(client: TestClient, job_id: int) -> dict | None:
 def first_hit(client: TestClient, query: str, **body) -> dict:
     r = search(client, query=query, **body)
     assert r.status_code == 200, r.text
-    hits = r.json()["hits"]
+    hits = answer_passages(r.json())
     assert hits, f"no hit for {query!r}"
     return hits[0]
 
@@ -383,7 +384,7 @@ def test_foreign_origin_is_refused_even_when_signed_in(signed):
     assert r.status_code == 403 and "evil.example" in r.json()["error"]
     assert signed.post("/ui/api/search", json={"query": "orders"}, headers={"Origin": "null"}).status_code == 403
     r = signed.post("/ui/api/search", json={"query": "orders"}, headers={"Origin": BASE})
-    assert r.status_code == 200 and r.json()["hits"]
+    assert r.status_code == 200 and answer_passages(r.json())
 
 
 def test_simple_request_content_types_are_415(signed):
@@ -425,8 +426,8 @@ def test_search_answers_hits_with_their_score_breakdown(signed):
     r = signed.post("/ui/api/search", json={"query": "orders-created partitions"})
     assert r.status_code == 200
     data = r.json()
-    assert data["hits"] and data["hits"][0]["path"] == "work/orders.md"
-    for hit in data["hits"]:
+    assert answer_passages(data) and answer_passages(data)[0]["path"] == "work/orders.md"
+    for hit in answer_passages(data):
         assert HIT_KEYS <= set(hit) and "text" not in hit
         assert hit["citation"] == f"vault:{hit['path']}:{hit['start_line']}-{hit['end_line']}"
     assert {"needles", "fusion", "parsed", "took_ms"} <= set(data)
@@ -445,8 +446,8 @@ def test_search_pins_an_exact_identifier(signed):
 
 def test_search_modes_report_their_fusion(signed):
     lexical = signed.post("/ui/api/search", json={"query": "tailscale", "mode": "lexical"}).json()
-    assert lexical["hits"][0]["path"] == "home/network.md"
-    assert all(x["vector_rank"] is None for x in lexical["hits"])
+    assert answer_passages(lexical)[0]["path"] == "home/network.md"
+    assert all(x["vector_rank"] is None for x in answer_passages(lexical))
     assert lexical["fusion"] == {}  # one arm: nothing fused
     hybrid_ = signed.post("/ui/api/search", json={"query": "tailscale", "mode": "hybrid"}).json()
     assert set(hybrid_["fusion"]) == {"k", "lexical", "vector"} and hybrid_["fusion"]["k"] > 0
@@ -455,21 +456,21 @@ def test_search_modes_report_their_fusion(signed):
 def test_search_tag_filter(signed):
     r = search(signed, query="reads partitions topic", tags=["kafka"])
     assert r.status_code == 200
-    hits = r.json()["hits"]
+    hits = answer_passages(r.json())
     assert hits and all("kafka" in x["tags"] for x in hits)
     assert {x["path"] for x in hits} == {"work/orders.md"}
     inline = search(signed, query="tag:kafka partitions").json()
-    assert inline["parsed"]["tags"] == ["kafka"] and {x["path"] for x in inline["hits"]} == {"work/orders.md"}
+    assert inline["parsed"]["tags"] == ["kafka"] and {x["path"] for x in answer_passages(inline)} == {"work/orders.md"}
 
 
 def test_search_folder_filter(signed):
-    hits = search(signed, query="sun network sourdough", folders=["home"]).json()["hits"]
+    hits = answer_passages(search(signed, query="sun network sourdough", folders=["home"]).json())
     assert hits and all(x["path"].startswith("home/") for x in hits)
 
 
 def test_search_min_score_drops_weak_hits(signed):
-    everything = search(signed, query="orders-created", top_k=20).json()["hits"]
-    strong = search(signed, query="orders-created", top_k=20, min_score=0.5).json()["hits"]
+    everything = answer_passages(search(signed, query="orders-created", top_k=20).json())
+    strong = answer_passages(search(signed, query="orders-created", top_k=20, min_score=0.5).json())
     assert strong and len(strong) < len(everything)
     assert all(x["confidence"] >= 0.5 for x in strong)
 
@@ -529,7 +530,7 @@ def test_read_returns_the_lines_around_a_hit_from_disk(signed, vault):
 
 
 def test_read_every_hit_matches_the_file(signed, vault):
-    hits = search(signed, query="sun network sourdough billing", top_k=20).json()["hits"]
+    hits = answer_passages(search(signed, query="sun network sourdough billing", top_k=20).json())
     assert len(hits) >= 4
     for hit in hits:
         data = read_hit(signed, hit).json()
@@ -1026,7 +1027,7 @@ def test_the_page_works_on_a_postgresql_vault(hybrid_home, vault, pg_url):
         sign_in(client)
         r = search(client, query="orders-created partitions")
         assert r.status_code == 200, r.text
-        top = r.json()["hits"][0]
+        top = answer_passages(r.json())[0]
         assert top["path"] == "work/orders.md" and top["pin"] in ("literal", "verbatim")
         assert top["lexical_rank"] == 1 and top["fused_score"] is not None
         section = read(client, **{k: top[k] for k in ("vault", "path", "start_line", "end_line", "heading_path")})
@@ -1043,6 +1044,6 @@ def test_the_page_works_on_a_postgresql_vault(hybrid_home, vault, pg_url):
                  != "running", "the re-index")
         done = next(j for j in client.get("/ui/api/jobs").json()["jobs"] if j["id"] == job["id"])
         assert done["state"] == "done" and done["summary"]["added"] == 1, done
-        assert search(client, query="zeppelin").json()["hits"][0]["path"] == "work/new.md"
+        assert answer_passages(search(client, query="zeppelin").json())[0]["path"] == "work/new.md"
     finally:
         h.close()

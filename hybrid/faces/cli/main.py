@@ -3,7 +3,6 @@ progress, warnings and errors go to stderr. User mistakes end in one ``error:`` 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import sys
@@ -188,13 +187,13 @@ def search_options(command):
 @main.command()
 @click.argument("text", nargs=-1)
 @search_options
-@click.option("--passages", is_flag=True, help="One entry per passage, not one per note.")
 @click.option("-l", "--files-with-matches", "files", is_flag=True,
               help="Print only the matching notes' references (vault:path), one per line, best first.")
 @click.option("--explain", is_flag=True, help="Show how the query was read (words, phrases, exclusions, "
                                              "literals, corrections, filters) and each hit's per-arm ranks.")
-@click.option("--json", "as_json", is_flag=True, help="Print the hits (passages) as JSON.")
-@click.option("--group", is_flag=True, help="With --json: one object per note, its passages inside.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON: one object per note, its "
+                                                       "passages inside (with --passages: the passages).")
+@click.option("--group", is_flag=True, hidden=True, help="Accepted for old scripts: answers come by note.")
 @click.option("--full", is_flag=True, help="Print each passage's whole chunk, not a snippet.")
 @click.option("--rerank-model", help="Reranker: late, ollama:MODEL, or a cross-encoder directory or cached "
                                       "model name (overrides the setting).")
@@ -202,26 +201,28 @@ def search_options(command):
 @click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
                                                 "secrets redacted (settings agent_exclude, private_tags).")
 @click.pass_context
-def query(ctx, text, passages, files, explain, as_json, group, full, rerank_model, local, as_agent, **search):
+def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, as_agent, **search):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
     or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
 
-    Hits are grouped by note: each note's best passage, its other passages below it.
-    Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
+    The answer is notes: each note's best passage, up to 3 more of its passages below it
+    (--passages: passages instead). When no hit is even fair, it says "nothing relevant" (on
+    stderr) before the weak matches. Misspelled words are corrected (said on stderr). NO_COLOR
+    turns colour off."""
     if not text and not (search["folders"] or search["tags"] or search["since"] or search["sources"]):
         raise click.UsageError("give words to search for, or a --tag, --folder, --since or --source "
                                "filter to list notes")
     top_k, mode = search["top_k"], search["mode"]
     from hybrid.faces.cli.render import Look, QueryView
-    view = QueryView(top_k=top_k, passages=passages, as_json=as_json, group=group, files=files, full=full,
+    if group and search["passages"]:
+        raise click.UsageError("--group and --passages contradict each other: use one of them")
+    view = QueryView(top_k=top_k, passages=search["passages"], as_json=as_json, files=files, full=full,
                      explain=explain, look=Look.detect())
     h = open_handle(ctx)
-    from hybrid.retrieval.limits import MAX_TOP_K
     from hybrid.retrieval.request import from_options
     # Checked before asking a server: "query is too long" beats the server's 413.
-    request = from_options(" ".join(text), search, top_k=view.fetch,
-                           rerank=search["rerank"] or bool(rerank_model))
+    request = from_options(" ".join(text), search, rerank=search["rerank"] or bool(rerank_model))
     if rerank_model:
         h.override(rerank_model=rerank_model)
 
@@ -238,11 +239,6 @@ def query(ctx, text, passages, files, explain, as_json, group, full, rerank_mode
         return result
 
     result = run(request)
-    # counting notes: one note's many passages can fill the passages fetched; fetch more
-    while (view.by_note and len({(x.vault, x.path) for x in result}) < top_k
-           and len(result) >= request.top_k and request.top_k < MAX_TOP_K):
-        request = dataclasses.replace(request, top_k=min(MAX_TOP_K, request.top_k * 4))
-        result = run(request)
     view.roots = {v.name: v.path for v in h.vaults}
     view.show(result, request)
 

@@ -3,7 +3,8 @@ note's other passages as sub-lines), or one block per passage (``--passages``), 
 references (``-l``); query words highlighted, code fences and tables kept as lines, prose wrapped
 to the terminal with a hanging indent, citations as OSC 8 hyperlinks. Colour, styles and links
 only on a terminal, never with ``NO_COLOR`` (https://no-color.org) or ``TERM=dumb`` (links).
-``--json`` is not drawn here: the flat passage list as ever, or (``--group``) one object per note.
+``--json`` is not drawn here: one object per note (its passages inside), or with ``--passages``
+the passage list. A weak answer (nothing fair or strong) is said plainly first.
 ``--explain`` first shows how the query was read, then each hit's per-arm ranks and scores."""
 
 from __future__ import annotations
@@ -23,16 +24,14 @@ import click
 
 from hybrid.core.tokens import STOPWORDS
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, snippet
-from hybrid.retrieval.limits import MAX_TOP_K
 
 if TYPE_CHECKING:
     from hybrid.retrieval.request import SearchRequest
     from hybrid.retrieval.result import SearchResult
 
-FETCH_PER_NOTE = 4      # grouped view: passages asked of the engine per note shown
 BLOCK_LINES = 8         # lines of a snippet kept as lines (code fence, table)
 SUB_SNIPPET = 100       # characters of the snippet on a note's further passage
-MAX_SUB = 5             # further passages listed under a note
+NOTHING_RELEVANT = "nothing relevant: no hit is even fair; the closest weak matches follow"
 MIN_WIDTH = 40
 
 FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -68,46 +67,6 @@ class Look:
         if not (self.links and uri):
             return text
         return f"\x1b]8;;{uri}\x1b\\{text}\x1b]8;;\x1b\\"
-
-
-# --- grouping --------------------------------------------------------------------------------
-@dataclass
-class NoteHits:
-    """A note's passages among the hits, best first."""
-    hits: list[Hit] = field(default_factory=list)
-
-    @property
-    def best(self) -> Hit:
-        return self.hits[0]
-
-    @property
-    def ref(self) -> str:
-        return f"{self.best.vault}:{self.best.path}"
-
-    @property
-    def confidence(self) -> float | None:
-        known = [h.confidence for h in self.hits if h.confidence is not None]
-        return max(known) if known else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """What ``--json --group`` prints for the note."""
-        b = self.best
-        return {"vault": b.vault, "path": b.path, "title": b.title, "uri": b.uri, "best_score": b.score,
-                "confidence": self.confidence, "passages": [h.to_dict() for h in self.hits]}
-
-
-def group_by_note(hits: Sequence[Hit]) -> list[NoteHits]:
-    """One :class:`NoteHits` per note, in the order of each note's best hit."""
-    notes: dict[tuple[str, str], NoteHits] = {}
-    for h in hits:
-        notes.setdefault((h.vault, h.path), NoteHits()).hits.append(h)
-    return list(notes.values())
-
-
-def fetch_k(top_k: int, by_note: bool) -> int:
-    """Passages to ask the engine for: ``top_k`` itself, or (counting notes) enough for
-    ``top_k`` notes when a note has several matching passages."""
-    return min(MAX_TOP_K, top_k * FETCH_PER_NOTE) if by_note else top_k
 
 
 # --- highlighting and text shapes ------------------------------------------------------------
@@ -187,7 +146,6 @@ class QueryView:
     top_k: int = 8
     passages: bool = False      # one block per passage, not per note
     as_json: bool = False
-    group: bool = False         # with as_json: one object per note
     files: bool = False         # -l: the notes' references only
     full: bool = False
     explain: bool = False
@@ -198,17 +156,8 @@ class QueryView:
     def __post_init__(self) -> None:
         if self.files and self.as_json:
             raise click.UsageError("-l prints references, --json prints hits: use one of them")
-        if self.group and self.passages:
-            raise click.UsageError("--group and --passages contradict each other: use one of them")
-
-    @property
-    def by_note(self) -> bool:
-        """Whether ``top_k`` counts notes (the grouped terminal view and ``-l``)."""
-        return self.files or not (self.passages or self.as_json)
-
-    @property
-    def fetch(self) -> int:
-        return fetch_k(self.top_k, self.by_note)
+        if self.files and self.passages:
+            raise click.UsageError("-l prints notes, --passages lists passages: use one of them")
 
     def show(self, result: SearchResult, request: SearchRequest) -> None:
         if result.corrections:
@@ -216,21 +165,21 @@ class QueryView:
         if self.explain:
             for line in explain_lines(result, request, self.look):
                 self.echo(line, err=self.as_json or self.files)
+        if result and result.relevant is False:
+            self.echo(self.look.style(NOTHING_RELEVANT, fg="yellow"), err=True)
         if self.as_json:
             from hybrid.faces.cli.support import print_json
-            print_json([n.to_dict() for n in group_by_note(result)] if self.group
-                       else [h.to_dict() for h in result])
+            print_json([n.to_dict() for n in result.notes] if result.grouped else [h.to_dict() for h in result])
             return
         if not result:
             self.echo("no hits", err=True)
             return
-        notes = group_by_note(result)[:self.top_k] if self.by_note else []
         if self.files:
-            for n in notes:
+            for n in result.notes:
                 self.echo(n.ref)
             return
         needles = highlight_needles(result)
-        blocks = [[h] for h in result] if self.passages else [n.hits for n in notes]
+        blocks = [n.hits for n in result.notes] if result.grouped else [[h] for h in result]
         for i, hits in enumerate(blocks, 1):
             for line in self.block(i, hits, needles):
                 self.echo(line)
@@ -255,11 +204,8 @@ class QueryView:
         if self.explain:
             out.append(indent + arms_long(best, lk))
         out += self.body(best, needles, indent)
-        for h in hits[1:1 + MAX_SUB]:
+        for h in hits[1:]:
             out += self.sub_passage(h, needles, indent, best.confidence)
-        if len(hits) > 1 + MAX_SUB:
-            out.append(indent + lk.style(f"↳ {len(hits) - 1 - MAX_SUB} more passages (--passages lists them)",
-                                         dim=True))
         return out
 
     def sub_passage(self, h: Hit, needles: Sequence[str], indent: str, shown: float | None) -> list[str]:

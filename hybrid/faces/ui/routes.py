@@ -273,15 +273,16 @@ def _static(name: str):
 
 # --- what the routes compute (plain functions: the tests call them too) ----------------------
 def search_call(h: Hybrid, body: dict) -> dict:
-    """The owner's search: hits without their chunk text (the snippet and the score breakdown
-    are what the page shows; expanding reads the section from disk), how the query was read,
-    the fusion weights and the time taken."""
+    """The owner's search: the answer (notes with their passages, or passages) without chunk
+    text (the snippet and the score breakdown are what the page shows; expanding reads the
+    section from disk), whether any hit is relevant, how the query was read, the fusion
+    weights and the time taken."""
     request = SearchRequest.from_json(json.dumps(body))  # checked as /api/search checks it
     t0 = time.perf_counter()
     result = h.search(request)
     took = round((time.perf_counter() - t0) * 1000, 1)
     p = result.parsed
-    return {"hits": [x.to_dict(text=False) for x in result], **result.response_extras(),
+    return {**result.to_json(text=False),
             "corrected_query": result.corrected_query if result.corrections else "",
             "parsed": {"terms": p.terms, "phrases": p.phrases, "excludes": p.excludes,
                        "folders": p.folders, "tags": p.tags, "sources": p.sources,

@@ -17,6 +17,7 @@ from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
 
 from hybrid.faces.mcp import build_server
+from hybrid.retrieval.result import answer_passages
 
 STORES = ("local", "postgresql")
 GITHUB = next(c for c in fake_secrets() if c["name"].startswith("github"))
@@ -32,7 +33,7 @@ def call(h, tool, args):
 def agent_paths(h, query, **kw):
     res = call(h, "search", {"query": query, "top_k": 20, **kw})
     assert not res.is_error, res.content[0].text
-    return {x["path"] for x in res.structured_content["hits"]}
+    return {x["path"] for x in answer_passages(res.structured_content)}
 
 
 def vault_option(h, name, key, value):
@@ -230,7 +231,8 @@ def test_an_agents_vector_scores_ignore_the_redacted_secret(home):
     h, v = home({"wifi.md": SECRET_NOTE, "other.md": "# Other\n\npassword policy for guests\n"})
     emb = h.embedder("hash:64")
     wifi = [x for x in h.search("falconorbit77", mode="vector", top_k=5) if x.path == "wifi.md"][0]
-    rows = call(h, "search", {"query": "falconorbit77", "mode": "vector", "top_k": 5}).structured_content["hits"]
+    rows = answer_passages(call(h, "search", {"query": "falconorbit77", "mode": "vector",
+                                              "top_k": 5}).structured_content)
     shown = next(x for x in rows if x["path"] == "wifi.md")
     assert "falconorbit77" not in json.dumps(rows)
     redacted = call(h, "get_note", {"path": "wifi.md"}).structured_content["text"]
@@ -242,7 +244,7 @@ def test_an_agents_vector_scores_ignore_the_redacted_secret(home):
     assert wifi.vector_score > shown["vector_score"]  # the owner's vector holds the secret's word
     for guess in ("falconorbit77", "falconorbit76", "hunter2"):
         got = call(h, "search", {"query": f"password: {guess}", "mode": "vector", "top_k": 5})
-        score = {x["path"]: x["vector_score"] for x in got.structured_content["hits"]}["wifi.md"]
+        score = {x["path"]: x["vector_score"] for x in answer_passages(got.structured_content)}["wifi.md"]
         q = emb.embed_query(f"password: {guess}")
         assert score == pytest.approx(float(q @ emb.embed_documents([text])[0]), abs=1e-5)
 
@@ -261,7 +263,8 @@ def test_a_redacted_chunk_without_its_vector_gets_no_vector_score(home, store_ki
         store.catalog.q("DELETE FROM hybrid_embeddings WHERE text_hash IN (SELECT agent_embed_hash FROM "
                         "hybrid_chunks WHERE agent_embed_hash IS NOT NULL)")
     h._hidden = type(h._hidden)()  # forget what was loaded
-    got = call(h, "search", {"query": "router admin login", "mode": "vector", "top_k": 5}).structured_content["hits"]
+    got = answer_passages(call(h, "search", {"query": "router admin login", "mode": "vector",
+                                             "top_k": 5}).structured_content)
     assert not any(x["chunk_id"] in missing for x in got)
     assert "wifi.md" in agent_paths(h, "router admin login", mode="lexical")
 

@@ -12,7 +12,7 @@ from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
 
 import hybrid
 from hybrid.faces.cli.main import main
-from hybrid.faces.cli.render import Look, QueryView, block_excerpt, group_by_note, structured_lines
+from hybrid.faces.cli.render import Look, QueryView, block_excerpt, structured_lines
 from hybrid.faces.http import api_search_call, remote_result, server_file
 from hybrid.faces.mcp import render_hits
 from hybrid.retrieval.hits import Hit
@@ -113,17 +113,19 @@ def test_no_hits_line_is_kept(kafka_home):
 
 
 # --- JSON ----------------------------------------------------------------------------------------
-def test_json_is_the_flat_passage_list_and_group_nests_passages(kafka_home):
-    flat = json.loads(run("consumers", "--json", "-n", "2").stdout)
+def test_json_is_notes_with_their_passages_and_passages_on_request(kafka_home):
+    flat = json.loads(run("consumers", "--json", "--passages", "-n", "2").stdout)
     assert [x["path"] for x in flat] == ["work/kafka.md", "work/kafka.md"]  # -n counts passages
     assert set(flat[0]) == set(Hit.from_dict(flat[0]).to_dict())  # every Hit field plus citation
     assert "\n" not in flat[1]["snippet"]  # the JSON snippet stays flat, fence or not
-    grouped = json.loads(run("consumers", "--json", "--group", "-n", "3").stdout)
+    grouped = json.loads(run("consumers", "--json", "-n", "2").stdout)
+    # -n counts notes, however many passages the first one has (it was 1 note for `--group -n 2`)
     assert [(n["vault"], n["path"]) for n in grouped] == [("v", "work/kafka.md"), ("v", "garden.md")]
-    assert set(grouped[0]) == {"vault", "path", "title", "uri", "best_score", "confidence", "passages"}
+    assert set(grouped[0]) == {"vault", "path", "title", "uri", "citation", "best_score", "confidence", "passages"}
     assert grouped[0]["title"] == "Kafka consumers" and grouped[0]["uri"].startswith("obsidian://")
-    assert [p["citation"] for p in grouped[0]["passages"]] == [x["citation"] for x in flat]
-    assert grouped[0]["best_score"] == flat[0]["score"]
+    assert [p["citation"] for p in grouped[0]["passages"]][:2] == [x["citation"] for x in flat]
+    assert grouped[0]["best_score"] == flat[0]["score"] and grouped[0]["citation"] == flat[0]["citation"]
+    assert json.loads(run("consumers", "--json", "--group", "-n", "2").stdout) == grouped  # old scripts
 
 
 # --- colour, NO_COLOR, links -------------------------------------------------------------------
@@ -235,9 +237,9 @@ def test_corrected_query_leaves_phrases_exclusions_and_filters_alone():
 
 def test_mcp_text_says_showing_results_for():
     hit = Hit("v", "a.md", "A", [], 1, 2, "snippet", 0.5).to_dict(text=False)
-    assert render_hits("consumrs", [hit], "consumers").startswith("showing results for 'consumers'")
-    assert "showing" not in render_hits("consumers", [hit], "consumers")
-    assert render_hits("consumrs", [], "consumers").splitlines()[1].startswith("No notes matched")
+    assert render_hits("consumrs", {"hits": [hit]}, "consumers").startswith("showing results for 'consumers'")
+    assert "showing" not in render_hits("consumers", {"hits": [hit]}, "consumers")
+    assert render_hits("consumrs", {"notes": []}, "consumers").splitlines()[1].startswith("No notes matched")
 
 
 # --- confidence ----------------------------------------------------------------------------------
@@ -249,29 +251,29 @@ def _hit(path, start, confidence=None, score=0.5):
 def test_confidence_word_shown_only_when_known():
     lines: list[str] = []
     view = QueryView(top_k=5, echo=lambda text="", err=False: lines.append(text))
-    view.show(SearchResult([_hit("a.md", 1, 0.83), _hit("a.md", 9, 0.35), _hit("b.md", 1)], query="words"),
-              SearchRequest("words"))
+    view.show(SearchResult([_hit("a.md", 1, 0.83), _hit("a.md", 9, 0.35), _hit("b.md", 1)], query="words",
+                           grouped=True), SearchRequest("words"))
     assert lines[0] == "1. v:a.md:1-3  strong 0.83"
     assert any(line.startswith("   ↳ 9-11") and line.endswith("weak 0.35  some snippet words") for line in lines)
     assert lines[lines.index(next(x for x in lines if x.startswith("2. ")))] == "2. v:b.md:1-3"
     same: list[str] = []  # a note's passages share its confidence: said once, on the note's line
     QueryView(echo=lambda text="", err=False: same.append(text)).show(
-        SearchResult([_hit("a.md", 1, 0.5), _hit("a.md", 9, 0.5)], query="words"), SearchRequest("words"))
+        SearchResult([_hit("a.md", 1, 0.5), _hit("a.md", 9, 0.5)], query="words", grouped=True),
+        SearchRequest("words"))
     assert same[0].endswith("fair 0.50") and "fair" not in next(x for x in same if "↳" in x)
-    notes = group_by_note([_hit("a.md", 1, 0.5), _hit("a.md", 9, 0.9)])
-    assert notes[0].to_dict()["confidence"] == 0.9 and group_by_note([_hit("b.md", 1)])[0].confidence is None
 
 
 # --- through a server --------------------------------------------------------------------------
 def test_api_search_reports_corrections_and_old_answers_still_parse(kafka_home):
     status, data = api_search_call(kafka_home, b'{"query": "consumrs", "top_k": 2}', None)
-    assert status == 200 and data["corrections"] == {"consumrs": "consumers"} and len(data["hits"]) == 2
+    assert status == 200 and data["corrections"] == {"consumrs": "consumers"} and len(data["notes"]) == 2
     request = SearchRequest("consumrs")
     rebuilt = SearchResult.from_response(json.loads(json.dumps(data)), request.query, request.parsed)
     assert rebuilt.corrections == {"consumrs": "consumers"} and rebuilt.parsed.terms == ["consumers"]
-    assert [h.citation for h in rebuilt] == [h["citation"] for h in data["hits"]]
-    old = SearchResult.from_response({"hits": data["hits"]}, "consumrs", parse_query("consumrs"))
-    assert old.corrections == {} and old.parsed.terms == ["consumrs"] and len(old) == 2
+    passages = [p for n in data["notes"] for p in n["passages"]]
+    assert rebuilt.grouped and [h.citation for h in rebuilt] == [p["citation"] for p in passages]
+    old = SearchResult.from_response({"hits": passages[:2]}, "consumrs", parse_query("consumrs"))
+    assert old.corrections == {} and old.parsed.terms == ["consumrs"] and len(old) == 2 and not old.grouped
 
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
@@ -319,11 +321,10 @@ def test_real_server_carries_corrections(serve, home):
     assert r.stdout.startswith("1. vault:home/network.md:")
 
 
-def test_a_note_lists_at_most_five_further_passages():
-    from hybrid.faces.cli.render import MAX_SUB
+def test_a_note_lists_its_further_passages_under_it():
     lines: list[str] = []
-    hits = [_hit("a.md", 1 + 10 * i) for i in range(MAX_SUB + 3)]
-    QueryView(echo=lambda text="", err=False: lines.append(text)).show(SearchResult(hits, query="words"),
-                                                                        SearchRequest("words"))
+    hits = [_hit("a.md", 1 + 10 * i) for i in range(4)]
+    QueryView(echo=lambda text="", err=False: lines.append(text)).show(
+        SearchResult(hits, query="words", grouped=True), SearchRequest("words"))
     subs = [line for line in lines if line.startswith("   ↳ ")]
-    assert len(subs) == MAX_SUB + 1 and subs[-1] == "   ↳ 2 more passages (--passages lists them)"
+    assert [s.split()[1] for s in subs] == ["11-13", "21-23", "31-33"]

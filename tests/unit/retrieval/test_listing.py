@@ -56,7 +56,9 @@ def cli(*args):
 
 
 def test_tag_alone_lists_the_notes_carrying_it_newest_first(home):
-    hits = json.loads(cli("query", "tag:recipes", "--json"))
+    notes = json.loads(cli("query", "tag:recipes", "--json"))
+    assert all(len(n["passages"]) == 1 for n in notes)  # a listing: one passage per note, the whole note
+    hits = [n["passages"][0] for n in notes]
     assert [h["path"] for h in hits] == ["recipes/soup.md", "recipes/secret.md", "journal/monday.md",
                                          "recipes/pasta.md"]
     pasta = hits[-1]
@@ -96,7 +98,7 @@ def test_agents_never_see_a_hidden_note_listed(home, tmp_path):
     for args in ({"query": "tag:recipes"}, {"query": "", "tags": ["recipes"]}):
         res = call(args)
         assert not res.is_error, res.content
-        assert [x["path"] for x in res.structured_content["hits"]] == paths
+        assert [x["path"] for x in res.structured_content["notes"]] == paths
         assert "secret" not in json.dumps(res.structured_content).lower() and "Grandma" not in res.content[0].text
     assert call({"query": "  "}).is_error  # no words and no filter: still an error
 

@@ -115,7 +115,7 @@ def test_section_units_rank_a_note_by_words_spread_over_its_chunks(tmp_path):
     top = h.search("alpaca llama vicuna", mode="lexical")
     assert top[0].path == "camelids.md" and top[0].start_line >= 1  # cites a chunk of it
     h.override(lexical_unit="both")
-    assert {x.path for x in h.search("alpaca llama vicuna", mode="lexical")[:2]} == {"camelids.md", "zoo.md"}
+    assert {n.best.path for n in h.search("alpaca llama vicuna", mode="lexical").notes[:2]} == {"camelids.md", "zoo.md"}
 
 
 # --- by_section ------------------------------------------------------------------------------

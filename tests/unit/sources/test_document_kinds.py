@@ -14,6 +14,7 @@ from hybrid.core.errors import PathRefused
 from hybrid.faces.mcp import build_server
 from hybrid.retrieval.filters import NoMatchingNotes
 from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.retrieval.result import answer_passages
 
 STORES = ("local", "postgresql")
 
@@ -191,7 +192,7 @@ def mcp_call(h, tool, args):
 @pytest.mark.local_only
 def test_mcp_search_by_source_and_read_a_page(h):
     res = mcp_call(h, "search", {"query": "vacuum freeze threshold", "source": ["pdf"]})
-    hits = res.structured_content["hits"]
+    hits = answer_passages(res.structured_content)
     assert hits and {x["source"] for x in hits} == {"pdf"}
     assert hits[0]["page"] == 1 and hits[0]["citation"] == "v:papers/pg-maintenance.pdf#page=1"
     page = mcp_call(h, "get_note", {"path": hits[0]["citation"]})

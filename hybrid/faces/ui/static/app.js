@@ -121,7 +121,7 @@ const runSearch = guard(async () => {
   const narrowed = f.folder || f.tag || f.since || f.source;
   if (!q.trim() && !narrowed) {
     state.controller = null;
-    renderHits([]);
+    renderAnswer({ hits: [] });
     $("error").textContent = "";
     $("summary").textContent = "";
     return;
@@ -137,7 +137,8 @@ const runSearch = guard(async () => {
     $("results").removeAttribute("aria-busy");
     $("error").textContent = err.message;
     $("summary").textContent = "";
-    renderHits([]);
+    $("verdict").hidden = true;
+    renderAnswer({ hits: [] });
     return;
   }
   if (seq !== state.seq) return; // a newer search is on its way
@@ -145,11 +146,12 @@ const runSearch = guard(async () => {
   $("error").textContent = "";
   state.needles = needleRegex(data.needles);
   state.fusion = data.fusion || {};
-  renderHits(data.hits);
+  const n = renderAnswer(data);
   $("results").dataset.answered = q; // the query these results answer
-  const n = data.hits.length;
-  let line = n ? `${n} ${n === 1 ? "passage" : "passages"} in ${Math.round(data.took_ms)} ms`
+  const unit = data.notes ? ["note", "notes"] : ["passage", "passages"];
+  let line = n ? `${n} ${n === 1 ? unit[0] : unit[1]} in ${Math.round(data.took_ms)} ms`
                : "Nothing found";
+  $("verdict").hidden = !(n && data.relevant === false);
   if (data.corrected_query) line += ` · searched for “${data.corrected_query}”`;
   const read = readAs(data.parsed);
   if (read) line += ` · read as ${read}`;
@@ -170,10 +172,28 @@ function readAs(p) {
 }
 
 // --- hits ------------------------------------------------------------------------------------
-function renderHits(hits) {
-  state.hits = hits;
-  const list = $("results");
-  list.replaceChildren(...hits.map((h, i) => hitItem(h, i)));
+// One entry per note (its best passage, the note's other passages listed under it) or, when the
+// answer is passages, per passage. Returns the number of entries.
+function renderAnswer(data) {
+  const groups = data.notes ? data.notes.map((n) => n.passages) : (data.hits || []).map((h) => [h]);
+  state.hits = groups.map((g) => g[0]);
+  const items = groups.map((g, i) => {
+    const item = hitItem(g[0], i);
+    if (g.length > 1) item.querySelector("article").insertBefore(morePassages(g.slice(1)), item.querySelector(".chips"));
+    return item;
+  });
+  $("results").replaceChildren(...items);
+  return groups.length;
+}
+
+function morePassages(hits) {
+  return el("ul", { class: "more-passages", "aria-label": "More passages of this note" },
+    ...hits.map((h) => el("li", { "data-citation": h.citation },
+      el("code", { text: h.citation }),
+      where(h) ? el("span", { class: "where", text: where(h) }) : null,
+      h.confidence !== null && h.confidence !== undefined
+        ? el("span", { class: "conf", text: `${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }) : null,
+      highlight(el("div", { class: "snippet" }), h.snippet || ""))));
 }
 
 function folderOf(path) {
@@ -444,14 +464,14 @@ function wire() {
   $("nav-status").addEventListener("click", () => show("status"));
   $("signout").addEventListener("click", async () => {
     await api("/ui/logout", {}).catch(() => null);
-    renderHits([]);
+    renderAnswer({ hits: [] });
     signedOut();
   });
   $("signout-all").addEventListener("click", async () => {
     try { await api("/ui/logout-everywhere", {}); } catch (err) {
       if (!(err instanceof SignedOut)) { $("status-error").textContent = err.message; return; }
     }
-    renderHits([]);
+    renderAnswer({ hits: [] });
     signedOut();
   });
   $("signin-form").addEventListener("submit", async (e) => {
