@@ -341,7 +341,7 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
     for i, (qid, q) in enumerate(queries.items(), 1):
         try:
             hits = h.search(q.text, top_k=DEPTH, mode="hybrid" if cfg.mode == "rerank" else cfg.mode,
-                            rerank=cfg.mode == "rerank", sources=sources)
+                            rerank=cfg.mode == "rerank", sources=sources, passages=True)
         except HybridError as exc:
             problems.add("query_errors", f"query {qid!r} ({q.text!r}) failed under {cfg.name}: {exc}")
             hits = []
