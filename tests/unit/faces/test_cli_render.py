@@ -293,8 +293,11 @@ def test_cli_through_a_server_announces_the_correction(kafka_home, monkeypatch):
     with local_server(handler) as server:
         server_file(kafka_home).write_text(json.dumps({"url": server.url, "pid": 0, "owner_key": "k"}))
         r = run("consumrs", "-n", "1")
-        assert calls and calls[0]["query"] == "consumrs" and calls[0]["top_k"] == 4  # 4 passages a note
+        # one note asked for (the server answers by note); `passages` left out at its default, so
+        # a server from before the field answers as ever
+        assert calls and calls[0]["query"] == "consumrs" and calls[0]["top_k"] == 1 and "passages" not in calls[0]
         assert "showing results for: consumers" in r.stderr and len(blocks(r.stdout)) == 1
+        assert "↳" in r.stdout  # the note's other passages came with it
         result = remote_result(kafka_home, SearchRequest("consumrs"))
         assert result is not None and result.corrections == {"consumrs": "consumers"}
         assert result.needles and isinstance(result[0], Hit)
