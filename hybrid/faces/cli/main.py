@@ -15,6 +15,7 @@ from hybrid.core.errors import HybridError
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
+    TextCommand,
     open_handle,
     print_json,
     progress_bar,
@@ -185,7 +186,7 @@ def search_options(command):
     return command
 
 
-@main.command()
+@main.command(cls=TextCommand)
 @click.argument("text", nargs=-1)
 @search_options
 @click.option("--passages", is_flag=True, help="One entry per passage, not one per note.")
@@ -206,6 +207,11 @@ def query(ctx, text, passages, files, explain, as_json, group, full, rerank_mode
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
     or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
+
+    TEXT may start with a dash: `hybrid query -wifi router` (router, not wifi) and
+    `hybrid query --advertise-routes` (a flag searched for as written) work; a word that is one
+    of the options below is read as that option unless it comes after `--`
+    (`hybrid query -n 3 -- --explain`).
 
     Hits are grouped by note: each note's best passage, its other passages below it.
     Misspelled words are corrected (said on stderr). NO_COLOR turns colour off."""
