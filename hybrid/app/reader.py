@@ -41,9 +41,16 @@ class NoteText:
     end_line: int
     total_lines: int
     text: str
+    # cut by max_chars: ``end_line`` is then the last line returned (whole unless ``line_cut``),
+    # and ``rest`` the lines of the request not returned (first, last), if any
+    truncated: bool = False
+    line_cut: bool = False
+    rest: tuple[int, int] | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["rest"] = list(self.rest) if self.rest else None
+        return out
 
 
 @dataclass
@@ -119,8 +126,26 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
         raise PathRefused(f"{rel}: lines {s}-{e} are out of range (the note has {len(lines)} lines)")
     body = "\n".join(lines[s - 1:e])
     if max_chars is not None and len(body) > max_chars:
-        body = body[:max_chars]
+        return _cut(NoteText(v.name, rel, s, e, len(lines), body), lines, max_chars)
     return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+def _cut(note: NoteText, lines: list[str], max_chars: int) -> NoteText:
+    """``note`` cut to at most ``max_chars`` characters at a line's end, so its line range is
+    what it holds and the rest can be asked for by line; a first line longer than that alone is
+    cut inside (``line_cut``)."""
+    s, e = note.start_line, note.end_line
+    size, last = -1, s - 1
+    while last < e and size + 1 + len(lines[last]) <= max_chars:
+        size += 1 + len(lines[last])
+        last += 1
+    if last < s:  # not even the first line fits
+        body, last, cut = lines[s - 1][:max_chars], s, True
+    else:
+        body, cut = "\n".join(lines[s - 1:last]), False
+    rest = (last + 1, e) if last < e else None
+    return NoteText(note.vault, note.path, s, last, note.total_lines, body, truncated=True, line_cut=cut,
+                    rest=rest)
 
 
 def _file_text(v: Vault, target: Path, rel: str, asked: str, limits: Limits | None = None) -> str:

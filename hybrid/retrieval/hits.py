@@ -40,6 +40,8 @@ class Hit:
     source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark, slack
     page: int | None = None   # a PDF hit's page (1-based)
     url: str = ""             # a bookmark hit's page address
+    marks: list[str] = field(default_factory=list)  # its words that answer the query, lower case
+                                                    # (hybrid.retrieval.excerpt.Marker): what doors highlight
 
     @property
     def heading(self) -> str:
@@ -139,7 +141,8 @@ def needle_hits(low: str, needles: Sequence[str]) -> list[tuple[int, str]]:
 
 def snippet(text: str, needles: Sequence[str], width: int = 300) -> str:
     """About ``width`` characters of ``text`` around the densest cluster of query words,
-    cut at word boundaries, with ellipses where text was dropped."""
+    cut at word boundaries, with ellipses where text was dropped. Hits pass their chunk as
+    :func:`hybrid.retrieval.excerpt.readable` renders it."""
     flat = re.sub(r"\s+", " ", text).strip()
     if len(flat) <= width:
         return flat

@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hybrid.retrieval.excerpt import readable
 from hybrid.retrieval.hits import Hit, snippet, source_fields
 from hybrid.retrieval.result import SearchResult
 
@@ -81,7 +82,7 @@ def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, 
         fields.pop("page", None)  # a listing cites the whole document
         hits.append(Hit(
             vault=name, path=path, title=row.title, heading_path=[], start_line=span[1],
-            end_line=span[2], snippet=snippet(row.text, [], snippet_chars), score=0.0, tags=row.tags,
+            end_line=span[2], snippet=snippet(readable(row.text), [], snippet_chars), score=0.0, tags=row.tags,
             modified=dt.datetime.fromtimestamp(row.modified).isoformat(timespec="seconds"),
             chunk_id=row.id, text=row.text, **fields))
     return hits

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
 from hybrid.retrieval import confidence, fuse, notes
+from hybrid.retrieval.excerpt import Marker, readable
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
@@ -101,10 +102,12 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
+        mark: Callable[[str], list[str]] = Marker(parsed.text, targets[0][1].lexical.stem.analyze) \
+            if targets else (lambda _: [])
         # notes (or passages) in the order shown, no two overlapping passages of one note
         shown = notes.select([(k, (k[0], rows[k].path), (rows[k].start_line, rows[k].end_line)) for k, _ in fused],
                              request.top_k, by_note=not request.passages)
-        hits = build_hits(targets, [fused[i] for i in shown], rows, arms, ce, words, settings.snippet_chars)
+        hits = build_hits(targets, [fused[i] for i in shown], rows, arms, ce, mark, settings.snippet_chars)
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
@@ -434,7 +437,8 @@ def _passage(row: ChunkRow) -> str:
 
 
 def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
-    """What a snippet centres on: the query's words as typed and as each vault stems them."""
+    """The query's words as typed and as each vault stems them (reported as ``needles``; snippets
+    centre on, and doors highlight, each hit's own ``marks``)."""
     out = set(NEEDLE_RE.findall(parsed.text.lower()))
     for _, store in targets:
         out.update(store.lexical.stem.analyze(parsed.text))
@@ -442,19 +446,21 @@ def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
 
 
 def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms: Arms,
-               ce: dict[Key, float], words: list[str], snippet_chars: int) -> list[Hit]:
-    """One :class:`Hit` per ranked key, with each arm's rank and score for the record."""
+               ce: dict[Key, float], mark: Callable[[str], list[str]], snippet_chars: int) -> list[Hit]:
+    """One :class:`Hit` per ranked key, with each arm's rank and score for the record, its
+    snippet as readable text centred on the words ``mark`` finds in it (its ``marks``)."""
     lex_rank, lex_score = fuse.ranks([k for k, _ in arms.lexical]), dict(arms.lexical)
     vec_rank, vec_score = fuse.ranks([k for k, _ in arms.vector]), dict(arms.vector)
     folder_names = {v.name: v.path.name for v, _ in targets}
     hits = []
     for key, score in ranked:
         r = rows[key]
+        found = mark(r.text)
         hits.append(Hit(
             vault=key[0], path=r.path, title=r.title,
             heading_path=r.heading.split(" > ") if r.heading else [],
             start_line=r.start_line, end_line=r.end_line,
-            snippet=snippet(r.text, words, snippet_chars), score=round(float(score), 6),
+            snippet=snippet(readable(r.text), found, snippet_chars), marks=found, score=round(float(score), 6),
             lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
             vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
             rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),

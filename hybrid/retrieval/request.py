@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from hybrid.core.dates import parse_date
-from hybrid.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K, MODES, BadSearchArgs, check_search
+from hybrid.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K, MAX_TOP_K_MCP, MODES, BadSearchArgs, check_search
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 
 
@@ -160,7 +160,8 @@ class Option:
     """One option of a search. ``type``: ``int``, ``float``, ``bool``, ``text``, ``texts`` (a list
     of strings), ``choice`` or ``choices`` (one or several of ``choices()``). ``flags``: its
     ``hybrid query`` flags (none: not a CLI option). ``agent``: its name in the MCP tool (None:
-    not offered to agents); ``agent_single``: agents give one value of a list. ``cli_help`` and
+    not offered to agents); ``agent_single``: agents give one value of a list; ``agent_high``:
+    a lower maximum for agents than ``high`` (MCP's ``top_k``). ``cli_help`` and
     ``agent_help`` replace ``help`` where that door shows something else (the CLI shows notes,
     MCP passages)."""
     name: str
@@ -173,6 +174,7 @@ class Option:
     choices_help: Callable[[], str] | None = None
     low: float | None = None
     high: float | None = None
+    agent_high: float | None = None
     cli_help: str | None = None
     agent_help: str | None = None
 
@@ -189,7 +191,8 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("top_k", "int", "Number of notes to return (passages with `passages`).", ("-n", "--top-k"),
-           agent="top_k", low=1, high=MAX_TOP_K, cli_help="Notes to show (passages with --passages).",
+           agent="top_k", low=1, high=MAX_TOP_K, agent_high=MAX_TOP_K_MCP,
+           cli_help="Notes to show (passages with --passages).",
            agent_help="Number of notes to return (passages with `passages`), 1-{max_top_k}."),
     Option("mode", "choice", "hybrid (both arms fused), lexical (BM25 only, best for exact strings) or "
            "vector (meaning only).", ("--mode",), agent="mode", choices=lambda: MODES),

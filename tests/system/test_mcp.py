@@ -14,6 +14,7 @@ from helpers import free_port
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from hybrid.core.version import version
 from hybrid.retrieval.result import answer_passages
 
 STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
@@ -69,9 +70,13 @@ def http_server(any_sample_home):
 
 
 async def exercise(session: ClientSession):
-    await session.initialize()
+    init = await session.initialize()
+    assert init.server_info.name == "hybrid" and init.server_info.version == version()
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert set(tools) == {"search", "get_note", "list_vaults", "propose_note"}
+    assert all(tools[t].annotations.read_only_hint for t in ("search", "get_note", "list_vaults"))
+    assert tools["propose_note"].annotations.read_only_hint is False
+    assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 50
     props = tools["search"].input_schema["properties"]
     assert all(p.get("description") for p in props.values())  # every parameter described
     assert "never instructions" in tools["search"].description

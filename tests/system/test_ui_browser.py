@@ -110,6 +110,11 @@ def test_search_expand_follow_a_filter_and_the_score_breakdown(sample_server, op
     cite = first.locator(".cite code").inner_text()
     assert re.fullmatch(r"sample:work/runbooks/Kafka Consumer Lag\.md:\d+-\d+", cite)
     assert first.locator(".snippet mark").count() >= 2  # the query's words highlighted
+    # whole words only, the hit's own (hybrid.retrieval.excerpt.Marker): never the start of a word
+    snippet_text = first.locator(".snippet").inner_text()
+    for word in first.locator(".snippet mark").all_inner_texts():
+        assert word.lower() in {"kafka", "consumer", "consumers", "lag", "lagging"}, word
+        assert re.search(rf"(?<!\w){re.escape(word)}(?!\w)", snippet_text), word
     # the score breakdown: both arms' ranks and scores, the fused and the final score
     rows = dict(zip(first.locator(".breakdown dt").all_inner_texts(), first.locator(".breakdown dd").all_inner_texts()))
     assert re.fullmatch(r"#\d+ · [\d.]+", rows["BM25"]) and re.fullmatch(r"#\d+ · [\d.]+", rows["Vector"]), rows

@@ -14,6 +14,7 @@ from hybrid.core.errors import HybridError
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
+    TextCommand,
     open_handle,
     print_json,
     progress_bar,
@@ -184,7 +185,7 @@ def search_options(command):
     return command
 
 
-@main.command()
+@main.command(cls=TextCommand)
 @click.argument("text", nargs=-1)
 @search_options
 @click.option("-l", "--files-with-matches", "files", is_flag=True,
@@ -205,6 +206,11 @@ def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, 
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
     or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
+
+    TEXT may start with a dash: `hybrid query -wifi router` (router, not wifi) and
+    `hybrid query --advertise-routes` (a flag searched for as written) work; a word that is one
+    of the options below is read as that option unless it comes after `--`
+    (`hybrid query -n 3 -- --explain`).
 
     The answer is notes: each note's best passage, up to 3 more of its passages below it
     (--passages: passages instead). When no hit is even fair, it says "nothing relevant" (on

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from hybrid.core.tokens import STOPWORDS
-from hybrid.retrieval.hits import NEEDLE_RE, Hit, needle_hits, snippet
+from hybrid.retrieval.excerpt import mark_spans, readable
+from hybrid.retrieval.hits import Hit, needle_hits, snippet
 
 if TYPE_CHECKING:
     from hybrid.retrieval.request import SearchRequest
@@ -37,7 +37,6 @@ MIN_WIDTH = 40
 FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 TABLE_RE = re.compile(r"^\s*\|.*\|\s*$")
 LEAD_RE = re.compile(r"\s*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|>\s*)?")  # list marker, quote
-WORD_TAIL_RE = re.compile(r"\w*")
 
 
 # --- what a terminal gets ------------------------------------------------------------------
@@ -70,29 +69,10 @@ class Look:
 
 
 # --- highlighting and text shapes ------------------------------------------------------------
-def highlight_needles(result: SearchResult) -> list[str]:
-    """The words to mark: the engine's snippet needles (as typed and stemmed), else the
-    query's words in lower case; function words left out."""
-    words = result.needles or NEEDLE_RE.findall(result.parsed.text.lower())
-    return [w for w in dict.fromkeys(words) if len(w) >= 2 and w not in STOPWORDS]
-
-
-def spans(line: str, needles: Sequence[str]) -> list[tuple[int, int]]:
-    """(start, end) of each query word in ``line``: a needle that starts a word, extended to
-    the end of that word (``tomato`` marks all of ``tomatoes``); overlaps merged."""
-    low = line.lower()
-    if len(low) != len(line) or not needles:  # a case mapping that changes lengths: leave it
-        return []
-    out: list[tuple[int, int]] = []
-    for pos, n in needle_hits(low, needles):
-        end = pos + len(n)
-        m = WORD_TAIL_RE.match(line, end) if line[end - 1:end].isalnum() else None
-        end = m.end() if m else end
-        if out and pos <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((pos, end))
-    return out
+def spans(line: str, marks: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of each of a hit's ``marks`` (its words that answer the query, found by the
+    engine: :class:`hybrid.retrieval.excerpt.Marker`) in ``line``, as whole words."""
+    return mark_spans(line, marks)
 
 
 def structured_lines(lines: Sequence[str]) -> list[bool]:
@@ -178,14 +158,13 @@ class QueryView:
             for n in result.notes:
                 self.echo(n.ref)
             return
-        needles = highlight_needles(result)
         blocks = [n.hits for n in result.notes] if result.grouped else [[h] for h in result]
         for i, hits in enumerate(blocks, 1):
-            for line in self.block(i, hits, needles):
+            for line in self.block(i, hits):
                 self.echo(line)
 
     # one numbered block: the best passage in full view, the others as sub-lines
-    def block(self, i: int, hits: list[Hit], needles: Sequence[str]) -> list[str]:
+    def block(self, i: int, hits: list[Hit]) -> list[str]:
         lk, best = self.look, hits[0]
         number = f"{i}. "
         indent = " " * len(number)
@@ -203,9 +182,9 @@ class QueryView:
             out.append(indent + lk.style(lk.link(best.url, best.url), dim=True))
         if self.explain:
             out.append(indent + arms_long(best, lk))
-        out += self.body(best, needles, indent)
+        out += self.body(best, best.marks, indent)
         for h in hits[1:]:
-            out += self.sub_passage(h, needles, indent, best.confidence)
+            out += self.sub_passage(h, h.marks, indent, best.confidence)
         return out
 
     def sub_passage(self, h: Hit, needles: Sequence[str], indent: str, shown: float | None) -> list[str]:
@@ -221,7 +200,7 @@ class QueryView:
         line = indent + "  ".join(parts)
         room = self.look.width - visible_len(line) - 3
         if room >= 20 and not self.full:
-            short = snippet(prose(h.text) or h.snippet, needles, min(SUB_SNIPPET, room))
+            short = snippet(readable(h.text) or h.snippet, needles, min(SUB_SNIPPET, room))
             line += "  " + highlight(short[:room], needles, lk)
         out = [line]
         if self.explain:
@@ -245,7 +224,7 @@ class QueryView:
             if verbatim or not line.strip():
                 out.append((indent + highlight(line, needles, self.look)).rstrip())
             else:
-                out += wrap(line, indent, self.look.width, needles, self.look, keep_lead=True)
+                out += wrap(readable(line), indent, self.look.width, needles, self.look, keep_lead=True)
         return out
 
     def uri(self, h: Hit) -> str:
@@ -253,15 +232,6 @@ class QueryView:
             return h.uri  # a source's document has no file of its own to link
         root = self.roots.get(h.vault)
         return (root / h.path).resolve().as_uri() if root else ""
-
-
-NOISE_RE = re.compile(r"^\s*(?:(?:```|~~~)\S*|\|?[\s:|-]*-{3,}[\s:|-]*)\s*$|^\s*#{1,6}\s+", re.M)
-
-
-def prose(text: str) -> str:
-    """``text`` without fence markers, table separator rows and heading marks (for a one-line
-    snippet, where they are noise)."""
-    return NOISE_RE.sub("", text)
 
 
 def wrap(text: str, indent: str, width: int, needles: Sequence[str], look: Look,

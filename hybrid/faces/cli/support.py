@@ -92,6 +92,91 @@ class LazyGroup(Group):
         return super().get_command(ctx, cmd_name)
 
 
+class TextCommand(click.Command):
+    """A command whose positional words are free text that may start with ``-``: an argument
+    that is not one of the command's options is taken as text, not refused as "No such option"
+    (``hybrid query -wifi router``, ``hybrid query --advertise-routes``). Real options, their
+    values, ``-n5``-style short values and ``--`` (everything after it is text) work as ever."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options, text = split_text_args(self.get_params(ctx), args)
+        for word in text:
+            near = near_option(self.get_params(ctx), word)
+            if near:
+                click.echo(f"note: {word} is not an option of `{ctx.command_path}`; searched for it as "
+                           f"text (did you mean {near}?)", err=True)
+        return super().parse_args(ctx, [*options, "--", *text] if text else options)
+
+
+def _option_table(params: list[click.Parameter]) -> dict[str, click.Option]:
+    return {name: p for p in params if isinstance(p, click.Option) for name in (*p.opts, *p.secondary_opts)}
+
+
+def _takes_value(opt: click.Option) -> bool:
+    return not (opt.is_flag or opt.count)
+
+
+def _is_option(word: str, table: dict[str, click.Option]) -> tuple[bool, bool]:
+    """(whether ``word`` is an option as click would read it, whether the next argument is its
+    value). A short cluster counts only when every letter is a known flag, up to one that takes
+    a value whose attached rest converts to that option's type (``-n5``, not ``-news``)."""
+    if word.startswith("--"):
+        name, eq, _ = word.partition("=")
+        opt = table.get(name)
+        return (opt is not None and (not eq or _takes_value(opt)), opt is not None and not eq and _takes_value(opt))
+    if word in table:
+        return True, _takes_value(table[word])
+    for i, letter in enumerate(word[1:], 1):
+        opt = table.get("-" + letter)
+        if opt is None:
+            return False, False
+        if _takes_value(opt):
+            rest = word[i + 1:]
+            if not rest:
+                return True, True
+            number = int if isinstance(opt.type, click.types.IntParamType) else \
+                float if isinstance(opt.type, click.types.FloatParamType) else None
+            try:  # a number's range is checked later, with click's own message
+                number(rest) if number else opt.type.convert(rest, opt, None)
+            except (ValueError, click.BadParameter):
+                return False, False
+            return True, False
+    return True, False
+
+
+def split_text_args(params: list[click.Parameter], args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` as (the options with their values, the text words in order): a word starting
+    with ``-`` that is not an option (see :func:`_is_option`) is text; after ``--`` all is."""
+    table = _option_table(params)
+    options: list[str] = []
+    text: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            text += args[i + 1:]
+            break
+        is_opt, takes_next = _is_option(word, table) if word.startswith("-") and word != "-" else (False, False)
+        if not is_opt:
+            text.append(word)
+        else:
+            options.append(word)
+            if takes_next and i + 1 < len(args):
+                options.append(args[i + 1])
+                i += 1
+        i += 1
+    return options, text
+
+
+def near_option(params: list[click.Parameter], word: str) -> str | None:
+    """The option ``word`` is probably a typo of (``--top-kk`` → ``--top-k``), if any."""
+    if not word.startswith("--") or " " in word:
+        return None
+    import difflib
+    close = difflib.get_close_matches(word.partition("=")[0], list(_option_table(params)), n=1, cutoff=0.85)
+    return close[0] if close else None
+
+
 def open_handle(ctx: click.Context):
     from hybrid.app.api import open as open_hybrid
     if "hybrid" not in ctx.obj:

@@ -15,15 +15,14 @@ const state = {
   seq: 0,            // the newest search sent; older answers are dropped
   controller: null,  // aborts the search in flight when a newer one starts
   timer: 0,
-  needles: null,     // RegExp of the words the server matched, for highlighting
   fusion: {},        // RRF k and the arms' weights of the last search
   hits: [],
 };
 
-// Put text into node with every needle match wrapped in <mark> (at word starts, as the server's
-// snippets are cut: stems like "consum" mark "consumers").
-function highlight(node, text) {
-  const re = state.needles;
+// Put text into node with each of a hit's marks (the words of it the server found answering the
+// query: hybrid.retrieval.excerpt.Marker) wrapped in <mark>, as whole words only, as the CLI does.
+function highlight(node, text, marks) {
+  const re = markRegex(marks);
   if (!re) { node.append(text); return node; }
   let last = 0;
   re.lastIndex = 0;
@@ -36,12 +35,17 @@ function highlight(node, text) {
   return node;
 }
 
-function needleRegex(needles) {
-  const words = (needles || []).filter((n) => n.length >= 2)
-    .sort((a, b) => b.length - a.length)
+const markRegexes = new Map();
+function markRegex(marks) {
+  const words = [...new Set(marks || [])].sort((a, b) => b.length - a.length)
     .map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   if (!words.length) return null;
-  return new RegExp(`(?<![\\p{L}\\p{N}_])(?:${words.join("|")})`, "giu");
+  const key = words.join("|");
+  if (!markRegexes.has(key)) {
+    if (markRegexes.size > 200) markRegexes.clear();
+    markRegexes.set(key, new RegExp(`(?<![\\p{L}\\p{N}_])(?:${key})(?![\\p{L}\\p{N}_])`, "giu"));
+  }
+  return markRegexes.get(key);
 }
 // --- views -----------------------------------------------------------------------------------
 function show(view) {
@@ -144,7 +148,6 @@ const runSearch = guard(async () => {
   if (seq !== state.seq) return; // a newer search is on its way
   $("results").removeAttribute("aria-busy");
   $("error").textContent = "";
-  state.needles = needleRegex(data.needles);
   state.fusion = data.fusion || {};
   const n = renderAnswer(data);
   $("results").dataset.answered = q; // the query these results answer
@@ -243,7 +246,7 @@ function hitItem(h, i) {
       where(h) ? el("p", { class: "where", text: where(h) }) : null,
       el("p", { class: "cite" }, el("code", { text: citation }),
          h.url ? el("span", { text: ` · ${h.url}` }) : null),
-      highlight(el("p", { class: "snippet" }), h.snippet || ""),
+      highlight(el("p", { class: "snippet" }), h.snippet || "", h.marks),
       chips,
       breakdown(h),
       actions,
@@ -349,7 +352,7 @@ const toggle = guard(async (i, open) => {
       const n = s.start_line + j;
       const inHit = n >= s.hit_start && n <= s.hit_end;
       pre.append(el("span", { class: inHit ? "line in-hit" : "line" },
-        el("span", { class: "ln", "aria-hidden": "true", text: String(n) }), highlight(el("span"), text || " ")));
+        el("span", { class: "ln", "aria-hidden": "true", text: String(n) }), highlight(el("span"), text || " ", h.marks)));
     });
     body.replaceChildren(pre, el("p", { class: "more",
       text: `${s.path}, lines ${s.start_line}–${s.end_line} of ${s.total_lines} (read now from disk)` }));

@@ -1,0 +1,141 @@
+"""What a passage looks like to a reader, whichever door shows it: its markdown rendered as
+readable text (:func:`readable`), and the words of it that answer the query (:class:`Marker`),
+whole words matched as written or by their stem, never a function word. The doors only style
+them: the CLI in colour (:func:`mark_spans`), the search page with ``<mark>`` (the same rule in
+``faces/ui/static/app.js``), MCP as plain text."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable
+
+from hybrid.core.tokens import STOPWORDS
+
+FENCE_RE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
+QUOTE_RE = re.compile(r"^[ \t]{0,3}(?:>[ \t]?)+(?:\[![\w-]+\][+-]?[ \t]*)?")  # quote, Obsidian callout
+TABLE_RULE_RE = re.compile(r"^\s*\|?[\s:|-]*-{3,}[\s:|-]*\|?\s*$")
+CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
+WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")
+MDLINK_RE = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+EMPHASIS_RES = (
+    re.compile(r"(\*\*|~~|==)(?=\S)(.+?)(?<=\S)\1"),
+    re.compile(r"(?<!\w)(__)(?=\S)(.+?)(?<=\S)__(?!\w)"),
+    re.compile(r"(?<![\w*])(\*)(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"),
+    re.compile(r"(?<![\w_])(_)(?=[^\s_])([^_\n]+?)(?<=[^\s_])_(?![\w_])"),
+)
+# a word of a passage or a query: identifiers whole (orders-created, 10.0.0.0/24), and their parts
+TOKEN_RE = re.compile(r"\w[\w\-./]*\w|\w")
+PART_RE = re.compile(r"\w+")
+
+
+def readable(text: str) -> str:
+    """``text`` (markdown) as a reader sees it rendered: no code-fence lines (the code stays),
+    heading hashes, quote and callout markers, table rules, emphasis markers (``**``, ``__``,
+    ``*``, ``_``, ``~~``, ``==``) or backticks; ``[[note|alias]]`` shows ``alias``,
+    ``[[note#part]]`` shows ``note › part``, ``[text](url)`` shows ``text``. Code keeps its
+    characters (``__init__`` in backticks or in a fence stays as it is)."""
+    out: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        m = FENCE_RE.match(line)
+        if fence:
+            if m and m.group(1) == fence:
+                fence = ""
+            else:
+                out.append(line)
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        if TABLE_RULE_RE.match(line) and "-" in line:
+            continue
+        line = QUOTE_RE.sub("", HEADING_RE.sub("", line), count=1)
+        out.append(_inline(line))
+    return "\n".join(out)
+
+
+def _inline(line: str) -> str:
+    """One line's inline markdown rendered; code spans lose their backticks and nothing else."""
+    parts, last = [], 0
+    for m in CODE_SPAN_RE.finditer(line):
+        parts += [_prose(line[last:m.start()]), m.group(2).strip()]
+        last = m.end()
+    return "".join(parts) + _prose(line[last:])
+
+
+def _prose(text: str) -> str:
+    text = WIKILINK_RE.sub(_wikilink, text)
+    text = MDLINK_RE.sub(lambda m: m.group(1), text)
+    for pattern in EMPHASIS_RES:
+        text = pattern.sub(lambda m: m.group(2), text)
+    return text
+
+
+def _wikilink(m: re.Match) -> str:
+    if m.group(2) is not None and m.group(2).strip():
+        return m.group(2).strip()
+    target = m.group(1).strip()
+    note, _, part = target.partition("#")
+    part = part.lstrip("^")
+    return f"{note} › {part}" if note and part else note or part
+
+
+# --- which words to mark ---------------------------------------------------------------------
+class Marker:
+    """``Marker(query, stem)(text)``: the distinct words of ``text`` (lower case, sorted) that
+    are words of ``query``: the same word, or one with the same stem (``tomatoes`` for
+    ``tomato``); an identifier of the query (``orders-created``) as a whole, its parts as
+    words. Whole words only (``in`` never marks ``Internal``), never a function word or a
+    single character. ``stem``: the lexical arm's analyzer (text -> stems); each word of the
+    passages is stemmed once per search however many hits hold it."""
+
+    def __init__(self, query: str, stem: Callable[[str], list[str]]):
+        self.stem = functools.lru_cache(maxsize=None)(stem)
+        written: set[str] = set()
+        for token in TOKEN_RE.findall(query.lower()):
+            parts = [p for p in PART_RE.findall(token) if not p.isdigit()] if token != token.strip(".-/") \
+                or not token.isalnum() else []  # 10.0.0.0/24 marks itself, not every "10"
+            written.update(w for w in (token, *parts) if _content(w))
+        self.written = frozenset(written)
+        self.stems = frozenset(s for w in written if w.isalnum() for s in self.stem(w) if _content(s))
+        self.compounds = tuple(w for w in written if not w.isalnum())
+        # stems keep a word's first two letters, so only words starting like one are looked at
+        starts = {w[:2] for w in (*written, *self.stems) if w.isalnum()}
+        self.candidates = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(starts))) + r")\w*") \
+            if starts else None
+
+    def __call__(self, text: str) -> list[str]:
+        if not self.written:
+            return []
+        low = text.lower()
+        out = {c for c in self.compounds if c in low and _mark_re((c,)).search(low)}  # type: ignore[union-attr]
+        if self.candidates is not None:
+            for w in set(self.candidates.findall(low)):
+                if w in self.written or (w.isalnum() and _content(w) and self._stem(w) in self.stems):
+                    out.add(w)
+        return sorted(out)
+
+    def _stem(self, word: str) -> str | None:
+        out = self.stem(word)
+        return out[0] if len(out) == 1 else None
+
+
+def _content(word: str) -> bool:
+    return len(word) >= 2 and word not in STOPWORDS
+
+
+@functools.lru_cache(maxsize=64)
+def _mark_re(words: tuple[str, ...]) -> re.Pattern | None:
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def mark_spans(line: str, words: Iterable[str]) -> list[tuple[int, int]]:
+    """(start, end) of each whole-word occurrence in ``line`` of the marked ``words`` (a hit's
+    :attr:`~hybrid.retrieval.hits.Hit.marks`), the longest where several start together."""
+    pattern = _mark_re(tuple(sorted(set(words))))
+    return [] if pattern is None else [m.span() for m in pattern.finditer(line)]
