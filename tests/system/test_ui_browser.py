@@ -110,6 +110,12 @@ def test_search_expand_follow_a_filter_and_the_score_breakdown(sample_server, op
     cite = first.locator(".cite code").inner_text()
     assert re.fullmatch(r"sample:work/runbooks/Kafka Consumer Lag\.md:\d+-\d+", cite)
     assert first.locator(".snippet mark").count() >= 2  # the query's words highlighted
+    # one entry per note: its other passages are listed under it, and no note comes twice
+    cites = page.locator("#results .hit").evaluate_all("hs => hs.map(h => h.dataset.citation.split(':')[1])")
+    assert len(cites) == len(set(cites)) and page.locator("#results .hit").count() > 1
+    assert first.locator(".more-passages li").count() >= 1
+    assert page.locator("#verdict").is_hidden()
+    assert re.match(r"\d+ notes? in ", page.inner_text("#summary"))
     # whole words only, the hit's own (hybrid.retrieval.excerpt.Marker): never the start of a word
     snippet_text = first.locator(".snippet").inner_text()
     for word in first.locator(".snippet mark").all_inner_texts():
@@ -168,7 +174,7 @@ CONTRAST = """() => {
     return [255, 255, 255];
   };
   const out = [];
-  const sel = '#q, .hint, label, #summary, .hit h3 button, .where, .cite, .snippet, mark, .chips button, ' +
+  const sel = '#q, .hint, label, #summary, #verdict, .hit h3 button, .where, .cite, .snippet, .more-snippet, .more-passages code, .conf, mark, .chips button, ' +
               '.breakdown dt, .breakdown dd, .actions a, .actions button, .conf, .bar button';
   for (const e of document.querySelectorAll(sel)) {
     if (!e.offsetParent) continue;

@@ -196,7 +196,7 @@ function morePassages(hits) {
       where(h) ? el("span", { class: "where", text: where(h) }) : null,
       h.confidence !== null && h.confidence !== undefined
         ? el("span", { class: "conf", text: `${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }) : null,
-      highlight(el("div", { class: "snippet" }), h.snippet || "", h.marks))));
+      highlight(el("div", { class: "more-snippet" }), h.snippet || "", h.marks))));
 }
 
 function folderOf(path) {
