@@ -233,6 +233,21 @@ def test_corrected_query_leaves_phrases_exclusions_and_filters_alone():
     assert SearchResult(query="as is").corrected_query == "as is"
 
 
+def test_a_suggestion_says_maybe_you_meant_and_claims_no_rewrite():
+    """A typo repaired in doubt: the query ran as typed, so no "showing results for" line."""
+    lines: list[tuple[str, bool]] = []
+    result = SearchResult([], query="sourdough bred", suggestions={"bred": "bread"})
+    request = SearchRequest("sourdough bred")
+    QueryView(echo=lambda text="", err=False: lines.append((text, err)), explain=True).show(result, request)
+    assert ("maybe you meant: sourdough bread", True) in lines
+    assert not any("showing results for" in text for text, _ in lines)
+    assert any(text.startswith("maybe     bred → bread (searched as typed") for text, _ in lines)
+    assert result.corrected_query == "sourdough bred" and result.response_extras()["suggestions"] == {"bred": "bread"}
+    rebuilt = SearchResult.from_response({"hits": [], **result.response_extras()}, result.query,
+                                         parse_query(result.query))
+    assert rebuilt.suggestions == {"bred": "bread"} and rebuilt.parsed.terms == ["sourdough", "bred"]
+
+
 def test_mcp_text_says_showing_results_for():
     hit = Hit("v", "a.md", "A", [], 1, 2, "snippet", 0.5).to_dict(text=False)
     assert render_hits("consumrs", [hit], "consumers").startswith("showing results for 'consumers'")

@@ -1,0 +1,63 @@
+"""Shipped word lists: a word found in one is a real word, never a typo to repair.
+
+The lists are the word-frequency dictionaries inside the ``pyspellchecker`` wheel (MIT; counts
+from the OpenSubtitles corpus, cleaned by its author of misspellings and foreign words): one
+gzipped JSON object ``{"word": count}`` per language, nothing downloaded at run time. A list is
+read only when a query holds a word that no searched vault knows, once per process, and kept as
+its decompressed bytes: a lookup is one substring search (a few ms), where parsing the English
+list into a dict would cost ~0.5 s of a cold ``hybrid query``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import re
+import threading
+from collections.abc import Iterable
+
+from hybrid.core.settings import SPELL_LANGUAGES as LANGUAGES  # noqa: F401 - the lists there are
+
+log = logging.getLogger("hybrid")
+# Counts below this are too rare to trust as words (most lists start at 50, the count their
+# author gives the words he adds by hand; the Basque list goes down to 1).
+FLOOR = 50
+
+_lists: dict[str, bytes] = {}
+_lock = threading.Lock()
+
+
+def _data(lang: str) -> bytes:
+    """The decompressed JSON of ``lang``'s list (b"" when the package or the list is missing:
+    logged once, and no word counts as known through it)."""
+    with _lock:
+        got = _lists.get(lang)
+        if got is None:
+            try:
+                from importlib.resources import files
+                got = gzip.decompress((files("spellchecker") / "resources" / f"{lang}.json.gz").read_bytes())
+            except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+                log.warning("word list %r unavailable (%s): only the vaults' words count as real "
+                            "words; `pip install pyspellchecker` restores it", lang, exc)
+                got = b""
+            _lists[lang] = got
+        return got
+
+
+def count(word: str, lang: str) -> int:
+    """How often ``word`` (lower case) occurs in ``lang``'s list (0: not in it)."""
+    data = _data(lang)
+    key = b'"' + word.encode("utf-8") + b'": '
+    at = data.find(key)
+    if at < 0:
+        return 0
+    m = re.match(rb"\d+", data[at + len(key):at + len(key) + 20])
+    return int(m.group(0)) if m else 0
+
+
+def is_word(word: str, languages: Iterable[str]) -> bool:
+    """Whether ``word`` is in the list of one of ``languages`` at least :data:`FLOOR` times."""
+    w = word.lower()
+    if '"' in w or "\\" in w:
+        return False
+    return any(count(w, lang) >= FLOOR for lang in languages)
