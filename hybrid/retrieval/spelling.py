@@ -8,8 +8,9 @@ bread). Only a word of 5+ letters that passes neither test is a typo.
 
 For a typo, each vault proposes its most frequent word one edit away (same first letter). The
 proposal is **rewritten** into the query (both arms and the query embedding read it) only when it
-clearly finds more than the original, which finds nothing: it is the query's only word, or it
-occurs in a chunk together with another word of the query, in its own vault. A proposal that
+clearly finds more than the original, which finds nothing: no other word of the query is held
+by a searched vault, or the proposal occurs in a chunk together with one of them, in its own
+vault. A proposal that
 meets none of the query's other words, or two vaults proposing different words equally well,
 is only a **suggestion**: the query is searched as typed, the lexical arm also matching the
 word's near spellings (``fuzzy``), so nothing the original finds is lost, and the result says
@@ -50,18 +51,21 @@ def repair(stores: Sequence[Searchable], parsed: ParsedQuery, languages: Sequenc
     """Decide, over the searched vaults' ``stores``, which words of ``parsed`` are typos and
     which of those to rewrite (see the module's docstring). ``languages``: the word lists whose
     words are real words."""
-    words = words_of(parsed)
-    unknown = [w for w in words if len(w) >= FUZZY_MIN_LEN and w.isalpha()]
+    content = [w for w in words_of(parsed) if w not in STOPWORDS and len(w) > 1]
+    held: set[str] = set()
     for store in stores:
-        if not unknown:
+        rest = [w for w in content if w not in held]
+        if not rest:
             break
-        known = store.lexical.known(unknown)
-        unknown = [w for w in unknown if w not in known]
+        held |= store.lexical.known(rest)
+    unknown = [w for w in content if w not in held and len(w) >= FUZZY_MIN_LEN and w.isalpha()]
     typos = [w for w in unknown if not wordlist.is_word(w, languages)]
     out = Spelling(typos=typos)
     if not typos:
         return out
-    others = [w for w in words if w not in typos and w not in STOPWORDS and len(w) > 1]
+    # the words a repair must meet: those some searched vault holds (a word none holds can
+    # meet nothing, anywhere)
+    others = [w for w in content if w in held]
     proposals: dict[str, list[tuple[int, Searchable, str]]] = {}
     for store in stores:
         for wrong, right in store.lexical.corrections(typos).items():
