@@ -321,15 +321,16 @@ def home(hybrid_home, vault):
 
 @pytest.mark.slow
 def test_real_server_carries_corrections(serve, home):
+    """(`tailscal` would be no typo: the stemmed fields read `tailscale` as it.)"""
     serve()
     h = hybrid.open(home)
     try:
-        result = remote_result(h, SearchRequest("tailscal", top_k=2))
-        assert result is not None and result.corrections == {"tailscal": "tailscale"}
+        result = remote_result(h, SearchRequest("tailscael", top_k=2))
+        assert result is not None and result.corrections == {"tailscael": "tailscale"}
         assert result[0].path == "home/network.md" and result.parsed.terms == ["tailscale"]
     finally:
         h.close()
-    r = hybrid_cmd(home, "query", "tailscal", "-n", "1")
+    r = hybrid_cmd(home, "query", "tailscael", "-n", "1")
     assert r.returncode == 0 and "showing results for: tailscale" in r.stderr
     assert r.stdout.startswith("1. vault:home/network.md:")
 
