@@ -18,6 +18,9 @@ from typing import Any
 
 from hybrid.core.errors import ConfigError
 
+# the languages of the word lists typo repair can read (hybrid.retrieval.wordlist)
+SPELL_LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "nl", "ar", "eu", "fa", "lv")
+
 
 def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
              check: Callable[[Any], bool] | None = None, empty_ok: bool = False,
@@ -90,8 +93,14 @@ class Settings:
     candidates: int = _setting(
         100, "How many hits each arm contributes to fusion (hybrid eval ranks the top 100, so the "
              "same depth keeps it faithful).")
-    fuzzy: bool = _setting(True, "Match a word of 5+ letters that is absent from the index within "
-                                 "one edit (typo tolerance).")
+    fuzzy: bool = _setting(True, "Typo repair: a word of 5+ letters that no searched vault holds (as "
+                                 "typed or by its stem) and no word list has is rewritten to its "
+                                 "likeliest spelling, or only matched within one edit when in doubt.")
+    spell_languages: tuple[str, ...] = _setting(
+        ("en",), "Word lists whose words typo repair never rewrites, even when no vault holds them "
+                 "(`bread` in a vault about servers): any of en, es, fr, de, pt, it, ru, nl, ar, eu, "
+                 "fa, lv (shipped with pyspellchecker); empty = only the vaults' own words count.",
+        check=lambda v: set(v) <= set(SPELL_LANGUAGES), hint='a list like ["en", "de"]')
     stopwords: bool = _setting(True, "Drop English function words from free-text queries in the "
                                      "BM25 arm (never from phrases or the index).")
     exact_first: bool = _setting(

@@ -46,12 +46,15 @@ INSTRUCTIONS = (
 TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
 
 
-def render_hits(query: str, answer: dict[str, Any], corrected: str = "") -> str:
+def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "") -> str:
     """Compact text with citations, bounded in size, of an answer as
     :meth:`~hybrid.retrieval.result.SearchResult.to_json` gives it: one entry per note (its
     best passage, then its other passages' citations), or per passage. ``corrected`` (the query
-    after typo repair, when it changed) is announced first, and a weak answer plainly."""
+    after typo repair, when it changed) or ``suggested`` (a repair in doubt: the query ran as
+    typed) is announced first, and a weak answer plainly."""
     lines = [f"showing results for {corrected!r} (spelling corrected)"] if corrected and corrected != query else []
+    if suggested and suggested != query:
+        lines.append(f"maybe you meant {suggested!r} (searched as typed)")
     grouped = "notes" in answer
     entries = [n["passages"] for n in answer["notes"]] if grouped else [[h] for h in answer.get("hits", [])]
     if not entries:
@@ -213,7 +216,8 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
             answer = result.to_json(text=False)
             for extra in ("needles", "fusion"):  # the page's, not an agent's
                 answer.pop(extra, None)
-            text = render_hits(query, answer, result.corrected_query)
+            text = render_hits(query, answer, result.corrected_query,
+                               result.suggested_query if result.suggestions else "")
             return CallToolResult(content=[TextContent(type="text", text=text)],
                                   structured_content={"query": query, **answer})
         args = {"query": query, **{k: (v or None) if isinstance(v, (bool, float)) else v

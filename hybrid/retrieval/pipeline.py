@@ -25,7 +25,8 @@ from hybrid.retrieval.excerpt import Marker, readable
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
-from hybrid.retrieval.result import WORD_RE, SearchResult, apply_corrections
+from hybrid.retrieval.result import SearchResult, apply_corrections
+from hybrid.retrieval.spelling import Spelling, repair
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import LexicalQuery
 
@@ -74,13 +75,15 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     clock = clock or Stopwatch()
     filters, depth = request.filters, max(settings.candidates, request.top_k)
     with clock("repair"):
-        fixes = corrections(targets, request.parsed) if settings.fuzzy else {}
-        parsed = apply_corrections(request.parsed, fixes)
+        spelling = (repair([s for _, s in targets], request.parsed, settings.spell_languages)
+                    if settings.fuzzy else Spelling())
+        parsed = apply_corrections(request.parsed, spelling.rewrites)
     vectors = embed_query(targets, request.mode, parsed.text, query_vector)
     arms = Arms()
     if request.mode in ("lexical", "hybrid"):
         with clock("lexical"):
-            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings)
+            typos = [w for w in spelling.typos if w not in spelling.rewrites]
+            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings, typos)
     if request.mode in ("vector", "hybrid") and vectors:
         with clock("vector"):
             arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
@@ -120,26 +123,15 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         log.debug("search stages (s): %s", clock.rounded())
     fusion = ({"k": settings.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
               if arms.weights else {})
-    return SearchResult(hits, query=request.query, parsed=parsed, corrections=fixes, needles=words,
-                        fusion=fusion, grouped=not request.passages)
-
-
-def corrections(targets: Targets, parsed: ParsedQuery) -> dict[str, str]:
-    """{misspelled free word (lower case): its correction} over the target vaults (the first
-    vault that can correct a word wins); a word no vault can correct is not in it. Whole words
-    of letters only (:data:`hybrid.retrieval.result.WORD_RE`)."""
-    words = [w for t in parsed.terms for w in WORD_RE.findall(t)]
-    fixes: dict[str, str] = {}
-    for _, store in targets:
-        for wrong, right in store.lexical.corrections(words).items():
-            fixes.setdefault(wrong, right)
-    return fixes
+    return SearchResult(hits, query=request.query, parsed=parsed, corrections=spelling.rewrites,
+                        suggestions=spelling.suggestions, needles=words, fusion=fusion,
+                        grouped=not request.passages)
 
 
 def embed_query(targets: Targets, mode: str, text: str,
                 query_vector: QueryVector | None) -> dict[str, Future]:
-    """Start embedding ``text`` (the typo-corrected text: the model reads a misspelling as
-    noise) once per distinct embedder of the target vaults, on the embedding thread; the
+    """Start embedding ``text`` (the text with its sure typos rewritten: the model reads a
+    misspelling as noise) once per distinct embedder of the target vaults, on the embedding thread; the
     lexical arm runs meanwhile. Empty when the vector arm does not run."""
     vectors: dict[str, Future] = {}
     if mode not in ("vector", "hybrid") or query_vector is None:
@@ -152,10 +144,11 @@ def embed_query(targets: Targets, mode: str, text: str,
 
 
 def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
-                settings: Settings) -> Ranked:
+                settings: Settings, typos: Sequence[str] = ()) -> Ranked:
     """BM25 over every vault, filters applied inside the search, merged by score: over chunks,
-    sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks."""
-    lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes)
+    sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks.
+    Only ``typos`` (words no vault searched nor word list knows) also match one edit away."""
+    lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes, typos=list(typos))
     opts: dict[str, Any] = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
                 since=filters.since, stopwords=settings.stopwords,
                 exclude_folders=filters.exclude_folders, sources=filters.sources)

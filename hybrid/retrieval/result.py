@@ -20,7 +20,8 @@ WORD_RE = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")
 
 class SearchResult(list[Hit]):
     """The hits in the order shown, and how the query was read: ``corrections`` ({wrong: right},
-    the words typo repair replaced, lower case), ``parsed`` (the query as searched, after repair)
+    the words typo repair replaced, lower case), ``suggestions`` (typos it only offers a spelling
+    for, the query searched as typed), ``parsed`` (the query as searched, after repair)
     and ``query`` (the text as given). ``needles`` are the words snippets centre on (as typed
     and as the vaults stem them), when the engine reported them. ``grouped``: the answer is
     notes (:attr:`notes`; the list holds each note's passages together, its best first), not
@@ -28,11 +29,15 @@ class SearchResult(list[Hit]):
 
     def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
-                 fusion: Mapping[str, float] | None = None, grouped: bool = False):
+                 fusion: Mapping[str, float] | None = None, suggestions: Mapping[str, str] | None = None,
+                 grouped: bool = False):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
         self.corrections: dict[str, str] = dict(corrections or {})
+        # {typed: a likelier spelling} for typos not rewritten: the query was searched as typed
+        # (near spellings included), these are only offered ("maybe you meant")
+        self.suggestions: dict[str, str] = dict(suggestions or {})
         self.needles: list[str] = list(needles)
         self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
         self.grouped = grouped
@@ -72,9 +77,18 @@ class SearchResult(list[Hit]):
             return fix_words(word, self.corrections)
         return TOKEN_RE.sub(fix, self.query)
 
+    @property
+    def suggested_query(self) -> str:
+        """``query`` with the words of :attr:`suggestions` (and :attr:`corrections`) replaced:
+        what "maybe you meant" offers; "" when there is no suggestion."""
+        if not self.suggestions:
+            return ""
+        return SearchResult(query=self.query, corrections={**self.corrections, **self.suggestions}).corrected_query
+
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
-        return {"corrections": self.corrections, "needles": self.needles, "fusion": self.fusion}
+        return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
+                "fusion": self.fusion}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -82,6 +96,8 @@ class SearchResult(list[Hit]):
         client parsed it). A server from before corrections were reported sends only ``hits``."""
         corrections = data.get("corrections")
         corrections = {str(k): str(v) for k, v in corrections.items()} if isinstance(corrections, dict) else {}
+        suggestions = data.get("suggestions")
+        suggestions = {str(k): str(v) for k, v in suggestions.items()} if isinstance(suggestions, dict) else {}
         needles = data.get("needles")
         needles = [str(n) for n in needles] if isinstance(needles, list) else []
         fusion = data.get("fusion")
@@ -90,7 +106,7 @@ class SearchResult(list[Hit]):
         grouped = isinstance(data.get("notes"), list)
         return cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                    parsed=apply_corrections(parsed, corrections), corrections=corrections,
-                   needles=needles, fusion=fusion, grouped=grouped)
+                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
 
 
 def answer_passages(answer: Mapping[str, Any]) -> list[dict[str, Any]]:

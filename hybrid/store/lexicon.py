@@ -25,6 +25,9 @@ class LexicalQuery:
     terms: list[str] = field(default_factory=list)      # free words as typed
     phrases: list[str] = field(default_factory=list)    # required phrases
     excludes: list[str] = field(default_factory=list)   # words or phrases that must not occur
+    # the misspelled words, also matched one edit away (with ``fuzzy``); None: the arm judges
+    # by its own vocabulary (a word of 5+ letters it does not hold)
+    typos: list[str] | None = None
 
 
 def stem_analyzer():

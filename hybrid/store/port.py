@@ -39,7 +39,8 @@ T = TypeVar("T")
 
 class LexicalArm(Protocol):
     """BM25 over chunks and whole sections (:mod:`hybrid.store.lexicon`), filtered inside the
-    query by folder, tag, date and kind; ``fuzzy`` lets long words match one edit away,
+    query by folder, tag, date and kind; ``fuzzy`` lets misspelled words match one edit away
+    (the query's ``typos``, else each word of 5+ letters the vault does not hold),
     ``scored=False`` skips scoring, ``stopwords=False`` keeps stopwords as terms."""
 
     @property
@@ -47,8 +48,14 @@ class LexicalArm(Protocol):
         """The analyzer the arm reads text with (:func:`hybrid.store.lexicon.stem_analyzer`)."""
         ...
 
+    def known(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) some chunk holds, as typed or by their stem: no typos."""
+        ...
+
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
-        """Spelling repairs for ``words`` from the indexed vocabulary (``{typed: repaired}``)."""
+        """Spelling repairs for ``words`` from the indexed vocabulary (``{typed: repaired}``):
+        each word of 5+ letters not :meth:`known`, to the most frequent indexed word one edit
+        away with the same first letter."""
         ...
 
     def search(self, q: LexicalQuery, limit: int, *, fuzzy: bool = True, folders: Sequence[str] = (),

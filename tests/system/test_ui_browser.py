@@ -174,7 +174,8 @@ CONTRAST = """() => {
     return [255, 255, 255];
   };
   const out = [];
-  const sel = '#q, .hint, label, #summary, #verdict, .hit h3 button, .where, .cite, .snippet, .more-snippet, .more-passages code, .conf, mark, .chips button, ' +
+  const sel = '#q, .hint, label, #summary, #verdict, .hit h3 button, .where, .cite, .snippet, .more-snippet, ' +
+              '.more-passages code, mark, .chips button, ' +
               '.breakdown dt, .breakdown dd, .actions a, .actions button, .conf, .bar button';
   for (const e of document.querySelectorAll(sel)) {
     if (!e.offsetParent) continue;

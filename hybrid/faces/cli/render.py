@@ -142,6 +142,8 @@ class QueryView:
     def show(self, result: SearchResult, request: SearchRequest) -> None:
         if result.corrections:
             self.echo(self.look.style(f"showing results for: {result.corrected_query}", dim=True), err=True)
+        if result.suggestions:  # not applied: the query ran as typed, near spellings included
+            self.echo(self.look.style(f"maybe you meant: {result.suggested_query}", dim=True), err=True)
         if self.explain:
             for line in explain_lines(result, request, self.look):
                 self.echo(line, err=self.as_json or self.files)
@@ -318,6 +320,9 @@ def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> l
         rows.append(("literals", " ".join(lits) + literal_note(p.terms, lits, request.mode)))
     if result.corrections:
         rows.append(("corrected", ", ".join(f"{a} → {b}" for a, b in result.corrections.items())))
+    if result.suggestions:
+        rows.append(("maybe", ", ".join(f"{a} → {b}" for a, b in result.suggestions.items())
+                     + " (searched as typed, near spellings included)"))
     filters = ([f"folder {x}" for x in f.folders] + [f"tag {x}" for x in f.tags]
                + [f"source {x}" for x in f.sources])
     if f.since is not None:

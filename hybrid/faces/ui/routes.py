@@ -284,6 +284,7 @@ def search_call(h: Hybrid, body: dict) -> dict:
     p = result.parsed
     return {**result.to_json(text=False),
             "corrected_query": result.corrected_query if result.corrections else "",
+            "suggested_query": result.suggested_query if result.suggestions else "",
             "parsed": {"terms": p.terms, "phrases": p.phrases, "excludes": p.excludes,
                        "folders": p.folders, "tags": p.tags, "sources": p.sources,
                        "since": p.since, "listing": p.listing},

@@ -102,6 +102,9 @@ class _AgentLexical:
         self._lex, self._hidden = lex, hidden.chunks
         self.stem = lex.stem
 
+    def known(self, words):
+        return self._lex.known(words)
+
     def corrections(self, words):
         return self._lex.corrections(words)
 

@@ -240,9 +240,20 @@ class LexicalIndex:
             n for n in remove_known(directory, TANTIVY_FILE_RE) if not (n == SECTIONS and inner)]
 
     # --- querying -------------------------------------------------------------------------
+    def known(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) some chunk holds, as typed or by their stem."""
+        with self._guard("read"):
+            searcher = self.index.searcher()
+            return {w for w in dict.fromkeys(x.lower() for x in words) if self._holds(searcher, w)}
+
+    def _holds(self, searcher, word: str) -> bool:
+        return bool(searcher.doc_freq("ident", word)) or any(
+            searcher.doc_freq(f, st) for st in self.stem.analyze(word) for f in FIELD_BOOSTS)
+
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
-        """Typo repair: each word of 5+ letters that no chunk contains, mapped to the most
-        frequent indexed word within one edit that starts with the same letter."""
+        """Typo repair: each word of 5+ letters that no chunk holds (as typed or by its stem),
+        mapped to the most frequent indexed word within one edit that starts with the same
+        letter."""
         with self._guard("read"):
             return self._corrections(words)
 
@@ -250,7 +261,7 @@ class LexicalIndex:
         searcher = self.index.searcher()
         out: dict[str, str] = {}
         for word in dict.fromkeys(w.lower() for w in words):
-            if len(word) < FUZZY_MIN_LEN or not word.isalpha() or searcher.doc_freq("ident", word):
+            if len(word) < FUZZY_MIN_LEN or not word.isalpha() or self._holds(searcher, word):
                 continue
             best, best_df = None, 0
             for term, df in searcher.terms_with_prefix("ident", word[0]):
@@ -300,12 +311,9 @@ class LexicalIndex:
         if free:
             should.extend(self._text_clause(free, phrase=False, stopwords=stopwords))
         if fuzzy and q.terms:
-            searcher = self.index.searcher()
-            for word in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower())):
-                if len(word) >= FUZZY_MIN_LEN and not word.isdigit() \
-                        and searcher.doc_freq("ident", word) == 0:
-                    should.append(Q.boost_query(Q.fuzzy_term_query(s, "ident", word, 1, True, False),
-                                                FUZZY_BOOST))
+            for word in self._fuzzed(q):
+                should.append(Q.boost_query(Q.fuzzy_term_query(s, "ident", word, 1, True, False),
+                                            FUZZY_BOOST))
         if should:
             occur = Occur.Should if q.phrases else Occur.Must
             parts.append((occur, Q.boolean_query([(Occur.Should, c) for c in should])))
@@ -326,6 +334,16 @@ class LexicalIndex:
             parts.append((Occur.Must, Q.all_query()))
         query = Q.boolean_query(parts)
         return query if scored else Q.const_score_query(query, 1.0)
+
+    def _fuzzed(self, q: LexicalQuery) -> list[str]:
+        """The words of ``q`` also matched one edit away: the caller's ``q.typos`` (the search
+        pipeline judges them over every vault searched and the word lists), else each word of
+        5+ letters this index does not hold."""
+        if q.typos is not None:
+            return [w.lower() for w in q.typos]
+        searcher = self.index.searcher()
+        return [w for w in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
+                if len(w) >= FUZZY_MIN_LEN and not w.isdigit() and not self._holds(searcher, w)]
 
     def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
                  sources: Sequence[str] = ()):

@@ -117,28 +117,41 @@ class PgLexical:
 
     # --- vocabulary -----------------------------------------------------------------------
     def _present(self, word: str) -> bool:
+        return self._present_lexeme(IDENT + word)
+
+    def _present_lexeme(self, lexeme: str) -> bool:
         if self.agent and self.hidden:  # a word only hidden notes hold is absent to an agent
             sql = (f"SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND c.tsv @@ %s::tsquery AND "
                    f"{self._tsv} @@ %s::tsquery AND NOT c.file_id = ANY(%s) LIMIT 1")
-            q = quote(IDENT + word)
+            q = quote(lexeme)
             return self.store.query(sql, (self.store.vault_id, q, q, self.hidden)).fetchone() is not None
         row = self.store.query("SELECT df FROM hybrid_terms WHERE vault=%s AND unit=0 AND lexeme=%s",
-                               (self.store.vault_id, IDENT + word)).fetchone()
+                               (self.store.vault_id, lexeme)).fetchone()
         return bool(row and row[0] > 0)
 
+    def known(self, words: Sequence[str]) -> set[str]:
+        """The ``words`` (lower case) some chunk holds, as typed (an identifier lexeme) or by
+        their stem, as the local index's."""
+        wanted = list(dict.fromkeys(w.lower() for w in words))
+        if not wanted:
+            return set()
+        forms = {w: [IDENT + w, *self.stem.analyze(w)] for w in wanted}
+        if self.agent and self.hidden:
+            return {w for w, fs in forms.items() if any(self._present_lexeme(f) for f in fs)}
+        held = {r[0] for r in self.store.query(
+            "SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=0 AND df > 0 AND lexeme = ANY(%s)",
+            (self.store.vault_id, [f for fs in forms.values() for f in fs]))}
+        return {w for w, fs in forms.items() if held.intersection(fs)}
+
     def corrections(self, words: Sequence[str]) -> dict[str, str]:
-        """Typo repair as the local index's: each word of 5+ letters that no chunk contains,
-        mapped to the most frequent indexed word within one edit that starts with the same
-        letter."""
+        """Typo repair as the local index's: each word of 5+ letters that no chunk holds (as
+        typed or by its stem), mapped to the most frequent indexed word within one edit that
+        starts with the same letter."""
         out: dict[str, str] = {}
         wanted = [w for w in dict.fromkeys(w.lower() for w in words) if len(w) >= FUZZY_MIN_LEN and w.isalpha()]
-        if not wanted:
-            return out
-        known = {r[0][len(IDENT):] for r in self.store.query(
-            "SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=0 AND df > 0 AND lexeme = ANY(%s)",
-            (self.store.vault_id, [IDENT + w for w in wanted]))}
+        known = self.known(wanted)
         for word in wanted:
-            if word in known if not (self.agent and self.hidden) else self._present(word):
+            if word in known:
                 continue
             rows = self.store.query(
                 "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=0 AND lexeme LIKE %s "
@@ -192,12 +205,14 @@ class PgLexical:
             if got:
                 ors.append(got)
         if fuzzy and q.terms:
-            words = dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
-            wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()]
-            for wrong, right in self.corrections(wanted).items():
+            if q.typos is not None:  # judged by the caller over every vault searched
+                wanted = [w.lower() for w in q.typos]
+            else:
+                words = dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
+                wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()]
+            for right in self.corrections(wanted).values():
                 ors.append(quote(IDENT + right))
                 plan.scored[IDENT + right] = max(plan.scored.get(IDENT + right, 0.0), FUZZY_BOOST)
-                del wrong
         musts = []
         for ph in q.phrases:
             got = self._clause(ph, phrase=True, stopwords=False, plan=plan)

@@ -182,7 +182,16 @@ def test_lexical_arm_ranks_chunks_and_sections_and_repairs_spelling(searchable):
     tomatoes = {r.path for r in store.catalog.chunks(sorted(store.lexical.matching_ids(
         LexicalQuery(terms=["tomatoes"])))).values()}
     assert "home/garden.md" in tomatoes and ("home/diary.md" in tomatoes) == (who == "owner")
-    assert store.lexical.corrections(["tomatos"]) == {"tomatos": "tomatoes"}
+    # a word held by its stem (`tomatos` → tomato) is no typo; a word only a private note
+    # holds is unknown to an agent, and never offered to it as a repair
+    owner = who == "owner"
+    assert store.lexical.known(["Tomatos", "starter", "secret", "drawing"]) == (
+        {"tomatos", "starter", "secret"} if owner else {"tomatos", "starter"})
+    assert store.lexical.corrections(["tomatoez", "tomatos", "secrte"]) == (
+        {"tomatoez": "tomatoes", "secrte": "secret"} if owner else {"tomatoez": "tomatoes"})
+    typo = store.lexical.matching_ids(LexicalQuery(terms=["gardne"], typos=["gardne"]))
+    assert {r.path for r in store.catalog.chunks(sorted(typo)).values()} == {"home/garden.md"}
+    assert not store.lexical.matching_ids(LexicalQuery(terms=["gardne"], typos=[]))
 
 
 def test_vector_arm_searches_inside_allowed_and_never_banned(searchable, indexed):

@@ -42,8 +42,9 @@ def test_bad_setting_override_is_a_config_error(tmp_path):
 
 
 def test_vector_arm_embeds_the_typo_corrected_query(fake, vault, monkeypatch):
-    """The spell repair applies to both arms: the model must read `tomatoes`, not `tomatos`
-    (before, the vector arm embedded the raw text). The embedding runs on a worker thread."""
+    """The spell repair applies to both arms: the model must read `tomatoes`, not `tomatoez`
+    (before, the vector arm embedded the raw text). (`tomatos` is no typo: the stemmed fields
+    find `tomatoes` by it.) The embedding runs on a worker thread."""
     import threading
     fake.add_vault(vault, "v")
     fake.index()
@@ -56,9 +57,9 @@ def test_vector_arm_embeds_the_typo_corrected_query(fake, vault, monkeypatch):
         return real(text)
 
     monkeypatch.setattr(emb, "embed_query", recording)
-    hits = fake.search("tomatos sunlight", mode="hybrid")
+    hits = fake.search("tomatoez sunlight", mode="hybrid")
     assert hits and hits[0].path == "home/garden.md"
-    assert seen and "tomatoes" in seen[0][0] and "tomatos" not in seen[0][0]
+    assert seen and "tomatoes" in seen[0][0] and "tomatoez" not in seen[0][0]
     assert seen[0][1].startswith("hybrid-query-embed")
     seen.clear()
     fake.search("garden", mode="lexical")
@@ -73,5 +74,5 @@ def test_identifiers_are_not_spell_corrected(fake, vault, monkeypatch):
     seen = []
     real = emb.embed_query
     monkeypatch.setattr(emb, "embed_query", lambda text: seen.append(text) or real(text))
-    fake.search("gardn42 tomatos", mode="vector")
+    fake.search("gardn42 tomatoez", mode="vector")
     assert seen == ["gardn42 tomatoes"]

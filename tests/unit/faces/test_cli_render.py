@@ -235,11 +235,28 @@ def test_corrected_query_leaves_phrases_exclusions_and_filters_alone():
     assert SearchResult(query="as is").corrected_query == "as is"
 
 
+def test_a_suggestion_says_maybe_you_meant_and_claims_no_rewrite():
+    """A typo repaired in doubt: the query ran as typed, so no "showing results for" line."""
+    lines: list[tuple[str, bool]] = []
+    result = SearchResult([], query="sourdough bred", suggestions={"bred": "bread"})
+    request = SearchRequest("sourdough bred")
+    QueryView(echo=lambda text="", err=False: lines.append((text, err)), explain=True).show(result, request)
+    assert ("maybe you meant: sourdough bread", True) in lines
+    assert not any("showing results for" in text for text, _ in lines)
+    assert any(text.startswith("maybe     bred → bread (searched as typed") for text, _ in lines)
+    assert result.corrected_query == "sourdough bred" and result.response_extras()["suggestions"] == {"bred": "bread"}
+    rebuilt = SearchResult.from_response({"hits": [], **result.response_extras()}, result.query,
+                                         parse_query(result.query))
+    assert rebuilt.suggestions == {"bred": "bread"} and rebuilt.parsed.terms == ["sourdough", "bred"]
+
+
 def test_mcp_text_says_showing_results_for():
     hit = Hit("v", "a.md", "A", [], 1, 2, "snippet", 0.5).to_dict(text=False)
     assert render_hits("consumrs", {"hits": [hit]}, "consumers").startswith("showing results for 'consumers'")
     assert "showing" not in render_hits("consumers", {"hits": [hit]}, "consumers")
     assert render_hits("consumrs", {"notes": []}, "consumers").splitlines()[1].startswith("No notes matched")
+    maybe = render_hits("rasberry", {"hits": [hit]}, "", "raspberry")
+    assert maybe.startswith("maybe you meant 'raspberry' (searched as typed)") and "showing" not in maybe
 
 
 # --- confidence ----------------------------------------------------------------------------------
@@ -311,15 +328,16 @@ def home(hybrid_home, vault):
 
 @pytest.mark.slow
 def test_real_server_carries_corrections(serve, home):
+    """(`tailscal` would be no typo: the stemmed fields read `tailscale` as it.)"""
     serve()
     h = hybrid.open(home)
     try:
-        result = remote_result(h, SearchRequest("tailscal", top_k=2))
-        assert result is not None and result.corrections == {"tailscal": "tailscale"}
+        result = remote_result(h, SearchRequest("tailscael", top_k=2))
+        assert result is not None and result.corrections == {"tailscael": "tailscale"}
         assert result[0].path == "home/network.md" and result.parsed.terms == ["tailscale"]
     finally:
         h.close()
-    r = hybrid_cmd(home, "query", "tailscal", "-n", "1")
+    r = hybrid_cmd(home, "query", "tailscael", "-n", "1")
     assert r.returncode == 0 and "showing results for: tailscale" in r.stderr
     assert r.stdout.startswith("1. vault:home/network.md:")
 

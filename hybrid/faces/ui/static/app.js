@@ -156,6 +156,7 @@ const runSearch = guard(async () => {
                : "Nothing found";
   $("verdict").hidden = !(n && data.relevant === false);
   if (data.corrected_query) line += ` · searched for “${data.corrected_query}”`;
+  if (data.suggested_query) line += ` · maybe you meant “${data.suggested_query}”`;
   const read = readAs(data.parsed);
   if (read) line += ` · read as ${read}`;
   $("summary").textContent = line;
