@@ -407,13 +407,9 @@ def fetched(site):
                                     "private/secret", "redirect", "image.png", "doc.pdf")]
     urls += ["ftp://example.com/file", "javascript:alert(1)", closed, f"{site}/plain"]
     calls = []
-    import pypdfium2  # noqa: F401 - imported before the clock starts
-    import trafilatura  # noqa: F401
-    start = time.monotonic()
     pages = fetch_pages(urls, timeout=0.5, max_bytes=20_000, private=True,  # the server is on 127.0.0.1
                         progress=lambda d, t: calls.append((d, t)))
-    elapsed = time.monotonic() - start
-    return {"site": site, "closed": closed, "pages": pages, "calls": calls, "elapsed": elapsed,
+    return {"site": site, "closed": closed, "pages": pages, "calls": calls,
             "urls": urls, "seen": list(SiteHandler.seen)}
 
 
@@ -466,7 +462,9 @@ def test_fetch_is_polite_and_reports_progress(fetched):
     total = len(set(fetched["urls"]))
     assert list(fetched["pages"]) == list(dict.fromkeys(fetched["urls"]))
     assert fetched["calls"] == [(i, total) for i in range(1, total + 1)]
-    assert fetched["elapsed"] < 1.9  # the slow page was given up on, not waited for
+    # the slow page was given up on, not waited for: its "timed out after 0.5 s" is asserted in
+    # test_fetch_failures_are_pages_with_one_line_errors (no wall-clock assertion: timings on a
+    # shared machine are noise)
 
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
