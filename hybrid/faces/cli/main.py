@@ -12,6 +12,7 @@ import time
 import click
 
 from hybrid.core.errors import HybridError
+from hybrid.sources import include_help
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
@@ -53,7 +54,8 @@ def vault() -> None:
 @vault.command("add")
 @click.argument("path", type=click.Path(file_okay=False, path_type=str))
 @click.option("--name", help="Vault name (default: the folder name).")
-@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default **/*.md).")
+@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default: the "
+              f"`include` setting, out of the box {include_help()}).")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
 @click.option("--store", metavar="URL", help="Keep the index in PostgreSQL + pgvector (team mode): "
               "postgresql://USER@HOST/DB, or `postgresql` for the URL in $HYBRID_DATABASE_URL. "
