@@ -93,10 +93,12 @@ class _Job:
 def chunking_meta(s: Settings) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
-    any script and a front block that cannot be read recorded, both for the agent view. The
-    re-read costs no embedding, the chunks being the same.)"""
+    any script and a front block that cannot be read recorded, both for the agent view;
+    version 5: a note's date from its ``date``/``created`` fields too, see
+    :data:`hybrid.core.dates.NOTE_DATE_FIELDS`. The re-read costs no embedding, the chunks
+    being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 4})
+                       "header": s.context_header, "version": 5})
 
 
 @dataclass

@@ -35,14 +35,9 @@ def file_hash(data: bytes) -> str:
 
 
 def modified_of(note: notes_mod.Note, mtime_ns: int) -> float:
-    """The note's ``updated`` date when it is a usable one, else the file's mtime."""
-    if note.updated:
-        from hybrid.core.dates import parse_date
-        try:
-            return parse_date(note.updated[:10])
-        except Exception:
-            pass
-    return mtime_ns / 1e9
+    """The note's own date (its frontmatter's, :func:`hybrid.core.dates.note_date`) when it
+    has one, else the file's mtime."""
+    return note.date if note.date is not None else mtime_ns / 1e9
 
 
 def bounds_key(settings: Settings) -> str:

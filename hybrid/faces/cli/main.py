@@ -12,7 +12,6 @@ import time
 import click
 
 from hybrid.core.errors import HybridError
-from hybrid.sources import include_help
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
@@ -24,6 +23,7 @@ from hybrid.faces.cli.support import (
     slow_query_hint,
     watcher_state,
 )
+from hybrid.sources import include_help
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
