@@ -200,30 +200,43 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
 
 def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -> list[NoteRecord]:
     """Read, parse and chunk the changed files on a background thread while this one embeds
-    what is ready (the model's forward pass releases the GIL, so both overlap). Returns the
-    records to store; their vectors are already in the catalog's cache."""
+    what is ready (the model's forward pass releases the GIL, so both overlap): between two
+    groups it takes every read that is ready, so the number of chunks to embed is known as
+    soon as the reads are over. Returns the records to store; their vectors are already in the
+    catalog's cache."""
     s = job.settings
     chunker = Chunker(job.embedder.count_tokens, job.embedder.max_tokens, s.chunk_tokens,
                       s.chunk_overlap, s.context_header)
-    embedding = EmbedQueue(store, job.embedder, report, job.progress)
+    embedding = EmbedQueue(store, job.embedder, report, job.progress,
+                           expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
     reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
     pending: list[NoteRecord] = []
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
-    for n, (entry, row, result) in enumerate(reader, 1):
-        _report_progress(job, "scan", n, len(plan.to_read))
-        if result.status is ReadStatus.VANISHED:
-            plan.present.discard(entry.path)
-        elif result.status is ReadStatus.TOUCHED:
-            store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
-            report.unchanged += 1
-        elif result.record is not None:
-            pending.append(result.record)
-            embedding.add(result.record)
-            if row is None:
-                report.added += 1
-            else:
-                report.updated += 1
+    n = 0
+    try:
+        while (batch := reader.take(wait=not embedding.pending())) is not None:
+            records = []
+            for entry, row, result in batch:
+                n += 1
+                _report_progress(job, "scan", n, len(plan.to_read))
+                embedding.read(entry.size)
+                if result.status is ReadStatus.VANISHED:
+                    plan.present.discard(entry.path)
+                elif result.status is ReadStatus.TOUCHED:
+                    store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
+                    report.unchanged += 1
+                elif result.record is not None:
+                    records.append(result.record)
+                    if row is None:
+                        report.added += 1
+                    else:
+                        report.updated += 1
+            pending += records
+            embedding.add(records)
+            embedding.step()  # one group at most: then whatever was read meanwhile
+    finally:
+        reader.close()
     embedding.finish()
     # kept for the files still there: one skipped is not read again until it changes
     skipped.save(store.catalog, {p: k for p, k in plan.skips.items() if p in plan.present},

@@ -88,7 +88,8 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
         return skip(f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks",
                     remember=False)
     except Exception as exc:  # noqa: BLE001 - a source's document that cannot be rendered
-        return skip(f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks")
+        return skip(f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks",
+                    remember=False)
     if row is not None and row.hash == digest and not force:
         skips.pop(entry.path, None)
         return ReadResult(ReadStatus.TOUCHED)
@@ -104,7 +105,9 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
-        return skip(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks", digest)
+        # not remembered: an error nobody foresaw may be hybrid's, gone with an upgrade
+        return skip(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks",
+                    remember=False)
     skips.pop(entry.path, None)
     return ReadResult(ReadStatus.CHANGED, record)
 
@@ -170,13 +173,15 @@ class Read(NamedTuple):
 
 
 class ReadAhead:
-    """Iterates (entry, row, _read result) in order, computed by a background thread that stays
-    at most ``depth`` files ahead. An exception there (a bug in the reader itself: one file's
-    failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
-    error in the consumer) stops the thread."""
+    """Reads (entry, row) items on a background thread, in order, into :class:`Read` s: taken
+    by :meth:`take` (all that are ready) or by iterating. ``depth`` bounds how far the thread
+    reads ahead (0: no bound; the records are kept for the catalog anyway, and reading ahead
+    makes the number of chunks to embed known early). An exception there (a bug in the reader
+    itself: one file's failure is already a warning from ``read_document``) is re-raised to
+    the taker; :meth:`close` (or leaving the loop early) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 64):
+                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0):
         import queue
         import threading
         self.items, self.busy = items, 0.0
@@ -184,6 +189,7 @@ class ReadAhead:
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
+        self._over = not items
 
     def _put(self, item) -> bool:
         import queue
@@ -208,18 +214,43 @@ class ReadAhead:
             return
         self._put(("done", None))
 
-    def __iter__(self):
-        if not self.items:
-            return
-        self._thread.start()
+    def take(self, wait: bool = True) -> list[Read] | None:
+        """Every read ready now (with ``wait``, at least one: it waits for it; without, maybe
+        none), or None once all are taken."""
+        import queue
+        if self._over:
+            return None
+        if not self._thread.is_alive() and not self._stop.is_set() and self._thread.ident is None:
+            self._thread.start()
+        out: list[Read] = []
+        got: list[tuple[str, object]] = []
         try:
+            got.append(self._q.get(block=wait))
             while True:
-                kind, value = self._q.get()
-                if kind == "done":
-                    break
-                if kind == "error":
-                    raise value
-                yield value
-        finally:
-            self._stop.set()
+                got.append(self._q.get_nowait())
+        except queue.Empty:
+            pass
+        for kind, value in got:
+            if kind == "error":
+                self.close()
+                raise value  # type: ignore[misc]
+            if kind == "done":
+                self._over = True
+                break
+            out.append(value)  # type: ignore[arg-type]
+        if self._over and not out:
+            return None
+        return out
+
+    def close(self) -> None:
+        self._over = True
+        self._stop.set()
+        if self._thread.ident is not None:
             self._thread.join()
+
+    def __iter__(self):
+        try:
+            while (batch := self.take()) is not None:
+                yield from batch
+        finally:
+            self.close()

@@ -7,7 +7,8 @@ content hash. While the file and those limits stay the same, later runs (the wat
 pass it over without reading or warning again, and ``hybrid status`` counts it as skipped, not
 as new. A file that changes is tried again; one that then indexes, or leaves the vault, leaves
 the record. A file that could not be read at all (permissions, I/O) is not recorded: fixing
-that changes no mtime, so it is tried on every run.
+that changes no mtime, so it is tried on every run; nor is one that raised an error nobody
+foresaw (it may be hybrid's own, gone with an upgrade).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ function renderJobs(jobs) {
     const button = document.querySelector(`.reindex[data-vault="${CSS.escape(j.vault)}"]`);
     if (button) button.disabled = j.state === "running";
     if (j.state === "running") {
-      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.total}` : ""}`;
+      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.estimated ? "~" : ""}${j.total}` : ""}`;
       const bar = el("progress", { max: j.total || 1, "aria-label": `Re-indexing ${j.vault}: ${label}` });
       if (j.total) bar.value = j.done; else bar.removeAttribute("value");
       box.replaceChildren(bar, el("span", { text: label }));
