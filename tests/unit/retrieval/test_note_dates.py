@@ -114,3 +114,21 @@ def test_date_source_names_mtime_when_the_stored_date_is_not_the_frontmatters():
     assert date_source(props, local("2024-03-05")) == "frontmatter:created"
     assert date_source(props, time.time()) == "mtime"  # indexed before `created` was read
     assert date_source({}, time.time()) == "mtime"
+
+
+def test_an_index_of_the_previous_version_is_read_again_without_re_embedding(home):
+    """Indexes made before the note dates (chunking version 4) re-read each note once on the
+    next run to pick them up; no text is embedded again."""
+    import json
+
+    from hybrid.store import open_store
+    store = open_store(home.config.vault("v"))
+    try:
+        old = json.loads(store.catalog.get_meta("chunking"))
+        store.catalog.set_meta("chunking", json.dumps({**old, "version": 4}))
+    finally:
+        store.close()
+    assert home.status()[0].changes.changed == 3  # what the next run will do
+    report = home.index()[0]
+    assert (report.updated, report.chunks_embedded) == (3, 0)
+    assert [h.path for h in home.search("since:2000-01-01")] == ["b.md", "c.md", "a.md"]
