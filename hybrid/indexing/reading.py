@@ -16,7 +16,7 @@ from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
-from hybrid.indexing.skipped import Skip, bounds_of
+from hybrid.indexing.skipped import Skip, bounds_of, size_limit
 from hybrid.sources import KIND, kind_of
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
@@ -115,13 +115,6 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
-
-
-def size_limit(settings: Settings, path: str) -> tuple[int, str]:
-    """(bytes, setting name): the largest document of this kind that is indexed."""
-    if KIND[kind_of(path)].streamed:
-        return settings.max_pdf_bytes, "max_pdf_bytes"
-    return settings.max_file_bytes, "max_file_bytes"
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,

@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from hybrid.sources import KIND, kind_of
+
 if TYPE_CHECKING:
     from hybrid.core.settings import Settings
     from hybrid.sources.markdown import FileEntry
@@ -40,10 +42,16 @@ class Skip:
             and self.bounds == bounds_of(settings, entry.path)
 
 
+def size_limit(settings: Settings, path: str) -> tuple[int, str]:
+    """(bytes, setting name): the largest document of this kind that is indexed."""
+    if KIND[kind_of(path)].streamed:
+        return settings.max_pdf_bytes, "max_pdf_bytes"
+    return settings.max_file_bytes, "max_file_bytes"
+
+
 def bounds_of(settings: Settings, path: str) -> str:
     """The limits a file of ``path``'s kind is judged under: its size limit, and the converter's
     memory and time bounds. Raising one retries the files it turned away."""
-    from hybrid.indexing.reading import size_limit
     return (f"{size_limit(settings, path)[0]}B/{settings.convert_max_memory_mb}MB/"
             f"{settings.convert_timeout}s")
 
