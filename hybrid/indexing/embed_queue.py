@@ -114,13 +114,13 @@ class EmbedQueue:
         take = list(itertools.islice(self.waiting.items(), self.WINDOW))
         for h, _ in take:
             del self.waiting[h]
-        self.window = sorted(take, key=lambda hx: len(hx[1]), reverse=True)  # popped from the end
+        self.window = sorted(take, key=lambda hx: len(hx[1]))
 
     def _embed_group(self) -> None:
         t = time.perf_counter()
         if not self.loaded:
             self._load()
-        group = [self.window.pop() for _ in range(min(EMBED_GROUP, len(self.window)))]
+        group, self.window = self.window[:EMBED_GROUP], self.window[EMBED_GROUP:]
         vecs = self.embedder.embed_documents([x for _, x in group])
         self.store.catalog.put_embeddings(self.embedder.id, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
         self.report.chunks_embedded += len(group)
