@@ -4,13 +4,15 @@ disk since its last index run, for `hybrid status`.
 The same comparison the indexer's plan makes, and no more costly: the folder is listed (one
 stat per file) and each file's size and mtime compared with the catalog's record; only a file
 whose stat differs is read and hashed, as the indexer does, so a file merely touched (same
-content) does not count as changed. Files the indexer would skip (over ``max_file_bytes``) are
-not counted. Owners only: an agent is never told this (it would show private file activity).
+content) does not count as changed. A file the indexer skipped and remembers
+(:mod:`hybrid.indexing.skipped`), unchanged since, counts as skipped, not as new or changed;
+one over the size limit that no run has met yet is not counted. Owners only: an agent is never
+told this (it would show private file activity).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +26,8 @@ class Changes:
     new: int = 0
     changed: int = 0
     deleted: int = 0
+    skipped: int = 0   # files an index run skipped, unchanged since (not tried again)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"} of each
 
     @property
     def up_to_date(self) -> bool:
@@ -31,18 +35,24 @@ class Changes:
 
     @property
     def text(self) -> str:
-        """``up to date`` or ``3 new, 1 changed, 2 deleted: run `hybrid index```."""
+        """``up to date`` or ``3 new, 1 changed, 2 deleted: run `hybrid index```, then how many
+        files are skipped (``· 2 skipped (`hybrid status --skipped` says why)``)."""
         if self.up_to_date:
-            return "up to date"
-        parts = [f"{n} {what}" for n, what in ((self.new, "new"), (self.changed, "changed"),
-                                               (self.deleted, "deleted")) if n]
-        return f"{', '.join(parts)}: run `hybrid index`"
+            out = "up to date"
+        else:
+            parts = [f"{n} {what}" for n, what in ((self.new, "new"), (self.changed, "changed"),
+                                                   (self.deleted, "deleted")) if n]
+            out = f"{', '.join(parts)}: run `hybrid index`"
+        if self.skipped:
+            out += f" · {self.skipped} skipped (`hybrid status --skipped` says why)"
+        return out
 
 
 def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
     be told (the folder is missing, or the vault was never indexed)."""
     from hybrid.core.errors import HybridError
+    from hybrid.indexing import skipped
     from hybrid.indexing.indexer import chunking_meta
     from hybrid.indexing.reading import content_hash, size_limit
     from hybrid.sources import markdown as notes_mod
@@ -59,6 +69,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     try:
         known = store.catalog.files()
         rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings))
+        skips = skipped.load(store.catalog)
     finally:
         store.close()
     out = Changes()
@@ -66,9 +77,14 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
                                     link_exclude=AgentView.of(vault, settings).exclude_patterns):
         present.add(entry.path)
+        row, skip = known.get(entry.path), skips.get(entry.path)
+        fresh = row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns)
+        if skip is not None and not (fresh and not rechunk_all) and skip.holds(entry, settings):
+            out.skipped += 1  # what the indexer would do: pass it over, quietly
+            out.skipped_files.append({"path": entry.path, "reason": skip.reason})
+            continue
         if entry.size > size_limit(settings, entry.path)[0]:
             continue  # the indexer skips it (with a warning): nothing it would do
-        row = known.get(entry.path)
         if row is None:
             out.new += 1
         elif rechunk_all:

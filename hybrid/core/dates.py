@@ -47,3 +47,69 @@ def check_since(epoch: float, shown: object) -> float:
         raise QuerySyntaxError(f"since {shown!r} is out of range: give a date between 0001-01-02 "
                                f"and 9999-12-30 or an age like 30d")
     return float(epoch)
+
+
+# A note's own date, from its front block: the fields Obsidian users write, taken in this order.
+# "Last changed" fields come first (a note written in 2019 and revised last week is recent),
+# then "written on" fields. The date filters (``since``), the recency prior and "newest first"
+# use the first of them that holds a date, else the file's mtime, which a clone or a sync sets
+# to one moment for every file.
+NOTE_DATE_FIELDS = ("updated", "modified", "lastmod", "last_modified", "date", "created")
+# 2024-03-05, 2024/03/05, 2024.03.05, each optionally followed by a time (``T`` or a space)
+_NOTE_DATE_RE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:([T ])(.+))?$")
+
+
+def note_date_value(value: object) -> float | None:
+    """A frontmatter value as epoch seconds, or None when it is no date. Dates and datetimes
+    as YAML gives them, and text such as ``2024-03-05``, ``2024/03/05``, ``2024-03-05 14:30``,
+    ``2024-03-05T14:30:00Z`` or with an offset. A date without a time is local midnight, as a
+    ``since`` date is; a time without an offset is local time."""
+    if isinstance(value, dt.datetime):
+        when = value
+    elif isinstance(value, dt.date):
+        when = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        m = _NOTE_DATE_RE.match(value.strip())
+        if not m:
+            return None
+        year, month, day, sep, rest = m.groups()
+        text = f"{year}-{int(month):02}-{int(day):02}" + (f"T{rest.strip()}" if sep else "")
+        try:
+            when = dt.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    else:
+        return None
+    try:
+        epoch = when.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+    return epoch if SINCE_MIN <= epoch <= SINCE_MAX else None
+
+
+def note_date(properties: dict, bad: list[str] | None = None) -> tuple[float, str] | None:
+    """(epoch seconds, field name) of a note's own date: the first of NOTE_DATE_FIELDS (in any
+    case) in its frontmatter ``properties`` that holds one; None when none does. Each field
+    that is there but holds no date is named in ``bad`` (given a list)."""
+    lower: dict[str, object] = {}
+    for key, value in properties.items():
+        lower.setdefault(str(key).lower(), value)
+    for name in NOTE_DATE_FIELDS:
+        value = lower.get(name)
+        if value is None or value == "":
+            continue
+        epoch = note_date_value(value)
+        if epoch is not None:
+            return epoch, name
+        if bad is not None:
+            bad.append(name)
+    return None
+
+
+def date_source(properties: dict, modified: float) -> str:
+    """Where a note's stored date ``modified`` came from: ``frontmatter:FIELD`` or ``mtime``
+    (an index built before a field was read still holds the mtime until the note is read again)."""
+    found = note_date(properties)
+    if found is not None and abs(found[0] - modified) < 1e-3:
+        return f"frontmatter:{found[1]}"
+    return "mtime"

@@ -12,7 +12,7 @@ import functools
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hybrid.core.config import Vault
@@ -21,6 +21,7 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.embedders import Embedder
+from hybrid.indexing import skipped
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.indexing.reading import ReadAhead, ReadStatus
@@ -93,10 +94,12 @@ class _Job:
 def chunking_meta(s: Settings) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
-    any script and a front block that cannot be read recorded, both for the agent view. The
-    re-read costs no embedding, the chunks being the same.)"""
+    any script and a front block that cannot be read recorded, both for the agent view;
+    version 5: a note's date from its ``date``/``created`` fields too, see
+    :data:`hybrid.core.dates.NOTE_DATE_FIELDS`. The re-read costs no embedding, the chunks
+    being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 4})
+                       "header": s.context_header, "version": 5})
 
 
 @dataclass
@@ -106,6 +109,8 @@ class _Plan:
     present: set[str]
     to_read: list[tuple[notes_mod.FileEntry, Any]]
     rechunk_all: bool
+    skips: dict[str, skipped.Skip] = field(default_factory=dict)  # the ledger's skipped files
+    skips_before: str | None = None  # … as the ledger held them
 
 
 def _sync(store: Store, job: _Job, report: IndexReport) -> None:
@@ -178,12 +183,16 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
         raise VaultError(f"vault {vault.name!r}: {where} {vault.path} has no documents now, but "
                          f"the index has {len(known):,}; nothing was removed (a drive not "
                          f"mounted?). If they really are gone, run `hybrid vault remove {vault.name}`")
-    plan = _Plan(known, set(), [], rechunk_all)
+    plan = _Plan(known, set(), [], rechunk_all, skipped.load(store.catalog),
+                 store.catalog.get_meta(skipped.SKIPPED_META))
     for entry in entries:
         plan.present.add(entry.path)
         row = known.get(entry.path)
+        skip = plan.skips.get(entry.path)
         if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
             report.unchanged += 1
+        elif skip is not None and skip.holds(entry, job.settings):
+            report.skipped += 1  # skipped before, unchanged since: not read, not warned again
         else:
             plan.to_read.append((entry, row))
     return plan
@@ -191,51 +200,50 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
 
 def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -> list[NoteRecord]:
     """Read, parse and chunk the changed files on a background thread while this one embeds
-    what is ready (the model's forward pass releases the GIL, so both overlap). Returns the
-    records to store; their vectors are already in the catalog's cache."""
+    what is ready (the model's forward pass releases the GIL, so both overlap): between two
+    groups it takes every read that is ready, so the number of chunks to embed is known as
+    soon as the reads are over. Returns the records to store; their vectors are already in the
+    catalog's cache."""
     s = job.settings
     chunker = Chunker(job.embedder.count_tokens, job.embedder.max_tokens, s.chunk_tokens,
                       s.chunk_overlap, s.context_header)
-    embedding = EmbedQueue(store, job.embedder, report, job.progress)
-    failed = _unconvertible(store, s)
-    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, failed)
+    embedding = EmbedQueue(store, job.embedder, report, job.progress,
+                           expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
+    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
     pending: list[NoteRecord] = []
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
-    for n, (entry, row, result) in enumerate(reader, 1):
-        _report_progress(job, "scan", n, len(plan.to_read))
-        if result.status is ReadStatus.VANISHED:
-            plan.present.discard(entry.path)
-        elif result.status is ReadStatus.TOUCHED:
-            store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
-            report.unchanged += 1
-        elif result.record is not None:
-            pending.append(result.record)
-            embedding.add(result.record)
-            if row is None:
-                report.added += 1
-            else:
-                report.updated += 1
+    n = 0
+    try:
+        while (batch := reader.take(wait=not embedding.pending())) is not None:
+            records = []
+            for entry, row, result in batch:
+                n += 1
+                _report_progress(job, "scan", n, len(plan.to_read))
+                embedding.read(entry.size)
+                if result.status is ReadStatus.VANISHED:
+                    plan.present.discard(entry.path)
+                elif result.status is ReadStatus.TOUCHED:
+                    store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
+                    report.unchanged += 1
+                elif result.record is not None:
+                    records.append(result.record)
+                    if row is None:
+                        report.added += 1
+                    else:
+                        report.updated += 1
+            pending += records
+            embedding.add(records)
+            embedding.step()  # one group at most: then whatever was read meanwhile
+    finally:
+        reader.close()
     embedding.finish()
-    # kept for the files still there: one that failed is not converted again until it changes
-    store.catalog.set_meta(UNCONVERTIBLE, json.dumps({p: f for p, f in failed.items() if p in plan.present}))
+    # kept for the files still there: one skipped is not read again until it changes
+    skipped.save(store.catalog, {p: k for p, k in plan.skips.items() if p in plan.present},
+                 plan.skips_before)
     job.clock.add("read_parse", reader.busy - job.clock.seconds.get("chunk", 0.0))
     job.clock.add("embed", embedding.busy)
     return pending
-
-
-# catalog meta: {path: [content hash, converter bounds, warning]} of the documents the converter
-# could not turn into text (over its memory or time bound, crashed, no text): tried again only
-# when the file or the bounds change, so a decompression bomb costs one attempt, not one a run
-UNCONVERTIBLE = "unconvertible"
-
-
-def _unconvertible(store: Store, settings: Settings) -> dict[str, list]:
-    try:
-        got = json.loads(store.catalog.get_meta(UNCONVERTIBLE) or "{}")
-    except ValueError:
-        return {}
-    return got if isinstance(got, dict) else {}
 
 
 def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:

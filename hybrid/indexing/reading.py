@@ -16,6 +16,7 @@ from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
+from hybrid.indexing.skipped import Skip, bounds_of, size_limit
 from hybrid.sources import KIND, kind_of
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
@@ -35,18 +36,9 @@ def file_hash(data: bytes) -> str:
 
 
 def modified_of(note: notes_mod.Note, mtime_ns: int) -> float:
-    """The note's ``updated`` date when it is a usable one, else the file's mtime."""
-    if note.updated:
-        from hybrid.core.dates import parse_date
-        try:
-            return parse_date(note.updated[:10])
-        except Exception:
-            pass
-    return mtime_ns / 1e9
-
-
-def bounds_key(settings: Settings) -> str:
-    return f"{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
+    """The note's own date (its frontmatter's, :func:`hybrid.core.dates.note_date`) when it
+    has one, else the file's mtime."""
+    return note.date if note.date is not None else mtime_ns / 1e9
 
 
 class ReadStatus(enum.Enum):
@@ -64,66 +56,65 @@ class ReadResult:
 
 
 def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
-          force: bool, clock: Stopwatch, failed: dict[str, list] | None = None) -> ReadResult:
+          force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
     or an exception while decoding, parsing or chunking it) is one warning naming it and counts
     in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
-    stream and read page by page, never whole into memory."""
-    skipped = ReadResult(ReadStatus.SKIPPED)
+    stream and read page by page, never whole into memory. ``skips`` (the ledger's skipped
+    files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read."""
+    skips = {} if skips is None else skips
+    bounds = bounds_of(settings, entry.path)
+
+    def skip(reason: str, digest: str | None = None, remember: bool = True) -> ReadResult:
+        report.skipped += 1
+        report.warn(reason)
+        if remember:
+            skips[entry.path] = Skip(entry.size, entry.mtime_ns, reason, bounds, digest)
+        return ReadResult(ReadStatus.SKIPPED)
+
     limit, setting = size_limit(settings, entry.path)
     if entry.size > limit:
-        report.skipped += 1
-        report.warn(f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
-        return skipped
+        return skip(f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped")
     streamed = entry.load is None and KIND[kind_of(entry.path)].streamed
     try:
         data = None if streamed else read_bytes(entry)
         digest = content_hash(entry) if data is None else file_hash(data)
     except FileNotFoundError:
         log.info("%s: vanished while indexing; treated as deleted", entry.path)
+        skips.pop(entry.path, None)
         return ReadResult(ReadStatus.VANISHED)
-    except OSError as exc:
-        report.skipped += 1
-        report.warn(f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks")
-        return skipped
+    except OSError as exc:  # not remembered: fixing permissions changes no mtime
+        return skip(f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks",
+                    remember=False)
     except Exception as exc:  # noqa: BLE001 - a source's document that cannot be rendered
-        report.skipped += 1
-        report.warn(f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks")
-        return skipped
+        return skip(f"{entry.path}: cannot read ({_first_line(exc)}); kept its previous chunks",
+                    remember=False)
     if row is not None and row.hash == digest and not force:
+        skips.pop(entry.path, None)
         return ReadResult(ReadStatus.TOUCHED)
-    known = (failed or {}).get(entry.path)
-    if isinstance(known, list) and known[:2] == [digest, bounds_key(settings)]:
-        report.skipped += 1  # the converter failed on this very file under these bounds
-        report.warn(f"{known[2]} (not tried again until the file or the converter's bounds change)")
-        return skipped
+    known = skips.get(entry.path)
+    if known is not None and known.hash == digest and known.bounds == bounds:
+        # touched, not changed: a decompression bomb costs one attempt, not one a run
+        report.skipped += 1
+        log.info("%s: the same content as when it was skipped; not tried again", entry.path)
+        skips[entry.path] = Skip(entry.size, entry.mtime_ns, known.reason, bounds, digest)
+        return ReadResult(ReadStatus.SKIPPED)
     try:
         record = _record(entry, data, digest, chunker, report, clock, settings)
-        if failed:
-            failed.pop(entry.path, None)
-        return ReadResult(ReadStatus.CHANGED, record)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
-        report.skipped += 1
-        report.warn(str(exc))
-        if isinstance(exc, ConvertError) and failed is not None:
-            failed[entry.path] = [digest, bounds_key(settings), str(exc)]
+        return skip(str(exc), digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
-        report.skipped += 1
-        report.warn(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks")
-    return skipped
+        # not remembered: an error nobody foresaw may be hybrid's, gone with an upgrade
+        return skip(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks",
+                    remember=False)
+    skips.pop(entry.path, None)
+    return ReadResult(ReadStatus.CHANGED, record)
 
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
-
-
-def size_limit(settings: Settings, path: str) -> tuple[int, str]:
-    """(bytes, setting name): the largest document of this kind that is indexed."""
-    if KIND[kind_of(path)].streamed:
-        return settings.max_pdf_bytes, "max_pdf_bytes"
-    return settings.max_file_bytes, "max_file_bytes"
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
@@ -175,20 +166,23 @@ class Read(NamedTuple):
 
 
 class ReadAhead:
-    """Iterates (entry, row, _read result) in order, computed by a background thread that stays
-    at most ``depth`` files ahead. An exception there (a bug in the reader itself: one file's
-    failure is already a warning from ``_read``) is re-raised here; leaving the loop early (an
-    error in the consumer) stops the thread."""
+    """Reads (entry, row) items on a background thread, in order, into :class:`Read` s: taken
+    by :meth:`take` (all that are ready) or by iterating. ``depth`` bounds how far the thread
+    reads ahead (0: no bound; the records are kept for the catalog anyway, and reading ahead
+    makes the number of chunks to embed known early). An exception there (a bug in the reader
+    itself: one file's failure is already a warning from ``read_document``) is re-raised to
+    the taker; :meth:`close` (or leaving the loop early) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, failed: dict[str, list] | None = None, depth: int = 64):
+                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, failed)
+        self._args = (chunker, settings, report, force, clock, skips)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
+        self._over = not items
 
     def _put(self, item) -> bool:
         import queue
@@ -213,18 +207,43 @@ class ReadAhead:
             return
         self._put(("done", None))
 
-    def __iter__(self):
-        if not self.items:
-            return
-        self._thread.start()
+    def take(self, wait: bool = True) -> list[Read] | None:
+        """Every read ready now (with ``wait``, at least one: it waits for it; without, maybe
+        none), or None once all are taken."""
+        import queue
+        if self._over:
+            return None
+        if not self._thread.is_alive() and not self._stop.is_set() and self._thread.ident is None:
+            self._thread.start()
+        out: list[Read] = []
+        got: list[tuple[str, object]] = []
         try:
+            got.append(self._q.get(block=wait))
             while True:
-                kind, value = self._q.get()
-                if kind == "done":
-                    break
-                if kind == "error":
-                    raise value
-                yield value
-        finally:
-            self._stop.set()
+                got.append(self._q.get_nowait())
+        except queue.Empty:
+            pass
+        for kind, value in got:
+            if kind == "error":
+                self.close()
+                raise value  # type: ignore[misc]
+            if kind == "done":
+                self._over = True
+                break
+            out.append(value)  # type: ignore[arg-type]
+        if self._over and not out:
+            return None
+        return out
+
+    def close(self) -> None:
+        self._over = True
+        self._stop.set()
+        if self._thread.ident is not None:
             self._thread.join()
+
+    def __iter__(self):
+        try:
+            while (batch := self.take()) is not None:
+                yield from batch
+        finally:
+            self.close()

@@ -12,15 +12,21 @@ from dataclasses import asdict, dataclass, field
 # progress(stage, done, total): what an index run reports as it goes, stage by stage in this
 # order (a stage with nothing to do is not reported): "scan" (reading the changed notes, in
 # files), "load" (loading the embedding model: only when something is embedded), "embed"
-# (chunks embedded; ``total`` is None until it is known, when the reads are over, and fixed
-# from then on) and "write" (the catalog, then tantivy and FAISS). ``done <= total`` always,
-# and a stage's total never changes once given.
+# (chunks embedded) and "write" (the catalog, then tantivy and FAISS). ``done <= total``
+# always. A total is exact and never changes once given, except the embed stage's while notes
+# are still being read: then it is an :class:`Estimate` (an int: callers that do not look see
+# a number), refined as the reads go, and exact from the end of the reads on.
 Progress = Callable[[str, int, "int | None"], None]
 PROGRESS_STAGES = ("scan", "load", "embed", "write")
 # IndexReport.stage_seconds keys, in pipeline order (read_embed_wall: the overlapped
 # read_parse + chunk + embed stages' wall time).
 STAGES = ("open", "discover", "read_parse", "chunk", "embed", "read_embed_wall", "catalog",
           "tantivy", "faiss")
+
+
+class Estimate(int):
+    """A progress total that is an estimate (see ``Progress``): the chunks to embed while notes
+    are still being read, from those found so far and the bytes left to read."""
 
 
 @dataclass

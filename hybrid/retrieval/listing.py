@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hybrid.core.dates import date_source
 from hybrid.retrieval.excerpt import readable
 from hybrid.retrieval.hits import Hit, snippet, source_fields
 from hybrid.retrieval.result import SearchResult
@@ -84,7 +85,7 @@ def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, 
             vault=name, path=path, title=row.title, heading_path=[], start_line=span[1],
             end_line=span[2], snippet=snippet(readable(row.text), [], snippet_chars), score=0.0, tags=row.tags,
             modified=dt.datetime.fromtimestamp(row.modified).isoformat(timespec="seconds"),
-            chunk_id=row.id, text=row.text, **fields))
+            date_source=date_source(row.properties, row.modified), chunk_id=row.id, text=row.text, **fields))
     return hits
 
 

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from hybrid.core.dates import date_source
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
 from hybrid.retrieval import confidence, fuse, notes
@@ -459,7 +460,7 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
             rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),
             recency_penalty=arms.demoted.get(key), tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
-            chunk_id=r.id, text=r.text,
+            date_source=date_source(r.properties, r.modified), chunk_id=r.id, text=r.text,
             **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))
     return hits
 

@@ -82,11 +82,27 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
 VAULT_KINDS: dict[str, tuple[str, ...]] = {s.name: s.kinds for s in SOURCES.values()}
 
 
+def folder_globs() -> tuple[str, ...]:
+    """The include globs that take every kind a folder of notes may hold (``**/*.md``, …)."""
+    return tuple(f"**/*{suffix}" for kind in SOURCES["notes"].kinds for suffix in KIND[kind].suffixes)
+
+
+def include_help() -> str:
+    """What a folder vault indexes unless told otherwise, in words and globs (``vault add
+    --help``), from this registry rather than spelled out where it would go stale."""
+    kinds = [KIND[k].help.split(",")[0].split(" (")[0] for k in SOURCES["notes"].kinds]
+    return f"{', '.join(kinds[:-1])} and {kinds[-1]}: {', '.join(folder_globs())}"
+
+
 def _agree_with_the_config() -> None:
-    """The vault registry (core) names the sources a config file may hold; they are these."""
+    """The vault registry (core) names the sources a config file may hold, and the ``include``
+    setting's default takes every kind a folder may hold; both are these."""
     from hybrid.core.config import VAULT_KINDS as registered
+    from hybrid.core.settings import Settings
     if tuple(SOURCES) != tuple(registered):
         raise RuntimeError(f"hybrid.core.config.VAULT_KINDS {registered} != the sources {tuple(SOURCES)}")
+    if tuple(Settings().include) != folder_globs():
+        raise RuntimeError(f"the include setting's default {Settings().include} != {folder_globs()}")
 
 
 _agree_with_the_config()

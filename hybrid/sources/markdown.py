@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hybrid.core.dates import note_date
+
 log = logging.getLogger("hybrid")
 
 # Tag rules follow Obsidian: starts after whitespace or line start, runs of letters and digits of
@@ -138,6 +140,8 @@ class Note:
     links: list[str] = field(default_factory=list)
     created: str | None = None
     updated: str | None = None
+    date: float | None = None       # its own date (hybrid.core.dates.note_date), epoch seconds
+    date_field: str | None = None   # … and the frontmatter field it came from
     warnings: list[str] = field(default_factory=list)
 
 
@@ -419,6 +423,11 @@ def parse_note(path: str, text: str) -> Note:
     title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and str(fm_title).strip() \
         else title_h1 or stem
     links = list(dict.fromkeys(m.strip() for m in WIKILINK_RE.findall("\n".join(body))))
+    bad: list[str] = []
+    dated = note_date(meta, bad)
+    for name in bad:  # a template's `created: {{date}}`: the field is passed over, not the note
+        log.info("%s: frontmatter %s %r is not a date; not used as the note's date", path, name,
+                 str(lower.get(name))[:80])
     return Note(
         path=path,
         title=title,
@@ -430,6 +439,8 @@ def parse_note(path: str, text: str) -> Note:
         links=links,
         created=_date(lower.get("created") or lower.get("date")),
         updated=_date(lower.get("updated") or lower.get("modified") or lower.get("lastmod")),
+        date=dated[0] if dated else None,
+        date_field=dated[1] if dated else None,
         warnings=warnings,
     )
 

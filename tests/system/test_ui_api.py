@@ -680,7 +680,7 @@ def test_status_shows_each_vault_and_the_server(signed):
     assert v["name"] == "vault" and v["notes"] == NOTES_IN_VAULT and v["chunks"] >= NOTES_IN_VAULT
     assert v["embedder"] == "hash:64" and v["vector_index"]
     assert v["watcher"] == {"watching": False}
-    assert v["changes"] == {"new": 0, "changed": 0, "deleted": 0}
+    assert v["changes"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 0, "skipped_files": []}
     server = data["server"]
     assert server["version"] == hybrid.__version__ and server["watching"] is False
     assert server["pid"] == os.getpid() and data["jobs"] == []

@@ -23,6 +23,7 @@ from hybrid.faces.cli.support import (
     slow_query_hint,
     watcher_state,
 )
+from hybrid.sources import include_help
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
@@ -53,7 +54,8 @@ def vault() -> None:
 @vault.command("add")
 @click.argument("path", type=click.Path(file_okay=False, path_type=str))
 @click.option("--name", help="Vault name (default: the folder name).")
-@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default **/*.md).")
+@click.option("--include", multiple=True, help="Glob of files to index (repeatable; default: the "
+              f"`include` setting, out of the box {include_help()}).")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
 @click.option("--store", metavar="URL", help="Keep the index in PostgreSQL + pgvector (team mode): "
               "postgresql://USER@HOST/DB, or `postgresql` for the URL in $HYBRID_DATABASE_URL. "
@@ -271,10 +273,13 @@ def get(ctx, ref, vault, as_json, as_agent):
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--skipped", "list_skipped", is_flag=True,
+              help="List the files index runs skipped (a scanned or damaged PDF, a file over a size "
+                   "limit, ...) and why; they are tried again when they change.")
 @click.pass_context
-def status(ctx, as_json):
+def status(ctx, as_json, list_skipped):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files
-    new, changed or deleted on disk since (what `hybrid index` would do now)."""
+    new, changed or deleted on disk since (what `hybrid index` would do now) or skipped."""
     h = open_handle(ctx)
     rows = h.status()
     agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
@@ -311,6 +316,9 @@ def status(ctx, as_json):
                 click.echo("  documents: " + ", ".join(f"{n} {k}" for k, n in r.sources.items()))
             if r.changes is not None:
                 click.echo(f"  files on disk: {r.changes.text}")
+                if list_skipped:
+                    for f in r.changes.skipped_files:
+                        click.echo(f"    skipped {f['reason']}")
             why = hidden[r.name]
             parts = ", ".join(f"{len(paths)} {reason}" for reason, paths in why.items())
             click.echo(f"  agents see {agent[r.name]} notes ({r.notes - agent[r.name]} hidden"

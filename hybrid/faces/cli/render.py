@@ -299,9 +299,18 @@ def arms_long(h: Hit, look: Look) -> str:
     if h.recency_penalty:
         parts.append(f"recency ×{1 - h.recency_penalty:.2g}")
     parts.append(f"fused {h.score:.4f}")
+    if h.modified:
+        parts.append(f"dated {h.modified[:10]} ({date_words(h.date_source)})")
     if h.confidence is not None:
         parts.append(f"confidence {h.confidence_label} {h.confidence:.2f}")
     return look.style(" · ".join(parts), dim=True)
+
+
+def date_words(source: str) -> str:
+    """``frontmatter created`` or ``file mtime``: where a hit's date came from, in words."""
+    if source.startswith("frontmatter:"):
+        return "frontmatter " + source.split(":", 1)[1]
+    return "file mtime" if source == "mtime" else source or "file mtime"
 
 
 # --- --explain -------------------------------------------------------------------------------

@@ -197,13 +197,15 @@ STAGE_LABELS = {"scan": "reading notes", "load": "loading model", "embed": "embe
 class ProgressBars:
     """The ``progress(stage, done, total)`` callback behind a rich display: one bar per stage
     (and per vault: see :meth:`vault`), labelled for people, with an ETA. A total of None shows
-    an indeterminate bar until it is known; a total is never lowered and ``done`` never shown
-    past it, whatever the caller reports."""
+    an indeterminate bar until it is known; an estimated total (:class:`Estimate`) is shown as
+    one, in the label, and follows the caller; an exact total is never lowered and ``done``
+    never shown past it, whatever the caller reports."""
 
     def __init__(self, bar: Any):
         self.bar = bar
         self.tasks: dict[str, Any] = {}
         self.totals: dict[str, int | None] = {}
+        self.estimated: dict[str, bool] = {}
         self.prefix, self.model = "", ""
 
     def vault(self, name: str, model: str = "") -> None:
@@ -217,14 +219,19 @@ class ProgressBars:
         return self.prefix + text
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
+        from hybrid.indexing.report import Estimate
         key = self.prefix + stage
+        guess = isinstance(total, Estimate)
         if key not in self.tasks:
             self.tasks[key] = self.bar.add_task(self.label(stage), total=total)
-            self.totals[key] = total
+            self.totals[key], self.estimated[key] = total, False
         known = self.totals[key]
-        if total is not None and (known is None or total > known):
+        if total is not None and (known is None or self.estimated[key] or total > known):
             self.totals[key] = known = total
             self.bar.update(self.tasks[key], total=total)
+        if guess != self.estimated[key] and total is not None:
+            self.estimated[key] = guess
+            self.bar.update(self.tasks[key], description=self.label(stage) + (" (total estimated)" if guess else ""))
         self.bar.update(self.tasks[key], completed=done if known is None else min(done, known))
 
 

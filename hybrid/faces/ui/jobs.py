@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError
+from hybrid.indexing.report import Estimate
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid
@@ -33,6 +34,7 @@ class Job:
     stage: str = "scan"
     done: int = 0
     total: int | None = None
+    estimated: bool = False          # ``total`` is an estimate (embedding while notes are read)
     started: float = field(default_factory=time.time)
     finished: float | None = None
     summary: dict[str, Any] = field(default_factory=dict)  # counts from the IndexReport
@@ -69,6 +71,7 @@ class IndexJobs:
         def progress(stage: str, done: int, total: int | None) -> None:
             with self._lock:
                 job.stage, job.done, job.total = stage, done, total
+                job.estimated = isinstance(total, Estimate)
         try:
             report = self.h.index([job.vault], wait=LOCK_WAIT, progress=progress)[0]
             summary = {k: getattr(report, k) for k in ("added", "updated", "removed", "unchanged",

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS files (
     aliases TEXT NOT NULL,       -- JSON list
     properties TEXT NOT NULL,    -- JSON object (frontmatter)
     created TEXT,
-    modified REAL NOT NULL,      -- epoch seconds: frontmatter updated/modified, else file mtime
+    modified REAL NOT NULL,      -- epoch seconds: the note's date (hybrid.core.dates.note_date), else file mtime
     indexed_at REAL NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
 );

@@ -63,11 +63,12 @@ def test_status_counts_files_new_changed_deleted_since_the_last_run(tmp_path, mo
     st, = h.status()
     assert st.changes == Changes(new=2, changed=1, deleted=2)
     assert st.changes.text == "2 new, 1 changed, 2 deleted: run `hybrid index`"
-    assert st.to_dict()["changes"] == {"new": 2, "changed": 1, "deleted": 2}
+    counts = {"new": 2, "changed": 1, "deleted": 2, "skipped": 0, "skipped_files": []}
+    assert st.to_dict()["changes"] == counts
     out = CliRunner().invoke(main, ["status"]).output
     assert "files on disk: 2 new, 1 changed, 2 deleted: run `hybrid index`" in out
     row, = json.loads(CliRunner().invoke(main, ["status", "--json"]).output)
-    assert row["changes"] == {"new": 2, "changed": 1, "deleted": 2}
+    assert row["changes"] == counts
     agent, = h.status(agent=True)
     assert agent.changes is None  # agents are not told about file activity
     report, = h.index()

@@ -76,6 +76,22 @@ def test_new_note_is_found(watcher, fake, vault):
 
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_a_skipped_file_is_not_warned_about_on_every_change(watch, fake, vault, caplog):
+    """A binary "note" is skipped (one warning) and remembered: the watcher's runs on later
+    changes neither read it nor warn about it again, until it changes itself."""
+    (vault / "blob.md").write_bytes(b"\x00\x01 binary" * 20)
+    assert fake.index(["vault"])[0].skipped == 1
+    w = watch()
+    caplog.clear()
+    write(vault, "ideas/kites.md", "# Kites\n\nA quetzalcoatl kite needs strong wind.\n")
+    assert until(lambda: hit_paths(fake, "quetzalcoatl") == {"ideas/kites.md"}) and w.wait_idle(WAIT)
+    assert not [r for r in caplog.records if "blob.md" in r.getMessage()]
+    assert fake.status()[0].changes.skipped == 1
+    (vault / "blob.md").write_bytes(b"\x00\x02 binary, edited" * 20)
+    assert until(lambda: any("blob.md: binary content" in r.getMessage() for r in caplog.records))
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_edit_replaces_old_words(watcher, fake, vault):
     write(vault, "home/garden.md", "# Garden\n\nCucumbers want partial shade.\n")
     assert until(lambda: "home/garden.md" in hit_paths(fake, "cucumbers")

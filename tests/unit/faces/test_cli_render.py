@@ -208,7 +208,7 @@ def test_explain_shows_the_parsed_query_and_per_arm_ranks(kafka_home):
     assert head[5] == "filters   folder work · exclude archive" and head[6] == "mode      hybrid"
     # the literal max.poll.interval.ms lifts the hit that names it: exact-first says so
     assert re.search(r"^   bm25 #1 \([\d.]+\) · vector #\d+ \([\d.]+\) · pinned \((literal|verbatim)\) · fused [\d.]+"
-                     r"( · confidence (strong|fair|weak) [\d.]+)?$", out, re.M)
+                     r" · dated \d{4}-\d\d-\d\d \(file mtime\)( · confidence (strong|fair|weak) [\d.]+)?$", out, re.M)
     assert "bm25#1" not in out  # the short arms are replaced by the long line
     grouped = run("consumers", "--explain", "-n", "1").stdout.splitlines()
     sub = next(i for i, line in enumerate(grouped) if line.startswith("   ↳ "))

@@ -33,21 +33,24 @@ def stages(events) -> list[str]:
 
 
 def check_well_formed(events) -> None:
-    """Stages in pipeline order; per stage: done never goes back, a total once given never
-    changes (None only before it is known), done never past the total."""
+    """Stages in pipeline order; per stage: done never goes back and never past the total; an
+    exact total once given never changes; before it, None (unknown) and then, for the embed
+    stage only, estimates (which may move); every stage ends complete."""
     order = stages(events)
     assert order == [s for s in report.PROGRESS_STAGES if s in order]
     for stage in order:
         seen = [(d, t) for s, d, t in events if s == stage]
         dones = [d for d, _ in seen]
         assert dones == sorted(dones), (stage, seen)
-        totals = [t for _, t in seen]
-        known = [t for t in totals if t is not None]
-        assert len(set(known)) <= 1, (stage, seen)  # never jumps, never decreases
-        assert totals == [None] * (len(totals) - len(known)) + known, (stage, seen)  # None only first
+        kinds = ["none" if t is None else "estimate" if isinstance(t, report.Estimate) else "exact"
+                 for _, t in seen]
+        assert kinds == sorted(kinds, key=["none", "estimate", "exact"].index), (stage, seen)
+        assert "estimate" not in kinds or stage == "embed", (stage, seen)
+        exact = [t for (_, t), k in zip(seen, kinds) if k == "exact"]
+        assert len(set(exact)) <= 1, (stage, seen)  # never jumps, never decreases
         assert all(t is None or 0 <= d <= t for d, t in seen), (stage, seen)
-        if known:
-            assert seen[-1] == (known[0], known[0]), (stage, seen)  # every stage ends complete
+        if exact:
+            assert seen[-1] == (exact[0], exact[0]), (stage, seen)  # every stage ends complete
 
 
 def test_first_run_reports_every_stage_and_loads_the_model_as_its_own_step(tmp_path):
@@ -82,19 +85,73 @@ def test_cached_vectors_need_no_model(tmp_path):
     assert stages(events) == ["scan", "write"]
 
 
-def test_embed_total_is_unknown_until_the_reads_are_over_then_fixed(tmp_path, monkeypatch):
-    """With several embedding windows during the reads, the total is None until the last
-    window (then final), and done still only grows."""
+def test_embed_total_is_estimated_while_reading_then_exact(tmp_path, monkeypatch):
+    """Embedding starts while notes are still being read (the last note's read waits for the
+    first embedded batch): every embed event carries a total, an estimate from the bytes read
+    so far until the reads are over, then the exact count, which ends the stage."""
+    import threading
+
+    from hybrid.indexing import reading
     monkeypatch.setattr(EmbedQueue, "WINDOW", 4)
     h = fresh(tmp_path, notes(12))
-    events = run(h)
+    first_batch = threading.Event()
+    real = reading.read_document
+
+    def last_waits(entry, *args):
+        if entry.path == "n11.md":
+            assert first_batch.wait(30), "nothing was embedded while reading"
+        return real(entry, *args)
+    monkeypatch.setattr(reading, "read_document", last_waits)
+    events: list[tuple[str, int, int | None]] = []
+
+    def progress(stage, done, total):
+        events.append((stage, done, total))
+        if stage == "embed":
+            first_batch.set()
+    result = h.index(progress=progress)[0]
     check_well_formed(events)
-    embeds = [e for e in events if e[0] == "embed"]
-    assert embeds[0][2] is None and embeds[-1][2] is not None
-    assert embeds[-1][1] == embeds[-1][2]
-    # embedding overlaps the reads: some chunks were embedded before the last note was read
+    embeds = [(d, t) for s, d, t in events if s == "embed"]
+    assert all(t is not None for _, t in embeds)  # never "256/?"
+    assert isinstance(embeds[0][1], report.Estimate)  # the reads were not over
+    exact = result.chunks_embedded
+    assert embeds[-1] == (exact, exact) and not isinstance(embeds[-1][1], report.Estimate)
+    # the notes are alike: scaled by the bytes still to read, the first estimate is about right
+    assert abs(embeds[0][1] - exact) <= 0.2 * exact, (embeds, exact)
+    # embedding overlapped the reads: a batch went before the last note was read
     last_scan = max(i for i, e in enumerate(events) if e[0] == "scan")
     assert any(i < last_scan for i, e in enumerate(events) if e[0] == "embed")
+
+
+def test_embed_queue_estimates_from_the_bytes_read(tmp_path):
+    """The estimate is the texts with no cached vector found so far, scaled by the bytes still
+    to read; cached texts and repeats are not counted; the total is exact once reads end."""
+    from hybrid.indexing.report import IndexReport
+    from hybrid.store import open_store
+    from hybrid.store.base import NewChunk, NoteRecord
+    h = fresh(tmp_path, notes(1))
+    h.index()
+    store = open_store(h.config.vault("v"))
+    try:
+        cached = [c.embed_hash for rows in store.catalog.iter_chunks() for c in rows]
+
+        def record(name: str, hashes: list[str]) -> NoteRecord:
+            return NoteRecord(name, 100, 0, name, name, [], [], {}, None, 0.0,
+                              [NewChunk("", 1, 1, f"text {x}", x) for x in hashes],
+                              [f"text {x}" for x in hashes])
+        seen: list[tuple[int, int | None]] = []
+        q = EmbedQueue(store, h.embedder("hash:64"), IndexReport("v"),
+                       lambda stage, d, t: seen.append((d, t)), expect_bytes=1000, expect_files=4)
+        q.read(250)
+        q.add([record("a.md", ["x1", "x2", cached[0]])])  # one text has a cached vector
+        assert q.total() == 8 and isinstance(q.total(), report.Estimate)  # 2 found in 1/4 of the bytes
+        q.read(250)
+        q.add([record("b.md", ["x2", "x3"])])  # x2 again: embedded once
+        assert q.total() == 6  # 3 found in half the bytes
+        q.finish()
+        assert q.total() == 3 and not isinstance(q.total(), report.Estimate)
+        assert seen[-1] == (3, 3) and q.report.cache_hits == 2
+    finally:
+        store.close()
 
 
 def test_no_progress_callback_loads_nothing_extra(tmp_path, monkeypatch):
@@ -116,11 +173,24 @@ class FakeBar:
         self.tasks[len(self.tasks)] = {"description": description, "total": total, "completed": 0}
         return len(self.tasks) - 1
 
-    def update(self, task, completed=None, total=None):
+    def update(self, task, completed=None, total=None, description=None):
+        if description is not None:
+            self.tasks[task]["description"] = description
         if total is not None:
             self.tasks[task]["total"] = total
         if completed is not None:
             self.tasks[task]["completed"] = completed
+
+
+def test_bars_say_an_estimated_total_is_one_until_it_is_exact():
+    bar = FakeBar()
+    bars = ProgressBars(bar)
+    bars("embed", 256, report.Estimate(9000))
+    assert bar.tasks[0]["description"] == "embedding chunks (total estimated)"
+    bars("embed", 512, report.Estimate(8000))  # an estimate may go down
+    assert (bar.tasks[0]["completed"], bar.tasks[0]["total"]) == (512, 8000)
+    bars("embed", 768, 8200)
+    assert bar.tasks[0] == {"description": "embedding chunks", "total": 8200, "completed": 768}
 
 
 def test_bars_are_labelled_per_vault_and_never_lower_a_total():

@@ -42,7 +42,10 @@ function vaultCard(v) {
                             : "not watching");
   if (v.changes) {
     const c = v.changes;
-    add("On disk", c.new || c.changed || c.deleted ? `${c.new} new, ${c.changed} changed, ${c.deleted} deleted since indexed` : "up to date");
+    add("On disk", (c.new || c.changed || c.deleted ? `${c.new} new, ${c.changed} changed, ${c.deleted} deleted since indexed` : "up to date")
+      + (c.skipped ? `; ${c.skipped} skipped, tried again when changed: `
+                     + c.skipped_files.slice(0, 3).map((f) => f.reason).join("; ")
+                     + (c.skipped > 3 ? "; …" : "") : ""));
   }
   if (v.disk_bytes) add("Index size", `${(v.disk_bytes / 1048576).toFixed(1)} MB`);
   if (v.error) add("Problem", v.error);
@@ -82,7 +85,7 @@ function renderJobs(jobs) {
     const button = document.querySelector(`.reindex[data-vault="${CSS.escape(j.vault)}"]`);
     if (button) button.disabled = j.state === "running";
     if (j.state === "running") {
-      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.total}` : ""}`;
+      const label = `${STAGES[j.stage] || j.stage}${j.total ? ` ${j.done}/${j.estimated ? "~" : ""}${j.total}` : ""}`;
       const bar = el("progress", { max: j.total || 1, "aria-label": `Re-indexing ${j.vault}: ${label}` });
       if (j.total) bar.value = j.done; else bar.removeAttribute("value");
       box.replaceChildren(bar, el("span", { text: label }));

@@ -1,0 +1,76 @@
+"""The files an index run skipped, and why, remembered in the vault's ledger.
+
+A scanned PDF, a damaged one, a file over the size limit or one the converter gave up on is
+skipped with one warning. Its record (the catalog's ``skipped`` meta entry: the same in both
+backends) keeps its size and mtime, the limits it was judged under and, when it was read, its
+content hash. While the file and those limits stay the same, later runs (the watcher's too)
+pass it over without reading or warning again, and ``hybrid status`` counts it as skipped, not
+as new. A file that changes is tried again; one that then indexes, or leaves the vault, leaves
+the record. A file that could not be read at all (permissions, I/O) is not recorded: fixing
+that changes no mtime, so it is tried on every run; nor is one that raised an error nobody
+foresaw (it may be hybrid's own, gone with an upgrade).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from hybrid.sources import KIND, kind_of
+
+if TYPE_CHECKING:
+    from hybrid.core.settings import Settings
+    from hybrid.sources.markdown import FileEntry
+
+SKIPPED_META = "skipped"
+
+
+@dataclass
+class Skip:
+    """One skipped file as the ledger keeps it."""
+    size: int
+    mtime_ns: int
+    reason: str             # the warning it was skipped with (names the file)
+    bounds: str             # the limits it was judged under (see :func:`bounds_of`)
+    hash: str | None = None  # its content hash, when it was read
+
+    def holds(self, entry: FileEntry, settings: Settings) -> bool:
+        """Whether ``entry`` is still the file skipped, judged under the same limits (its
+        size and mtime are; a file touched to the same content is judged by its hash)."""
+        return (self.size, self.mtime_ns) == (entry.size, entry.mtime_ns) \
+            and self.bounds == bounds_of(settings, entry.path)
+
+
+def size_limit(settings: Settings, path: str) -> tuple[int, str]:
+    """(bytes, setting name): the largest document of this kind that is indexed."""
+    if KIND[kind_of(path)].streamed:
+        return settings.max_pdf_bytes, "max_pdf_bytes"
+    return settings.max_file_bytes, "max_file_bytes"
+
+
+def bounds_of(settings: Settings, path: str) -> str:
+    """The limits a file of ``path``'s kind is judged under: its size limit, and the converter's
+    memory and time bounds. Raising one retries the files it turned away."""
+    return (f"{size_limit(settings, path)[0]}B/{settings.convert_max_memory_mb}MB/"
+            f"{settings.convert_timeout}s")
+
+
+def load(catalog) -> dict[str, Skip]:
+    """The skipped files the ledger remembers (none when it holds nothing readable)."""
+    try:
+        raw = json.loads(catalog.get_meta(SKIPPED_META) or "{}")
+        return {str(p): Skip(**r) for p, r in raw.items()} if isinstance(raw, dict) else {}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+def dump(skips: dict[str, Skip]) -> str:
+    return json.dumps({p: asdict(s) for p, s in sorted(skips.items())}, ensure_ascii=False)
+
+
+def save(catalog, skips: dict[str, Skip], before: str | None) -> None:
+    """Record ``skips``, when they differ from what the ledger held (``before``, its text)."""
+    text = dump(skips)
+    if text != (before or dump({})):
+        catalog.set_meta(SKIPPED_META, text)
