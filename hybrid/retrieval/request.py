@@ -204,7 +204,8 @@ OPTIONS: tuple[Option, ...] = (
            agent_help='Only notes under this vault-relative folder, e.g. "work/runbooks".'),
     Option("tags", "texts", "Only notes carrying all these tags (a tag also matches its nested children).",
            ("--tag",), agent="tags", cli_help="Only notes with this tag or a nested child (repeatable: all)."),
-    Option("since", "text", "Only notes modified since YYYY-MM-DD or an age like 30d, 6m, 1y.", ("--since",),
+    Option("since", "text", "Only notes dated since YYYY-MM-DD or an age like 30d, 6m, 1y (a note's frontmatter "
+           "updated/modified/date/created, else its file's modification time).", ("--since",),
            agent="since"),
     Option("rerank", "bool", "Rescore the top candidates with the cross-encoder (setting rerank_model; slower).",
            ("--rerank",), agent="rerank",
