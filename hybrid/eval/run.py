@@ -26,7 +26,6 @@ from hybrid.app.api import open as open_hybrid
 from hybrid.core.errors import HybridError, ModelUnavailable
 from hybrid.core.settings import Settings, replace
 from hybrid.embedders import make_embedder, make_reranker
-from hybrid.eval.advice import Advice, advise
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.eval.uncertainty import Comparison, compare, interval
 
@@ -162,7 +161,7 @@ class EvalResult:
     chunks_embedded: int = 0
     chunks_reused: int = 0   # chunk texts an earlier chunking had embedded: served from the cache
     seconds: float = 0.0
-    advice: Advice | None = None  # "apply this setting" (hybrid.eval.advice)
+    advice: Any = None  # "apply this setting": a hybrid.eval.advice.Advice, set by the caller
     significance: dict = field(default_factory=dict)
     metrics: tuple[str, ...] = DEFAULT_METRICS
 
@@ -374,7 +373,6 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
     result.chunks_embedded, result.chunks_reused = cached.embedded, cached.reused
     if significance and len(result.results) > 1:
         result.significance = _significance(result.results, qr, metrics)
-    result.advice = advise(result, settings)
     result.seconds = time.perf_counter() - t0
     return result
 

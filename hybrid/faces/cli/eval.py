@@ -107,6 +107,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
              store, sources, no_report, as_json):
     from click.core import ParameterSource
 
+    from hybrid.eval.advice import advise
     from hybrid.eval.run import grid, run_eval
 
     if ctx.invoked_subcommand is not None:
@@ -141,6 +142,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
                               exclude=exclude, metrics=_csv(metrics, str, "metric names"),
                               significance=significance, progress=progress, store=store,
                               sources=tuple(sources))
+        result.advice = advise(result, settings)
         target = None if no_report else Path(out) if out else default_out(h.config.data)
         _output(result, target, as_json, settings, h.config.path)
 
