@@ -93,7 +93,7 @@ class Comparison:
     def verdict(self) -> str:
         if self.identical:
             return "identical on every query"
-        return "better" if self.separated else "cannot separate"
+        return "separated" if self.separated else "cannot separate"
 
     def sentence(self) -> str:
         """One plain line: ``8 queries cannot separate 0.812 from 0.785: difference 0.027, 95%
