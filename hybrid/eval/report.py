@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hybrid.core.settings import Settings
 from hybrid.eval.run import DEPTH, ConfigResult, EvalResult, Miss
+from hybrid.eval.uncertainty import Comparison
 
 ANSWER_COLS = ("answer@1", "answer@10")
 MISSES_SHOWN = 10  # answer@1 misses listed on the terminal; report.md lists them all
@@ -40,14 +41,20 @@ def _marks(result: EvalResult, metric: str) -> dict[str, str]:
     return out
 
 
+def ci_column(result: EvalResult) -> str:
+    return f"{result.primary} 95% CI"
+
+
 def rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
     cols = _varying(result)
-    header = cols + list(result.metrics) + list(ANSWER_COLS)
+    header = cols + list(result.metrics) + [ci_column(result)] + list(ANSWER_COLS)
     body = []
     for r in result.results:
         cells = [str(getattr(r.config, c)) for c in cols]
         for m in result.metrics:
             cells.append(f"{r.metrics[m]:.3f}{_marks(result, m).get(r.config.name, '')}")
+        lo, hi = result.interval(r, result.primary)
+        cells.append(f"[{lo:.3f}, {hi:.3f}]")
         for a in ANSWER_COLS:
             cells.append(f"{sum(r.answer_at[a[7:]].values()) / max(1, len(r.answer_at[a[7:]])):.3f}")
         body.append(cells)
@@ -77,9 +84,37 @@ def _misses_title(result: EvalResult, r: ConfigResult, misses: Sequence[Miss]) -
     return f"answer@1 misses of {r.config.name}: {len(misses)} of {len(result.queries)} queries"
 
 
-def print_table(result: EvalResult, report: Path | None = None) -> None:
-    """The tables, then the main run's answer@1 misses (the first MISSES_SHOWN; the rest are in
-    ``report``, the report.md written beside)."""
+def comparison_line(c: Comparison) -> str:
+    """One comparison in plain words, with a warning when the queries cannot tell the runs apart."""
+    line = f"{c.other}: {c.sentence()}"
+    if not c.identical and not c.separated:
+        mdd = f" (with these queries only a difference of about {c.mdd:.3f} or more shows)" \
+            if not math.isnan(c.mdd) else ""
+        line += f"; too few queries to tell them apart{mdd}"
+    return line
+
+
+def comparison_lines(result: EvalResult) -> list[str]:
+    """The best run by the primary metric against each other run (none with a single run)."""
+    comps = result.comparisons()
+    if not comps:
+        return []
+    return [f"{result.primary}: best run {comps[0].best}; against each other run (paired bootstrap "
+            f"over {len(result.queries)} queries, 95% CI of the difference):"] + \
+        [f"  {comparison_line(c)}" for c in comps]
+
+
+def advice_lines(result: EvalResult, config_path: Path | None) -> list[str]:
+    if result.advice is None:
+        return []
+    from hybrid.core.config import config_path as default_path
+    return result.advice.lines(config_path or default_path())
+
+
+def print_table(result: EvalResult, report: Path | None = None, config_path: Path | None = None) -> None:
+    """The tables, the comparisons with their uncertainty, the advice on settings, then the main
+    run's answer@1 misses (the first MISSES_SHOWN; the rest are in ``report``, the report.md
+    written beside)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -102,6 +137,8 @@ def print_table(result: EvalResult, report: Path | None = None) -> None:
             console.print(ct)
     if result.significance:
         console.print("* = differs from the first run with p < 0.05 (paired t-test)")
+    for line in comparison_lines(result) + [""] + advice_lines(result, config_path):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if result.problems.counts:
         console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(result.problems.counts.items())))
     main = result.main_run()
@@ -141,7 +178,27 @@ def _md_misses(result: EvalResult) -> list[str]:
     return parts + [_md_table(["qid", "category", "query", "answer rank", "ranked first"], body)]
 
 
-def write_report(result: EvalResult, out: Path, command: str, settings: Settings) -> None:
+def _md_uncertainty(result: EvalResult, config_path: Path | None) -> list[str]:
+    comps = result.comparisons()
+    parts = []
+    if comps:
+        body = [[c.other, f"{c.other_value:.3f}", f"{c.difference:.3f}", f"[{c.low:.3f}, {c.high:.3f}]",
+                 f"{c.mdd:.3f}", c.verdict()] for c in comps]
+        parts += ["", "## Comparisons", "",
+                  f"The best run by {result.primary}, `{comps[0].best}` ({comps[0].best_value:.3f}), against "
+                  f"each other run: the difference, its 95% confidence interval (paired bootstrap over the "
+                  f"{len(result.queries)} queries, fixed seed) and the minimum detectable difference "
+                  f"(MDD: the difference these queries would detect four times in five).", "",
+                  _md_table(["run", result.primary, "difference", "95% CI", "MDD", "verdict"], body)]
+        parts += [f"- {comparison_line(c)}" for c in comps if not c.separated and not c.identical]
+    advice = advice_lines(result, config_path)
+    if advice:
+        parts += ["", "## Apply this setting", ""] + [ln if ln.startswith("    ") else ln for ln in advice]
+    return parts
+
+
+def write_report(result: EvalResult, out: Path, command: str, settings: Settings,
+                 config_path: Path | None = None) -> None:
     """``out/report.md``, ``results.json`` and the plots; the TREC files (one run file per
     configuration, ``<name>.trec``, and the judgements, ``qrels.txt``) go to ``out/runs/``, the
     one folder of the report that is scratch (.gitignore keeps it out of eval/reports/)."""
@@ -165,11 +222,13 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
     parts = ["# hybrid eval report", "",
              f"Command: `{command}`", "",
              f"{len(result.queries)} queries; {len(result.results)} runs; "
-             f"{result.chunks_embedded} chunk texts embedded; {result.seconds:.1f} s in all.", "",
+             f"{result.chunks_embedded} chunk texts embedded ({result.chunks_reused} more served from "
+             f"the embeddings of an earlier chunking); {result.seconds:.1f} s in all.", "",
              "Settings: " + ", ".join(f"`{k}={v!r}`" for k, v in sorted(settings.as_dict().items())), "",
              "## Runs", "", _md_table(header, body), "",
              "Metrics from ranx over notes (a note ranks by its best chunk; section-judged queries "
-             "rank sections). " + ANSWER_NOTE]
+             "rank sections). " + ANSWER_NOTE + f" The {ci_column(result)} column: 95% bootstrap "
+             "confidence interval of the mean over the queries."]
     if result.significance:
         parts += ["", "`*`: differs from the first run with p < 0.05 (paired two-sided t-test)."]
     if result.categories():
@@ -178,6 +237,7 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
             parts += ["", f"## {metric} by category", "", _md_table(hh, bb)]
             if metric == "answer@1" and cat_plot in plots:
                 parts += ["", f"![answer@1 by category]({cat_plot.name})"]
+    parts += _md_uncertainty(result, config_path)
     parts += _md_misses(result)
     parts += ["", "## Index builds", ""] + [f"- {k}: {v} s" for k, v in result.index_seconds.items()]
     if result.skipped_modes:

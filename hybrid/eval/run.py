@@ -27,6 +27,7 @@ from hybrid.core.errors import HybridError, ModelUnavailable
 from hybrid.core.settings import Settings, replace
 from hybrid.embedders import make_embedder, make_reranker
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.eval.uncertainty import Comparison, compare, interval
 
 log = logging.getLogger("hybrid")
 MODES = ("lexical", "vector", "hybrid", "rerank")
@@ -75,26 +76,42 @@ def grid(modes: Sequence[str], chunk_tokens: Sequence[int], overlaps: Sequence[i
 
 
 class CachingEmbedder:
-    """Wraps an embedder with an in-memory cache keyed by text, so configurations that produce
-    the same chunk text embed it once."""
+    """Wraps an embedder with an in-memory cache for one evaluation, keyed by the embedder's id
+    and a hash of the exact text the model reads (chunk text with its context header), so the
+    chunkings of a grid embed a text they share once: the vector served again is the one the
+    model produced, bit for bit. ``reuse=False`` turns the cache off (to measure what it saves)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, reuse: bool = True):
         self.inner = inner
         self.id = inner.id
         self.max_tokens = inner.max_tokens
+        self.reuse = reuse
         self.cache: dict[bytes, Any] = {}
-        self.embedded = 0
+        self.embedded = 0    # texts the model embedded
+        self.requested = 0   # texts asked for (each chunking's index asks once per new text)
 
     @property
     def dim(self) -> int:
         return self.inner.dim
 
+    @property
+    def reused(self) -> int:
+        """Texts served from the cache: embedded already, for an earlier chunking."""
+        return self.requested - self.embedded
+
     def count_tokens(self, texts):
         return self.inner.count_tokens(texts)
 
+    def key(self, text: str) -> bytes:
+        return hashlib.blake2b(f"{self.id}\0{text}".encode(), digest_size=16).digest()
+
     def embed_documents(self, texts):
         import numpy as np
-        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        self.requested += len(texts)
+        if not self.reuse:
+            self.embedded += len(texts)
+            return self.inner.embed_documents(texts)
+        keys = [self.key(t) for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
@@ -142,7 +159,9 @@ class EvalResult:
     skipped_modes: list[str] = field(default_factory=list)
     index_seconds: dict[str, float] = field(default_factory=dict)
     chunks_embedded: int = 0
+    chunks_reused: int = 0   # chunk texts an earlier chunking had embedded: served from the cache
     seconds: float = 0.0
+    advice: Any = None  # "apply this setting": a hybrid.eval.advice.Advice, set by the caller
     significance: dict = field(default_factory=dict)
     metrics: tuple[str, ...] = DEFAULT_METRICS
 
@@ -167,6 +186,38 @@ class EvalResult:
             out[cat] = sum(vals) / len(vals) if vals else float("nan")
         return out
 
+    @property
+    def primary(self) -> str:
+        """The metric comparisons and advice go by: nDCG@10 when measured, else the first."""
+        return "ndcg@10" if "ndcg@10" in self.metrics else self.metrics[0]
+
+    def values(self, r: ConfigResult, metric: str) -> list[float]:
+        """Run ``r``'s per-query scores of ``metric`` (or ``answer@1``/``answer@10``), in
+        query order: what the bootstrap resamples."""
+        if metric.startswith("answer@"):
+            return [float(r.answer_at[metric[len("answer@"):]][q]) for q in self.queries]
+        return [r.per_query[metric][q] for q in self.queries]
+
+    def interval(self, r: ConfigResult, metric: str) -> tuple[float, float]:
+        """95 % bootstrap confidence interval of run ``r``'s mean ``metric``."""
+        return interval(self.values(r, metric))
+
+    def best(self, metric: str, runs: Sequence[ConfigResult] | None = None) -> ConfigResult | None:
+        """The run with the highest mean ``metric`` (the first of equals)."""
+        return max(runs if runs is not None else self.results,
+                   key=lambda r: _mean(self.values(r, metric)), default=None)
+
+    def comparisons(self, metric: str | None = None) -> list[Comparison]:
+        """The best run by ``metric`` (default :attr:`primary`) against each other run: the
+        difference, its paired bootstrap interval and the minimum detectable difference."""
+        metric = metric or self.primary
+        best = self.best(metric)
+        if best is None or len(self.results) < 2:
+            return []
+        top = self.values(best, metric)
+        return [compare(metric, best.config.name, r.config.name, top, self.values(r, metric))
+                for r in self.results if r is not best]
+
     def main_run(self) -> ConfigResult | None:
         """The run the misses are listed for: the hybrid run (the best by answer@1 when the
         grid has several), or the best run by answer@1 when no hybrid mode ran."""
@@ -188,20 +239,28 @@ class EvalResult:
         return out
 
     def to_dict(self) -> dict:
+        from hybrid.eval.uncertainty import LEVEL, SEED, resamples
         main = self.main_run()
+        compared = (*self.metrics, "answer@1", "answer@10")
         return {
             "seconds": round(self.seconds, 2),
             "chunks_embedded": self.chunks_embedded,
+            "chunk_texts_reused": self.chunks_reused,
             "index_seconds": self.index_seconds,
             "queries": len(self.queries),
             "skipped": dict(self.problems.counts),
             "skipped_modes": self.skipped_modes,
             "significance": self.significance,
+            "uncertainty": {"method": "percentile bootstrap over queries (paired for differences)",
+                            "level": LEVEL, "seed": SEED, "resamples": resamples(len(self.queries))},
+            "comparisons": {m: [c.to_dict() for c in self.comparisons(m)] for m in compared},
+            "apply": self.advice.to_dict() if self.advice else None,
             "configs": [{
                 "name": r.config.name, **asdict(r.config),
                 "metrics": {k: round(v, 4) for k, v in r.metrics.items()},
                 "answer_at_1": round(_mean(r.answer_at["1"].values()), 4),
                 "answer_at_10": round(_mean(r.answer_at["10"].values()), 4),
+                "ci": {m: [round(x, 4) for x in self.interval(r, m)] for m in compared},
                 "categories": {m: {c: round(v, 4) for c, v in self.by_category(r, m).items()}
                                for m in ("ndcg@10", "answer@1", "answer@10")},
                 "seconds": round(r.seconds, 2),
@@ -265,12 +324,13 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
              progress: Progress | None = None, workdir: Path | None = None,
              embedder=None, reranker=None, store: str | None = None,
-             sources: Sequence[str] = ()) -> EvalResult:
+             sources: Sequence[str] = (), reuse_embeddings: bool = True) -> EvalResult:
     """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
     (default: built from ``settings``) let a caller share already loaded models. ``store``: a
     PostgreSQL store (a URL, or ``postgresql`` for ``$HYBRID_DATABASE_URL``) to index into
     instead of local files; the evaluation's vault is dropped from it afterwards. ``sources``:
-    search only documents of these kinds (``--source``)."""
+    search only documents of these kinds (``--source``). ``reuse_embeddings=False``: embed
+    every chunking's texts afresh (only to measure what the shared cache saves)."""
     from ranx import Qrels
 
     t0 = time.perf_counter()
@@ -279,7 +339,8 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
         raise HybridError("no query has judgements on notes in the vault; nothing to evaluate "
                           "(see the warnings above)")
     cached = CachingEmbedder(embedder or make_embedder(
-        settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size))
+        settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size),
+        reuse=reuse_embeddings)
     if any(c.mode == "rerank" for c in configs) and reranker is None:
         try:
             reranker = make_reranker(settings.rerank_model, ollama_host=settings.ollama_host)
@@ -309,7 +370,7 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
                 from hybrid.store import backend
                 vault = h.config.vault(name)
                 backend(vault).drop(vault)
-    result.chunks_embedded = cached.embedded
+    result.chunks_embedded, result.chunks_reused = cached.embedded, cached.reused
     if significance and len(result.results) > 1:
         result.significance = _significance(result.results, qr, metrics)
     result.seconds = time.perf_counter() - t0

@@ -14,7 +14,7 @@ import click
 
 from hybrid.core.settings import Settings, replace
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
-from hybrid.faces.cli.support import open_handle, print_json, progress_bar
+from hybrid.faces.cli.support import LazyGroup, open_handle, print_json, progress_bar
 from hybrid.sources import KINDS
 
 
@@ -38,7 +38,37 @@ def _weights(v: str) -> tuple[float, float]:
     return float(a), float(b or 1)
 
 
-@click.command("eval")
+EVAL_HELP = """Measure retrieval quality on labelled queries (default: the bundled sample vault
+and its 70 labelled queries): every combination of the modes and settings given is run and
+scored, with a 95% confidence interval on every figure.
+
+\b
+Metrics (means over the queries; a "relevant" note is one judged 1 or 2):
+  ndcg@10     order of the first 10 notes, graded: 1 = the best notes first, 0 = none found
+  recall@k    share of a query's relevant notes among the first k notes (k = 5, 10, 100)
+  mrr@10      1 / rank of the first relevant note (0 when none is in the first 10)
+  map@100     mean of the precision at each relevant note's rank, over the first 100
+  answer@1    share of queries whose first note is an answer (a note of the query's top grade)
+  answer@10   share of queries with an answer among the first 10 notes
+
+\b
+Files (a doc is a vault-relative note path, or path#Heading > Sub for a section):
+  queries  JSONL  {"qid": "q1", "text": "reset my password", "category": "paraphrase"}
+           or TSV q1<TAB>reset my password
+  qrels    JSON   {"q1": {"Account/Passwords.md": 2, "Account/Login.md": 1}}
+           or TREC q1<TAB>0<TAB>Account/Passwords.md<TAB>2
+  grades: 2 = the answer, 1 = relevant, 0 or absent = not relevant
+
+Each run is compared with the best one (paired bootstrap over the queries: the difference,
+its 95% CI, and a warning when the queries cannot tell the two apart). When settings were
+varied and one is clearly better than yours, it prints the config.toml lines that make it your
+setting; otherwise it says to keep yours. `hybrid eval judge` writes the two files by asking
+you about pooled hits. More: docs/evaluation.md.
+"""
+
+
+@click.group("eval", cls=LazyGroup, invoke_without_command=True, help=EVAL_HELP,
+             lazy_commands={"judge": ".judge:judge_cmd"})
 @click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
               help="Queries: TSV or JSONL.")
@@ -75,9 +105,19 @@ def _weights(v: str) -> tuple[float, float]:
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
              store, sources, no_report, as_json):
-    """Measure retrieval quality on labelled queries (default: the bundled sample vault and its
-    labelled queries)."""
+    from click.core import ParameterSource
+
+    from hybrid.eval.advice import advise
     from hybrid.eval.run import grid, run_eval
+
+    if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params
+                 if ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} belong to `hybrid eval` itself: put the "
+                                   f"options after `{ctx.invoked_subcommand}` (see `hybrid eval "
+                                   f"{ctx.invoked_subcommand} --help`)")
+        return
 
     if out and no_report:
         raise click.UsageError("--out writes the report, --no-report writes none: use one of them")
@@ -102,8 +142,9 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
                               exclude=exclude, metrics=_csv(metrics, str, "metric names"),
                               significance=significance, progress=progress, store=store,
                               sources=tuple(sources))
+        result.advice = advise(result, settings)
         target = None if no_report else Path(out) if out else default_out(h.config.data)
-        _output(result, target, as_json, settings)
+        _output(result, target, as_json, settings, h.config.path)
 
 
 def default_modes(settings: Settings) -> list[str]:
@@ -202,7 +243,7 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, be
     return vault_path, include, exclude, queries, qrels
 
 
-def _output(result, out: Path | None, as_json: bool, settings: Settings) -> None:
+def _output(result, out: Path | None, as_json: bool, settings: Settings, config_path: Path) -> None:
     """The report files (none when ``out`` is None: --no-report), then JSON or the table on
     stdout, then where the report is (on stderr with --json, so stdout stays JSON)."""
     import shlex
@@ -210,11 +251,11 @@ def _output(result, out: Path | None, as_json: bool, settings: Settings) -> None
     from hybrid.eval.report import print_table, write_report
     report = None
     if out is not None:
-        write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings)
+        write_report(result, out, "hybrid " + shlex.join(sys.argv[1:]), settings, config_path)
         report = out / "report.md"
     if as_json:
         print_json(result.to_dict())
     else:
-        print_table(result, report)
+        print_table(result, report, config_path)
     if report is not None:
         click.echo(f"report: {report}", err=as_json)
