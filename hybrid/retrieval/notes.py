@@ -6,9 +6,9 @@ it, in rank order. With ``passages`` it answers with the first ``top_k`` passage
 
 - no two passages of one note overlap (the chunker's overlap makes neighbours share lines:
   the lower-ranked one is left out, its place taken by the next);
-- confidence never rises down the list as shown (:func:`monotone`): a note listed lower is
-  never more confident than one above it, and a note's headline is at least as confident as
-  the passages under it.
+- confidence never rises down the list as shown (:func:`monotone`, :func:`monotone_notes`): a
+  note listed lower is never more confident than one above it, and a note's headline is at
+  least as confident as the passages under it.
 """
 
 from __future__ import annotations
@@ -105,6 +105,23 @@ def monotone(values: Sequence[float | None]) -> list[float | None]:
             blocks[-1][1] += n
     flat = iter([round(s / n, 3) for s, n in blocks for _ in range(int(n))])
     return [None if v is None else next(flat) for v in values]
+
+
+def monotone_notes(hits: Sequence[Hit]) -> None:
+    """Make the confidences of a grouped answer (each note's passages together, its headline
+    first) agree with its order, in place: within a note the passages fall from the headline
+    (:func:`monotone` over them), and over the notes the headlines fall (:func:`monotone` over
+    those); a passage under a headline that was lowered is lowered to it. A note's weak further
+    passages do not drag down the next note: each note is one step of the order."""
+    groups: dict[NoteKey, list[Hit]] = {}
+    for h in hits:
+        groups.setdefault((h.vault, h.path), []).append(h)
+    inside = [monotone([h.confidence for h in g]) for g in groups.values()]
+    heads = monotone([vals[0] for vals in inside])
+    for g, vals, head in zip(groups.values(), inside, heads):
+        g[0].confidence = head
+        for h, v in zip(g[1:], vals[1:]):
+            h.confidence = v if v is None or head is None else min(v, head)
 
 
 def violations(confidences: Sequence[float | None]) -> tuple[int, int]:

@@ -116,8 +116,11 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
                             {store.embedder_id or "" for _, store in targets}, ranks=[i + 1 for i in shown])
-        for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):
-            h.confidence = c
+        if request.passages:
+            for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):
+                h.confidence = c
+        else:
+            notes.monotone_notes(hits)
         if request.min_score:  # confidence falls down the list: this cuts its tail
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise

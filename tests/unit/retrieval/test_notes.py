@@ -5,7 +5,8 @@ import pytest
 from helpers import write
 
 import hybrid
-from hybrid.retrieval.notes import PER_NOTE, monotone, overlaps, select, violations
+from hybrid.retrieval.hits import Hit
+from hybrid.retrieval.notes import PER_NOTE, group_by_note, monotone, monotone_notes, overlaps, select, violations
 
 # --- selection ------------------------------------------------------------------------------
 
@@ -56,6 +57,17 @@ def test_monotone_is_non_increasing_and_keeps_the_mean(seed):
     out = monotone(values)
     assert violations(out) == (0, len(values) - 1)
     assert sum(out) == pytest.approx(sum(values), abs=0.001 * len(values))
+
+
+def test_a_notes_weak_passages_do_not_drag_down_the_next_note():
+    hits = [Hit("v", p, "T", [], s, s + 1, "x", 0.5, confidence=c)
+            for p, s, c in [("a", 1, 0.8), ("a", 9, 0.05), ("b", 1, 0.6), ("b", 9, 0.7), ("c", 1, 0.9)]]
+    monotone_notes(hits)
+    # b's passages pooled (0.65), then b's headline with c's (0.775); a's weak 0.05 changes neither
+    assert [h.confidence for h in hits] == [0.8, 0.05, 0.775, 0.65, 0.775]
+    notes = group_by_note(hits)
+    assert violations([n.confidence for n in notes])[0] == 0
+    assert all(n.best.confidence == n.confidence for n in notes)
 
 
 def test_violations_counts_adjacent_rises():
@@ -111,16 +123,22 @@ def test_confidence_never_rises_down_the_answer(shop, mode):
     for q in ("refund", "refund policy", "order history late parcel", "tomatoes sun"):
         for passages in (False, True):
             r = shop.search(q, top_k=10, mode=mode, passages=passages)
-            assert violations([h.confidence for h in r])[0] == 0, (q, mode, passages)
-            for n in r.notes:  # the headline is the note's most confident passage
+            if passages:
+                assert violations([h.confidence for h in r])[0] == 0, (q, mode)
+                continue
+            assert violations([n.confidence for n in r.notes])[0] == 0, (q, mode)
+            for n in r.notes:  # the headline is the note's most confident passage, the rest fall
                 assert n.best.confidence == n.confidence
+                assert violations([h.confidence for h in n.hits])[0] == 0, (q, mode)
 
 
 def test_min_score_cuts_the_tail_of_the_answer(shop):
     every = shop.search("refund policy", top_k=10)
     floor = sorted({h.confidence for h in every})[len({h.confidence for h in every}) // 2]
     cut = shop.search("refund policy", top_k=10, min_score=floor)
-    assert [h.citation for h in cut] == [h.citation for h in every][:len(cut)]
+    # the notes kept are the first ones, each with its passages that pass
+    assert [n.ref for n in cut.notes] == [n.ref for n in every.notes][:len(cut.notes)]
+    assert [h.citation for h in cut] == [h.citation for h in every if h.confidence >= floor]
     assert all(h.confidence >= floor for h in cut) and len(cut) < len(every)
 
 
