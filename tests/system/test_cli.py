@@ -66,8 +66,9 @@ def test_index_report_and_json_stdout_only(home, vault):
 
 def test_query_json_has_citations(home):
     r = hybrid_cmd(home, "query", '"orders-created"', "--mode", "lexical", "--json")
-    hits = json.loads(r.stdout)
-    top = hits[0]
+    notes = json.loads(r.stdout)  # notes, each with its passages
+    top = notes[0]["passages"][0]
+    assert notes[0]["citation"] == top["citation"]
     assert top["path"] == "work/orders.md" and top["vault"] == "vault"
     assert top["heading_path"] == ["Orders pipeline"] and top["start_line"] == 4
     assert top["lexical_rank"] == 1 and top["uri"].startswith("obsidian://open?vault=vault&file=work%2Forders")

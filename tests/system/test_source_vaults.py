@@ -242,7 +242,7 @@ def test_cli_source_add_index_fetch_and_query(tmp_path, server):
     assert idx.returncode == 0, idx.stderr
     assert "reading: 3 added" in idx.stdout and "1 pages fetched, 2 failed" in idx.stdout
     q = hybrid_cmd(home, "query", "split brain quorum", "--source", "bookmark", "--json", "--local")
-    hits = json.loads(q.stdout)
+    hits = json.loads(q.stdout)[0]["passages"]
     assert hits[0]["url"] == f"{server.url}/consensus" and hits[0]["source"] == "bookmark"
     listed = hybrid_cmd(home, "source", "list")
     assert f"reading\tbookmarks\t{export}" in listed.stdout
