@@ -44,6 +44,9 @@ INSTRUCTIONS = (
     "files it for the user's review."
 )
 TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
+# what an agent gets of a note's further passages (its headline passage comes whole): where to
+# read, how sure, what matched; the note's vault, path, title and uri are on the note already
+BRIEF = ("citation", "heading_path", "start_line", "end_line", "page", "snippet", "confidence", "marks")
 
 
 def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "") -> str:
@@ -75,7 +78,7 @@ def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggest
 
 
 def _where(h: dict[str, Any]) -> str:
-    return " > ".join(h["heading_path"]) or h["title"]
+    return " > ".join(h.get("heading_path") or []) or h.get("title") or ""
 
 
 def _sure(h: dict[str, Any]) -> str:
@@ -216,6 +219,8 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
             answer = result.to_json(text=False)
             for extra in ("needles", "fusion"):  # the page's, not an agent's
                 answer.pop(extra, None)
+            for note in answer.get("notes", []):  # an agent's context is the scarce thing
+                note["passages"][1:] = [{k: p.get(k) for k in BRIEF} for p in note["passages"][1:]]
             text = render_hits(query, answer, result.corrected_query,
                                result.suggested_query if result.suggestions else "")
             return CallToolResult(content=[TextContent(type="text", text=text)],

@@ -74,6 +74,10 @@ def test_every_door_answers_the_same_notes(shop, monkeypatch):
         assert "hits" not in got[door]
     first = cli_notes[0][1]
     assert text.count(f"also {first[1]}") == 1 and text.startswith(f"1. {first[0]}")  # MCP text: by note
+    # an agent gets a note's further passages in brief: where, how sure, what matched
+    brief = got["mcp"]["notes"][0]["passages"][1]
+    assert "snippet" in brief and "confidence" in brief and "lexical_score" not in brief and "tags" not in brief
+    assert "lexical_score" in got["mcp"]["notes"][0]["passages"][0]
 
 
 def test_every_door_gives_passages_on_request(shop, monkeypatch):

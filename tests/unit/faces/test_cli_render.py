@@ -255,6 +255,8 @@ def test_mcp_text_says_showing_results_for():
     assert render_hits("consumrs", {"hits": [hit]}, "consumers").startswith("showing results for 'consumers'")
     assert "showing" not in render_hits("consumers", {"hits": [hit]}, "consumers")
     assert render_hits("consumrs", {"notes": []}, "consumers").splitlines()[1].startswith("No notes matched")
+    brief = {"citation": "v:a.md:9-9", "heading_path": [], "snippet": "s", "confidence": 0.2}  # MCP's brief form
+    assert "also v:a.md:9-9 — " in render_hits("q", {"notes": [{"passages": [hit, brief]}]})
     maybe = render_hits("rasberry", {"hits": [hit]}, "", "raspberry")
     assert maybe.startswith("maybe you meant 'raspberry' (searched as typed)") and "showing" not in maybe
 
