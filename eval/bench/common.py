@@ -60,6 +60,14 @@ class BenchEmbedder:
         return self._model.embed_query(text)
 
 
+def answer_passages(answer: dict) -> list[dict]:
+    """The passages of an ``/api/search`` answer, from servers before answers came by note
+    (``hits``) and after (``notes``, each with its ``passages``): benches A/B both."""
+    if isinstance(answer.get("notes"), list):
+        return [p for n in answer["notes"] for p in n["passages"]]
+    return list(answer.get("hits", []))
+
+
 def install() -> None:
     """Register the ``bench`` embedder spec in this process's hybrid (idempotent)."""
     from hybrid.embedders import register, spec_id

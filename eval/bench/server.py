@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import OBSIDIAN_HELP, REPORTS, free_port, heading_queries, pct, post, rss_mb, wait_healthy
+from common import OBSIDIAN_HELP, REPORTS, answer_passages, free_port, heading_queries, pct, post, rss_mb, wait_healthy
 
 
 def main() -> None:
@@ -84,7 +84,7 @@ def main() -> None:
                 fh.write(f"\n\nAdded {word} for the benchmark.\n")
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < 30:
-                hits = post(url + "/api/search", {"query": word, "mode": "lexical", "top_k": 1})["hits"]
+                hits = answer_passages(post(url + "/api/search", {"query": word, "mode": "lexical", "top_k": 1}))
                 if hits and hits[0]["path"] == rel:
                     break
                 time.sleep(0.02)
