@@ -161,7 +161,8 @@ def served(home: Path, queries: list[str], cold_repeat: int) -> dict:
             times, answered = [], 0
             for q in queries:
                 t = time.perf_counter()
-                answered += bool(common.answer_passages(common.post(url + "/api/search", {"query": q, "top_k": 8, **args})))
+                answer = common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
+                answered += bool(common.answer_passages(answer))
                 times.append(time.perf_counter() - t)
             out[name] = {**common.summary_ms(times), "answered": answered}
         out["server_rss_mb"] = round(common.rss_mb(server.pid), 1)
