@@ -209,12 +209,15 @@ class LexicalIndex:
                     writer.commit()
                     writer.wait_merging_threads()
             except BaseException:
-                for writer in writers.values():
+                for w in writers.values():
                     try:
-                        writer.rollback()
+                        w.rollback()
+                        w.wait_merging_threads()  # consumes the writer: its lock is free now
                     except BaseException:  # noqa: BLE001 - the first error is the one to report
                         pass
-                del writers
+                # no name in this frame may keep a writer alive: the traceback keeps the frame
+                del writers, w
+                writer = None  # noqa: F841 - the loop variable of the try block above
                 raise
             self.index.reload()
             self.sections.reload()

@@ -191,7 +191,7 @@ def mcp_call(h, tool, args):
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 @pytest.mark.local_only
 def test_mcp_search_by_source_and_read_a_page(h):
-    res = mcp_call(h, "search", {"query": "vacuum freeze threshold", "source": ["pdf"]})
+    res = mcp_call(h, "search", {"query": "vacuum freeze threshold", "source": ["pdf"], "passages": True})
     hits = answer_passages(res.structured_content)
     assert hits and {x["source"] for x in hits} == {"pdf"}
     assert hits[0]["page"] == 1 and hits[0]["citation"] == "v:papers/pg-maintenance.pdf#page=1"

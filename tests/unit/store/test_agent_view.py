@@ -407,13 +407,14 @@ def test_agent_result_lists_are_full(full, eq_public):
     visible_chunks = full.status(agent=True)[0].chunks
     for q in ["morning", "bank", "account", "doctor", "the", "pharmacy morning doctor bank account",
               "zorvatrex morning", "Fenwick bank"]:
-        public_matches = len(eq_public.search(q, mode="lexical", top_k=1000))
+        public_matches = len(eq_public.search(q, mode="lexical", top_k=1000, passages=True))
         for k in (3, 5, 10):
             if public_matches >= k:
-                assert len(full.search(q, agent=True, mode="lexical", top_k=k)) == k, (q, k)
-                assert len(full.search(q, agent=True, mode="hybrid", top_k=k)) == k, (q, k)
+                assert len(full.search(q, agent=True, mode="lexical", top_k=k, passages=True)) == k, (q, k)
+                assert len(full.search(q, agent=True, mode="hybrid", top_k=k, passages=True)) == k, (q, k)
         for k in (5, 50, 1000):
-            assert len(full.search(q, agent=True, mode="vector", top_k=k)) == min(k, visible_chunks), (q, k)
+            got = full.search(q, agent=True, mode="vector", top_k=k, passages=True)
+            assert len(got) == min(k, visible_chunks), (q, k)
 
 
 def test_quoted_url_matches_only_notes_holding_it(full):
