@@ -46,7 +46,7 @@ def call(h, tool, args, name="test-agent"):
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_mcp_search_and_get_note_serve_the_agent_view(agent_home):
     h, v, home = agent_home
-    res = call(h, "search", {"query": "quokka", "top_k": 10})
+    res = call(h, "search", {"query": "quokka", "top_k": 10, "passages": True})
     paths = [x["path"] for x in answer_passages(res.structured_content)]
     assert sorted(paths) == ["work/ci.md", "work/net.md"]
     assert sorted(x["lexical_rank"] for x in answer_passages(res.structured_content)) == [1, 2]  # no gaps

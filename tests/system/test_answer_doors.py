@@ -76,7 +76,7 @@ def test_every_door_answers_the_same_notes(shop, monkeypatch):
     assert text.count(f"also {first[1]}") == 1 and text.startswith(f"1. {first[0]}")  # MCP text: by note
     # an agent gets a note's further passages in brief: where, how sure, what matched
     brief = got["mcp"]["notes"][0]["passages"][1]
-    assert "snippet" in brief and "confidence" in brief and "lexical_score" not in brief and "tags" not in brief
+    assert {"path", "citation", "snippet", "confidence"} <= set(brief) and not {"lexical_score", "tags"} & set(brief)
     assert "lexical_score" in got["mcp"]["notes"][0]["passages"][0]
 
 

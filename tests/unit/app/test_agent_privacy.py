@@ -231,8 +231,8 @@ def test_an_agents_vector_scores_ignore_the_redacted_secret(home):
     h, v = home({"wifi.md": SECRET_NOTE, "other.md": "# Other\n\npassword policy for guests\n"})
     emb = h.embedder("hash:64")
     wifi = [x for x in h.search("falconorbit77", mode="vector", top_k=5) if x.path == "wifi.md"][0]
-    rows = answer_passages(call(h, "search", {"query": "falconorbit77", "mode": "vector",
-                                              "top_k": 5}).structured_content)
+    rows = answer_passages(call(h, "search", {"query": "falconorbit77", "mode": "vector", "top_k": 5,
+                                              "passages": True}).structured_content)
     shown = next(x for x in rows if x["path"] == "wifi.md")
     assert "falconorbit77" not in json.dumps(rows)
     redacted = call(h, "get_note", {"path": "wifi.md"}).structured_content["text"]
@@ -243,7 +243,7 @@ def test_an_agents_vector_scores_ignore_the_redacted_secret(home):
     assert shown["vector_score"] == pytest.approx(expect, abs=1e-5)
     assert wifi.vector_score > shown["vector_score"]  # the owner's vector holds the secret's word
     for guess in ("falconorbit77", "falconorbit76", "hunter2"):
-        got = call(h, "search", {"query": f"password: {guess}", "mode": "vector", "top_k": 5})
+        got = call(h, "search", {"query": f"password: {guess}", "mode": "vector", "top_k": 5, "passages": True})
         score = {x["path"]: x["vector_score"] for x in answer_passages(got.structured_content)}["wifi.md"]
         q = emb.embed_query(f"password: {guess}")
         assert score == pytest.approx(float(q @ emb.embed_documents([text])[0]), abs=1e-5)
@@ -263,8 +263,8 @@ def test_a_redacted_chunk_without_its_vector_gets_no_vector_score(home, store_ki
         store.catalog.q("DELETE FROM hybrid_embeddings WHERE text_hash IN (SELECT agent_embed_hash FROM "
                         "hybrid_chunks WHERE agent_embed_hash IS NOT NULL)")
     h._hidden = type(h._hidden)()  # forget what was loaded
-    got = answer_passages(call(h, "search", {"query": "router admin login", "mode": "vector",
-                                             "top_k": 5}).structured_content)
+    got = answer_passages(call(h, "search", {"query": "router admin login", "mode": "vector", "top_k": 5,
+                                             "passages": True}).structured_content)
     assert not any(x["chunk_id"] in missing for x in got)
     assert "wifi.md" in agent_paths(h, "router admin login", mode="lexical")
 
