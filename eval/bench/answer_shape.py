@@ -28,7 +28,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
 import common
@@ -113,15 +112,7 @@ def main() -> int:
     ap.add_argument("--home", type=Path, default=common.SCRATCH / "shape-home")
     ap.add_argument("--out", type=Path, help="write the figures here as JSON")
     args = ap.parse_args()
-    h = hybrid.open(args.home)
-    names = {v.name for v in h.vaults}
-    if "oh" not in names:
-        h.add_vault(common.OBSIDIAN_HELP, "oh")
-    if "sample" not in names:
-        h.add_vault(Path(hybrid.__file__).parent / "sample_vault", "sample")
-    started = time.perf_counter()
-    h.index()
-    print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    h = common.open_both_vaults(args.home)
     sets = [("sample", "sample", DATA), ("oh", "obsidian-help", QRELS), ("oh", "obsidian-help-para", QRELS),
             ("oh", "obsidian-help-none", QRELS)]
     figures = {}

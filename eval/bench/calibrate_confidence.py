@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import common
 import numpy as np
 
-import hybrid
 from hybrid.retrieval import confidence
 from hybrid.retrieval.hits import confidence_label
 
@@ -131,15 +129,7 @@ def main() -> int:
     ap.add_argument("--l2", type=float, default=1.0)
     args = ap.parse_args()
 
-    h = hybrid.open(args.home)
-    names = {v.name for v in h.vaults}
-    if "oh" not in names:
-        h.add_vault(common.OBSIDIAN_HELP, "oh")
-    if "sample" not in names:
-        h.add_vault(Path(hybrid.__file__).parent / "sample_vault", "sample")
-    started = time.perf_counter()
-    h.index()
-    print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    h = common.open_both_vaults(args.home)
     records = []
     for name in ("obsidian-help", "obsidian-help-para", "obsidian-help-none"):
         records += collect(h, "oh", name, *load_set(name))

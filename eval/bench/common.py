@@ -60,6 +60,24 @@ class BenchEmbedder:
         return self._model.embed_query(text)
 
 
+def open_both_vaults(home: Path):
+    """A hybrid handle on ``home`` with obsidian-help (as ``oh``) and the bundled sample vault
+    (as ``sample``) registered and indexed; the indexing time goes to stderr."""
+    import sys
+
+    import hybrid
+    h = hybrid.open(home)
+    names = {v.name for v in h.vaults}
+    if "oh" not in names:
+        h.add_vault(OBSIDIAN_HELP, "oh")
+    if "sample" not in names:
+        h.add_vault(Path(hybrid.__file__).parent / "sample_vault", "sample")
+    started = time.perf_counter()
+    h.index()
+    print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return h
+
+
 def answer_passages(answer: dict) -> list[dict]:
     """The passages of an ``/api/search`` answer, from servers before answers came by note
     (``hits``) and after (``notes``, each with its ``passages``): benches A/B both."""

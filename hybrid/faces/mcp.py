@@ -218,7 +218,7 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
             request = from_options(query, values, max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
             result = h.search(request, agent=True)
             answer = result.to_json(text=False)
-            for extra in ("needles", "fusion"):  # the page's, not an agent's
+            for extra in ("needles", "fusion"):  # for HTTP clients; an agent reads marks and scores
                 answer.pop(extra, None)
             for note in answer.get("notes", []):  # an agent's context is the scarce thing
                 note["passages"][1:] = [{k: p.get(k) for k in BRIEF} for p in note["passages"][1:]]

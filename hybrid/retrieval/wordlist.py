@@ -16,8 +16,6 @@ import re
 import threading
 from collections.abc import Iterable
 
-from hybrid.core.settings import SPELL_LANGUAGES as LANGUAGES  # noqa: F401 - the lists there are
-
 log = logging.getLogger("hybrid")
 # Counts below this are too rare to trust as words (most lists start at 50, the count their
 # author gives the words he adds by hand; the Basque list goes down to 1).

@@ -69,12 +69,6 @@ class Look:
 
 
 # --- highlighting and text shapes ------------------------------------------------------------
-def spans(line: str, marks: Sequence[str]) -> list[tuple[int, int]]:
-    """(start, end) of each of a hit's ``marks`` (its words that answer the query, found by the
-    engine: :class:`hybrid.retrieval.excerpt.Marker`) in ``line``, as whole words."""
-    return mark_spans(line, marks)
-
-
 def structured_lines(lines: Sequence[str]) -> list[bool]:
     """For each line: is it part of a fenced code block (fences included) or a table?"""
     marks, fence = [], ""
@@ -254,7 +248,7 @@ def highlight(line: str, needles: Sequence[str], look: Look) -> str:
     if not look.styled:
         return line
     out, last = [], 0
-    for a, b in spans(line, needles):
+    for a, b in mark_spans(line, needles):  # the hit's own marks, whole words
         out += [line[last:a], look.style(line[a:b], bold=True, fg="yellow")]
         last = b
     return "".join(out) + line[last:]
