@@ -14,7 +14,9 @@ from hybrid.retrieval.hits import Hit
 QRELS_DIR = REPO / "qrels"  # obsidian-help (its vault is not in git)
 LABELLED = {"sample": sample_set()[1:],  # package data, as `hybrid eval` reads it
             **{name: (QRELS_DIR / f"{name}.queries.jsonl", QRELS_DIR / f"{name}.qrels.json")
-               for name in ("obsidian-help", "obsidian-help-para", "obsidian-help-intl")}}
+               for name in ("obsidian-help", "obsidian-help-para", "obsidian-help-intl")},
+            "multilingual_vault": (REPO / "tests/data/multilingual_vault.queries.jsonl",
+                                   REPO / "tests/data/multilingual_vault.qrels.json")}
 
 
 def test_queries_tsv_and_jsonl_with_bad_lines(tmp_path):
@@ -174,7 +176,8 @@ def test_floor_typo_answer_within_ten(sample_eval):
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 @pytest.mark.parametrize("name, root", [("sample", SAMPLE_VAULT), ("obsidian-help", None),
-                                        ("obsidian-help-para", None), ("obsidian-help-intl", None)])
+                                        ("obsidian-help-para", None), ("obsidian-help-intl", None),
+                                        ("multilingual_vault", REPO / "tests/data/multilingual_vault")])
 def test_labelled_sets_point_at_real_notes_and_sections(name, root, counter):
     """Every judged note exists, and every judged section is a heading chain our chunker produces
     (otherwise no configuration could ever retrieve it)."""
