@@ -339,6 +339,11 @@ class Hybrid:
             eid = store.embedder_id
             if eid and eid not in embedders:
                 emb = self.embedder(vault.embedder)
+                part = getattr(emb, "part", None)
+                if emb.id != eid and part is not None and part(eid) is not None:
+                    # indexed by one part of the mix (before `hybrid index` upgrades it): that
+                    # part answers meanwhile
+                    emb = part(eid)
                 if emb.id != eid:
                     from hybrid.core.errors import EmbedderMismatch
                     raise EmbedderMismatch(

@@ -18,7 +18,7 @@ from typing import Any
 
 from hybrid.core.errors import ConfigError
 
-# the languages of the word lists typo repair can read (hybrid.retrieval.wordlist)
+# the languages of the word lists typo repair can read (hybrid.core.wordlist)
 SPELL_LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "nl", "ar", "eu", "fa", "lv")
 
 
@@ -35,9 +35,11 @@ class Settings:
     and an example of a good value); list settings are stored as tuples."""
 
     embedder: str = _setting(
-        "minilm",
-        "Embedding model: `minilm` (bundled all-MiniLM-L6-v2, English, on ONNX Runtime), "
-        "`use-multilingual` (16 languages, for non-English notes or questions), `e5-small` "
+        "mix:minilm,use-multilingual",
+        "Embedding model: `mix:minilm,use-multilingual` (the default: all-MiniLM-L6-v2 for "
+        "English and USE-multilingual for 16 languages, weighed per query by its language), "
+        "`minilm` (bundled all-MiniLM-L6-v2, English only, on ONNX Runtime), "
+        "`use-multilingual` (16 languages alone), `mix:<spec>,<spec>` (any two), `e5-small` "
         "(multilingual-e5-small, ~100 languages), `minilm-int8` (MiniLM quantized), "
         "`minilm-torch` / `e5-small-torch` (the same vectors on torch; `pip install "
         "'hybrid[torch]'`), `ollama:<model>`, `st:<directory>` (a local sentence-transformers "

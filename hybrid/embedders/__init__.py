@@ -174,3 +174,5 @@ register("st", _st, exact=False, spec_id=lambda arg: f"st:{Path(arg).expanduser(
          usage="st:<directory>")
 register("ollama", _ollama, exact=False, usage="ollama:<model>")
 register("hash", _hash, exact=False, usage="hash:<dim>")
+register("mix", lambda arg, o: import_module(f"{__name__}.mix").build(arg, o), exact=False,
+         spec_id=lambda arg: import_module(f"{__name__}.mix").build_id(arg), usage="mix:<spec>,<spec>")

@@ -121,7 +121,9 @@ class EmbedQueue:
         if not self.loaded:
             self._load()
         group, self.window = self.window[:EMBED_GROUP], self.window[EMBED_GROUP:]
-        vecs = self.embedder.embed_documents([x for _, x in group])
+        texts = [x for _, x in group]
+        known = self._known_parts([h for h, _ in group])
+        vecs = self.embedder.embed_documents(texts, known) if known else self.embedder.embed_documents(texts)
         self.store.catalog.put_embeddings(self.embedder.id, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
         self.report.chunks_embedded += len(group)
         self.busy += time.perf_counter() - t
@@ -129,6 +131,23 @@ class EmbedQueue:
             self.shown = self.total()
             self.progress("embed", self.report.chunks_embedded, self.shown)
         checkpoint("after-embed-batch")
+
+    def _known_parts(self, hashes: list[str]) -> list[dict] | None:
+        """For an embedder made of parts (:class:`hybrid.embedders.mix.MixEmbedder`): each
+        part's vectors of ``hashes`` already cached under that part's own id (an index the part
+        built alone, being upgraded), by position; None for any other embedder, or when no
+        part has any."""
+        parts = getattr(self.embedder, "parts", None)
+        if not parts:
+            return None
+        import numpy as np
+        known: list[dict] = []
+        for part in parts:
+            got = self.store.catalog.cached_vectors(part.id, hashes)
+            known.append({i: np.frombuffer(got[h], dtype=np.float32) for i, h in enumerate(hashes)
+                          if h in got and len(got[h]) == 4 * part.dim})
+        self.report.chunk_parts_reused += sum(map(len, known))
+        return known if any(known) else None
 
     def _load(self) -> None:
         """Load the model (backends load lazily, on their first embedding) as a step of its own,

@@ -148,7 +148,13 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
     """Refuse a vault indexed with another model; label a new catalog with this one; finish
     whatever an interrupted run left in the journal (cheap when nothing is pending)."""
     cat, stored, vault = store.catalog, store.embedder_id, job.vault
-    if stored is not None and stored != job.embedder.id:
+    if stored is not None and stored != job.embedder.id and upgrades(job.embedder, stored):
+        # an index of one part of a mix (MiniLM alone, before the multilingual default): every
+        # note is read again, and only the other part's half of each vector is embedded
+        report.upgraded = job.embedder.id
+        log.info("%s: adding %s's vectors to an index of %s (only the new half is embedded)",
+                 vault.name, job.embedder.id, stored)
+    elif stored is not None and stored != job.embedder.id:
         raise EmbedderMismatch(
             f"vault {vault.name!r} was indexed with {stored}, but the configured embedder is "
             f"{job.embedder.id}; run `hybrid index --vault {vault.name} --reembed` to rebuild its vectors")
@@ -159,11 +165,18 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
                                               redactor=job.redactor).journal
 
 
+def upgrades(embedder: Embedder, stored: str) -> bool:
+    """Whether an index of model ``stored`` becomes ``embedder``'s by adding vectors: ``stored``
+    is a part of it (:class:`hybrid.embedders.mix.MixEmbedder`)."""
+    part = getattr(embedder, "part", None)
+    return part is not None and part(stored) is not None
+
+
 def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
     """List the folder and compare each file's size and mtime with the catalog's record; an
     unchanged file is counted and not read (all are read when the chunking changed)."""
     vault, known = job.vault, store.catalog.files()
-    rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking)
+    rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking) or bool(report.upgraded)
     if vault.is_folder:
         entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude,
                                           link_exclude=job.view.exclude_patterns))
@@ -265,7 +278,7 @@ def _finish(store: Store, job: _Job, report: IndexReport) -> None:
         cat.set_meta("dim", str(job.embedder.dim))
     cat.set_meta("last_indexed", str(time.time()))
     report.chunks = cat.chunk_count()
-    store.reclaim(job.embedder.id)
+    store.reclaim(job.embedder.id, force=bool(report.upgraded))  # an upgrade: the part's vectors go
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
     timed = job.clock.rounded()
     report.stage_seconds = {k: timed.get(k, 0.0) for k in STAGES}

@@ -40,6 +40,8 @@ class IndexReport:
     chunks: int = 0
     chunks_embedded: int = 0
     cache_hits: int = 0
+    chunk_parts_reused: int = 0  # halves of a mix's vectors taken from a part's cache (an upgrade)
+    upgraded: str | None = None  # the model id an upgrade added vectors to (see indexer._check_model)
     seconds: float = 0.0
     recovered: int = 0
     fetched: int = 0        # bookmarked pages fetched by this run (--fetch)

@@ -3,7 +3,7 @@ do about each.
 
 A word is **not a typo** when any searched vault holds it, as typed or by its stem (``drawing``
 when a vault says ``drawings``; ``--advertise-routes`` when it says ``route``), or when a shipped
-word list has it (:mod:`hybrid.retrieval.wordlist`: ``bread`` in a vault that never mentions
+word list has it (:mod:`hybrid.core.wordlist`: ``bread`` in a vault that never mentions
 bread). Only a word of 5+ letters that passes neither test is a typo.
 
 For a typo, each vault proposes its most frequent word one edit away (same first letter). The
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hybrid.core.tokens import STOPWORDS
-from hybrid.retrieval import wordlist
+from hybrid.core import wordlist
 from hybrid.retrieval.result import WORD_RE
 from hybrid.store.lexicon import FUZZY_MIN_LEN, LexicalQuery
 

@@ -371,6 +371,15 @@ class Catalog:
             found.update(r[0] for r in self.db.execute(q, [model, *part]))
         return found
 
+    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+        hashes = list(set(hashes))
+        found: dict[str, bytes] = {}
+        for i in range(0, len(hashes), 500):
+            part = hashes[i:i + 500]
+            q = f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
+            found.update((h, bytes(v)) for h, v in self.db.execute(q, [model, *part]))
+        return found
+
     def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         with self.transaction():
             self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",

@@ -398,6 +398,12 @@ class PgCatalog:
         return {r[0] for r in self.q("SELECT text_hash FROM hybrid_embeddings WHERE vault=%s AND model=%s "
                                      "AND text_hash = ANY(%s)", (self.vault_id, model, list(set(hashes))))}
 
+    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+        import numpy as np
+        return {h: np.asarray(v, dtype=np.float32).tobytes() for h, v in self.q(
+            "SELECT text_hash, vec FROM hybrid_embeddings WHERE vault=%s AND model=%s AND text_hash = ANY(%s)",
+            (self.vault_id, model, list(set(hashes))))}
+
     def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
         import numpy as np
         rows = [(self.vault_id, model, h, np.frombuffer(v, dtype=np.float32)) for h, v in items]

@@ -8,7 +8,7 @@ import pytest
 from helpers import REPO, SAMPLE_VAULT, write
 
 import hybrid
-from hybrid.retrieval import wordlist
+from hybrid.core import wordlist
 from hybrid.retrieval.query import parse_query
 from hybrid.retrieval.spelling import words_of
 from hybrid.store.lexicon import FUZZY_MIN_LEN

@@ -1,0 +1,86 @@
+"""Which language a short text (a query) is in, as much as a multilingual embedder needs to
+know: how far it is *not English*, from 0 (English) to 1 (another language).
+
+No model and nothing downloaded. Three kinds of evidence, cheapest first:
+
+1. **Script.** Letters outside the Latin script (Cyrillic, Greek, Arabic, Hebrew, Han, kana,
+   Hangul, Thai, Devanagari...) are another language's; a run of Han or kana counts as one word
+   per two characters (those scripts write no spaces).
+2. **The English word list** (:mod:`hybrid.core.wordlist`, pyspellchecker's): a Latin-script text
+   whose every word is in it, without letters English does not use (``ü``, ``ñ``, ``ç``...), is
+   English. This is the common case, and it reads one list.
+3. Otherwise each word is weighed in the word lists of the Latin-script languages the lists
+   cover (de es fr it nl pt): a word goes to the language in which it is relatively most
+   frequent (``al`` and ``pie`` are far more Spanish than English), by a factor of
+   :data:`MARGIN`; a word in no list (a product name, a typo, vault jargon) says nothing.
+
+``foreign(text)`` is the share of the words that are another language's, among the words
+that say anything.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from hybrid.core import wordlist
+
+LATIN_LISTS = ("de", "es", "fr", "it", "nl", "pt")
+# Word-count totals of pyspellchecker's lists (0.8 series), to compare a word's relative
+# frequency across languages; computing them costs ~0.8 s of parsing.
+TOTALS = {"en": 1_646_569_324, "de": 123_710_846, "es": 688_805_284, "fr": 353_876_198,
+          "it": 445_269_334, "nl": 382_426_387, "pt": 387_750_743}
+MARGIN = 4.0  # how much more frequent (relatively) a word must be in another language
+WORD_RE = re.compile(r"[^\W\d_]+", re.U)
+CLOSE_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA")  # written without spaces between words
+
+
+@lru_cache(maxsize=4096)
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else ""
+
+
+def _is_english_letters(word: str) -> bool:
+    return word.isascii()
+
+
+def foreign(text: str) -> float:
+    """The share (0..1) of ``text``'s words that are not English (see the module docstring);
+    0 for a text with no words."""
+    latin: list[str] = []
+    other = 0.0
+    for run in WORD_RE.findall(text):
+        scripts = {_script(c) for c in run}
+        if scripts <= {"LATIN"}:
+            latin.append(run.lower())
+        elif scripts & set(CLOSE_SCRIPTS):
+            other += max(1.0, len(run) / 2)
+        else:
+            other += 1.0
+    if not latin:
+        return 1.0 if other else 0.0
+    english, foreign_words = _weigh(tuple(latin))
+    said = english + foreign_words + other
+    return (foreign_words + other) / said if said else 0.0
+
+
+@lru_cache(maxsize=1024)
+def _weigh(words: tuple[str, ...]) -> tuple[float, float]:
+    """(English words, other languages' words) among Latin-script ``words``."""
+    known = [w for w in words if len(w) > 1]
+    en = {w: wordlist.count(w, "en") for w in known}
+    if all(c >= wordlist.FLOOR for c in en.values()) and all(map(_is_english_letters, known)):
+        return float(len(known)), 0.0
+    english = foreign_words = 0.0
+    for w in known:
+        rel_en = en[w] / TOTALS["en"] if en[w] >= wordlist.FLOOR else 0.0
+        rel_other = max((wordlist.count(w, lang) / TOTALS[lang] for lang in LATIN_LISTS), default=0.0)
+        if not _is_english_letters(w) and rel_en == 0.0:
+            foreign_words += 1  # letters English does not use: einfügen, página
+        elif rel_other > MARGIN * rel_en:
+            foreign_words += 1
+        elif rel_en:
+            english += 1
+    return english, foreign_words

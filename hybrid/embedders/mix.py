@@ -1,0 +1,110 @@
+"""Two embedders as one (spec ``mix:<spec>,<spec>``; the default ``mix:minilm,use-multilingual``):
+an English model and a multilingual one, their scores fused per query by the query's language.
+
+A document's vector is both models' unit vectors side by side, each scaled by 1/√2 (a unit
+vector of ``dim_a + dim_b`` dimensions). A query's vector is ``[a·q_a, b·q_b]`` scaled so that
+its inner product with a document is ``(a·cos_a + b·cos_b) / (a + b)``: score-level fusion of
+the two models inside one vector index, with weights chosen per query and nothing changed in
+the stores. The weights come from how far the query is not English
+(:func:`hybrid.core.lang.foreign`, ``p``): ``a = 1 − p`` and ``b = english·(1 − p) + p``, where
+``english`` is the second model's weight on an English question (:data:`ENGLISH_WEIGHT`). A
+model whose weight is 0 is not run (nor loaded): an English question with ``english = 0``
+costs exactly what the first model alone costs, and scores exactly as it would.
+
+Chunking counts the first model's tokens (its window is the one that truncates), so a vault's
+chunks are those the first model alone would make: upgrading an index from the first model to
+the mix re-embeds only the second model's half (:meth:`MixEmbedder.embed_documents` takes the
+halves already known). The id is ``mix(<id a>,<id b>)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from hybrid.embedders.base import Embedder
+from hybrid.embedders.registry import Options, UnknownSpec, make_embedder, spec_id
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT = "mix:minilm,use-multilingual"
+ENGLISH_WEIGHT = 0.0  # the second model's weight on an English query (see the module docstring)
+ROOT2 = math.sqrt(2.0)
+
+
+def split_spec(arg: str) -> tuple[str, str]:
+    """The two specs of ``mix:<a>,<b>`` (UnknownSpec unless exactly two non-empty ones)."""
+    parts = [p.strip() for p in arg.split(",")]
+    if len(parts) != 2 or not all(parts) or any(p.startswith("mix:") for p in parts):
+        raise UnknownSpec
+    return parts[0], parts[1]
+
+
+def mix_id(ids: Sequence[str]) -> str:
+    return f"mix({','.join(ids)})"
+
+
+def build(arg: str, options: Options) -> MixEmbedder:
+    a, b = split_spec(arg)
+    kw = {"ollama_host": options.ollama_host, "batch_size": options.batch_size}
+    return MixEmbedder(make_embedder(a, **kw), make_embedder(b, **kw))
+
+
+def build_id(arg: str) -> str:
+    return mix_id([spec_id(s) for s in split_spec(arg)])
+
+
+class MixEmbedder:
+    """Two embedders fused per query (see the module docstring); the Embedder protocol."""
+
+    def __init__(self, first: Embedder, second: Embedder, english: float = ENGLISH_WEIGHT):
+        self.parts = (first, second)
+        self.english = english
+        self.id = mix_id([first.id, second.id])
+        self.max_tokens = first.max_tokens
+
+    @property
+    def dim(self) -> int:
+        return self.parts[0].dim + self.parts[1].dim
+
+    def part(self, model_id: str) -> Embedder | None:
+        """The part recording ``model_id``, if one does."""
+        return next((p for p in self.parts if p.id == model_id), None)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.parts[0].count_tokens(texts)
+
+    def embed_documents(self, texts: Sequence[str],
+                        known: Sequence[Mapping[int, np.ndarray]] = ({}, {})) -> np.ndarray:
+        """Both halves of each text's vector; ``known[j]`` maps a text's position to part
+        ``j``'s vector when it is already at hand (an index built by that part alone), and
+        only the rest is embedded."""
+        import numpy as np
+        halves = []
+        for part, have in zip(self.parts, known):
+            out = np.zeros((len(texts), part.dim), dtype=np.float32)
+            todo = [i for i in range(len(texts)) if i not in have]
+            for i, v in have.items():
+                out[i] = v
+            if todo:
+                out[todo] = part.embed_documents([texts[i] for i in todo])
+            halves.append(out)
+        return np.ascontiguousarray(np.hstack(halves) / np.float32(ROOT2))
+
+    def weights(self, text: str) -> tuple[float, float]:
+        """(first, second) model weights for the query ``text``."""
+        from hybrid.core.lang import foreign
+        p = foreign(text)
+        return 1.0 - p, self.english * (1.0 - p) + p
+
+    def embed_query(self, text: str) -> np.ndarray:
+        import numpy as np
+        wa, wb = self.weights(text)
+        scale = np.float32(ROOT2 / (wa + wb))
+        halves = []
+        for part, w in zip(self.parts, (wa, wb)):
+            halves.append(part.embed_query(text) * np.float32(w) if w > 0
+                          else np.zeros(part.dim, dtype=np.float32))
+        return np.ascontiguousarray(np.concatenate(halves) * scale)

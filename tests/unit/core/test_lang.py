@@ -1,0 +1,39 @@
+"""How far a query is not English (hybrid.core.lang): the mix embedder's weights come from it."""
+
+import pytest
+
+from hybrid.core.lang import foreign
+
+
+@pytest.mark.parametrize("text", [
+    "how do I restore an old version of a note",
+    "tailscale subnet router",
+    "I messed up a note, can I bring back how it looked earlier today?",
+    "",
+    "12345 --- !!!",
+])
+def test_english_and_wordless_texts_are_not_foreign(text):
+    assert foreign(text) == 0.0
+
+
+@pytest.mark.parametrize("text", [
+    "Как открыть ссылку на другую заметку в новой вкладке?",
+    "保管庫をOneDriveに置いていると、ファイルが見つからないのはなぜ",
+    "如何同步笔记",
+    "كيف أغير لغة الواجهة",
+    "Tabelle in Notiz einfügen",
+    "notas al pie",
+    "raccourcis clavier AZERTY",
+    "Kann ich eine Notiz als PDF speichern, damit ich sie ausdrucken kann?",
+])
+def test_other_languages_are_mostly_foreign(text):
+    assert foreign(text) > 0.5
+
+
+def test_a_mixed_query_is_in_between():
+    # an English word beside a Japanese one: both say something
+    assert 0.0 < foreign("folder 保管庫") < 1.0
+    # a CJK run counts one word per two characters, so a long run outweighs one Latin word
+    assert foreign("folder 保管庫に置いているファイル") > foreign("folder 保管庫")
+    # a name in no word list says nothing either way
+    assert foreign("OneDrive 保管庫") == 1.0 and foreign("OneDrive sync settings") == 0.0

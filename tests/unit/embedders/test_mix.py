@@ -1,0 +1,110 @@
+"""The mix embedder (two models fused per query by language) and upgrading an index of one of
+its parts: logic with hash embedders, then the real default pair on a multilingual vault."""
+
+import numpy as np
+import pytest
+
+import hybrid
+from hybrid.embedders import make_embedder, spec_id
+from hybrid.embedders.mix import MixEmbedder
+from helpers import paths, write, write_multilingual_vault
+
+
+class Counting:
+    """A hash embedder that counts the texts it embeds."""
+
+    def __init__(self, dim):
+        self.inner = make_embedder(f"hash:{dim}")
+        self.id, self.max_tokens, self.texts = self.inner.id, self.inner.max_tokens, 0
+
+    @property
+    def dim(self):
+        return self.inner.dim
+
+    def count_tokens(self, texts):
+        return self.inner.count_tokens(texts)
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def test_spec_and_id_agree_without_loading():
+    emb = make_embedder("mix:hash:32,hash:16")
+    assert emb.id == spec_id("mix:hash:32,hash:16") == "mix(hash:32,hash:16)"
+    assert emb.dim == 48 and emb.max_tokens == make_embedder("hash:32").max_tokens
+    for bad in ("mix:hash:32", "mix:hash:32,", "mix:a,b,c", "mix:mix:hash:8,hash:8,hash:8"):
+        with pytest.raises(hybrid.HybridError, match="unknown embedder"):
+            make_embedder(bad)
+
+
+def test_scores_are_the_weighted_cosines_of_the_parts():
+    a, b = make_embedder("hash:32"), make_embedder("hash:16")
+    mix = MixEmbedder(a, b, english=0.0)
+    doc = "tomato plants need six hours of sun"
+    d = mix.embed_documents([doc])[0]
+    assert np.linalg.norm(d) == pytest.approx(1.0, abs=1e-5)
+    # English: the first model alone, exactly its cosine
+    q = "how much sun do tomatoes need"
+    assert mix.weights(q) == (1.0, 0.0)
+    assert float(mix.embed_query(q) @ d) == pytest.approx(float(a.embed_query(q) @ a.embed_documents([doc])[0]), abs=1e-5)
+    # another language: the second model alone
+    q = "wie viel Sonne brauchen Tomaten"
+    wa, wb = mix.weights(q)
+    assert wa < 0.5 < wb
+    want = (wa * float(a.embed_query(q) @ a.embed_documents([doc])[0])
+            + wb * float(b.embed_query(q) @ b.embed_documents([doc])[0])) / (wa + wb)
+    assert float(mix.embed_query(q) @ d) == pytest.approx(want, abs=1e-5)
+
+
+def test_known_halves_are_not_embedded_again():
+    a, b = Counting(32), Counting(16)
+    mix = MixEmbedder(a, b)
+    texts = ["one note", "another note", "a third"]
+    whole = mix.embed_documents(texts)
+    a.texts = b.texts = 0
+    known = {i: a.embed_documents([t])[0] for i, t in enumerate(texts[:2])}
+    a.texts = 0
+    again = mix.embed_documents(texts, [known, {}])
+    assert a.texts == 1 and b.texts == 3
+    np.testing.assert_allclose(again, whole, atol=1e-6)
+
+
+def test_an_index_of_one_part_is_upgraded_by_embedding_only_the_other(tmp_path):
+    write(tmp_path / "vault", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
+    write(tmp_path / "vault", "bikes.md", "# Bikes\n\nPatch a flat tyre with a kit.\n")
+    a, b = Counting(32), Counting(16)
+    h = hybrid.open(tmp_path / "home", embedders=[a], embedder="hash:32")
+    h.add_vault(tmp_path / "vault", "v")
+    first = h.index()[0]
+    h.close()
+    assert a.texts == first.chunks_embedded == first.chunks
+    a.texts = 0
+    mix = MixEmbedder(a, b)
+    h = hybrid.open(tmp_path / "home", embedders=[mix], embedder="mix:hash:32,hash:16")
+    # before the upgrade the part the index was built with answers (no mismatch error)
+    assert paths(h.search("tomatoes sun", mode="vector"))[0] == "garden.md"
+    report = h.index()[0]
+    assert report.upgraded == mix.id and report.chunk_parts_reused == first.chunks
+    assert a.texts == 0 and b.texts == first.chunks  # only the new half was embedded
+    assert h.status()[0].embedder == mix.id
+    hits = h.search("tomatoes sun", mode="vector")
+    assert paths(hits)[0] == "garden.md"
+    again = h.index()[0]
+    assert again.chunks_embedded == 0 and again.upgraded is None
+    h.close()
+
+
+def test_another_model_still_asks_for_reembed(tmp_path):
+    write(tmp_path / "vault", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
+    h = hybrid.open(tmp_path / "home", embedder="hash:24")
+    h.add_vault(tmp_path / "vault", "v")
+    h.index()
+    h.close()
+    h = hybrid.open(tmp_path / "home", embedder="mix:hash:32,hash:16")
+    report = h.index(keep_going=True)[0]
+    assert report.error and "--reembed" in report.error and "hash:24" in report.error
+    h.close()
