@@ -303,3 +303,31 @@ def uvicorn_thread(app, port: int | None = None, **config):
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def set_chunking_version(vault, version: int) -> None:
+    """Record ``vault``'s index as made by chunking ``version`` (an older one: the next index
+    run re-reads every note, as after an upgrade)."""
+    from hybrid.store import open_store
+    store = open_store(vault)
+    try:
+        old = json.loads(store.catalog.get_meta("chunking"))
+        store.catalog.set_meta("chunking", json.dumps({**old, "version": version}))
+    finally:
+        store.close()
+
+
+def index_on_backend(request, tmp_path_factory, notes: dict[str, str]):
+    """A handle (hash embedder) on a new home whose vault ``v`` holds ``notes`` ({path: text}),
+    indexed on the backend of ``request.param`` (``local``, or ``postgresql``: a fresh database
+    of the session's server), for module-scoped fixtures run on every backend."""
+    settings = {}
+    if request.param == "postgresql":
+        from conftest import new_database
+        settings["store"] = new_database(request.getfixturevalue("pg_server"))
+    root = tmp_path_factory.mktemp("vault")
+    for rel, text in notes.items():
+        write(root, rel, text)
+    h = hybrid.open(tmp_path_factory.mktemp("home"), embedder="hash:64", **settings)
+    h.add_vault(root, "v")
+    return h

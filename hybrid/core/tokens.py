@@ -1,5 +1,6 @@
 """Query and document tokens, as pure functions: identifier-shaped tokens, the literals a query
-names verbatim, the parts an identifier is indexed under, English function words, and the
+names verbatim, the parts an identifier is indexed under, English function words, the
+character bigrams text written without spaces (Chinese, Japanese, Korean) is read as, and the
 one-edit test of typo repair. The lexical index and the fusion stages build on these."""
 
 from __future__ import annotations
@@ -24,12 +25,52 @@ why will with would you your yours yourself yourselves get got also
 """.split())
 
 
+# Letters of the scripts written without spaces between words: Han (with 々〆〇), Hiragana,
+# Katakana (with ー, half-width forms) and Hangul. Korean puts spaces between phrases, but a
+# phrase is a noun with its particle glued on (보관소를, 보관소에): read whole, the noun alone
+# would never match it, so Hangul is split like the others (as Lucene's CJKAnalyzer does).
+# Punctuation of those blocks (・ 、 。) is left out: it separates runs, as a space does.
+CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3041-\u3096\u309d-\u309f"
+             "\u30a1-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff\u3400-\u4dbf"
+             "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff\uf900-\ufaff"
+             "\uff66-\uff9f\uffa0-\uffdc\U00020000-\U0003ffff")
+CJK_RE = re.compile(f"[{CJK_CHARS}]+")
+# a word character of a spaced script: what a whole word must not touch (a CJK character may:
+# there every position is a word boundary)
+SPACED_WORD = f"[^\\W{CJK_CHARS}]"
+HIRAGANA_RE = re.compile("[\u3041-\u3096\u309d-\u309f]+")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a character of a script written without spaces (:data:`CJK_CHARS`)."""
+    return CJK_RE.search(text) is not None
+
+
+def bigrams(run: str) -> list[str]:
+    """The overlapping character bigrams of a run of CJK characters (``保管庫`` gives ``保管``,
+    ``管庫``); a single character is its own unigram."""
+    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def split_cjk(text: str) -> str:
+    """``text`` with each run of CJK characters replaced by its :func:`bigrams`, spaced apart
+    and from the words around them, so that any tokenizer splitting at spaces reads each
+    bigram as a word, in order (a phrase of them is a phrase of bigrams). Text without CJK is
+    returned as it is."""
+    if text.isascii() or not has_cjk(text):  # isascii: a flag of the string, no scan
+        return text
+    return CJK_RE.sub(lambda m: " " + " ".join(bigrams(m.group())) + " ", text)
+
+
 def identifiers(text: str) -> list[str]:
     """Identifier-shaped tokens of ``text`` as written: ``orders-created``, ``10.0.0.0/24``,
     ``--advertise-routes=10.0.0.0/24``, ``error[E0502]``, ``pg_try_advisory_lock(42001)``.
     Closing brackets without an opening one inside the token (prose like ``(see x)``) are
-    dropped."""
+    dropped. CJK characters separate identifiers (``pg_dumpを使う`` holds ``pg_dump``); their
+    words are the stemming analyzer's bigrams, never identifiers."""
     out = []
+    if has_cjk(text):
+        text = CJK_RE.sub(" ", text)
     for tok in IDENT_RE.findall(text):
         while tok and tok[-1] in BRACKETS and tok.count(tok[-1]) > tok.count(BRACKETS[tok[-1]]):
             tok = tok[:-1]

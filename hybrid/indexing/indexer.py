@@ -96,10 +96,12 @@ def chunking_meta(s: Settings) -> str:
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
     any script and a front block that cannot be read recorded, both for the agent view;
     version 5: a note's date from its ``date``/``created`` fields too, see
-    :data:`hybrid.core.dates.NOTE_DATE_FIELDS`. The re-read costs no embedding, the chunks
+    :data:`hybrid.core.dates.NOTE_DATE_FIELDS`; version 6: the lexical arm reads CJK text as
+    character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
+    tantivy or PostgreSQL, is written again. The re-read costs no embedding, the chunks
     being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 5})
+                       "header": s.context_header, "version": 6})
 
 
 @dataclass

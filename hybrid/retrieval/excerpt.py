@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
-from hybrid.core.tokens import STOPWORDS
+from hybrid.core.tokens import CJK_RE, HIRAGANA_RE, SPACED_WORD, STOPWORDS, bigrams
 
 FENCE_RE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
@@ -89,12 +89,19 @@ class Marker:
     ``tomato``); an identifier of the query (``orders-created``) as a whole, its parts as
     words. Whole words only (``in`` never marks ``Internal``), never a function word or a
     single character. ``stem``: the lexical arm's analyzer (text -> stems); each word of the
-    passages is stemmed once per search however many hits hold it."""
+    passages is stemmed once per search however many hits hold it.
+
+    Text without spaces between words (Chinese, Japanese) is matched as the lexical arm reads
+    it, by character bigrams: each longest stretch of the passage covered by bigrams of the
+    query is marked (``保管庫`` in ``保管庫を`` for a query ``保管庫はどこ``), unless it is all
+    Hiragana (particles and endings: ``いる``, ``ここ``, CJK's function words)."""
 
     def __init__(self, query: str, stem: Callable[[str], list[str]]):
         self.stem = functools.lru_cache(maxsize=None)(stem)
+        low = query.lower()
+        self.bigrams = frozenset(b for run in CJK_RE.findall(low) for b in bigrams(run) if len(b) == 2)
         written: set[str] = set()
-        for token in TOKEN_RE.findall(query.lower()):
+        for token in TOKEN_RE.findall(CJK_RE.sub(" ", low)):
             parts = [p for p in PART_RE.findall(token) if not p.isdigit()] if token != token.strip(".-/") \
                 or not token.isalnum() else []  # 10.0.0.0/24 marks itself, not every "10"
             written.update(w for w in (token, *parts) if _content(w))
@@ -107,15 +114,36 @@ class Marker:
             if starts else None
 
     def __call__(self, text: str) -> list[str]:
-        if not self.written:
+        if not (self.written or self.bigrams):
             return []
         low = text.lower()
         out = {c for c in self.compounds if c in low and _mark_re((c,)).search(low)}  # type: ignore[union-attr]
+        if self.bigrams:
+            out.update(self._cjk(low))
+            low = CJK_RE.sub(" ", low)  # the words of spaced scripts around them
         if self.candidates is not None:
             for w in set(self.candidates.findall(low)):
                 if w in self.written or (w.isalnum() and _content(w) and self._stem(w) in self.stems):
                     out.add(w)
         return sorted(out)
+
+    def _cjk(self, low: str) -> set[str]:
+        """The longest stretches of ``low``'s CJK runs covered by the query's bigrams."""
+        out = set()
+        for run in CJK_RE.findall(low):
+            covered = [False] * len(run)
+            for i in range(len(run) - 1):
+                if run[i:i + 2] in self.bigrams:
+                    covered[i] = covered[i + 1] = True
+            start = None
+            for i, c in enumerate([*covered, False]):
+                if c and start is None:
+                    start = i
+                elif not c and start is not None:
+                    part, start = run[start:i], None
+                    if not HIRAGANA_RE.fullmatch(part):
+                        out.add(part)
+        return out
 
     def _stem(self, word: str) -> str | None:
         out = self.stem(word)
@@ -131,11 +159,13 @@ def _mark_re(words: tuple[str, ...]) -> re.Pattern | None:
     if not words:
         return None
     alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+    return re.compile(rf"(?<!{SPACED_WORD})(?:{alternatives})(?!{SPACED_WORD})", re.IGNORECASE)
 
 
 def mark_spans(line: str, words: Iterable[str]) -> list[tuple[int, int]]:
     """(start, end) of each whole-word occurrence in ``line`` of the marked ``words`` (a hit's
-    :attr:`~hybrid.retrieval.hits.Hit.marks`), the longest where several start together."""
+    :attr:`~hybrid.retrieval.hits.Hit.marks`), the longest where several start together. A
+    CJK character is no part of a spaced script's word: ``OneDrive`` is whole in ``OneDriveに``,
+    and a mark of CJK characters is whole anywhere in their run."""
     pattern = _mark_re(tuple(sorted(set(words))))
     return [] if pattern is None else [m.span() for m in pattern.finditer(line)]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from hybrid.core.tokens import STOPWORDS
+from hybrid.core.tokens import HIRAGANA_RE, STOPWORDS
 
 K = TypeVar("K", bound=Hashable)
 
@@ -59,9 +59,11 @@ Analyze = Callable[[str], Iterable[str]]
 
 
 def content_stems(text: str, analyze: Analyze) -> set[str]:
-    """The stems of ``text``'s words that are not English function words."""
+    """The stems of ``text``'s words that are not English function words, nor CJK bigrams of
+    Hiragana alone (particles and endings: ``はど``, ``いる``). CJK text gives its bigrams,
+    as the lexical arm reads it (``analyze``), so they compare with a passage's."""
     words = [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOPWORDS]
-    return set(analyze(" ".join(words))) if words else set()
+    return {s for s in analyze(" ".join(words)) if not HIRAGANA_RE.fullmatch(s)} if words else set()
 
 
 def coverage(want: set[str], texts: Iterable[str], analyze: Analyze) -> float:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from hybrid.core.tokens import SPACED_WORD
+
 
 @dataclass
 class Hit:
@@ -109,7 +111,7 @@ def obsidian_uri(vault_folder: str, path: str) -> str:
             + "&file=" + urllib.parse.quote(file, safe=""))
 
 
-_WORD_START = re.compile(r"(?<!\w).", re.S)
+_WORD_START = re.compile(rf"(?<!{SPACED_WORD}).", re.S)  # in CJK text, every position
 # how the query's own words are split for snippets and highlighting (hybrid.retrieval.pipeline.needles)
 NEEDLE_RE = re.compile(r"\w[\w\-./]*\w|\w")
 

@@ -4,7 +4,8 @@ do about each.
 A word is **not a typo** when any searched vault holds it, as typed or by its stem (``drawing``
 when a vault says ``drawings``; ``--advertise-routes`` when it says ``route``), or when a shipped
 word list has it (:mod:`hybrid.core.wordlist`: ``bread`` in a vault that never mentions
-bread). Only a word of 5+ letters that passes neither test is a typo.
+bread). Only a word of 5+ letters that passes neither test is a typo; a CJK word never is (the
+lexical arm reads it as bigrams: one edit away is another word).
 
 For a typo, each vault proposes its most frequent word one edit away (same first letter). The
 proposal is **rewritten** into the query (both arms and the query embedding read it) only when it
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 from hybrid.core.tokens import STOPWORDS
 from hybrid.core import wordlist
 from hybrid.retrieval.result import WORD_RE
-from hybrid.store.lexicon import FUZZY_MIN_LEN, LexicalQuery
+from hybrid.store.lexicon import LexicalQuery, spellable
 
 if TYPE_CHECKING:
     from hybrid.retrieval.query import ParsedQuery
@@ -58,7 +59,7 @@ def repair(stores: Sequence[Searchable], parsed: ParsedQuery, languages: Sequenc
         if not rest:
             break
         held |= store.lexical.known(rest)
-    unknown = [w for w in content if w not in held and len(w) >= FUZZY_MIN_LEN and w.isalpha()]
+    unknown = [w for w in content if w not in held and spellable(w)]
     typos = [w for w in unknown if not wordlist.is_word(w, languages)]
     out = Spelling(typos=typos)
     if not typos:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from hybrid.core.tokens import ident_tokens
+from hybrid.core.tokens import has_cjk, ident_tokens, split_cjk
 from hybrid.sources import kind_of, kind_term
 from hybrid.store.base import ChunkRow
 
@@ -30,15 +30,42 @@ class LexicalQuery:
     typos: list[str] | None = None
 
 
-def stem_analyzer():
-    """The English analyzer of the title, headings and body fields: ``.analyze(text)`` gives
-    the stems (also what the PostgreSQL store indexes, so both stores read text alike)."""
-    import tantivy
-    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.remove_long(40))
-            .filter(tantivy.Filter.lowercase())
-            .filter(tantivy.Filter.ascii_fold())
-            .filter(tantivy.Filter.stemmer("english")).build())
+def spellable(word: str) -> bool:
+    """Whether typo repair may judge ``word`` (lower case): 5+ letters of a script written with
+    spaces. A CJK word is read as bigrams: one edit away from it is another word, no typo."""
+    return len(word) >= FUZZY_MIN_LEN and word.isalpha() and not has_cjk(word)
+
+
+class StemAnalyzer:
+    """The analyzer of the title, headings and body fields: ``.analyze(text)`` gives the stems
+    (also what the PostgreSQL store indexes, so both stores read text alike). Words are split at
+    anything not a letter or digit, lower-cased, accents folded and stemmed as English; a run
+    of CJK characters becomes its overlapping character bigrams first
+    (:func:`hybrid.core.tokens.split_cjk`), so ``保管庫`` is read as ``保管 管庫``.
+
+    tantivy runs ``tokenizer`` itself on the documents it indexes (a Python function cannot be
+    a tantivy tokenizer): what is given to it must go through :meth:`prepare` first."""
+
+    def __init__(self) -> None:
+        import tantivy
+        self.tokenizer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                          .filter(tantivy.Filter.remove_long(40))
+                          .filter(tantivy.Filter.lowercase())
+                          .filter(tantivy.Filter.ascii_fold())
+                          .filter(tantivy.Filter.stemmer("english")).build())
+
+    @staticmethod
+    def prepare(text: str) -> str:
+        """``text`` as :attr:`tokenizer` must read it (CJK runs as spaced bigrams)."""
+        return split_cjk(text)
+
+    def analyze(self, text: str) -> list[str]:
+        return self.tokenizer.analyze(split_cjk(text))
+
+
+def stem_analyzer() -> StemAnalyzer:
+    """The stemming analyzer both stores read text with (:class:`StemAnalyzer`)."""
+    return StemAnalyzer()
 
 
 @dataclass

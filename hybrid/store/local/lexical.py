@@ -8,7 +8,8 @@ indexes, not two kinds of document in one, because tantivy's BM25 statistics (do
 average field length) are per index: mixing the kinds would skew both.
 
 Fields: ``title`` (title, aliases, file name), ``headings`` (heading path and tags), ``body``
-(chunk text) share one English-stemming analyzer; ``ident`` keeps identifiers whole
+(chunk text) share one English-stemming analyzer (:class:`hybrid.store.lexicon.StemAnalyzer`:
+CJK runs as character bigrams, given to tantivy already split); ``ident`` keeps identifiers whole
 (``orders-created``, ``10.0.0.0/24``, ``--advertise-routes``, ``obsidian://open``) plus their
 parts, lowercased and unstemmed, and serves exact-identifier and typo-tolerant matching.
 ``chunk_id`` holds a chunk's id, or every chunk id of a section (so deleting any chunk of a
@@ -33,6 +34,7 @@ from hybrid.core.tokens import (
     STOPWORDS,
     SYMBOL_RE,
     WORD_RE,
+    has_cjk,
     ident_tokens,
     identifiers,
     is_compound,
@@ -47,6 +49,7 @@ from hybrid.store.lexicon import (
     IDENT_BOOST,
     LexicalQuery,
     doc_fields,
+    spellable,
     stem_analyzer,
     units,
 )
@@ -79,7 +82,7 @@ class LexicalIndex:
             self.index = tantivy.Index(self.schema, path=str(directory), reuse=True)
             self.sections = tantivy.Index(self.schema, path=str(directory / SECTIONS), reuse=True)
         for index in (self.index, self.sections):
-            index.register_tokenizer("hy_stem", self.stem)
+            index.register_tokenizer("hy_stem", self.stem.tokenizer)
             index.register_tokenizer("hy_ident", ident)
 
     @contextlib.contextmanager
@@ -167,9 +170,10 @@ class LexicalIndex:
         """The chunk document of ``c``, or (``section`` given: its chunks, ``c`` the first) the
         section document."""
         f = doc_fields(c, section)
+        prep = self.stem.prepare
         return self._t.Document(
             chunk_id=[r.id for r in section] if section else c.id,
-            title=f.title, headings=f.headings, body=f.body, ident=" ".join(f.ident),
+            title=prep(f.title), headings=prep(f.headings), body=prep(f.body), ident=" ".join(f.ident),
             folder=f.folders or [""], tag=f.tags or [""], modified=int(c.modified))
 
     def _docs(self, batches: Iterable[list[ChunkRow]]):
@@ -264,7 +268,7 @@ class LexicalIndex:
         searcher = self.index.searcher()
         out: dict[str, str] = {}
         for word in dict.fromkeys(w.lower() for w in words):
-            if len(word) < FUZZY_MIN_LEN or not word.isalpha() or self._holds(searcher, word):
+            if not spellable(word) or self._holds(searcher, word):
                 continue
             best, best_df = None, 0
             for term, df in searcher.terms_with_prefix("ident", word[0]):
@@ -346,7 +350,8 @@ class LexicalIndex:
             return [w.lower() for w in q.typos]
         searcher = self.index.searcher()
         return [w for w in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
-                if len(w) >= FUZZY_MIN_LEN and not w.isdigit() and not self._holds(searcher, w)]
+                if len(w) >= FUZZY_MIN_LEN and not w.isdigit() and not has_cjk(w)
+                and not self._holds(searcher, w)]
 
     def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
                  sources: Sequence[str] = ()):

@@ -3,8 +3,9 @@
 PostgreSQL's own ``ts_rank_cd`` has no inverse document frequency and no length
 saturation, so a rare word counts no more than "the". Here each chunk and each heading
 section gets a ``tsvector`` written by the same analyzer as the local tantivy index
-(:func:`hybrid.store.local.lexical.stem_analyzer`, :func:`hybrid.store.local.lexical.doc_fields`): stems of the title
-(weight A), headings and tags (B) and body (D) with their positions, and the identifier tokens
+(:class:`hybrid.store.lexicon.StemAnalyzer`, :func:`hybrid.store.lexicon.doc_fields`; CJK runs
+as character bigrams): stems of the title (weight A), headings and tags (B) and body (D) with
+their positions, and the identifier tokens
 (C) under a ``=`` prefix (``=orders-created``, ``=postgres``), which also serve typo repair.
 The GIN index picks the candidates (``@@``); their BM25F score is computed in SQL from the
 positions' weights (title 2, headings 1.5, body 1) with document frequencies kept in
@@ -24,12 +25,20 @@ from hybrid.core.tokens import (
     STOPWORDS,
     SYMBOL_RE,
     WORD_RE,
+    has_cjk,
     ident_tokens,
     identifiers,
     is_compound,
     within_one_edit,
 )
-from hybrid.store.lexicon import FUZZY_BOOST, FUZZY_MIN_LEN, IDENT_BOOST, LexicalQuery, doc_fields
+from hybrid.store.lexicon import (
+    FUZZY_BOOST,
+    FUZZY_MIN_LEN,
+    IDENT_BOOST,
+    LexicalQuery,
+    doc_fields,
+    spellable,
+)
 from hybrid.store.sql import like_escape
 
 K1, B = 1.2, 0.75           # BM25, as tantivy's
@@ -148,7 +157,7 @@ class PgLexical:
         typed or by its stem), mapped to the most frequent indexed word within one edit that
         starts with the same letter."""
         out: dict[str, str] = {}
-        wanted = [w for w in dict.fromkeys(w.lower() for w in words) if len(w) >= FUZZY_MIN_LEN and w.isalpha()]
+        wanted = [w for w in dict.fromkeys(w.lower() for w in words) if spellable(w)]
         known = self.known(wanted)
         for word in wanted:
             if word in known:
@@ -209,7 +218,8 @@ class PgLexical:
                 wanted = [w.lower() for w in q.typos]
             else:
                 words = dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
-                wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()]
+                wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()
+                          and not has_cjk(w)]
             for right in self.corrections(wanted).values():
                 ors.append(quote(IDENT + right))
                 plan.scored[IDENT + right] = max(plan.scored.get(IDENT + right, 0.0), FUZZY_BOOST)

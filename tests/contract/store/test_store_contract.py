@@ -11,9 +11,8 @@ import os
 
 import pytest
 from conftest import store_param
-from helpers import write
+from helpers import index_on_backend, write
 
-import hybrid
 from hybrid.core.errors import VaultError
 from hybrid.sources import FetchedPage
 from hybrid.store import backend, open_store
@@ -33,16 +32,9 @@ NOTES = {
 @pytest.fixture(scope="module", params=["local", store_param("postgresql")])
 def indexed(request, tmp_path_factory):
     """(handle, vault) of the small vault, indexed once on the backend the test runs for."""
-    settings = {}
-    if request.param == "postgresql":
-        from conftest import new_database
-        settings["store"] = new_database(request.getfixturevalue("pg_server"))
-    root = tmp_path_factory.mktemp("vault")
-    for rel, text in NOTES.items():
-        write(root, rel, text)
-    os.utime(root / "home/garden.md", (1_600_000_000, 1_600_000_000))
-    h = hybrid.open(tmp_path_factory.mktemp("home"), embedder="hash:64", **settings)
-    h.add_vault(root, "v")
+    h = index_on_backend(request, tmp_path_factory, NOTES)
+    vault = h.config.vault("v")
+    os.utime(vault.path / "home/garden.md", (1_600_000_000, 1_600_000_000))
     report = h.index()[0]
     assert report.added == len(NOTES) and not report.error
     yield h, h.config.vault("v")

@@ -48,6 +48,13 @@ def test_readable_renders_markdown_as_text(markdown, shown):
     # a query word the text does not hold marks nothing
     ("kubernetes tomato", "Tomatoes need sun", ["tomatoes"]),
     ("the of and", "the end of it", []),
+    # CJK by bigrams: the longest stretch the query's bigrams cover, inside the run; words of
+    # spaced scripts glued to CJK whole; stretches of Hiragana alone (particles) never
+    ("OneDrive 保管庫はどこ", "保管庫をOneDriveに置いている", ["onedrive", "保管庫"]),
+    ("文件同步", "我们每天晚上把文件同步到服务器", ["文件同步"]),
+    ("同步到哪里", "把文件同步到服务器，同样", ["同步到"]),
+    ("どこにいる", "ここにいる", []),
+    ("庫", "保管庫", []),  # a single character, as a single letter, marks nothing
 ])
 def test_marker_marks_whole_words_of_the_query(query, text, marked):
     assert Marker(query, STEM)(text) == marked
@@ -58,6 +65,9 @@ def test_mark_spans_are_whole_words_longest_first():
     assert [line[a:b] for a, b in mark_spans(line, ["in", "tomatoes", "orders", "orders-created"])] == \
         ["Tomatoes", "in", "orders-created", "orders"]
     assert mark_spans(line, []) == []
+    line = "保管庫をOneDriveに置いている, OneDrives"  # a CJK neighbour is a word boundary
+    assert [line[a:b] for a, b in mark_spans(line, ["onedrive", "保管庫", "いる"])] == \
+        ["保管庫", "OneDrive", "いる"]
 
 
 NOTES = {

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import set_chunking_version, write
 
 from hybrid.core.dates import date_source, note_date, note_date_value
 from hybrid.faces.cli.main import main
@@ -119,15 +119,7 @@ def test_date_source_names_mtime_when_the_stored_date_is_not_the_frontmatters():
 def test_an_index_of_the_previous_version_is_read_again_without_re_embedding(home):
     """Indexes made before the note dates (chunking version 4) re-read each note once on the
     next run to pick them up; no text is embedded again."""
-    import json
-
-    from hybrid.store import open_store
-    store = open_store(home.config.vault("v"))
-    try:
-        old = json.loads(store.catalog.get_meta("chunking"))
-        store.catalog.set_meta("chunking", json.dumps({**old, "version": 4}))
-    finally:
-        store.close()
+    set_chunking_version(home.config.vault("v"), 4)
     assert home.status()[0].changes.changed == 3  # what the next run will do
     report = home.index()[0]
     assert (report.updated, report.chunks_embedded) == (3, 0)

@@ -18,6 +18,11 @@ def test_parts():
     assert q.text == "subnet router tailscale --advertise-routes"
 
 
+def test_cjk_parts_split_at_the_ideographic_space_and_take_the_operators():
+    q = parse_query('保管庫\u3000同期 -同步 "文件同步" tag:日記')
+    assert (q.terms, q.excludes, q.phrases, q.tags) == (["保管庫", "同期"], ["同步"], ["文件同步"], ["日記"])
+
+
 @pytest.mark.parametrize("bad, msg", [("", "empty"), ("   ", "empty"), ('foo "bar', "unbalanced"),
                                       ("-foo", "only exclusions"), ("-foo tag:x", "only exclusions"),
                                       ("x since:yesterday", "bad date")])

@@ -30,6 +30,14 @@ def test_snippet_shows_the_query_words():
     assert "tailscale" in out and "advertise-routes" in out and out.startswith("…")
 
 
+def test_snippet_centres_on_a_word_inside_a_cjk_run():
+    """CJK text has no spaces: a word anywhere in a run is a place to centre on."""
+    text = "あ" * 400 + "保管庫をOneDriveに" + "い" * 400
+    assert needle_hits(text.lower(), ["保管庫", "onedrive"]) == [(400, "保管庫"), (404, "onedrive")]
+    out = snippet(text, ["保管庫", "onedrive"], 100)
+    assert "保管庫をOneDriveに" in out and out.startswith("…") and out.endswith("…")
+
+
 @pytest.mark.slow  # scale: 20 snippets of a 1,000-word query
 def test_long_query_compiles_no_regex_per_word(monkeypatch):
     words = [f"w{i:04d}" for i in range(1000)]

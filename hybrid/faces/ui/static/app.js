@@ -20,7 +20,9 @@ const state = {
 };
 
 // Put text into node with each of a hit's marks (the words of it the server found answering the
-// query: hybrid.retrieval.excerpt.Marker) wrapped in <mark>, as whole words only, as the CLI does.
+// query: hybrid.retrieval.excerpt.Marker) wrapped in <mark>, as whole words only, as the CLI does
+// (hybrid.retrieval.excerpt.mark_spans): a CJK character is no part of a spaced script's word, and
+// in CJK text every position is a word boundary.
 function highlight(node, text, marks) {
   const re = markRegex(marks);
   if (!re) { node.append(text); return node; }
@@ -35,6 +37,7 @@ function highlight(node, text, marks) {
   return node;
 }
 
+const SPACED_WORD = "(?:(?![\\p{scx=Han}\\p{scx=Hira}\\p{scx=Kana}\\p{scx=Hang}])[\\p{L}\\p{N}_])";
 const markRegexes = new Map();
 function markRegex(marks) {
   const words = [...new Set(marks || [])].sort((a, b) => b.length - a.length)
@@ -43,7 +46,7 @@ function markRegex(marks) {
   const key = words.join("|");
   if (!markRegexes.has(key)) {
     if (markRegexes.size > 200) markRegexes.clear();
-    markRegexes.set(key, new RegExp(`(?<![\\p{L}\\p{N}_])(?:${key})(?![\\p{L}\\p{N}_])`, "giu"));
+    markRegexes.set(key, new RegExp(`(?<!${SPACED_WORD})(?:${key})(?!${SPACED_WORD})`, "giu"));
   }
   return markRegexes.get(key);
 }
