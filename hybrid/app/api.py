@@ -283,8 +283,11 @@ class Hybrid:
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
 
-        def query_vector(embedder_id: str, text: str):
-            return embedders[embedder_id].embed_query(text)
+        def query_vector(embedder_id: str, text: str, reach: bool = False):
+            emb = embedders[embedder_id]
+            if reach and hasattr(emb, "parts"):  # a mix: English questions reach other languages
+                return emb.embed_query(text, reach=True)  # type: ignore[call-arg]
+            return emb.embed_query(text)
 
         rescore = self.reranker().scores if request.rerank else None
         # One search at a time per handle: SQLite connections and the tantivy searcher are

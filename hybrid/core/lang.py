@@ -33,6 +33,9 @@ TOTALS = {"en": 1_646_569_324, "de": 123_710_846, "es": 688_805_284, "fr": 353_8
           "it": 445_269_334, "nl": 382_426_387, "pt": 387_750_743}
 MARGIN = 4.0  # how much more frequent (relatively) a word must be in another language
 WORD_RE = re.compile(r"[^\W\d_]+", re.U)
+# what is not prose in any language: links, URLs, code spans and fenced blocks, HTML tags
+NOT_PROSE_RE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`|\]\([^)\s]*\)|[a-z][a-z0-9+.-]*://\S+|<[^>\n]*>",
+                          re.S | re.I)
 CLOSE_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA")  # written without spaces between words
 
 
@@ -51,7 +54,7 @@ def foreign(text: str) -> float:
     0 for a text with no words."""
     latin: list[str] = []
     other = 0.0
-    for run in WORD_RE.findall(text):
+    for run in WORD_RE.findall(NOT_PROSE_RE.sub(" ", text)):
         scripts = {_script(c) for c in run}
         if scripts <= {"LATIN"}:
             latin.append(run.lower())
@@ -84,3 +87,16 @@ def _weigh(words: tuple[str, ...]) -> tuple[float, float]:
         elif rel_en:
             english += 1
     return english, foreign_words
+
+
+SAMPLE_CHARS = 600  # of a chunk's text, enough words to tell its language
+
+
+def other_language_share(texts: list[str]) -> float:
+    """The share of ``texts`` (chunk texts, a sample of a vault's) written mostly in another
+    language than English (:func:`foreign` of their first :data:`SAMPLE_CHARS` characters
+    above one half)."""
+    if not texts:
+        return 0.0
+    return sum(foreign(t[:SAMPLE_CHARS]) > 0.5 for t in texts) / len(texts)
+

@@ -5,9 +5,12 @@ A document's vector is both models' unit vectors side by side, each scaled by 1/
 vector of ``dim_a + dim_b`` dimensions). A query's vector is ``[a·q_a, b·q_b]`` scaled so that
 its inner product with a document is ``(a·cos_a + b·cos_b) / (a + b)``: score-level fusion of
 the two models inside one vector index, with weights chosen per query and nothing changed in
-the stores. The weights come from how far the query is not English
+the stores. A document in another language (:data:`OTHER_TEXT`) has no first half: the
+English model reads noise in it. The weights come from how far the query is not English
 (:func:`hybrid.core.lang.foreign`, ``p``): ``a = 1 − p`` and ``b = english·(1 − p) + p``, where
-``english`` is the second model's weight on an English question (:data:`ENGLISH_WEIGHT`). A
+``english`` is the second model's weight on an English question (:data:`ENGLISH_WEIGHT`;
+:data:`REACH_WEIGHT` when the vaults searched hold notes in other languages, so that an English
+question finds them). A
 model whose weight is 0 is not run (nor loaded): an English question with ``english = 0``
 costs exactly what the first model alone costs, and scores exactly as it would.
 
@@ -23,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from hybrid.core.lang import SAMPLE_CHARS, foreign
 from hybrid.embedders.base import Embedder
 from hybrid.embedders.registry import Options, UnknownSpec, make_embedder, spec_id
 
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
 
 DEFAULT = "mix:minilm,use-multilingual"
 ENGLISH_WEIGHT = 0.0  # the second model's weight on an English query (see the module docstring)
+REACH_WEIGHT = 0.5  # … when the vaults searched hold notes in other languages
+OTHER_TEXT = 0.8  # a document this far not English (hybrid.core.lang.foreign) has no first half
 ROOT2 = math.sqrt(2.0)
 
 
@@ -48,8 +54,9 @@ def mix_id(ids: Sequence[str]) -> str:
 
 def build(arg: str, options: Options) -> MixEmbedder:
     a, b = split_spec(arg)
-    kw = {"ollama_host": options.ollama_host, "batch_size": options.batch_size}
-    return MixEmbedder(make_embedder(a, **kw), make_embedder(b, **kw))
+    first, second = (make_embedder(s, ollama_host=options.ollama_host, batch_size=options.batch_size)
+                     for s in (a, b))
+    return MixEmbedder(first, second)
 
 
 def build_id(arg: str) -> str:
@@ -91,17 +98,23 @@ class MixEmbedder:
             if todo:
                 out[todo] = part.embed_documents([texts[i] for i in todo])
             halves.append(out)
+        # a text in another language: the first (English) model reads noise in it, so its
+        # half is left out and the text is found through the second model alone
+        other = [i for i, t in enumerate(texts) if foreign(t[:SAMPLE_CHARS]) > OTHER_TEXT]
+        halves[0][other] = 0.0
         return np.ascontiguousarray(np.hstack(halves) / np.float32(ROOT2))
 
-    def weights(self, text: str) -> tuple[float, float]:
-        """(first, second) model weights for the query ``text``."""
-        from hybrid.core.lang import foreign
+    def weights(self, text: str, reach: bool = False) -> tuple[float, float]:
+        """(first, second) model weights for the query ``text``; ``reach``: the vaults searched
+        hold notes in other languages, which an English question reaches through the second
+        model (weight :data:`REACH_WEIGHT`)."""
         p = foreign(text)
-        return 1.0 - p, self.english * (1.0 - p) + p
+        english = max(self.english, REACH_WEIGHT) if reach else self.english
+        return 1.0 - p, english * (1.0 - p) + p
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         import numpy as np
-        wa, wb = self.weights(text)
+        wa, wb = self.weights(text, reach)
         scale = np.float32(ROOT2 / (wa + wb))
         halves = []
         for part, w in zip(self.parts, (wa, wb)):

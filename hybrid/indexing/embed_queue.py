@@ -123,7 +123,8 @@ class EmbedQueue:
         group, self.window = self.window[:EMBED_GROUP], self.window[EMBED_GROUP:]
         texts = [x for _, x in group]
         known = self._known_parts([h for h, _ in group])
-        vecs = self.embedder.embed_documents(texts, known) if known else self.embedder.embed_documents(texts)
+        vecs = (self.embedder.embed_documents(texts, known)  # type: ignore[call-arg]  # a mix's
+                if known else self.embedder.embed_documents(texts))
         self.store.catalog.put_embeddings(self.embedder.id, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
         self.report.chunks_embedded += len(group)
         self.busy += time.perf_counter() - t

@@ -167,6 +167,21 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
                                               redactor=job.redactor).journal
 
 
+OTHER_LANGUAGES = "other_languages"  # catalog meta: the share of chunks not in English (a sample's)
+LANGUAGE_SAMPLE = 300
+
+
+def _other_languages(cat) -> float:
+    """The share of the vault's chunks written in another language than English, from up to
+    :data:`LANGUAGE_SAMPLE` of them spread evenly over the ledger (hybrid.core.lang): a
+    multilingual embedder then weighs its multilingual half on English questions too."""
+    from hybrid.core.lang import other_language_share
+    ids = cat.all_chunk_ids()
+    step = max(1, len(ids) // LANGUAGE_SAMPLE)
+    rows = cat.chunks(ids[::step][:LANGUAGE_SAMPLE])
+    return other_language_share([r.text for r in rows.values()])
+
+
 def upgrades(embedder: Embedder, stored: str) -> bool:
     """Whether an index of model ``stored`` becomes ``embedder``'s by adding vectors: ``stored``
     is a part of it (:class:`hybrid.embedders.mix.MixEmbedder`)."""
@@ -280,6 +295,8 @@ def _finish(store: Store, job: _Job, report: IndexReport) -> None:
         cat.set_meta("dim", str(job.embedder.dim))
     cat.set_meta("last_indexed", str(time.time()))
     report.chunks = cat.chunk_count()
+    if report.added or report.updated or report.removed or cat.get_meta(OTHER_LANGUAGES) is None:
+        cat.set_meta(OTHER_LANGUAGES, f"{_other_languages(cat):.4f}")
     store.reclaim(job.embedder.id, force=bool(report.upgraded))  # an upgrade: the part's vectors go
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
     timed = job.clock.rounded()

@@ -46,7 +46,8 @@ Pin = Literal["verbatim", "literal", "phrase"]
 # a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts,
 # filtered): hybrid.store.port.Searchable
 Targets = Sequence[tuple["Vault", "Searchable"]]
-QueryVector = Callable[[str, str], "object"]
+# (embedder id, text, reach): reach = the vaults hold notes in other languages than English
+QueryVector = Callable[[str, str, bool], "object"]
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 
 
@@ -136,15 +137,30 @@ def embed_query(targets: Targets, mode: str, text: str,
                 query_vector: QueryVector | None) -> dict[str, Future]:
     """Start embedding ``text`` (the text with its sure typos rewritten: the model reads a
     misspelling as noise) once per distinct embedder of the target vaults, on the embedding thread; the
-    lexical arm runs meanwhile. Empty when the vector arm does not run."""
+    lexical arm runs meanwhile. Empty when the vector arm does not run. ``reach`` tells a
+    multilingual embedder that some vault holds notes in other languages (so an English
+    question weighs its multilingual half too: :mod:`hybrid.embedders.mix`)."""
     vectors: dict[str, Future] = {}
     if mode not in ("vector", "hybrid") or query_vector is None:
         return vectors
+    reach = any(other_languages(store) >= REACH_SHARE for _, store in targets)
     for _, store in targets:
         eid = store.embedder_id
         if eid and eid not in vectors:
-            vectors[eid] = _embedding_pool().submit(query_vector, eid, text)
+            vectors[eid] = _embedding_pool().submit(query_vector, eid, text, reach)
     return vectors
+
+
+REACH_SHARE = 0.02  # vaults with this share of chunks in other languages: English questions reach them
+
+
+def other_languages(store: Searchable) -> float:
+    """The share of a vault's chunks in other languages than English, as its last index run
+    sampled it (0 when never measured)."""
+    try:
+        return float(store.ledger.get_meta("other_languages") or 0.0)
+    except ValueError:
+        return 0.0
 
 
 def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,

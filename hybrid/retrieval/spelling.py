@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hybrid.core.tokens import STOPWORDS
 from hybrid.core import wordlist
+from hybrid.core.tokens import STOPWORDS
 from hybrid.retrieval.result import WORD_RE
 from hybrid.store.lexicon import LexicalQuery, spellable
 

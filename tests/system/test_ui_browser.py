@@ -66,9 +66,9 @@ class Page:
 
 
 @pytest.fixture
-def sample_server(sample_home, minilm):
+def sample_server(sample_home, default_mix):
     """The bundled sample vault, indexed with the real model, behind a running server."""
-    h = hybrid.open(sample_home, embedders=[minilm])
+    h = hybrid.open(sample_home, embedders=[default_mix])
     with app_server(h, owner_key=OWNER) as url:
         yield url
     h.close()

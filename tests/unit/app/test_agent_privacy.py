@@ -278,7 +278,7 @@ def test_near_guesses_of_a_redacted_password_score_like_any_guess(tmp_path, mini
     v = tmp_path / "vault"
     write(v, "wifi.md", SECRET_NOTE)
     write(v, "other.md", "# Garden\n\nTomatoes need sun and water.\n")
-    h = hybrid.open(tmp_path / "home", embedders=[minilm])
+    h = hybrid.open(tmp_path / "home", embedders=[minilm], embedder="minilm")
     h.add_vault(v, "v")
     h.index()
     guesses = ["falconorbit77", "falconorbit76", "falconorbit", "hunter2", "password123", "letmein"]

@@ -37,3 +37,13 @@ def test_a_mixed_query_is_in_between():
     assert foreign("folder 保管庫に置いているファイル") > foreign("folder 保管庫")
     # a name in no word list says nothing either way
     assert foreign("OneDrive 保管庫") == 1.0 and foreign("OneDrive sync settings") == 0.0
+
+
+def test_the_share_of_texts_in_other_languages():
+    from hybrid.core.lang import other_language_share
+    english = "Tomato plants need at least six hours of direct sun a day and deep watering."
+    german = "Um einen platten Reifen zu flicken, nimm den Schlauch heraus und suche das Loch."
+    russian = "Декларацию о доходах за прошлый год нужно подать в налоговую инспекцию."
+    assert other_language_share([]) == 0.0
+    assert other_language_share([english] * 3) == 0.0
+    assert other_language_share([english, german, russian, english]) == 0.5

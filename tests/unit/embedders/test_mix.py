@@ -3,11 +3,13 @@ its parts: logic with hash embedders, then the real default pair on a multilingu
 
 import numpy as np
 import pytest
+from helpers import paths, write, write_multilingual_vault
 
 import hybrid
 from hybrid.embedders import make_embedder, spec_id
+from hybrid.embedders import mix as mixmod
 from hybrid.embedders.mix import MixEmbedder
-from helpers import paths, write, write_multilingual_vault
+from hybrid.retrieval.pipeline import REACH_SHARE, other_languages
 
 
 class Counting:
@@ -50,7 +52,8 @@ def test_scores_are_the_weighted_cosines_of_the_parts():
     # English: the first model alone, exactly its cosine
     q = "how much sun do tomatoes need"
     assert mix.weights(q) == (1.0, 0.0)
-    assert float(mix.embed_query(q) @ d) == pytest.approx(float(a.embed_query(q) @ a.embed_documents([doc])[0]), abs=1e-5)
+    alone = float(a.embed_query(q) @ a.embed_documents([doc])[0])
+    assert float(mix.embed_query(q) @ d) == pytest.approx(alone, abs=1e-5)
     # another language: the second model alone
     q = "wie viel Sonne brauchen Tomaten"
     wa, wb = mix.weights(q)
@@ -108,3 +111,43 @@ def test_another_model_still_asks_for_reembed(tmp_path):
     report = h.index(keep_going=True)[0]
     assert report.error and "--reembed" in report.error and "hash:24" in report.error
     h.close()
+
+
+def test_english_questions_reach_other_languages_only_where_the_vault_holds_them(tmp_path):
+    mix = MixEmbedder(make_embedder("hash:32"), make_embedder("hash:16"))
+    assert mix.weights("how much sun do tomatoes need") == (1.0, 0.0)
+    assert mix.weights("how much sun do tomatoes need", reach=True) == (1.0, mixmod.REACH_WEIGHT)
+    assert mix.weights("Сколько солнца нужно помидорам?", reach=True) == (0.0, 1.0)
+    # the index run measures the share of chunks in other languages
+    h = hybrid.open(tmp_path / "home", embedder="hash:16")
+    h.add_vault(write_multilingual_vault(tmp_path / "multi"), "multi")
+    write(tmp_path / "english", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
+    h.add_vault(tmp_path / "english", "english")
+    h.index()
+    shares = {}
+    for name in ("multi", "english"):
+        store = h._store(h.config.vault(name))
+        shares[name] = other_languages(store)
+    assert shares["english"] == 0.0 and shares["multi"] == pytest.approx(2 / 3, abs=0.01)
+    assert shares["multi"] >= REACH_SHARE > shares["english"]
+    h.close()
+
+
+@pytest.mark.slow
+def test_the_default_mix_reads_every_language_both_ways(minilm, use_model, tmp_path):
+    """English questions find German and Russian notes, and German and Russian questions find the
+    English one, with the default embedder and no setting changed."""
+    mix = MixEmbedder(minilm, use_model)
+    assert mix.id == spec_id(mixmod.DEFAULT)
+    h = hybrid.open(tmp_path / "home", embedders=[mix])
+    try:
+        h.add_vault(write_multilingual_vault(tmp_path / "vault"), "notes")
+        h.index()
+        assert h.status()[0].embedder == mix.id
+        for mode in ("vector", "hybrid"):
+            assert paths(h.search("Wie viel Sonne brauchen Tomatenpflanzen?", mode=mode))[0] == "garden.md"
+            assert paths(h.search("Сколько солнца нужно помидорам?", mode=mode))[0] == "garden.md"
+            assert paths(h.search("When is the tax return due?", mode=mode))[0] == "nalogi.md"
+            assert paths(h.search("How do I fix a flat bicycle tyre?", mode=mode))[0] == "fahrrad.md"
+    finally:
+        h.close()

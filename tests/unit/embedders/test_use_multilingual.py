@@ -32,14 +32,6 @@ TOPICS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def use_model():
-    """The real model, loaded once per session."""
-    emb = make_embedder("use-multilingual")
-    emb.embed_query("warm up")
-    return emb
-
-
 # --- without the model ---------------------------------------------------------------------
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier

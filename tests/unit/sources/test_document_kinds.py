@@ -222,7 +222,7 @@ def test_cli_query_source_and_status(mixed, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.local_only
-def test_pdf_and_web_content_found_by_meaning(tmp_path, minilm):
+def test_pdf_and_web_content_found_by_meaning(tmp_path, default_mix):
     """Paraphrased questions (no shared keywords with the title) find the PDF page and the
     saved page with the real model."""
     root = tmp_path / "vault"
@@ -235,7 +235,7 @@ def test_pdf_and_web_content_found_by_meaning(tmp_path, minilm):
           + "Keeping a fixed wake-up time, avoiding screens late in the evening and a cool dark "
             "bedroom improve how quickly people fall asleep. " * 3 + "</p></article></body></html>")
     write(root, "misc.md", "# Bike\n\nThe chain needs oil every few hundred kilometres.\n")
-    h = hybrid.open(tmp_path / "home", embedders=[minilm])
+    h = hybrid.open(tmp_path / "home", embedders=[default_mix])
     h.add_vault(root, "v")
     h.index()
     top = h.search("how do I remove limescale from my coffee maker", mode="vector")[0]
