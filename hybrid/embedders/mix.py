@@ -7,7 +7,8 @@ its inner product with a document is ``(a·cos_a + b·cos_b) / (a + b)``: score-
 the two models inside one vector index, with weights chosen per query and nothing changed in
 the stores. A document in another language (:data:`OTHER_TEXT`) has no first half: the
 English model reads noise in it. The weights come from how far the query is not English
-(:func:`hybrid.core.lang.foreign`, ``p``): ``a = 1 − p`` and ``b = english·(1 − p) + p``, where
+(:func:`hybrid.core.lang.foreign`, ``p``, mapped to ``s``: 0 up to 0.25, 1 from 0.75, linear in
+between): ``a = 1 − s`` and ``b = english·(1 − s) + s``, where
 ``english`` is the second model's weight on an English question (:data:`ENGLISH_WEIGHT`;
 :data:`REACH_WEIGHT` when the vaults searched hold notes in other languages, so that an English
 question finds them). A
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 DEFAULT = "mix:minilm,use-multilingual"
 ENGLISH_WEIGHT = 0.0  # the second model's weight on an English query (see the module docstring)
 REACH_WEIGHT = 0.5  # … when the vaults searched hold notes in other languages
+# a query up to this far not English (foreign) is English; from SURE_OTHER on it is another
+# language; in between the weights slide (a product name or a word both languages have)
+SURE_ENGLISH, SURE_OTHER = 0.25, 0.75
 OTHER_TEXT = 0.8  # a document this far not English (hybrid.core.lang.foreign) has no first half
 ROOT2 = math.sqrt(2.0)
 
@@ -108,9 +112,9 @@ class MixEmbedder:
         """(first, second) model weights for the query ``text``; ``reach``: the vaults searched
         hold notes in other languages, which an English question reaches through the second
         model (weight :data:`REACH_WEIGHT`)."""
-        p = foreign(text)
+        s = min(1.0, max(0.0, (foreign(text) - SURE_ENGLISH) / (SURE_OTHER - SURE_ENGLISH)))
         english = max(self.english, REACH_WEIGHT) if reach else self.english
-        return 1.0 - p, english * (1.0 - p) + p
+        return 1.0 - s, english * (1.0 - s) + s
 
     def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         import numpy as np

