@@ -399,8 +399,7 @@ class PgCatalog:
                                      "AND text_hash = ANY(%s)", (self.vault_id, model, list(set(hashes))))}
 
     def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-        import numpy as np
-        return {h: np.asarray(v, dtype=np.float32).tobytes() for h, v in self.q(
+        return {h: as_array(v).tobytes() for h, v in self.q(
             "SELECT text_hash, vec FROM hybrid_embeddings WHERE vault=%s AND model=%s AND text_hash = ANY(%s)",
             (self.vault_id, model, list(set(hashes))))}
 
