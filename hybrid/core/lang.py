@@ -45,10 +45,6 @@ def _script(ch: str) -> str:
     return name.split(" ", 1)[0] if name else ""
 
 
-def _is_english_letters(word: str) -> bool:
-    return word.isascii()
-
-
 def foreign(text: str) -> float:
     """The share (0..1) of ``text``'s words that are not English (see the module docstring);
     0 for a text with no words."""
@@ -69,27 +65,35 @@ def foreign(text: str) -> float:
     return (foreign_words + other) / said if said else 0.0
 
 
-@lru_cache(maxsize=1024)
 def _weigh(words: tuple[str, ...]) -> tuple[float, float]:
-    """(English words, other languages' words) among Latin-script ``words``."""
+    """(English words, other languages' words) among Latin-script ``words``: all English when
+    every word is in the English list in English letters, else each word as :func:`_word` says."""
     known = [w for w in words if len(w) > 1]
-    en = {w: wordlist.count(w, "en") for w in known}
-    if all(c >= wordlist.FLOOR for c in en.values()) and all(map(_is_english_letters, known)):
+    judged = [_word(w) for w in known]
+    if all(en for en, _ in judged):
         return float(len(known)), 0.0
-    english = foreign_words = 0.0
-    for w in known:
-        rel_en = en[w] / TOTALS["en"] if en[w] >= wordlist.FLOOR else 0.0
-        rel_other = max((wordlist.count(w, lang) / TOTALS[lang] for lang in LATIN_LISTS), default=0.0)
-        if not _is_english_letters(w) and rel_en == 0.0:
-            foreign_words += 1  # letters English does not use: einfügen, página
-        elif rel_other > MARGIN * rel_en:
-            foreign_words += 1
-        elif rel_en:
-            english += 1
-    return english, foreign_words
+    return float(sum(v > 0 for _, v in judged)), float(sum(v < 0 for _, v in judged))
 
 
-SAMPLE_CHARS = 600  # of a chunk's text, enough words to tell its language
+@lru_cache(maxsize=1 << 16)
+def _word(w: str) -> tuple[bool, int]:
+    """(in the English list in English letters, verdict: 1 English, -1 another language, 0 no
+    list says), cached: a vault's words repeat, and each lookup is a binary search per list."""
+    count = wordlist.count(w, "en")
+    rel_en = count / TOTALS["en"] if count >= wordlist.FLOOR else 0.0
+    if rel_en and w.isascii():
+        plain = True
+    else:
+        plain = False
+    if not w.isascii() and rel_en == 0.0:
+        return plain, -1  # letters English does not use: einfügen, página
+    rel_other = max((wordlist.count(w, lang) / TOTALS[lang] for lang in LATIN_LISTS), default=0.0)
+    if rel_other > MARGIN * rel_en:
+        return plain, -1
+    return plain, 1 if rel_en else 0
+
+
+SAMPLE_CHARS = 300  # of a chunk's text: some 50 words, enough to tell its language
 
 
 def other_language_share(texts: list[str]) -> float:
