@@ -4,12 +4,12 @@
     .venv/bin/python eval/bench/mix_cost.py [--vault ../shared/vaults/obsidian-help] [--pairs 2]
 
 Per pair, each embedder indexes the vault into a fresh home (`hybrid index` as a process: wall
-time; the first pair's order is minilm first, the next mix first, and so on), then:
+and CPU time; the first pair's order is minilm first, the next mix first, and so on), then:
 - index bytes on disk (catalog + tantivy + FAISS);
 - warm in-process query latency, p50 of English and of non-English questions, hybrid mode
   (each query run 3 times, after one warm-up pass);
 - a cold `hybrid query --local` process for one English and one non-English question (median of
-  3): what a query costs with no server running.
+  3, wall and CPU): what a query costs with no server running.
 Ratios are of medians over the pairs; the machine is shared, so only ratios and medians mean
 anything. Writes ``eval/out/bench/mix_cost.json``.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,14 +43,19 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def index(home: Path, vault: Path, spec: str) -> float:
+def index(home: Path, vault: Path, spec: str) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of a full `hybrid index` process; CPU time
+    is what a busy shared machine disturbs least."""
     env = {**os.environ, "HYBRID_HOME": str(home)}
     (home).mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f'[settings]\nembedder = "{spec}"\n', encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([*HYBRID, "index", str(vault), "--name", "v"], env=env, check=True,
                    capture_output=True, text=True)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def warm(home: Path, queries: list[str]) -> float:
@@ -69,15 +75,27 @@ def warm(home: Path, queries: list[str]) -> float:
         h.close()
 
 
-def cold(home: Path, query: str) -> float:
+def cold(home: Path, query: str) -> tuple[float, float]:
+    """Median wall and CPU seconds of a `hybrid query --local` process (no server), of 3."""
     env = {**os.environ, "HYBRID_HOME": str(home)}
-    times = []
+    walls, cpus = [], []
     for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run([*HYBRID, "query", query, "--local", "-n", "3"], env=env, check=True,
                        capture_output=True, text=True)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _cold(home: Path) -> dict[str, float]:
+    out = {}
+    for name, query in (("en", ENGLISH[0]), ("other", OTHER[0])):
+        wall, cpu = cold(home, query)
+        out[f"cold_{name}_s"], out[f"cold_{name}_cpu_s"] = round(wall, 3), round(cpu, 3)
+    return out
 
 
 def main() -> None:
@@ -91,12 +109,11 @@ def main() -> None:
             order = list(SPECS) if pair % 2 == 0 else list(SPECS)[::-1]
             for name in order:
                 home = Path(tmp) / f"{name}-{pair}"
-                seconds = index(home, args.vault, SPECS[name])
-                row = {"index_s": round(seconds, 1), "bytes": folder_bytes(home / "data"),
+                wall, cpu = index(home, args.vault, SPECS[name])
+                row = {"index_s": round(wall, 1), "index_cpu_s": round(cpu, 1), "bytes": folder_bytes(home / "data"),
                        "warm_en_ms": round(1000 * warm(home, ENGLISH), 2),
                        "warm_other_ms": round(1000 * warm(home, OTHER), 2),
-                       "cold_en_s": round(cold(home, ENGLISH[0]), 3),
-                       "cold_other_s": round(cold(home, OTHER[0]), 3)}
+                       **_cold(home)}
                 rows[name].append(row)
                 print(name, pair, row, flush=True)
     med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in rows.items()}

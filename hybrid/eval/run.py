@@ -94,6 +94,12 @@ class CachingEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    def __getattr__(self, name: str) -> Any:
+        """What else the model offers (a mix's ``parts``), as the model offers it."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     @property
     def reused(self) -> int:
         """Texts served from the cache: embedded already, for an earlier chunking."""
@@ -105,12 +111,12 @@ class CachingEmbedder:
     def key(self, text: str) -> bytes:
         return hashlib.blake2b(f"{self.id}\0{text}".encode(), digest_size=16).digest()
 
-    def embed_documents(self, texts):
+    def embed_documents(self, texts, *known):
         import numpy as np
         self.requested += len(texts)
-        if not self.reuse:
+        if not self.reuse or known:  # a mix given halves it has (an upgrade): not cached here
             self.embedded += len(texts)
-            return self.inner.embed_documents(texts)
+            return self.inner.embed_documents(texts, *known)
         keys = [self.key(t) for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         if todo:
@@ -121,8 +127,8 @@ class CachingEmbedder:
                 self.cache[k] = v
         return np.stack([self.cache[k] for k in keys]).astype(np.float32)
 
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
+    def embed_query(self, text, **options):
+        return self.inner.embed_query(text, **options)
 
 
 @dataclass

@@ -151,3 +151,18 @@ def test_the_default_mix_reads_every_language_both_ways(minilm, use_model, tmp_p
             assert paths(h.search("How do I fix a flat bicycle tyre?", mode=mode))[0] == "fahrrad.md"
     finally:
         h.close()
+
+
+def test_the_evaluation_cache_passes_a_mix_through():
+    """`hybrid eval` wraps the embedder in its cache: the wrapper must still read as a mix (the
+    search asks a mix to reach other languages) and pass the known halves of an upgrade on."""
+    from hybrid.eval.run import CachingEmbedder
+    mix = MixEmbedder(make_embedder("hash:32"), make_embedder("hash:16"))
+    cached = CachingEmbedder(mix)
+    assert cached.parts is mix.parts and cached.id == mix.id
+    q = "how much sun do tomatoes need"
+    np.testing.assert_array_equal(cached.embed_query(q, reach=True), mix.embed_query(q, reach=True))
+    assert not np.array_equal(mix.embed_query(q, reach=True), mix.embed_query(q))
+    known = {0: mix.parts[0].embed_documents(["one note"])[0]}
+    np.testing.assert_allclose(cached.embed_documents(["one note"], [known, {}]),
+                               mix.embed_documents(["one note"]), atol=1e-6)
