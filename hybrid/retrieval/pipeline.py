@@ -24,6 +24,7 @@ from hybrid.core.tokens import literals
 from hybrid.retrieval import confidence, fuse, notes
 from hybrid.retrieval.excerpt import Marker, readable
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
+from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
 from hybrid.retrieval.result import SearchResult, apply_corrections
@@ -80,7 +81,8 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         spelling = (repair([s for _, s in targets], request.parsed, settings.spell_languages)
                     if settings.fuzzy else Spelling())
         parsed = apply_corrections(request.parsed, spelling.rewrites)
-    vectors = embed_query(targets, request.mode, parsed.text, query_vector)
+    reach = request.mode != "lexical" and any(other_languages(store) >= REACH_SHARE for _, store in targets)
+    vectors = embed_query(targets, request.mode, parsed.text, query_vector, reach)
     arms = Arms()
     if request.mode in ("lexical", "hybrid"):
         with clock("lexical"):
@@ -116,7 +118,8 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
-                            {store.embedder_id or "" for _, store in targets}, ranks=[i + 1 for i in shown])
+                            {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets},
+                            ranks=[i + 1 for i in shown])
         if request.passages:
             for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):
                 h.confidence = c
@@ -134,7 +137,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
 
 
 def embed_query(targets: Targets, mode: str, text: str,
-                query_vector: QueryVector | None) -> dict[str, Future]:
+                query_vector: QueryVector | None, reach: bool = False) -> dict[str, Future]:
     """Start embedding ``text`` (the text with its sure typos rewritten: the model reads a
     misspelling as noise) once per distinct embedder of the target vaults, on the embedding thread; the
     lexical arm runs meanwhile. Empty when the vector arm does not run. ``reach`` tells a
@@ -143,24 +146,11 @@ def embed_query(targets: Targets, mode: str, text: str,
     vectors: dict[str, Future] = {}
     if mode not in ("vector", "hybrid") or query_vector is None:
         return vectors
-    reach = any(other_languages(store) >= REACH_SHARE for _, store in targets)
     for _, store in targets:
         eid = store.embedder_id
         if eid and eid not in vectors:
             vectors[eid] = _embedding_pool().submit(query_vector, eid, text, reach)
     return vectors
-
-
-REACH_SHARE = 0.02  # vaults with this share of chunks in other languages: English questions reach them
-
-
-def other_languages(store: Searchable) -> float:
-    """The share of a vault's chunks in other languages than English, as its last index run
-    sampled it (0 when never measured)."""
-    try:
-        return float(store.ledger.get_meta("other_languages") or 0.0)
-    except ValueError:
-        return 0.0
 
 
 def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,

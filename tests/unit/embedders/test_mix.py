@@ -9,7 +9,7 @@ import hybrid
 from hybrid.embedders import make_embedder, spec_id
 from hybrid.embedders import mix as mixmod
 from hybrid.embedders.mix import MixEmbedder
-from hybrid.retrieval.pipeline import REACH_SHARE, other_languages
+from hybrid.retrieval.languages import REACH_SHARE, other_languages
 
 
 class Counting:
@@ -166,3 +166,13 @@ def test_the_evaluation_cache_passes_a_mix_through():
     known = {0: mix.parts[0].embed_documents(["one note"])[0]}
     np.testing.assert_allclose(cached.embed_documents(["one note"], [known, {}]),
                                mix.embed_documents(["one note"]), atol=1e-6)
+
+
+def test_confidence_reads_an_english_question_as_the_first_models_cosine():
+    from hybrid.retrieval.languages import scored_by
+    mid = spec_id(mixmod.DEFAULT)
+    first = make_embedder("hash:8").id  # any id: only the mix's own is taken apart
+    assert scored_by(mid, "how did I set up tailscale", reach=False) == spec_id("minilm")
+    assert scored_by(mid, "how did I set up tailscale", reach=True) == mid  # USE weighs in too
+    assert scored_by(mid, "Wie habe ich Tailscale eingerichtet?", reach=False) == mid
+    assert scored_by(first, "anything", reach=False) == first

@@ -1,0 +1,37 @@
+"""What languages the searched vaults hold, and which model's cosines a query is scored by.
+
+The default embedder (:mod:`hybrid.embedders.mix`) weighs its multilingual half on an English
+question only where a vault holds notes in other languages: each index run samples the share of
+its chunks that are (catalog meta ``other_languages``, :func:`hybrid.indexing.indexer`). And the
+confidence stage applies the model calibrated on MiniLM's cosines when a mix scored the question
+by MiniLM alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybrid.store.port import Searchable
+
+REACH_SHARE = 0.02  # vaults with this share of chunks in other languages: English questions reach them
+
+
+def scored_by(embedder_id: str, text: str, reach: bool) -> str:
+    """The model whose cosines the vector arm's scores are for this query: a mix scores an
+    English question by its first model alone (unless the vaults hold other languages), so
+    the confidence calibrated on that model applies (:mod:`hybrid.embedders.mix`)."""
+    if not embedder_id.startswith("mix(") or reach:
+        return embedder_id
+    from hybrid.core.lang import foreign
+    from hybrid.embedders.mix import SURE_ENGLISH
+    return embedder_id[4:].split(",", 1)[0] if foreign(text) <= SURE_ENGLISH else embedder_id
+
+
+def other_languages(store: Searchable) -> float:
+    """The share of a vault's chunks in other languages than English, as its last index run
+    sampled it (0 when never measured)."""
+    try:
+        return float(store.ledger.get_meta("other_languages") or 0.0)
+    except ValueError:
+        return 0.0
