@@ -194,13 +194,34 @@ def safe_name(doc_id: str) -> str:
     return name[:120]
 
 
-def load_beir(directory: Path, vault_dir: Path, problems: Problems, split: str = "test"
+def beir_qrels_file(directory: Path, split: str | None = None) -> Path:
+    """The judgements of a BEIR dataset: ``qrels/SPLIT.tsv``; without ``split``, ``test.tsv``
+    when present (what BEIR and papers report), else the only split the folder has (SciFact's
+    public ``train.tsv`` alone, say). HybridError naming the splits found when it is unclear."""
+    folder = directory / "qrels"
+    found = sorted(p.stem for p in folder.glob("*.tsv")) if folder.is_dir() else []
+    if split is None:
+        if "test" in found or not found:
+            split = "test"
+        elif len(found) == 1:
+            split = found[0]
+        else:
+            raise HybridError(f"{directory}: no qrels/test.tsv and several splits ({', '.join(found)}): "
+                              f"choose one with --beir-split")
+    path = folder / f"{split}.tsv"
+    if not path.is_file() and found:
+        raise HybridError(f"{directory}: no qrels/{split}.tsv (its splits: {', '.join(found)})")
+    return path
+
+
+def load_beir(directory: Path, vault_dir: Path, problems: Problems, split: str | None = None
               ) -> tuple[dict[str, Query], dict[str, dict[str, int]], int]:
     """Write a BEIR corpus as one note per document (``# title`` + text) under ``vault_dir``
-    and return its queries and qrels with document ids mapped to note paths."""
+    and return its queries and the qrels of ``split`` (see :func:`beir_qrels_file`) with
+    document ids mapped to note paths."""
     corpus = directory / "corpus.jsonl"
     qfile = directory / "queries.jsonl"
-    qrels_file = directory / "qrels" / f"{split}.tsv"
+    qrels_file = beir_qrels_file(directory, split)
     for p in (corpus, qfile, qrels_file):
         if not p.is_file():
             raise HybridError(f"{directory} is not a BEIR dataset: {p.relative_to(directory)} is missing")

@@ -12,11 +12,15 @@ from hybrid.core.tokens import has_cjk, ident_tokens, split_cjk
 from hybrid.sources import kind_of, kind_term
 from hybrid.store.base import ChunkRow
 
-FIELD_BOOSTS = {"title": 2.0, "headings": 1.5, "body": 1.0}
+# tantivy sums one saturated BM25 per field, so a word in a short title or heading already
+# counts about as much as a word the body repeats: boosts above the body's made a title sharing
+# two words of a long question outrank the text that answers it (issue #29: SciFact, and
+# obsidian-help too, gained from these lower ones; eval/reports/scifact.md)
+FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "body": 1.0}
 UNITS = ("chunk", "section")
 OVERLAP_PROBE = 24  # characters of a chunk's start looked for in the previous chunk's end
-IDENT_BOOST = 3.0
-FUZZY_BOOST = 1.5
+IDENT_BOOST = 1.0
+FUZZY_BOOST = 0.5  # a word one edit away counts half what the word itself counts in the body
 FUZZY_MIN_LEN = 5
 
 
@@ -92,7 +96,10 @@ def doc_fields(c: ChunkRow, section: Sequence[ChunkRow] = ()) -> DocFields:
         tags.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
     title = " ".join([c.title, stem, *c.aliases])
     body = section_text([r.text for r in section]) if section else c.text
-    return DocFields(title, " ".join([c.heading, *c.tags]), body,
+    # an H1 that repeats the note's title is the title: not counted once more as a heading
+    named = c.title.strip().lower()
+    heads = [h for h in c.heading.split(" > ") if h and h.strip().lower() != named]
+    return DocFields(title, " ".join([*heads, *c.tags]), body,
                      ident_tokens(" ".join([body, c.heading, title, c.path])), folders, tags)
 
 

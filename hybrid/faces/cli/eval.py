@@ -75,7 +75,10 @@ you about pooled hits. More: docs/evaluation.md.
 @click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str),
               help="Judgements: TREC or ranx JSON.")
 @click.option("--beir", type=click.Path(file_okay=False, path_type=str),
-              help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/test.tsv).")
+              help="A BEIR dataset directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).")
+@click.option("--beir-split", metavar="SPLIT",
+              help="Which qrels/SPLIT.tsv of --beir to evaluate (default: test, or the only split "
+                   "the folder has, e.g. train).")
 @click.option("--modes", help="Comma list of lexical, vector, hybrid, rerank (default: lexical,vector,hybrid, "
                               "plus rerank when a reranker is configured: the rerank_model setting or "
                               "--rerank-model).")
@@ -102,7 +105,7 @@ you about pooled hits. More: docs/evaluation.md.
 @click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
 @click.pass_context
-def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens, chunk_overlap,
+def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
              store, sources, no_report, as_json):
     from click.core import ParameterSource
@@ -126,7 +129,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, modes, chunk_tokens
     settings = replace(h.settings, **changes)
     problems = Problems()
     vault_path, include, exclude, queries, qrels = _labelled_set(
-        h, settings, vault_ref, queries_path, qrels_path, beir, limit, split, problems)
+        h, settings, vault_ref, queries_path, qrels_path, (beir, beir_split), limit, split, problems)
     s = settings
     configs = grid(
         _csv(modes, str, "modes") if modes else default_modes(settings),
@@ -197,21 +200,25 @@ def quiet_libraries() -> Iterator[None]:
                 os.environ.pop(k, None)
 
 
-def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path, beir, limit, split,
-                  problems: Problems) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
+def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path,
+                  beir_set: tuple[str | None, str | None], limit, split, problems: Problems
+                  ) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
     """The vault (folder, include, exclude), queries and judgements to evaluate: a BEIR
     dataset, a registered vault or folder with --queries/--qrels, or the bundled sample set;
     judgements on notes the vault lacks are dropped with a warning."""
     import tempfile
 
-    from hybrid.eval.inputs import load_beir, load_qrels, load_queries, reconcile, sample_set
+    from hybrid.eval.inputs import beir_qrels_file, load_beir, load_qrels, load_queries, reconcile, sample_set
     from hybrid.sources.markdown import discover
 
     include, exclude = list(settings.include), list(settings.exclude)
+    beir, beir_split = beir_set
+    if beir_split and not beir:
+        raise click.UsageError("--beir-split chooses a split of --beir DIR: pass --beir too")
     if beir:
         vault_path = Path(tempfile.mkdtemp(prefix="hybrid-beir-")) / "vault"
-        queries, qrels, _ = load_beir(Path(beir), vault_path, problems)
-        qrels_name = f"{beir}/qrels/test.tsv"
+        queries, qrels, _ = load_beir(Path(beir), vault_path, problems, beir_split)
+        qrels_name = str(beir_qrels_file(Path(beir), beir_split))
     else:
         if vault_ref is None:
             vault_path, sample_queries, sample_qrels = sample_set()

@@ -7,7 +7,16 @@ from helpers import REPO, SAMPLE_VAULT, hybrid_cmd, write
 
 from hybrid.core.errors import HybridError
 from hybrid.core.settings import Settings
-from hybrid.eval.inputs import Problems, load_beir, load_qrels, load_queries, reconcile, sample_set, select_split
+from hybrid.eval.inputs import (
+    Problems,
+    beir_qrels_file,
+    load_beir,
+    load_qrels,
+    load_queries,
+    reconcile,
+    sample_set,
+    select_split,
+)
 from hybrid.eval.run import aggregate, answer_at, grid, run_eval, section_matches
 from hybrid.retrieval.hits import Hit
 
@@ -87,6 +96,25 @@ def test_beir_directory(tmp_path):
     assert qrels == {"q1": {"d_1.md": 1}, "q2": {"d2.md": 1}}
     assert (tmp_path / "vault" / "d_1.md").read_text().startswith("# Tomatoes")
     assert p.counts["malformed_corpus_lines"] == 1 and p.counts["qrels_missing_notes"] == 1
+
+
+def test_beir_split_train_only_and_chosen(tmp_path):
+    d = tmp_path / "beir"
+    write(d, "corpus.jsonl", '{"_id": "d1", "title": "Tomatoes", "text": "need sun"}\n{"_id": "d2", "text": "kafka"}\n')
+    write(d, "queries.jsonl", '{"_id": "q1", "text": "tomato sun"}\n{"_id": "q2", "text": "kafka"}\n')
+    write(d, "qrels/train.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    qs, qrels, _ = load_beir(d, tmp_path / "v1", Problems())  # the only split: train
+    assert qrels == {"q1": {"d1.md": 1}}
+    assert beir_qrels_file(d).name == "train.tsv"
+    write(d, "qrels/dev.tsv", "query-id\tcorpus-id\tscore\nq2\td2\t1\n")
+    with pytest.raises(HybridError, match=r"dev, train.*--beir-split"):
+        load_beir(d, tmp_path / "v2", Problems())  # two splits, no test: which one is unclear
+    _, qrels, _ = load_beir(d, tmp_path / "v3", Problems(), split="dev")
+    assert qrels == {"q2": {"d2.md": 1}}
+    with pytest.raises(HybridError, match="no qrels/test.tsv"):
+        load_beir(d, tmp_path / "v4", Problems(), split="test")
+    write(d, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    assert beir_qrels_file(d).name == "test.tsv"  # BEIR's usual split wins when present
 
 
 @pytest.mark.slow

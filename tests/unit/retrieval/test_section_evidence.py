@@ -7,7 +7,7 @@ import hybrid
 from hybrid.retrieval import fuse
 from hybrid.retrieval.pipeline import by_section, exact_first, strong_literals, verbatim_text
 from hybrid.store.base import ChunkRow
-from hybrid.store.lexicon import LexicalQuery, section_text
+from hybrid.store.lexicon import LexicalQuery, doc_fields, section_text
 from hybrid.store.local.lexical import LexicalIndex
 from hybrid.store.local.store import VaultStore
 
@@ -236,3 +236,27 @@ def test_a_lookup_ranks_by_chunks_whatever_the_unit(tmp_path):
     h.override(lexical_unit="chunk")
     assert ranked("max.poll.interval.ms") == lookup
     assert ranked("alpaca llama vicuna") != words
+
+
+# --- prose: the title counted once, field boosts that do not drown the body (issue #29) -------
+
+def test_an_h1_repeating_the_title_is_not_counted_again_as_a_heading():
+    row = ChunkRow(1, "paper.md", "Dendritic arbor geometry", "Dendritic Arbor Geometry > Methods", 1, 2,
+                   "text", ["lab/notes"], [], 0.0, "")
+    f = doc_fields(row)
+    assert "Dendritic" in f.title and f.headings == "Methods lab/notes"
+    other = ChunkRow(2, "x.md", "X", "Dendritic Arbor Geometry", 1, 2, "text", [], [], 0.0, "")
+    assert doc_fields(other).headings == "Dendritic Arbor Geometry"  # another heading: kept
+
+
+def test_a_long_query_ranks_the_body_that_holds_its_words_above_a_title_holding_two(tmp_path):
+    vault = tmp_path / "vault"
+    write(vault, "a.md", "# Alpha beta\n\nNothing else of the question is said in this note, only "
+                         "unrelated words about weather and gardens.\n")
+    write(vault, "b.md", "# Results\n\nWe measured alpha, beta, gamma and delta together with epsilon "
+                         "in every sample of the study.\n")
+    for n in range(6):  # background notes, so that the query's words are rare
+        write(vault, f"n{n}.md", f"# Note {n}\n\nPlain words about cooking, bread number {n}.\n")
+    h = indexed(tmp_path, vault)
+    hits = h.search("alpha beta gamma delta epsilon measured", mode="lexical")
+    assert [x.path for x in hits][:2] == ["b.md", "a.md"]
