@@ -8,7 +8,7 @@ as character bigrams): stems of the title (weight A), headings and tags (B) and 
 their positions, and the identifier tokens
 (C) under a ``=`` prefix (``=orders-created``, ``=postgres``), which also serve typo repair.
 The GIN index picks the candidates (``@@``); their BM25F score is computed in SQL from the
-positions' weights (title 2, headings 1.5, body 1) with document frequencies kept in
+positions' weights (the local index's field boosts) with document frequencies kept in
 ``hybrid_terms`` by every change's own transaction. Queries are built from lexemes, never
 parsed from user text by PostgreSQL, so no input is a syntax error here.
 """
@@ -32,6 +32,7 @@ from hybrid.core.tokens import (
     within_one_edit,
 )
 from hybrid.store.lexicon import (
+    FIELD_BOOSTS,
     FUZZY_BOOST,
     FUZZY_MIN_LEN,
     IDENT_BOOST,
@@ -49,10 +50,12 @@ FIELD_GAP = 8               # positions between fields: a phrase never spans two
 IDENT = "="                 # prefix of identifier lexemes
 UNIT_TABLE = {"chunk": "hybrid_chunks", "section": "hybrid_sections"}
 UNIT_CODE = {"chunk": 0, "section": 1}
-# The weighted term frequency of a lexeme (title 2, headings 1.5, identifiers and body 1): the
-# cover density of a one-lexeme query is the sum of its positions' weights, found by binary
-# search in the tsvector (unnesting whole tsvectors cost ~20x more). Weights must be <= 1: x2.
-TF_WEIGHTS = "'{0.5,0.5,0.75,1.0}'"  # D, C, B, A
+# The weighted term frequency of a lexeme (the local index's field boosts, FIELD_BOOSTS and
+# IDENT_BOOST): the cover density of a one-lexeme query is the sum of its positions' weights,
+# found by binary search in the tsvector (unnesting whole tsvectors cost ~20x more). Weights
+# must be <= 1, so they are halved here and the sum doubled.
+TF_WEIGHTS = "'{" + ",".join(str(w / 2) for w in (FIELD_BOOSTS["body"], IDENT_BOOST, FIELD_BOOSTS["headings"],
+                                                   FIELD_BOOSTS["title"])) + "}'"  # D, C, B, A
 
 
 def quote(lexeme: str) -> str:
