@@ -60,6 +60,29 @@ def write_multilingual_vault(root: Path) -> Path:
     return root
 
 
+class CountingEmbedder:
+    """A built embedder (``hash:32`` by default) that counts the texts it embeds."""
+
+    def __init__(self, spec: str = "hash:32"):
+        from hybrid.embedders import make_embedder
+        self.inner = make_embedder(spec)
+        self.id, self.max_tokens, self.texts = self.inner.id, self.inner.max_tokens, 0
+
+    @property
+    def dim(self):
+        return self.inner.dim
+
+    def count_tokens(self, texts):
+        return self.inner.count_tokens(texts)
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
 class JsonHandler(BaseHTTPRequestHandler):
     """Base of the fake HTTP servers tests start (Ollama's API): JSON replies, no access log."""
 

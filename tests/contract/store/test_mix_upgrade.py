@@ -5,38 +5,19 @@ search are then the mix's. Hash embedders (logic), real tantivy / FAISS / Postgr
 
 from __future__ import annotations
 
-from helpers import paths, write
+from helpers import CountingEmbedder, paths, write
 
-from hybrid.embedders import make_embedder
 from hybrid.embedders.mix import MixEmbedder
 
 STORES = ("local", "postgresql")
 
 
-class Counting:
-    def __init__(self, spec):
-        self.inner = make_embedder(spec)
-        self.id, self.max_tokens, self.texts = self.inner.id, self.inner.max_tokens, 0
-
-    @property
-    def dim(self):
-        return self.inner.dim
-
-    def count_tokens(self, texts):
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts):
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
 
 
 def test_an_index_of_one_part_upgrades_to_the_mix(open_h, tmp_path):
     write(tmp_path / "vault", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
     write(tmp_path / "vault", "bikes.md", "# Bikes\n\nPatch a flat tyre with a kit.\n\n## Chains\n\nOil the chain.\n")
-    a, b = Counting("hash:32"), Counting("hash:16")
+    a, b = CountingEmbedder("hash:32"), CountingEmbedder("hash:16")
     h = open_h(tmp_path / "home", embedders=[a], embedder="hash:32")
     h.add_vault(tmp_path / "vault", "v")
     first = h.index()[0]

@@ -3,35 +3,13 @@ its parts: logic with hash embedders, then the real default pair on a multilingu
 
 import numpy as np
 import pytest
-from helpers import paths, write, write_multilingual_vault
+from helpers import CountingEmbedder, paths, write, write_multilingual_vault
 
 import hybrid
 from hybrid.embedders import make_embedder, spec_id
 from hybrid.embedders import mix as mixmod
 from hybrid.embedders.mix import MixEmbedder
 from hybrid.retrieval.languages import REACH_SHARE, other_languages
-
-
-class Counting:
-    """A hash embedder that counts the texts it embeds."""
-
-    def __init__(self, dim):
-        self.inner = make_embedder(f"hash:{dim}")
-        self.id, self.max_tokens, self.texts = self.inner.id, self.inner.max_tokens, 0
-
-    @property
-    def dim(self):
-        return self.inner.dim
-
-    def count_tokens(self, texts):
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts):
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
 
 
 def test_spec_and_id_agree_without_loading():
@@ -64,7 +42,7 @@ def test_scores_are_the_weighted_cosines_of_the_parts():
 
 
 def test_known_halves_are_not_embedded_again():
-    a, b = Counting(32), Counting(16)
+    a, b = CountingEmbedder("hash:32"), CountingEmbedder("hash:16")
     mix = MixEmbedder(a, b)
     texts = ["one note", "another note", "a third"]
     whole = mix.embed_documents(texts)
@@ -79,7 +57,7 @@ def test_known_halves_are_not_embedded_again():
 def test_an_index_of_one_part_is_upgraded_by_embedding_only_the_other(tmp_path):
     write(tmp_path / "vault", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
     write(tmp_path / "vault", "bikes.md", "# Bikes\n\nPatch a flat tyre with a kit.\n")
-    a, b = Counting(32), Counting(16)
+    a, b = CountingEmbedder("hash:32"), CountingEmbedder("hash:16")
     h = hybrid.open(tmp_path / "home", embedders=[a], embedder="hash:32")
     h.add_vault(tmp_path / "vault", "v")
     first = h.index()[0]
