@@ -155,7 +155,9 @@ def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
                        f"{r.unchanged} unchanged, {r.skipped} skipped · {r.chunks} chunks "
                        f"({r.chunks_embedded} embedded, {r.cache_hits} cache hits) · {r.seconds:.2f} s"
                        + (f" · {r.fetched} pages fetched, {r.fetch_failed} failed"
-                          if r.fetched or r.fetch_failed else ""))
+                          if r.fetched or r.fetch_failed else "")
+                       + (f" · upgraded to {r.upgraded} ({r.chunk_parts_reused} vectors kept their "
+                          f"first half)" if r.upgraded else ""))
     if any(r.error for r in reports):
         ctx.exit(1)
 

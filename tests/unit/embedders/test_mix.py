@@ -154,3 +154,21 @@ def test_confidence_reads_an_english_question_as_the_first_models_cosine():
     assert scored_by(mid, "how did I set up tailscale", reach=True) == mid  # USE weighs in too
     assert scored_by(mid, "Wie habe ich Tailscale eingerichtet?", reach=False) == mid
     assert scored_by(first, "anything", reach=False) == first
+
+
+def test_the_index_command_says_what_an_upgrade_did(tmp_path, hybrid_home):
+    from click.testing import CliRunner
+
+    from hybrid.faces.cli.main import main
+    write(tmp_path / "vault", "garden.md", "# Garden\n\nTomatoes need six hours of sun.\n")
+    hybrid_home.mkdir(parents=True, exist_ok=True)
+    config = hybrid_home / "config.toml"
+    config.write_text('[settings]\nembedder = "hash:32"\n', encoding="utf-8")
+    first = CliRunner().invoke(main, ["index", str(tmp_path / "vault"), "--name", "v"])
+    assert first.exit_code == 0, first.output
+    assert "upgraded" not in first.output
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace('embedder = "hash:32"', 'embedder = "mix:hash:32,hash:16"'), encoding="utf-8")
+    second = CliRunner().invoke(main, ["index"])
+    assert second.exit_code == 0, second.output
+    assert "· upgraded to mix(hash:32,hash:16) (1 vectors kept their first half)" in second.output
