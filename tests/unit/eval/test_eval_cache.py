@@ -4,35 +4,15 @@ import json
 
 import numpy as np
 import pytest
-from helpers import write
+from helpers import CountingEmbedder, write
 
 from hybrid.core.settings import Settings
-from hybrid.embedders import make_embedder
 from hybrid.eval.inputs import Problems, load_qrels, load_queries
 from hybrid.eval.run import CachingEmbedder, grid, run_eval
 
 
-class Counting:
-    """The hash embedder, counting the texts it embeds."""
-
-    def __init__(self, spec="hash:64"):
-        self.inner = make_embedder(spec)
-        self.id, self.max_tokens, self.dim = self.inner.id, self.inner.max_tokens, self.inner.dim
-        self.texts = 0
-
-    def count_tokens(self, texts):
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts):
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
-
-
 def test_a_reused_vector_is_the_fresh_one_bit_for_bit():
-    inner = Counting()
+    inner = CountingEmbedder("hash:64")
     cached = CachingEmbedder(inner)
     first = cached.embed_documents(["tomatoes need sun", "kafka lag"])
     again = cached.embed_documents(["kafka lag", "sourdough", "tomatoes need sun"])
@@ -40,9 +20,9 @@ def test_a_reused_vector_is_the_fresh_one_bit_for_bit():
     fresh = inner.inner.embed_documents(["kafka lag", "sourdough", "tomatoes need sun"])
     assert again.tobytes() == fresh.astype(np.float32).tobytes()
     assert again[2].tobytes() == first[0].tobytes()
-    other = CachingEmbedder(Counting("hash:32"))
+    other = CachingEmbedder(CountingEmbedder("hash:32"))
     assert other.key("kafka lag") != cached.key("kafka lag")  # the embedder's id is in the key
-    off = CachingEmbedder(Counting(), reuse=False)
+    off = CachingEmbedder(CountingEmbedder("hash:64"), reuse=False)
     off.embed_documents(["a", "a"])
     assert off.embedded == 2 and off.reused == 0
 
@@ -58,7 +38,7 @@ def test_two_chunkings_embed_shared_texts_once_and_score_the_same(vault, tmp_pat
     settings = Settings(embedder="hash:64")
     runs = {}
     for reuse in (True, False):
-        emb = Counting()
+        emb = CountingEmbedder("hash:64")
         res = run_eval(vault, queries, qrels, configs, settings, Problems(), embedder=emb, metrics=["ndcg@10"],
                        reuse_embeddings=reuse, workdir=tmp_path)
         runs[reuse] = (emb.texts, res)
