@@ -77,6 +77,7 @@ class _Job:
     progress: Progress | None
     clock: Stopwatch
     fetch: str | None = None
+    upgrading: bool = False  # adding a mix's other half to an index of one of its parts
 
     @functools.cached_property
     def view(self) -> AgentView:
@@ -154,6 +155,7 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
         # an index of one part of a mix (MiniLM alone, before the multilingual default): every
         # note is read again, and only the other part's half of each vector is embedded
         report.upgraded = job.embedder.id
+        job.upgrading = True
         log.info("%s: adding %s's vectors to an index of %s (only the new half is embedded)",
                  vault.name, job.embedder.id, stored)
     elif stored is not None and stored != job.embedder.id:
@@ -281,11 +283,11 @@ def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str
     (journaling the touched ids for the derived indexes)."""
     cat = store.catalog
     checkpoint("before-catalog")
-    # recorded first: a store may copy each new chunk's vector under the recorded embedder as it
-    # applies (PostgreSQL), and after an upgrade to a mix those vectors are the mix's
-    cat.set_meta("embedder", job.embedder.id)
+    if job.upgrading:  # the new chunks' vectors are the mix's (a store may copy them in apply)
+        cat.set_meta("embedder", job.embedder.id)
     cat.apply(pending, removed)
     checkpoint("after-catalog")
+    cat.set_meta("embedder", job.embedder.id)
     cat.set_meta("chunking", job.chunking)
 
 
