@@ -49,6 +49,7 @@ Pin = Literal["verbatim", "literal", "phrase"]
 Targets = Sequence[tuple["Vault", "Searchable"]]
 # (embedder id, text, reach): reach = the vaults hold notes in other languages than English
 QueryVector = Callable[[str, str, bool], "object"]
+READ_RETRIES = 2  # times the arms run again when an index run committed under a search
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 
 
@@ -83,16 +84,25 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         parsed = apply_corrections(request.parsed, spelling.rewrites)
     reach = request.mode != "lexical" and any(other_languages(store) >= REACH_SHARE for _, store in targets)
     vectors = embed_query(targets, request.mode, parsed.text, query_vector, reach)
-    arms = Arms()
-    if request.mode in ("lexical", "hybrid"):
-        with clock("lexical"):
-            typos = [w for w in spelling.typos if w not in spelling.rewrites]
-            arms.lexical = lexical_arm(targets, parsed, filters, depth, settings, typos)
-    if request.mode in ("vector", "hybrid") and vectors:
-        with clock("vector"):
-            arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
-    with clock("hydrate"):
-        rows = hydrate(targets, list(dict.fromkeys(k for k, _ in arms.lexical + arms.vector)))
+    typos = [w for w in spelling.typos if w not in spelling.rewrites]
+    for attempt in range(1 + READ_RETRIES):
+        versions = [store.catalog.data_version() for _, store in targets]
+        arms = Arms()
+        if request.mode in ("lexical", "hybrid"):
+            with clock("lexical"):
+                arms.lexical = lexical_arm(targets, parsed, filters, depth, settings, typos)
+        if request.mode in ("vector", "hybrid") and vectors:
+            with clock("vector"):
+                arms.vector = vector_arm(targets, parsed, filters, depth, vectors)
+        with clock("hydrate"):
+            keys = list(dict.fromkeys(k for k, _ in arms.lexical + arms.vector))
+            rows = hydrate(targets, keys)
+        if len(rows) == len(keys) or versions == [s.catalog.data_version() for _, s in targets]:
+            break
+        # an index run committed between the arms and their rows: the ids they found may be
+        # gone (replaced chunks are purged once the derived indexes drop them), so a search
+        # straddling a commit could lose every hit; the arms read the new state
+        log.debug("the index changed during the search (attempt %d): searching it again", attempt + 1)
     # ids gone since the arms ran (or, for an agent, of a note made private meanwhile) are
     # dropped before fusion, so no rank or score shows the gap they leave
     arms.lexical = [kv for kv in arms.lexical if kv[0] in rows]

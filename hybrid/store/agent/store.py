@@ -169,6 +169,9 @@ class _AgentCatalog:
         return (fid for fid in self._catalog.note_ids(folders, tags, since, sources)
                 if fid not in self._hidden.files)
 
+    def data_version(self) -> int:
+        return self._catalog.data_version()
+
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         # judged again on each row's own note: a note made private while this search ran (its
         # chunks newer than the hidden set) is caught here, before any text is looked at
