@@ -34,9 +34,17 @@ class VaultStatus:
     changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
     kind: str = "notes"        # where its documents come from: notes (a folder), bookmarks, slack
     sources: dict[str, int] = field(default_factory=dict)  # documents per kind (owners only)
+    # deduplication (owners only): chunks sharing their text with another, the distinct texts
+    # they share, and so the embeddings (and cached vectors) saved: shared_chunks - shared_texts
+    shared_chunks: int = 0
+    shared_texts: int = 0
+
+    @property
+    def embeddings_saved(self) -> int:
+        return self.shared_chunks - self.shared_texts
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "embeddings_saved": self.embeddings_saved}
 
 
 
@@ -61,6 +69,7 @@ def vault_status(v: Vault, settings: Settings, *,
         else:
             st.pending, st.disk_bytes = facts.pending, facts.disk_bytes
             st.sources = kind_counts(facts.documents)
+            st.shared_chunks, st.shared_texts = facts.shared_chunks, facts.shared_texts
             st.changes = changes_on_disk(v, settings)
     except HybridError as exc:
         # One damaged vault must not hide the others; `hybrid index` heals it.

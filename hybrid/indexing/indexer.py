@@ -26,6 +26,7 @@ from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.indexing.reading import ReadAhead, ReadStatus
 from hybrid.indexing.report import STAGES, IndexReport, Progress
+from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import SOURCES
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.sandbox import shutdown as shutdown_converters
@@ -99,10 +100,11 @@ def chunking_meta(s: Settings) -> str:
     version 5: a note's date from its ``date``/``created`` fields too, see
     :data:`hybrid.core.dates.NOTE_DATE_FIELDS`; version 6: the lexical arm reads CJK text as
     character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
-    tantivy or PostgreSQL, is written again. The re-read costs no embedding, the chunks
-    being the same.)"""
+    tantivy or PostgreSQL, is written again; version 7: every chunk records its text's hash,
+    and identical sections share one vector, :mod:`hybrid.indexing.shared`. The re-read costs
+    no embedding, the chunks being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 6})
+                       "header": s.context_header, "version": 7})
 
 
 @dataclass
@@ -242,6 +244,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
     embedding = EmbedQueue(store, job.embedder, report, job.progress,
                            expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
     reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
+    shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
@@ -265,11 +268,13 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                     else:
                         report.updated += 1
             pending += records
+            shared.assign(records)
             embedding.add(records)
             embedding.step()  # one group at most: then whatever was read meanwhile
     finally:
         reader.close()
     embedding.finish()
+    report.chunks_shared = shared.shared
     # kept for the files still there: one skipped is not read again until it changes
     skipped.save(store.catalog, {p: k for p, k in plan.skips.items() if p in plan.present},
                  plan.skips_before)

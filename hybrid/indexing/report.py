@@ -40,6 +40,7 @@ class IndexReport:
     chunks: int = 0
     chunks_embedded: int = 0
     cache_hits: int = 0
+    chunks_shared: int = 0  # chunks that took the vector of an identical section (hybrid.indexing.shared)
     chunk_parts_reused: int = 0  # halves of a mix's vectors taken from a part's cache (an upgrade)
     upgraded: str | None = None  # the model id an upgrade added vectors to (see indexer._check_model)
     seconds: float = 0.0

@@ -110,6 +110,8 @@ class StoreFacts:
     pending: int = 0           # journal entries not yet replayed into the arms
     vector_index: str = ""     # the vector arm's layout, in words
     disk_bytes: int = 0        # the index folder's size (a local store's, with ``sizes``)
+    shared_chunks: int = 0     # live chunks whose embedded text another live chunk shares
+    shared_texts: int = 0      # … the distinct texts they share (each embedded and stored once)
     documents: list[str] = field(default_factory=list)  # vault-relative paths of the live notes
 
 
@@ -147,7 +149,8 @@ class NewChunk:
     start_line: int
     end_line: int
     text: str
-    embed_hash: str
+    embed_hash: str    # the key of its vector: its embedded text's hash, or an identical copy's
+    body_hash: str = ""  # its text's hash, whitespace normalised ("": empty, never shared)
 
 
 @dataclass

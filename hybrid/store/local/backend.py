@@ -91,6 +91,7 @@ class LocalBackend:
                 facts.pending = len(cat.journal())
                 facts.vector_index = _layout_text(cat.get_meta("vector_layout"), facts.chunks)
                 facts.documents = list(cat.files())
+                facts.shared_chunks, facts.shared_texts = cat.sharing()
             finally:
                 cat.close()
         except sqlite3.DatabaseError as exc:

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.sources import FetchedPage
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
+from hybrid.store.local import shared
 from hybrid.store.local.db import Connection, Transaction
-from hybrid.store.local.schema import CHUNK_COLUMNS, SCHEMA, SCHEMA_VERSION, chunk_row
+from hybrid.store.local.schema import CHUNK_COLUMNS, SCHEMA, SCHEMA_VERSION, chunk_row, migrate
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 log = logging.getLogger("hybrid")
@@ -51,6 +52,7 @@ class Catalog:
             if not readonly:
                 self.db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
                 self.db.executescript(SCHEMA)
+                migrate(self.db)
             if version is None and not readonly:
                 self.fresh = True
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
@@ -147,9 +149,10 @@ class Catalog:
                         (*values, file_id))
                 for ord_, c in enumerate(n.chunks):
                     cur = self.db.execute(
-                        "INSERT INTO chunks(file_id, ord, heading, start_line, end_line, text, embed_hash)"
-                        " VALUES (?,?,?,?,?,?,?)",
-                        (file_id, ord_, c.heading, c.start_line, c.end_line, c.text, c.embed_hash))
+                        "INSERT INTO chunks(file_id, ord, heading, start_line, end_line, text, embed_hash,"
+                        " body_hash) VALUES (?,?,?,?,?,?,?,?)",
+                        (file_id, ord_, c.heading, c.start_line, c.end_line, c.text, c.embed_hash,
+                         c.body_hash or None))
                     new_ids.append(cur.lastrowid)
             self.db.executemany("INSERT OR IGNORE INTO journal(chunk_id) VALUES (?)",
                                 [(i,) for i in new_ids])
@@ -384,6 +387,12 @@ class Catalog:
         with self.transaction():
             self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?,?,?)",
                                 [(model, h, v) for h, v in items])
+
+    def shared_texts(self, model: str, body_hashes: Iterable[str]) -> dict[str, str]:
+        return shared.shared_texts(self.db, model, body_hashes)
+
+    def sharing(self) -> tuple[int, int]:
+        return shared.sharing(self.db)
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
         out = []

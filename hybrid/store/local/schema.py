@@ -35,8 +35,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     text TEXT NOT NULL,
-    embed_hash TEXT NOT NULL,    -- hash of the embedded text (header + chunk)
-    dead INTEGER NOT NULL DEFAULT 0      -- replaced; purged after the next sync
+    embed_hash TEXT NOT NULL,    -- hash of the embedded text (header + chunk), or of an identical copy's
+    dead INTEGER NOT NULL DEFAULT 0,     -- replaced; purged after the next sync
+    body_hash TEXT               -- hash of the text, whitespace normalised (NULL: empty, or older)
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 -- A rowid table: as WITHOUT ROWID, 1.5 KB vector blobs took about three times their size.
@@ -67,6 +68,16 @@ CREATE TABLE IF NOT EXISTS fetched (
     fetched_at REAL NOT NULL
 );
 """
+
+
+def migrate(db: Any) -> None:
+    """Bring a catalog made by an older hybrid up to this schema, additively (a writer's open):
+    ``chunks.body_hash`` came with deduplication (a note gets it when it is next read; the
+    chunking version made every note be read again)."""
+    columns = {r[1] for r in db.execute("PRAGMA table_info(chunks)")}
+    if "body_hash" not in columns:
+        db.execute("ALTER TABLE chunks ADD COLUMN body_hash TEXT")
+    db.execute("CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash) WHERE body_hash IS NOT NULL")
 
 
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "

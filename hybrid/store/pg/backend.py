@@ -63,6 +63,7 @@ class PgBackend:
                                    f"recall@10 {hnsw.get('recall')})") if store.vector.has_index()
                                   else "exact (pgvector scan)") if facts.chunks else ""
             facts.documents = list(cat.files())
+            facts.shared_chunks, facts.shared_texts = cat.sharing()
             return facts
         finally:
             store.close()

@@ -172,7 +172,7 @@ class PgCatalog:
                 agent_tsv, agent_len = (None, None) if a is r else tsvector_of(a, stem)
                 chunk_rows.append((r.id, v, fid, ord_, r.heading, r.start_line, r.end_line, r.text,
                                    r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len,
-                                   *embeds.get(r.id, (None, None))))
+                                   *embeds.get(r.id, (None, None)), n.chunks[ord_].body_hash or None))
             for run, arun in section_pairs(rows, agent_rows):
                 tsv, length = tsvector_of(run[0], stem, run)
                 same = all(a is r for a, r in zip(arun, run))
@@ -182,7 +182,7 @@ class PgCatalog:
         cur = self.conn.cursor()
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
                       "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len, "
-                      "agent_embed_hash, agent_embed_text) FROM STDIN") as cp:
+                      "agent_embed_hash, agent_embed_text, body_hash) FROM STDIN") as cp:
             for row in chunk_rows:
                 cp.write_row(row)
         with cur.copy("COPY hybrid_sections (vault, file_id, chunk_ids, path, tag_set, modified, "
@@ -410,6 +410,20 @@ class PgCatalog:
             cur.executemany("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) VALUES "
                             "(%s,%s,%s,%s) ON CONFLICT (vault, model, text_hash) DO UPDATE "
                             "SET vec = EXCLUDED.vec", rows)
+
+    def shared_texts(self, model: str, body_hashes: Iterable[str]) -> dict[str, str]:
+        """As :meth:`hybrid.store.local.catalog.Catalog.shared_texts` (the oldest chunk's)."""
+        rows = self.q("SELECT DISTINCT ON (c.body_hash) c.body_hash, c.embed_hash FROM hybrid_chunks c "
+                      "JOIN hybrid_embeddings e ON e.vault=c.vault AND e.model=%s AND e.text_hash=c.embed_hash "
+                      "WHERE c.vault=%s AND c.body_hash = ANY(%s) ORDER BY c.body_hash, c.id",
+                      (model, self.vault_id, list(set(body_hashes))))
+        return dict(rows.fetchall())
+
+    def sharing(self) -> tuple[int, int]:
+        """(live chunks whose embed hash another has, the distinct hashes they have)."""
+        row = self.q("SELECT coalesce(sum(n), 0), count(*) FROM (SELECT count(*) AS n FROM hybrid_chunks "
+                     "WHERE vault=%s GROUP BY embed_hash HAVING count(*) > 1) g", (self.vault_id,)).fetchone()
+        return int(row[0]), int(row[1])
 
     # --- the agent view's redacted chunks (hybrid.store.agent.vectors) ---------------------------
     def redacted_ids(self) -> set[int]:

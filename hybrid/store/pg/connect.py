@@ -12,7 +12,7 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CONNECT_TIMEOUT = 10
 # Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
 MIGRATIONS: dict[int, str] = {
@@ -23,6 +23,12 @@ ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_hash text;
 ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_text text;
 UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
     (SELECT file_id FROM hybrid_chunks WHERE agent_tsv IS NOT NULL);
+""",
+    # 2 -> 3: each chunk's text hash, whitespace normalised, so an identical section met again
+    # takes the vector already cached (hybrid.indexing.shared); older rows get it when re-read
+    2: """
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS body_hash text;
+CREATE INDEX IF NOT EXISTS hybrid_chunks_body ON hybrid_chunks (vault, body_hash) WHERE body_hash IS NOT NULL;
 """,
 }
 
@@ -57,8 +63,10 @@ CREATE TABLE IF NOT EXISTS hybrid_chunks (
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
     tsv tsvector NOT NULL, len integer NOT NULL,
     agent_tsv tsvector, agent_len integer,  -- the redacted text's, where redaction changed it
-    agent_embed_hash text, agent_embed_text text  -- and what is embedded for it (agent_vectors)
+    agent_embed_hash text, agent_embed_text text, -- and what is embedded for it (agent_vectors)
+    body_hash text                          -- the text's hash, whitespace normalised (hybrid.indexing.shared)
 );
+CREATE INDEX IF NOT EXISTS hybrid_chunks_body ON hybrid_chunks (vault, body_hash) WHERE body_hash IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hybrid_chunks_redacted ON hybrid_chunks (vault) WHERE agent_tsv IS NOT NULL;
 -- tsvectors stay in the row (MAIN, rows up to a page): out of line, BM25 read ~6 pages per
 -- candidate to detoast it. Vectors live in a narrow table of their own, in the row too: an
