@@ -354,3 +354,19 @@ def index_on_backend(request, tmp_path_factory, notes: dict[str, str]):
     h = hybrid.open(tmp_path_factory.mktemp("home"), embedder="hash:64", **settings)
     h.add_vault(root, "v")
     return h
+
+
+def mcp_search(h, args: dict):
+    """The MCP ``search`` tool's result for ``args``, through a real client session on ``h``
+    (asserted not to be an error)."""
+    import anyio
+    from mcp import Client
+
+    from hybrid.faces.mcp import build_server
+
+    async def run():
+        async with Client(build_server(h)) as c:
+            return await c.call_tool("search", args)
+    res = anyio.run(run)
+    assert not res.is_error, res.content
+    return res

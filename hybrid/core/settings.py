@@ -113,6 +113,11 @@ class Settings:
                                         "than this many months (0 = off).")
     recency_penalty: float = _setting(0.1, "Fraction of the fused score taken off stale notes.")
     snippet_chars: int = _setting(300, "Length of the snippet shown with each hit.")
+    duplicate_similarity: float = _setting(
+        0.7, "Fold a hit into a better one whose text it resembles at least this much (Jaccard "
+             "over 3-word shingles, 0-1): it is listed under that hit's `also_in` instead of "
+             "taking a place of its own. 1 = only identical text (whitespace and case aside); "
+             "0 = off.", check=lambda v: 0 <= v <= 1)
     rerank_model: str = _setting(
         "", "Reranker for `--rerank`: `late` (late interaction over the bundled MiniLM; works "
             "offline after install), `ollama:<model>` (an LLM on the Ollama server), or a "

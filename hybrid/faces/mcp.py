@@ -47,7 +47,7 @@ TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
 # what an agent gets of a note's further passages (its headline passage comes whole): where to
 # read, how sure, what matched (vault and path too, for a reader that flattens the notes)
 BRIEF = ("vault", "path", "citation", "heading_path", "start_line", "end_line", "page", "snippet", "confidence",
-         "marks")
+         "marks", "also_in")
 
 
 def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "") -> str:
@@ -68,9 +68,9 @@ def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggest
                      "do not present them as an answer.")
     for i, passages in enumerate(entries, 1):
         h = passages[0]
-        block = f"{i}. {h['citation']} — {_where(h)}{_sure(h)}\n   {h['snippet']}"
+        block = f"{i}. {h['citation']} — {_where(h)}{_sure(h)}\n   {h['snippet']}{_copies(h)}"
         for more in passages[1:]:
-            block += f"\n   also {more['citation']} — {_where(more)}{_sure(more)}"
+            block += f"\n   also {more['citation']} — {_where(more)}{_sure(more)}{_copies(more)}"
         if sum(len(x) + 1 for x in lines) + len(block) > TEXT_LIMIT:
             lines.append(f"… {len(entries) - i + 1} more {'notes' if grouped else 'hits'} in the structured result")
             break
@@ -80,6 +80,11 @@ def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggest
 
 def _where(h: dict[str, Any]) -> str:
     return " > ".join(h.get("heading_path") or []) or h.get("title") or ""
+
+
+def _copies(h: dict[str, Any]) -> str:
+    """The near-identical passages folded into a hit (hybrid.retrieval.fold): the same text."""
+    return f"\n   (same text in: {', '.join(h['also_in'])})" if h.get("also_in") else ""
 
 
 def _sure(h: dict[str, Any]) -> str:
@@ -309,7 +314,7 @@ def _add_list_vaults(server: MCPServer, h: "Hybrid", watcher) -> None:
 
 # sizes say something about the hidden notes; `changes` (files new, changed, deleted on disk)
 # shows private file activity
-AGENT_HIDDEN_STATUS = ("disk_bytes", "pending", "changes")
+AGENT_HIDDEN_STATUS = ("disk_bytes", "pending", "changes", "shared_chunks", "shared_texts", "embeddings_saved")
 AGENT_WATCHER_FIELDS = ("watching", "last_indexed", "pending")  # not last_error: it may name a file
 
 

@@ -45,6 +45,8 @@ class Hit:
     url: str = ""             # a bookmark hit's page address
     marks: list[str] = field(default_factory=list)  # its words that answer the query, lower case
                                                     # (hybrid.retrieval.excerpt.Marker): what doors highlight
+    also_in: list[str] = field(default_factory=list)  # citations of near-identical passages folded
+                                                      # into this one (hybrid.retrieval.fold)
 
     @property
     def heading(self) -> str:
@@ -74,6 +76,14 @@ class Hit:
     def from_dict(cls, data: dict) -> Hit:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def cite(vault: str, row: Any) -> str:
+    """The citation of a chunk row (``ChunkRow``), as :attr:`Hit.citation` gives it."""
+    page = source_fields(row.path, row.heading, {}, "").get("page")
+    if page is not None:
+        return f"{vault}:{row.path}#page={page}"
+    return f"{vault}:{row.path}:{row.start_line}-{row.end_line}"
 
 
 STRONG, FAIR = 0.7, 0.4  # confidence from which a hit is called strong, fair (below: weak)

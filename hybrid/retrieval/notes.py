@@ -13,7 +13,7 @@ it, in rank order. With ``passages`` it answers with the first ``top_k`` passage
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,11 +65,13 @@ def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def select(ranked: Sequence[tuple[Any, NoteKey, tuple[int, int]]], top_k: int, by_note: bool,
-           per_note: int = PER_NOTE) -> list[int]:
+           per_note: int = PER_NOTE, copy_of: Callable[[int], int | None] | None = None) -> list[int]:
     """Which of ``ranked`` (best first: (key, note, line range) of each candidate passage) the
     answer holds, as indexes into it, in the order they are shown: ``top_k`` notes (their
     passages together, the note's best first) or, not ``by_note``, ``top_k`` passages. A
-    passage overlapping a better one of its note is left out."""
+    passage overlapping a better one of its note is left out, and so is one that ``copy_of``
+    (asked only of a passage about to be taken: :class:`hybrid.retrieval.fold.Folder`) says
+    repeats a passage taken before."""
     kept: dict[NoteKey, list[int]] = {}
     chosen: list[int] = []
     for i, (_, note, lines) in enumerate(ranked):
@@ -83,6 +85,8 @@ def select(ranked: Sequence[tuple[Any, NoteKey, tuple[int, int]]], top_k: int, b
                 continue
         elif len(chosen) >= top_k:
             break
+        if copy_of is not None and copy_of(i) is not None:
+            continue
         kept.setdefault(note, []).append(i)
         chosen.append(i)
     if not by_note:

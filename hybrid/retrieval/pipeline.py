@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hybrid.core.dates import date_source
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
-from hybrid.retrieval import confidence, fuse, notes
+from hybrid.retrieval import confidence, fold, fuse, notes
 from hybrid.retrieval.excerpt import Marker, readable
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
@@ -122,9 +122,12 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         mark: Callable[[str], list[str]] = Marker(parsed.text, targets[0][1].lexical.stem.analyze) \
             if targets else (lambda _: [])
         # notes (or passages) in the order shown, no two overlapping passages of one note
+        folder = fold.Folder([rows[k].text for k, _ in fused], settings.duplicate_similarity)
         shown = notes.select([(k, (k[0], rows[k].path), (rows[k].start_line, rows[k].end_line)) for k, _ in fused],
-                             request.top_k, by_note=not request.passages)
+                             request.top_k, by_note=not request.passages,
+                             copy_of=folder.copy_of if settings.duplicate_similarity else None)
         hits = build_hits(targets, [fused[i] for i in shown], rows, arms, ce, mark, settings.snippet_chars)
+        fold.annotate(hits, shown, folder, [k for k, _ in fused], rows)
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,

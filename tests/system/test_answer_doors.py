@@ -4,16 +4,13 @@ when no hit is even fair. The CLI, a real MCP client session, /api/search and th
 /ui/api/search over one real index (the hash embedder: this is about the answer's shape)."""
 import json
 
-import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import write
-from mcp import Client
+from helpers import mcp_search, write
 
 import hybrid
 from hybrid.faces.cli import main as cli
 from hybrid.faces.http import api_search_call
-from hybrid.faces.mcp import build_server
 from hybrid.faces.ui.routes import search_call
 from hybrid.retrieval import confidence
 from hybrid.retrieval.result import answer_passages
@@ -39,13 +36,7 @@ def shop(tmp_path_factory):
     h.close()
 
 
-def mcp(h, args):
-    async def run():
-        async with Client(build_server(h)) as c:
-            return await c.call_tool("search", args)
-    res = anyio.run(run)
-    assert not res.is_error, res.content
-    return res
+mcp = mcp_search
 
 
 def doors(h, home, monkeypatch, **args):

@@ -314,6 +314,9 @@ def status(ctx, as_json, list_skipped):
                        f"last indexed {r.last_indexed}{size}")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+            if r.shared_chunks:  # identical sections: one embedding each (hybrid.indexing.shared)
+                click.echo(f"  deduplicated: {r.shared_chunks} chunks share {r.shared_texts} texts, "
+                           f"{r.embeddings_saved} embeddings saved")
             if r.sources and set(r.sources) != {"note"}:
                 click.echo("  documents: " + ", ".join(f"{n} {k}" for k, n in r.sources.items()))
             if r.changes is not None:

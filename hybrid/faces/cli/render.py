@@ -179,6 +179,8 @@ class QueryView:
         if self.explain:
             out.append(indent + arms_long(best, lk))
         out += self.body(best, best.marks, indent)
+        if best.also_in:
+            out.append(indent + lk.style(also_in_text(best), dim=True))
         for h in hits[1:]:
             out += self.sub_passage(h, h.marks, indent, best.confidence)
         return out
@@ -199,6 +201,8 @@ class QueryView:
             short = snippet(readable(h.text) or h.snippet, needles, min(SUB_SNIPPET, room))
             line += "  " + highlight(short[:room], needles, lk)
         out = [line]
+        if h.also_in:
+            out.append(indent + "  " + lk.style(also_in_text(h), dim=True))
         if self.explain:
             out.append(indent + "  " + arms_long(h, lk))
         if self.full:
@@ -255,6 +259,13 @@ def highlight(line: str, needles: Sequence[str], look: Look) -> str:
 
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\]8;;.*?\x1b\\")
+
+
+def also_in_text(h: Hit) -> str:
+    """``also in: PATH:LINES, …``: the near-identical passages folded into ``h``
+    (:mod:`hybrid.retrieval.fold`), their vault named only when it is another one."""
+    own = f"{h.vault}:"
+    return "also in: " + ", ".join(c[len(own):] if c.startswith(own) else c for c in h.also_in)
 
 
 def visible_len(text: str) -> int:

@@ -200,7 +200,14 @@ function morePassages(hits) {
       where(h) ? el("span", { class: "where", text: where(h) }) : null,
       h.confidence !== null && h.confidence !== undefined
         ? el("span", { class: "conf", text: `${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }) : null,
-      highlight(el("div", { class: "more-snippet" }), h.snippet || "", h.marks))));
+      highlight(el("div", { class: "more-snippet" }), h.snippet || "", h.marks), alsoIn(h))));
+}
+
+// The near-identical passages folded into a hit (hybrid.retrieval.fold): the same text elsewhere.
+function alsoIn(h) {
+  if (!h.also_in || !h.also_in.length) return null;
+  return el("p", { class: "also-in", title: "The same text is in these notes too" },
+    "also in: ", ...h.also_in.flatMap((c, i) => [i ? ", " : null, el("code", { text: c })]).filter(Boolean));
 }
 
 function folderOf(path) {
@@ -251,6 +258,7 @@ function hitItem(h, i) {
       el("p", { class: "cite" }, el("code", { text: citation }),
          h.url ? el("span", { text: ` · ${h.url}` }) : null),
       highlight(el("p", { class: "snippet" }), h.snippet || "", h.marks),
+      alsoIn(h),
       chips,
       breakdown(h),
       actions,

@@ -1,0 +1,77 @@
+"""Near-identical passages folded into the better one, so ten hits are ten different answers.
+
+Vaults repeat themselves: a template's boilerplate in every daily note, a section pasted into
+three pages, a page saved twice. A candidate passage whose text resembles a passage already
+taken for the answer at least ``duplicate_similarity`` is not shown on its own: its citation
+goes under that hit's ``also_in`` ("also in: A, B") and the next candidate takes its place.
+
+Resemblance is the Jaccard index of the two texts' sets of word 3-shingles (Broder, "On the
+resemblance and containment of documents", 1997): lower-cased words, punctuation and
+whitespace ignored, so a copy re-wrapped or with its markup changed is still a copy, and one
+edited in a word or two still resembles it closely. The threshold is set from data in
+eval/reports/issue30-dups.md. Sets are exact (no MinHash sketch): a search compares a few dozen
+passages at most, each only with the ones already taken (:func:`hybrid.retrieval.notes.select`
+asks for a candidate only when it would take it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybrid.retrieval.hits import Hit
+    from hybrid.store.base import ChunkRow
+
+SHINGLE = 3  # words per shingle
+WORD_RE = re.compile(r"\w+")
+
+
+def shingles(text: str, k: int = SHINGLE) -> frozenset[int]:
+    """The hashes of ``text``'s k-word shingles (a text of fewer words: itself, as one)."""
+    words = WORD_RE.findall(text.lower())
+    if len(words) < k:
+        return frozenset([hash(tuple(words))]) if words else frozenset()
+    return frozenset(hash(tuple(words[i:i + k])) for i in range(len(words) - k + 1))
+
+
+def resemblance(a: frozenset[int], b: frozenset[int]) -> float:
+    """The Jaccard index of two shingle sets (two empty sets: 0, nothing to compare)."""
+    if not a or not b:
+        return 0.0
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)
+
+
+class Folder:
+    """Decides, candidate by candidate in the order an answer takes them, whether one is a copy
+    of a passage already taken (``texts``: the candidates' texts, by index)."""
+
+    def __init__(self, texts: Sequence[str], threshold: float):
+        self.texts, self.threshold = texts, threshold
+        self.taken: list[tuple[int, frozenset[int]]] = []
+        self.folded: dict[int, list[int]] = {}  # a taken index → the indexes folded into it
+
+    def copy_of(self, i: int) -> int | None:
+        """The taken passage ``i`` resembles at least the threshold (the best taken first),
+        which it is folded into; None, and ``i`` counts as taken, when there is none."""
+        mine = shingles(self.texts[i])
+        n = len(mine)
+        for j, theirs in self.taken:
+            m = len(theirs)
+            # Jaccard <= min/max of the sizes: most pairs are ruled out without intersecting
+            if n and m and min(n, m) >= self.threshold * max(n, m) and resemblance(mine, theirs) >= self.threshold:
+                self.folded.setdefault(j, []).append(i)
+                return j
+        self.taken.append((i, mine))
+        return None
+
+
+def annotate(hits: Sequence[Hit], shown: Sequence[int], folder: Folder, keys: Sequence[tuple[str, int]],
+             rows: Mapping[tuple[str, int], ChunkRow]) -> None:
+    """Give each hit (``shown[n]`` its candidate index) the citations of the candidates folded
+    into it, best first."""
+    from hybrid.retrieval.hits import cite
+    for h, i in zip(hits, shown):
+        h.also_in = [cite(keys[j][0], rows[keys[j]]) for j in folder.folded.get(i, ())]
