@@ -419,3 +419,38 @@ def test_schema_1_is_migrated_to_keep_the_vectors_of_redacted_text(tmp_path, pg_
     hits = h.search("router login", mode="vector", agent=True)
     assert "ops/wifi.md" in paths(hits) and "falconorbit77" not in json.dumps([x.to_dict() for x in hits])
     h.close()
+
+
+def test_schema_2_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url):
+    """Issue #30: schema 3 adds each chunk's text hash; the indexer migrates a schema-2 database,
+    reads every note of an older chunking again, and the copies of a section share one cached
+    vector, nothing embedded."""
+    from helpers import CountingEmbedder, set_chunking_version
+    section = "## Shared\n\nThe same words pasted into two notes about different things.\n"
+    notes = {"a.md": "# A\n\nApples.\n\n" + section, "b.md": "# B\n\nBoats.\n\n" + section}
+    h = indexed_vault(tmp_path, notes, "team", store="postgresql")
+    h.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX hybrid_chunks_body")
+        conn.execute("ALTER TABLE hybrid_chunks DROP COLUMN body_hash")
+        conn.execute("UPDATE hybrid_schema SET version=2")
+        # as an older hybrid left it: each copy with a vector of its own
+        second = conn.execute("SELECT max(id) FROM hybrid_chunks WHERE text LIKE '## Shared%'").fetchone()[0]
+        conn.execute("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) SELECT e.vault, e.model, "
+                     "'own-copy', e.vec FROM hybrid_embeddings e JOIN hybrid_chunks c ON c.embed_hash = "
+                     "e.text_hash AND c.vault = e.vault WHERE c.id = %s", (second,))
+        conn.execute("UPDATE hybrid_chunks SET embed_hash = 'own-copy' WHERE id = %s", (second,))
+    emb = CountingEmbedder("hash:64")
+    h = hybrid.open(tmp_path / "home", embedders=[emb], embedder="hash:64")
+    with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
+        h.search("apples", mode="lexical")
+    h.index()  # migrates; the notes themselves are unchanged
+    set_chunking_version(h.config.vault("team"), 6)
+    report = h.index()[0]
+    assert report.updated == 2 and emb.texts == 0
+    st = h.status()[0]
+    assert (st.shared_chunks, st.shared_texts, st.embeddings_saved) == (2, 1, 1)
+    h.vacuum()
+    with psycopg.connect(pg_url) as conn:  # the copy's own vector is gone: no chunk uses it
+        assert conn.execute("SELECT count(*) FROM hybrid_embeddings WHERE text_hash='own-copy'").fetchone()[0] == 0
+    h.close()

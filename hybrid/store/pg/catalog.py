@@ -22,6 +22,7 @@ from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
 from hybrid.store.lexicon import units
+from hybrid.store.pg import shared
 from hybrid.store.pg.lexical import tag_set, tsvector_of
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
@@ -412,18 +413,10 @@ class PgCatalog:
                             "SET vec = EXCLUDED.vec", rows)
 
     def shared_texts(self, model: str, body_hashes: Iterable[str]) -> dict[str, str]:
-        """As :meth:`hybrid.store.local.catalog.Catalog.shared_texts` (the oldest chunk's)."""
-        rows = self.q("SELECT DISTINCT ON (c.body_hash) c.body_hash, c.embed_hash FROM hybrid_chunks c "
-                      "JOIN hybrid_embeddings e ON e.vault=c.vault AND e.model=%s AND e.text_hash=c.embed_hash "
-                      "WHERE c.vault=%s AND c.body_hash = ANY(%s) ORDER BY c.body_hash, c.id",
-                      (model, self.vault_id, list(set(body_hashes))))
-        return dict(rows.fetchall())
+        return shared.shared_texts(self.q, self.vault_id, model, body_hashes)
 
     def sharing(self) -> tuple[int, int]:
-        """(live chunks whose embed hash another has, the distinct hashes they have)."""
-        row = self.q("SELECT coalesce(sum(n), 0), count(*) FROM (SELECT count(*) AS n FROM hybrid_chunks "
-                     "WHERE vault=%s GROUP BY embed_hash HAVING count(*) > 1) g", (self.vault_id,)).fetchone()
-        return int(row[0]), int(row[1])
+        return shared.sharing(self.q, self.vault_id)
 
     # --- the agent view's redacted chunks (hybrid.store.agent.vectors) ---------------------------
     def redacted_ids(self) -> set[int]:
