@@ -73,6 +73,31 @@ def worker(vault: Path, embedder: str, pairs: bool) -> dict:
     return out
 
 
+def rescore(home: Path, embedder: str, threshold: float, pairs: bool) -> dict:
+    """On an index already built (a worker's home): distinct hits in the top 10 with folding as
+    this checkout does it, and (``pairs``) the passages the threshold study compares."""
+    import hybrid
+    h = hybrid.open(home, embedder=embedder)
+    out: dict = {"notes": [], "passages": []}
+    for q in queries():
+        res = h.search(q, top_k=10)
+        out["notes"].append([(n.best.path, n.best.text, n.best.also_in) for n in res.notes])
+        out["passages"].append([(x.path, x.text, x.also_in) for x in h.search(q, top_k=10, passages=True)])
+    if pairs:
+        h.override(duplicate_similarity=0)
+        out["pairs"] = [[x.text for x in h.search(q, top_k=PAIRS_DEPTH, passages=True)] for q in queries()]
+    h.close()
+    row: dict = {}
+    for mode in ("notes", "passages"):
+        e, n = distinct(out[mode], threshold)
+        row[f"{mode}_distinct"], row[f"{mode}_near_distinct"] = round(e, 2), round(n, 2)
+        row[f"{mode}_with_also_in"] = sum(1 for hits in out[mode] for x in hits if x[2])
+        row[f"{mode}_folded"] = sum(len(x[2]) for hits in out[mode] for x in hits)
+    if pairs:
+        row["pairs"] = out["pairs"]
+    return row
+
+
 def latency_ab(home: Path, embedder: str, rounds: int = 3) -> dict:
     """Search latency with folding on (the default) and off, interleaved query by query on one
     index (so a busy machine weighs on both alike): medians in ms and the median difference."""
@@ -132,14 +157,15 @@ def distinct(lists: list[list], threshold: float) -> tuple[float, float]:
 def threshold_table(pair_lists: list[list[str]], manifest: dict) -> dict:
     """How many pairs of different passages a threshold folds (the original vault's top 30 per
     query), and how many of the edited copies it catches, by edit size."""
-    from hybrid.retrieval.fold import resemblance, shingles
+    from hybrid.retrieval.fold import heading_of, resemblance, same_heading, shingles
     values = []
     for texts in pair_lists:
-        sets = [(" ".join(t.split()), shingles(t)) for t in texts]
+        sets = [(" ".join(t.split()), shingles(t), heading_of(t)) for t in texts]
         for i in range(len(sets)):
             for j in range(i):
-                if sets[i][0] != sets[j][0]:
-                    values.append((resemblance(sets[i][1], sets[j][1]), texts[i][:80], texts[j][:80]))
+                if sets[i][0] != sets[j][0]:  # under different headings never folded: 0
+                    sim = resemblance(sets[i][1], sets[j][1]) if same_heading(sets[i][2], sets[j][2]) else 0.0
+                    values.append((sim, texts[i][:80], texts[j][:80]))
     edited: dict[str, list[float]] = {}
     for e in manifest.get("edited", []):
         key = "one word" if e["rate"] is None else f"{round(100 * e['rate'])} % of words"
@@ -161,6 +187,8 @@ def main() -> None:
     ap.add_argument("--worker", type=Path)
     ap.add_argument("--pairs", action="store_true")
     ap.add_argument("--latency", type=Path, help="a home with one indexed vault: folding on/off A/B")
+    ap.add_argument("--rescore", type=Path, nargs=2, metavar=("ORIGINAL_HOME", "DUPS_HOME"),
+                    help="the after side's homes: distinct hits and the threshold study, indexes kept")
     ap.add_argument("--before", type=Path)
     ap.add_argument("--vault", type=Path)
     ap.add_argument("--original", type=Path)
@@ -173,6 +201,15 @@ def main() -> None:
         return
     if args.latency:
         print(json.dumps(latency_ab(args.latency, args.embedder)))
+        return
+    if args.rescore:  # HOME of the original vault's index, HOME of the copies' (the "after" side's)
+        manifest = json.loads(args.vault.with_suffix(".manifest.json").read_text(encoding="utf-8"))
+        original = rescore(args.rescore[0], args.embedder, args.threshold, pairs=True)
+        result = {"original/after": original, "dups/after": rescore(args.rescore[1], args.embedder,
+                                                                    args.threshold, pairs=False),
+                  "threshold": threshold_table(original.pop("pairs"), manifest)}
+        args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        print(json.dumps(result, indent=1))
         return
     manifest = json.loads(args.vault.with_suffix(".manifest.json").read_text(encoding="utf-8"))
     result: dict = {"embedder": args.embedder, "manifest": {k: v for k, v in manifest.items()

@@ -8,7 +8,8 @@ goes under that hit's ``also_in`` ("also in: A, B") and the next candidate takes
 Resemblance is the Jaccard index of the two texts' sets of word 3-shingles (Broder, "On the
 resemblance and containment of documents", 1997): lower-cased words, punctuation and
 whitespace ignored, so a copy re-wrapped or with its markup changed is still a copy, and one
-edited in a word or two still resembles it closely. The threshold is set from data in
+edited in a word or two still resembles it closely. Two passages that start with different
+headings are never copies (:func:`heading_of`). The threshold is set from data in
 eval/reports/issue30-dups.md. Sets are exact (no MinHash sketch): a search compares a few dozen
 passages at most, each only with the ones already taken (:func:`hybrid.retrieval.notes.select`
 asks for a candidate only when it would take it).
@@ -26,17 +27,32 @@ if TYPE_CHECKING:
 
 SHINGLE = 3  # words per shingle
 WORD_RE = re.compile(r"\w+")
+HEADING_RE = re.compile(r"\s{0,3}#{1,6}\s+(.*)")
 
 
-def shingles(text: str, k: int = SHINGLE) -> frozenset[int]:
-    """The hashes of ``text``'s k-word shingles (a text of fewer words: itself, as one)."""
+def heading_of(text: str) -> str | None:
+    """The heading a passage starts with (lower case, words only), None when it starts with
+    none. Two passages under different headings are different answers however alike their
+    words ("Add a site password" / "Remove a site password": the same steps, one word apart)."""
+    m = HEADING_RE.match(text.split("\n", 1)[0])
+    return " ".join(WORD_RE.findall(m.group(1).lower())) if m else None
+
+
+def same_heading(a: str | None, b: str | None) -> bool:
+    """Whether two passages may be copies by their headings: both under the same one, or one
+    of them (a section's continuation) under none."""
+    return a is None or b is None or a == b
+
+
+def shingles(text: str) -> frozenset[tuple[str, ...]]:
+    """``text``'s 3-word shingles (a text of fewer words: itself, as one)."""
     words = WORD_RE.findall(text.lower())
-    if len(words) < k:
-        return frozenset([hash(tuple(words))]) if words else frozenset()
-    return frozenset(hash(tuple(words[i:i + k])) for i in range(len(words) - k + 1))
+    if len(words) < SHINGLE:
+        return frozenset([tuple(words)]) if words else frozenset()
+    return frozenset(zip(words, words[1:], words[2:]))  # built in C: a search shingles dozens
 
 
-def resemblance(a: frozenset[int], b: frozenset[int]) -> float:
+def resemblance(a: frozenset, b: frozenset) -> float:
     """The Jaccard index of two shingle sets (two empty sets: 0, nothing to compare)."""
     if not a or not b:
         return 0.0
@@ -50,21 +66,22 @@ class Folder:
 
     def __init__(self, texts: Sequence[str], threshold: float):
         self.texts, self.threshold = texts, threshold
-        self.taken: list[tuple[int, frozenset[int]]] = []
+        self.taken: list[tuple[int, frozenset, str | None]] = []
         self.folded: dict[int, list[int]] = {}  # a taken index → the indexes folded into it
 
     def copy_of(self, i: int) -> int | None:
         """The taken passage ``i`` resembles at least the threshold (the best taken first),
         which it is folded into; None, and ``i`` counts as taken, when there is none."""
-        mine = shingles(self.texts[i])
+        mine, head = shingles(self.texts[i]), heading_of(self.texts[i])
         n = len(mine)
-        for j, theirs in self.taken:
+        for j, theirs, their_head in self.taken:
             m = len(theirs)
             # Jaccard <= min/max of the sizes: most pairs are ruled out without intersecting
-            if n and m and min(n, m) >= self.threshold * max(n, m) and resemblance(mine, theirs) >= self.threshold:
+            if n and m and min(n, m) >= self.threshold * max(n, m) and same_heading(head, their_head) \
+                    and resemblance(mine, theirs) >= self.threshold:
                 self.folded.setdefault(j, []).append(i)
                 return j
-        self.taken.append((i, mine))
+        self.taken.append((i, mine, head))
         return None
 
 
