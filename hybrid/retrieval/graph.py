@@ -53,7 +53,7 @@ class LinkGraph:
         for fid, note in g.notes.items():
             outs: list[int] = []
             for target in note.links:
-                to = resolve(target)
+                to = resolve(relative(target, note.path))
                 if to is None:
                     g.unresolved.setdefault(fid, []).append(target)
                 elif to != fid and to not in outs:
@@ -93,6 +93,26 @@ class LinkGraph:
             if note.path == path:
                 return fid
         return None
+
+    def resolve(self, target: str, source: str = "") -> int | None:
+        """The file id of the note link ``target`` (as written in the note at path ``source``)
+        names in this graph, or None. Resolve with the owner's graph, then check the id against
+        an agent's: a target must not resolve differently because the note it names is hidden."""
+        got = self.__dict__.get("_resolver")
+        if got is None:
+            got = self.__dict__["_resolver"] = _Resolver(self.notes.values())
+        return got(relative(target, source))
+
+
+def relative(target: str, source: str) -> str:
+    """``target`` as a path from the vault's root when it is written relative to the folder of
+    the note at ``source`` (``../garden.md``, ``./parts/a.md``: markdown links); else as is."""
+    t = target.replace("\\", "/")
+    if not t.startswith(("./", "../")):
+        return target
+    import posixpath
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), t))
+    return "" if joined.startswith("../") or joined == ".." else joined
 
 
 class _Resolver:

@@ -60,3 +60,11 @@ def test_hidden_notes_leave_no_trace_in_either_direction():
 def test_link_key_ignores_case_spaces_and_the_extension():
     assert link_key("  Home   Network.MD ") == "home network"
     assert link_key("folder\\Note") == "folder/note"
+
+
+def test_relative_markdown_links_resolve_from_the_linking_note_folder():
+    g = LinkGraph.build([note(1, "garden.md"), note(2, "work/bikes.md", links=["../garden.md", "./parts/chain.md"]),
+                         note(3, "work/parts/chain.md", links=["../../garden.md", "../../../outside.md"])])
+    assert g.outlinks(2) == [1, 3] and g.outlinks(3) == [1]
+    assert g.unresolved[3] == ["../../../outside.md"]  # above the vault's root: names no note
+    assert g.resolve("../garden.md", "work/bikes.md") == 1 and g.resolve("../garden.md") is None
