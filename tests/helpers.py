@@ -35,13 +35,15 @@ def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProc
                           text=True, timeout=timeout, input=input)
 
 
-def indexed_vault(root: Path, notes: dict[str, str], name: str = "v", **settings):
+def indexed_vault(root: Path, notes: dict[str, str], name: str = "v", opener=None, **settings):
     """A handle on a fresh home under ``root`` with ``notes`` ({path: text}) written to
-    ``root/vault``, registered as ``name`` and indexed (hash embedder unless ``settings`` say)."""
+    ``root/vault``, registered as ``name`` and indexed (hash embedder unless ``settings`` say).
+    ``opener``: what opens the handle (default ``hybrid.open``; the ``open_h`` fixture for a
+    test run on every store)."""
     import hybrid
     for rel, text in notes.items():
         write(root / "vault", rel, text)
-    h = hybrid.open(root / "home", **{"embedder": "hash:64", **settings})
+    h = (opener or hybrid.open)(root / "home", **{"embedder": "hash:64", **settings})
     h.add_vault(root / "vault", name)
     h.index()
     return h

@@ -18,6 +18,7 @@ from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.filters import check_filters
+from hybrid.retrieval.graph import GraphCache, LinkGraph
 from hybrid.retrieval.listing import list_notes
 from hybrid.retrieval.pipeline import run_search
 from hybrid.retrieval.request import SearchRequest, as_request
@@ -58,6 +59,7 @@ class Hybrid:
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
+        self._graphs = GraphCache()
         self._lock = threading.RLock()
 
     @property
@@ -371,7 +373,7 @@ class Hybrid:
 
     def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
-            vault_hint: str = "--vault") -> NoteText:
+            vault_hint: str = "--vault", links: bool = True) -> NoteText:
         """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.app.refs` accepts: a
         path (``.md`` optional), ``path:START-END``, a search hit's citation
         ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
@@ -379,7 +381,9 @@ class Hybrid:
         (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
         an agent may see, its secrets redacted; a refusal says the same whether or not the note
         exists (see :mod:`hybrid.app.reader`). ``vault_hint`` names the vault argument in errors.
-        A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path)."""
+        A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path).
+        With ``links`` (the default) the note's ``backlinks`` and resolved ``links`` come with it
+        (None when it is not indexed; an agent's only name notes it may see: :mod:`hybrid.app.links`)."""
         from hybrid.app.refs import parse_ref
         self.refresh()
         parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
@@ -393,12 +397,22 @@ class Hybrid:
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
         bounds = convert_limits(self.settings)
         if not agent:
-            return reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
+            note = reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
                                     catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
-        view = AgentView.of(v, self.settings)
-        return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
-                                convert=bounds,
-                                agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+        else:
+            view = AgentView.of(v, self.settings)
+            note = reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
+                                    convert=bounds,
+                                    agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+        if links:  # who links here, and what it links to (hybrid.app.links)
+            from hybrid.app.links import links_for
+            note.attach(links_for(self, v, note.path, agent))
+        return note
+
+    def link_graph(self, v: Vault) -> LinkGraph:
+        """The owner's link graph of vault ``v`` (:mod:`hybrid.retrieval.graph`), built again
+        only when its ledger changed."""
+        return self._graphs.get(self._store(v).catalog)
 
     def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""

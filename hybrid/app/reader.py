@@ -25,6 +25,7 @@ from hybrid.sources import KIND, SOURCES, kind_of
 from hybrid.sources.convert import judged_fields
 
 if TYPE_CHECKING:
+    from hybrid.app.links import LinkedNote, NoteLinks
     from hybrid.core.config import Vault
     from hybrid.sources.sandbox import Limits
     from hybrid.store.agent.view import AgentView
@@ -46,6 +47,18 @@ class NoteText:
     truncated: bool = False
     line_cut: bool = False
     rest: tuple[int, int] | None = None
+    # the notes linking here and those this one links to (hybrid.app.links), each at most
+    # MAX_LISTED, of *_total; None when not asked for or the note is not indexed
+    backlinks: list[LinkedNote] | None = None
+    links: list[LinkedNote] | None = None
+    backlinks_total: int | None = None
+    links_total: int | None = None
+
+    def attach(self, found: NoteLinks | None) -> None:
+        """Take the note's links (None: not known, the fields stay None)."""
+        if found is not None:
+            self.backlinks, self.links = found.backlinks, found.links
+            self.backlinks_total, self.links_total = found.backlinks_total, found.links_total
 
     def to_dict(self) -> dict:
         out = asdict(self)

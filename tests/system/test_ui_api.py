@@ -612,6 +612,17 @@ def test_read_caps_a_long_section_around_the_hit(h, vault):
     assert data["total_lines"] == 1000
 
 
+def test_read_names_the_notes_linking_to_the_hit_note(h, vault):
+    write(vault, "hub.md", "# Hub\n\nThe hub note.\n")
+    write(vault, "spoke.md", "# Spoke\n\nBack to the [[Hub]].\n")
+    h.index()
+    data = read_section(h, {"vault": "vault", "path": "hub.md", "start_line": 3, "end_line": 3})
+    assert data["backlinks"] == [{"path": "spoke.md", "line": 3}] and data["backlinks_total"] == 1
+    write(vault, "new.md", "# New\n\nNot indexed yet.\n")
+    data = read_section(h, {"vault": "vault", "path": "new.md", "start_line": 3, "end_line": 3})
+    assert data["backlinks"] is None
+
+
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_read_a_hit_near_the_end_of_a_long_section_fills_the_window(h, vault):
     write(vault, "long.md", LONG_NOTE)

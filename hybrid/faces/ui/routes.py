@@ -325,7 +325,11 @@ def read_section(h: Hybrid, body: dict) -> dict:
         first, last = lo, min(last, lo + SECTION_LINES - 1)
     return {"vault": vault, "path": note.path, "start_line": first, "end_line": last,
             "total_lines": len(lines), "hit_start": start, "hit_end": end,
-            "lines": lines[first - 1:last]}
+            "lines": lines[first - 1:last],
+            # who links to the note (hybrid.app.links); None when it is not indexed
+            "backlinks": None if note.backlinks is None else [{"path": b.path, "line": b.line}
+                                                              for b in note.backlinks],
+            "backlinks_total": note.backlinks_total}
 
 
 def _line(x: Any) -> bool:

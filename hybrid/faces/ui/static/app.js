@@ -360,6 +360,11 @@ const toggle = guard(async (i, open) => {
     });
     body.replaceChildren(pre, el("p", { class: "more",
       text: `${s.path}, lines ${s.start_line}–${s.end_line} of ${s.total_lines} (read now from disk)` }));
+    if (s.backlinks && s.backlinks.length) {  // who links to this note
+      const more = s.backlinks_total > s.backlinks.length ? ` and ${s.backlinks_total - s.backlinks.length} more` : "";
+      body.append(el("p", { class: "more backlinks",
+        text: `Linked from: ${s.backlinks.map((b) => b.path).join(", ")}${more}` }));
+    }
   } catch (err) {
     if (err instanceof SignedOut) throw err;
     body.replaceChildren(el("p", { class: "error", role: "alert", text: err.message }));
