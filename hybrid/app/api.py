@@ -26,7 +26,7 @@ from hybrid.retrieval.result import SearchResult
 from hybrid.store import backend, open_store
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
-from hybrid.store.agent.view import AgentView
+from hybrid.store.agent.view import AgentView, Hidden
 from hybrid.store.base import VacuumReport
 from hybrid.store.port import Searchable, Store
 
@@ -332,6 +332,12 @@ class Hybrid:
             raise agent_view.AgentViewStale(
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
+
+    def agent_hidden_now(self, v: Vault) -> tuple[AgentView, Hidden]:
+        """Vault ``v``'s agent view and the notes it hides as the ledger records them (cached
+        per ledger state), without building an agent store."""
+        store, view = self._store(v), AgentView.of(v, self.settings)
+        return view, self._hidden.get(v.name, store.catalog, view, store.embedder_id)
 
     def _redactor(self, view: AgentView):
         return agent_view.agent_redactor() if view.redact else None

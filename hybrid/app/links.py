@@ -7,9 +7,9 @@ to (*links*: a ``[[Name]]`` in the text resolved to the path ``get`` reads).
 
 For an agent, the graph is first taken without the notes hidden from agents, and a listed note
 is one the agent could read itself: a note made private on disk since it was indexed is left
-out too (one ``stat`` per unchanged file), and a backlink's line is read through the agent's
-reader (redacted). So neither list names a note the agent may not see, whichever way the link
-points.
+out too (judged again as it is now where its file changed: one ``stat`` per unchanged file),
+and a backlink's line is redacted as ``get_note`` redacts. So neither list names a note the
+agent may not see, whichever way the link points.
 """
 
 from __future__ import annotations
@@ -97,26 +97,29 @@ def links_for(h: Hybrid, v: Vault, path: str, agent: bool) -> NoteLinks | None:
         return None
     graph = h.link_graph(v)
     s = h.settings
-    check = None
+    redactor = None
     hidden: set[int] = set()
     if agent:
         from hybrid.store.agent.store import OnDisk, stale_verdicts
-        store = h._agent_store(v)
-        hidden = set(store.hidden_files)
+        view, seen = h.agent_hidden_now(v)
+        hidden = set(seen.files)
         fid = graph.by_path(path)
         near = graph.neighbours(fid) - hidden if fid is not None else set()
-        if near and v.path.is_dir():  # made private on disk since they were indexed
-            with store.hidden.lock:
-                hidden |= stale_verdicts(store.ledger, near, store.view,
-                                         OnDisk(v.path, s.max_file_bytes), store.hidden.on_disk)
-        check = reader.AgentCheck(store.view, store.ledger, h._redactor(store.view))
+        if near and v.path.is_dir():  # judged again where the file changed since it was indexed
+            with seen.lock:
+                hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, s.max_file_bytes),
+                                         seen.on_disk)
+        redactor = h._redactor(view)
 
     def read_text(p: str) -> str | None:
+        # what is left of an agent's is visible as the file is now (judged just above), so the
+        # owner's reader serves it, redacted whole (no secret cut in two) as get_note redacts
         try:
-            return reader.read_note(v, Ref(path=p), None, None, None, s.max_file_bytes, agent=check,
-                                    catalog=catalog, max_pdf_bytes=s.max_pdf_bytes).text
+            text = reader.read_note(v, Ref(path=p), None, None, None, s.max_file_bytes, catalog=catalog,
+                                    max_pdf_bytes=s.max_pdf_bytes).text
         except PathRefused:
             return None
+        return redactor.redact(text) if redactor is not None else text
     return note_links(graph, path, read_text, hidden)
 
 
