@@ -400,6 +400,13 @@ class Hybrid:
                                 convert=bounds,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
 
+    @property
+    def tags(self):
+        """Tag suggestions approved by a person (:class:`hybrid.app.tags.TagDesk`): suggest,
+        review queue, accept (the one write into a note's front block), reject."""
+        from hybrid.app.tags import TagDesk
+        return TagDesk(self)
+
     def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""
         try:
