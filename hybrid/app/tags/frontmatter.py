@@ -121,7 +121,7 @@ def _edit_block(lines: list[str], n_fm: int, new: list[str], where: str) -> list
         return lines[:i] + [head + new_value + comment + eol] + lines[i + 1:]
 
     if v in ("", "~", "null"):  # an empty entry, or a block list under it
-        run = []
+        run: list[int] = []
         for j in range(i + 1, close):  # the list's own lines: items, and their continuations
             if ITEM_RE.match(lines[j]) or (run and lines[j][:1] in (" ", "\t") and lines[j].strip()):
                 run.append(j)

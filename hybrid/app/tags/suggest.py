@@ -103,7 +103,7 @@ def phrase_scores(tags: Iterable[str], title: str, text: str) -> dict[str, tuple
         if phrase in title_w:
             out[t] = (PHRASE_TITLE, "in its title")
             continue
-        count = text_w.count(phrase)
+        count = len(re.findall(f"(?={re.escape(phrase)})", text_w))  # adjacent ones share a space
         if count:
             out[t] = (PHRASE_BODY * min(1.0, (1 + math.log(count)) / (1 + math.log(3))),
                       f"'{' '.join(words)}' occurs {count}× in it")

@@ -155,7 +155,9 @@ def review_cmd(ctx, vault, no_index):
     touched: set[str] = set()
     for v, e in rows:
         click.echo(terminal_text(f"\n{v}:{e.path}", one_line=False), err=True)
-        yes, no, quit_ = [], [], False
+        yes: list[str] = []
+        no: list[str] = []
+        quit_ = False
         for s in e.pending:
             label = terminal_text(f"  {s.tag}{' (new)' if s.new else ''}  [{s.by}: {s.why}]", one_line=True)
             answer = click.prompt(f"{label}  accept?", type=click.Choice(["y", "n", "s", "q"]),
