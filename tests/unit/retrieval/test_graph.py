@@ -60,3 +60,9 @@ def test_hidden_notes_leave_no_trace_in_either_direction():
 def test_link_key_ignores_case_spaces_and_the_extension():
     assert link_key("  Home   Network.MD ") == "home network"
     assert link_key("folder\\Note") == "folder/note"
+
+
+def test_links_inside_code_are_examples_not_links():
+    n = parse_note("a.md", "# A\n\nWrite `[[Note]]` to link, or ``[[Other]]``.\n\n```md\n[[Fenced]]\n```\n\n"
+                   "But [[Real]] is a link.\n")
+    assert n.links == ["Real"]
