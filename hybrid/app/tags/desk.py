@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hybrid.app.tags import suggest as sg
 from hybrid.app.tags.frontmatter import TagWriteError, add_tags, check_tag, content_hash, write_atomic
@@ -21,7 +21,6 @@ from hybrid.app.tags.queue import MAX_PENDING_NOTE, Entry, Suggestion, TagQueue,
 from hybrid.core.errors import PathRefused
 
 if TYPE_CHECKING:
-    from hybrid.app.api import Hybrid
     from hybrid.core.config import Vault
     from hybrid.sources.markdown import Note
     from hybrid.store.port import Store
@@ -67,9 +66,10 @@ class _Doc:
 
 
 class TagDesk:
-    """Tag suggestions over the vaults of one :class:`~hybrid.app.api.Hybrid` handle."""
+    """Tag suggestions over the vaults of one :class:`~hybrid.app.api.Hybrid` handle (typed
+    loosely: the handle imports this module)."""
 
-    def __init__(self, h: Hybrid):
+    def __init__(self, h: Any):
         self.h = h
 
     # --- reading notes ----------------------------------------------------------------------

@@ -6,25 +6,24 @@ changed since the suggestion) and starts a re-index of that vault."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hybrid.faces.ui.routes import _Routes
+from hybrid.retrieval.limits import BadSearchArgs  # the page's routes answer it with a 400
 
 
 def _args(body: dict, tags: bool) -> tuple[str | None, str, list[str]]:
-    from hybrid.faces.ui.routes import _Refused
     vault, note, given = body.get("vault"), body.get("note"), body.get("tags", [])
     if vault is not None and not isinstance(vault, str):
-        raise _Refused(400, "vault must be a name")
+        raise BadSearchArgs("vault must be a name")
     if not isinstance(note, str) or not note:
-        raise _Refused(400, "note (a path) is required")
+        raise BadSearchArgs("note (a path) is required")
     if tags and not (isinstance(given, list) and given and all(isinstance(t, str) for t in given)):
-        raise _Refused(400, "tags must be a non-empty list of tags")
+        raise BadSearchArgs("tags must be a non-empty list of tags")
     return vault or None, note, list(given) if tags else []
 
 
-def add_tag_routes(ui: _Routes) -> None:
+def add_tag_routes(ui: Any) -> None:
+    """Register the panel's routes on the page's routes ``ui`` (:class:`~hybrid.faces.ui.routes._Routes`)."""
     import anyio
     route, answer, h = ui.route, ui.answer, ui.h
 
