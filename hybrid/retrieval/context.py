@@ -28,11 +28,12 @@ from __future__ import annotations
 import heapq
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hybrid.core.tokens import count_tokens
 from hybrid.indexing.chunk import HEADING_RE
+from hybrid.retrieval.context_blocks import Block, Context, NoteContext
 from hybrid.retrieval.hits import Hit
 from hybrid.store.base import ChunkRow
 
@@ -45,66 +46,6 @@ if TYPE_CHECKING:
 # how many steps of context a hit's rank is worth: the hit ranked r+1 starts growing when the
 # hit ranked r has taken this many steps (measured: eval/reports/issue30-context.md)
 STEP_PER_RANK = 2.0
-
-
-@dataclass
-class Block:
-    """Lines ``start_line``..``end_line`` (1-based, inclusive) of a note, as indexed."""
-    start_line: int
-    end_line: int
-    heading_path: list[str]
-    text: str
-    tokens: int
-    hits: list[str] = field(default_factory=list)  # citations of the hits whose lines it holds
-
-
-@dataclass
-class NoteContext:
-    """The context sent for one note: its blocks in line order."""
-    vault: str
-    path: str
-    title: str
-    blocks: list[Block] = field(default_factory=list)
-    changed: bool = False  # the file changed on disk since it was indexed: its lines may have moved
-
-    def citations(self) -> list[str]:
-        return [f"{self.vault}:{self.path}:{b.start_line}-{b.end_line}" for b in self.blocks]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "citations": self.citations()}
-
-
-@dataclass
-class Context:
-    """The context of a whole answer: ``notes`` in the order of their first hit."""
-    budget: int
-    used: int = 0
-    notes: list[NoteContext] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        """Every block, cited: what a reader (or an LLM) is given."""
-        out = []
-        for n in self.notes:
-            for b, cite in zip(n.blocks, n.citations()):
-                where = " > ".join(b.heading_path) or n.title
-                out.append(f"--- {cite}{f' ({where})' if where else ''}\n{b.text}")
-        return "\n".join(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"budget": self.budget, "used": self.used, "notes": [n.to_dict() for n in self.notes]}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Context | None:
-        """From :meth:`to_dict` (a server's answer); None for anything else."""
-        if not isinstance(data, dict) or not isinstance(data.get("notes"), list):
-            return None
-        notes = [NoteContext(n["vault"], n["path"], n.get("title", ""),
-                             [Block(**{k: b[k] for k in ("start_line", "end_line", "heading_path", "text",
-                                                         "tokens")}, hits=list(b.get("hits", [])))
-                              for b in n.get("blocks", [])], bool(n.get("changed")))
-                 for n in data["notes"]]
-        return cls(int(data.get("budget", 0)), int(data.get("used", 0)), notes)
 
 
 # --- a note's layout ----------------------------------------------------------------------
@@ -257,9 +198,10 @@ def with_context(result: SearchResult, targets: Sequence[tuple[Vault, Searchable
 
 
 def gather(targets: Sequence[tuple[Vault, Searchable]], hits: Sequence[Hit], budget: int,
-           step_per_rank: float = STEP_PER_RANK) -> Context:
+           step_per_rank: float = STEP_PER_RANK, max_steps: int | None = None) -> Context:
     """The context of ``hits`` (the answer, in the order shown) within ``budget`` tokens in all,
-    read from each hit's store as its reader sees it (see the module docstring)."""
+    read from each hit's store as its reader sees it (see the module docstring). ``max_steps``
+    keeps only the first steps of each hit (1: the hits' own lines, the measure's baseline)."""
     ctx = Context(budget)
     stores = {v.name: (v, s) for v, s in targets}
     notes: dict[tuple[str, str], tuple[Layout, int, NoteContext]] = {}
@@ -279,7 +221,7 @@ def gather(targets: Sequence[tuple[Vault, Searchable]], hits: Sequence[Hit], bud
         where = layout.locate(h.chunk_id, h.start_line)
         if where is None:
             continue
-        for step, lines in enumerate(layout.steps(*where)):
+        for step, lines in enumerate(layout.steps(*where)[:max_steps]):
             heapq.heappush(heap, (rank * step_per_rank + step, rank, step, lines, key))
     chosen: dict[tuple[str, str], set[int]] = {k: set() for k in notes}
     left = budget

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from hybrid.retrieval.context_blocks import Context
 from hybrid.retrieval.hits import FAIR, Hit
 from hybrid.retrieval.notes import NoteHits, group_by_note
 from hybrid.retrieval.query import FILTER_RE, TOKEN_RE, ParsedQuery, is_exclusion
@@ -41,8 +42,8 @@ class SearchResult(list[Hit]):
         self.needles: list[str] = list(needles)
         self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
         self.grouped = grouped
-        # the text around the hits (hybrid.retrieval.context.Context), when the request asked for it
-        self.context: Any = None
+        # the text around the hits (hybrid.retrieval.context), when the request asked for it
+        self.context: Context | None = None
 
     @property
     def notes(self) -> list[NoteHits]:
@@ -112,7 +113,6 @@ class SearchResult(list[Hit]):
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
         if "context" in data:
-            from hybrid.retrieval.context import Context
             out.context = Context.from_dict(data["context"])
         return out
 

@@ -13,7 +13,8 @@ from mcp_types import Implementation
 from hybrid.core.tokens import count_tokens
 from hybrid.faces.cli.main import main
 from hybrid.faces.mcp import build_server
-from hybrid.retrieval.context import Context, Layout
+from hybrid.retrieval.context import Layout
+from hybrid.retrieval.context_blocks import Context
 from hybrid.retrieval.limits import MAX_CONTEXT_TOKENS, BadSearchArgs
 from hybrid.retrieval.request import SearchRequest
 from hybrid.store.base import ChunkRow
@@ -140,7 +141,7 @@ def test_a_server_answer_carries_the_context_back():
          "blocks": [{"start_line": 2, "end_line": 2, "heading_path": ["A"], "text": "x y", "tokens": 3,
                      "hits": ["v:a.md:2-2"]}]}]})
     assert ctx is not None and ctx.notes[0].citations() == ["v:a.md:2-2"] and ctx.used == 3
-    assert Context.from_dict("nonsense") is None
+    assert Context.from_dict("nonsense") is None and Context.from_dict({"notes": [{"path": 1}]}) is None
 
 
 # --- agents: the view and redaction apply to context exactly as to hits ----------------------
