@@ -10,7 +10,7 @@ Both sides are counted the same way (hybrid.retrieval.context: count_tokens per 
 for its break, each line sent once, a step cut where the budget ends):
 
 - with context: the default answer (``top_k`` 8 notes, up to 4 passages each) and its context
-  within the budget, for each ``STEP_PER_RANK`` tried (the tune split picks one);
+  within the budget, for each ``ORDER`` and ``STEP_PER_RANK`` tried (the tune split picks);
 - without: the first 50 passages (``passages=True``), each hit's own lines only, best first,
   until the budget is spent.
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 SPANS = Path(__file__).resolve().parents[2] / "qrels" / "obsidian-help-spans.jsonl"
 STEPS_TRIED = (0.5, 1.0, 2.0, 4.0, 8.0)
+ORDERS = ("shown", "score")
 
 
 def sent_lines(ctx) -> dict[str, set[int]]:
@@ -89,36 +90,47 @@ def main() -> None:
     for q in questions:
         answer = h.search(q["text"])                       # the default answer, as every door gives it
         more = h.search(q["text"], passages=True, top_k=50)  # the baseline's hits
-        row = {"qid": q["qid"], "split": q["split"], "with": {}, "without": {}, "used": {}}
+        paths = {s["path"] for spans in q["answers"] for s in spans}
+        row = {"qid": q["qid"], "split": q["split"], "with": {}, "without": {}, "used": {},
+               "note_in_answer": any(x.path in paths for x in answer),   # an answering note is a hit at all
+               "note_in_50": any(x.path in paths for x in more)}
         for b in args.budgets:
             base = gather(targets, more, b, max_steps=1)
             row["without"][b] = complete(sent_lines(base), q["answers"], vault.path)
             row["used"][f"without-{b}"] = base.used
-            for step in STEPS_TRIED:
-                ctx = gather(targets, answer, b, step_per_rank=step)
-                row["with"][f"{b}@{step}"] = complete(sent_lines(ctx), q["answers"], vault.path)
-                row["used"][f"with-{b}@{step}"] = ctx.used
+            for order in ORDERS:
+                for step in STEPS_TRIED:
+                    ctx = gather(targets, answer, b, step_per_rank=step, order=order)
+                    row["with"][f"{b}@{step}{order}"] = complete(sent_lines(ctx), q["answers"], vault.path)
+                    row["used"][f"with-{b}@{step}{order}"] = ctx.used
         rows.append(row)
     report: dict = {"questions": len(rows), "budgets": args.budgets, "splits": {}}
     for split in ("tune", "heldout", "all"):
         mine = [r for r in rows if split == "all" or r["split"] == split]
-        table: dict = {"n": len(mine)}
+        table: dict = {"n": len(mine), "note_in_answer": sum(r["note_in_answer"] for r in mine),
+                       "note_in_50": sum(r["note_in_50"] for r in mine)}
         for b in args.budgets:
             table[f"without@{b}"] = sum(r["without"][b] for r in mine)
-            for step in STEPS_TRIED:
-                table[f"with@{b}/step{step}"] = sum(r["with"][f"{b}@{step}"] for r in mine)
+            for order in ORDERS:
+                for step in STEPS_TRIED:
+                    table[f"with@{b}/step{step}{order}"] = sum(r["with"][f"{b}@{step}{order}"] for r in mine)
         report["splits"][split] = table
     tune = report["splits"]["tune"]
-    best = max(STEPS_TRIED, key=lambda s: (sum(tune[f"with@{b}/step{s}"] for b in args.budgets), -abs(s - 2.0)))
-    report["step_chosen_on_tune"] = best
-    print(f"{len(rows)} questions; STEP_PER_RANK chosen on tune: {best}")
+    tried = [(o, s) for o in ORDERS for s in STEPS_TRIED]
+    best = max(tried, key=lambda t: sum(tune[f"with@{b}/step{t[1]}{t[0]}"] for b in args.budgets))  # first on ties
+    report["chosen_on_tune"] = {"order": best[0], "step_per_rank": best[1]}
+    print(f"{len(rows)} questions; chosen on tune: ORDER {best[0]}, STEP_PER_RANK {best[1]}")
     for split, table in report["splits"].items():
         n = table["n"]
-        print(f"\n{split} ({n} questions): whole answer span sent, of {n}")
-        print("budget  without  " + "  ".join(f"with@{s:g}" for s in STEPS_TRIED))
+        print(f"\n{split} ({n} questions): whole answer span sent, of {n} (an answering note among the "
+              f"default answer's notes: {table['note_in_answer']}, among the first 50 passages: {table['note_in_50']})")
+        print("budget  without  " + "  ".join(f"{o[:5]}@{s:g}" for o, s in tried) + "   tokens used (without / chosen)")
+        mine = [r for r in rows if split == "all" or r["split"] == split]
         for b in args.budgets:
-            print(f"{b:>6}  {table[f'without@{b}']:>7}  " +
-                  "  ".join(f"{table[f'with@{b}/step{s}']:>7}" for s in STEPS_TRIED))
+            used = (sum(r["used"][f"without-{b}"] for r in mine) / n,
+                    sum(r["used"][f"with-{b}@{best[1]}{best[0]}"] for r in mine) / n)
+            cells = "  ".join(f"{table[f'with@{b}/step{s}{o}']:>7}" for o, s in tried)
+            print(f"{b:>6}  {table[f'without@{b}']:>7}  {cells}   {used[0]:.0f} / {used[1]:.0f}")
     if args.json:
         print(json.dumps({**report, "rows": rows}, indent=1))
 

@@ -7,8 +7,9 @@ as the reader may see them: an agent's redacted, a hidden note's never) are laid
 heading tree, and the hit grows in steps (:func:`steps`): itself, the neighbouring chunks of its
 section (above first), the section's start, the parent's intro, the rest of the section, its
 subsections, its sibling sections, the grandparent's intro. Steps of all hits are taken in one
-order, ``rank × STEP_PER_RANK + step`` (the best hit grows first; the next hit's own passage
-comes before the first hit's far context), each line at most once, until the budget is spent:
+order, ``rank × STEP_PER_RANK + step`` (rank: the hit's place in the answer; the first hit grows
+first, the next hit's own passage comes before the first hit's far context), each line at most
+once, until the budget is spent:
 a step that does not fit whole is taken as far as it fits, nearest lines first.
 
 Lines are joined into blocks per note: lines that touch are one block, cited by its line range
@@ -44,8 +45,13 @@ if TYPE_CHECKING:
     from hybrid.store.port import Searchable
 
 # how many steps of context a hit's rank is worth: the hit ranked r+1 starts growing when the
-# hit ranked r has taken this many steps (measured: eval/reports/issue30-context.md)
-STEP_PER_RANK = 2.0
+# hit ranked r has taken this many steps (chosen on the tune half of qrels/obsidian-help-spans:
+# eval/reports/issue30-context.md)
+STEP_PER_RANK = 1.0
+# the hits' ranks: the order shown (a grouped answer's notes one after the other, each note's
+# passages together) or their scores (a note's further passages often score below the next
+# notes' best ones); chosen as STEP_PER_RANK is
+ORDER = "shown"
 
 
 # --- a note's layout ----------------------------------------------------------------------
@@ -198,18 +204,19 @@ def with_context(result: SearchResult, targets: Sequence[tuple[Vault, Searchable
 
 
 def gather(targets: Sequence[tuple[Vault, Searchable]], hits: Sequence[Hit], budget: int,
-           step_per_rank: float = STEP_PER_RANK, max_steps: int | None = None) -> Context:
+           step_per_rank: float = STEP_PER_RANK, max_steps: int | None = None,
+           order: str = ORDER) -> Context:
     """The context of ``hits`` (the answer, in the order shown) within ``budget`` tokens in all,
     read from each hit's store as its reader sees it (see the module docstring). ``max_steps``
-    keeps only the first steps of each hit (1: the hits' own lines, the measure's baseline)."""
+    keeps only the first steps of each hit (1: the hits' own lines, the measure's baseline);
+    ``order``: the hits' ranks, ``shown`` (the answer's order: a note's passages together) or
+    ``score`` (their fused scores)."""
     ctx = Context(budget)
     stores = {v.name: (v, s) for v, s in targets}
     notes: dict[tuple[str, str], tuple[Layout, int, NoteContext]] = {}
-    # the order the hits grow in: best score first (in a grouped answer a note's further
-    # passages are shown under its best one, ahead of better passages of the next note)
-    order = sorted(range(len(hits)), key=lambda n: -hits[n].score)
+    ranked = range(len(hits)) if order == "shown" else sorted(range(len(hits)), key=lambda n: -hits[n].score)
     heap: list[tuple[float, int, int, list[int], tuple[str, str]]] = []
-    for rank, n in enumerate(order):
+    for rank, n in enumerate(ranked):
         h = hits[n]
         key = (h.vault, h.path)
         if key not in notes:
