@@ -354,3 +354,16 @@ def index_on_backend(request, tmp_path_factory, notes: dict[str, str]):
     h = hybrid.open(tmp_path_factory.mktemp("home"), embedder="hash:64", **settings)
     h.add_vault(root, "v")
     return h
+
+
+def link_graph(h, name="v"):
+    """The link graph (hybrid.retrieval.graph) of vault ``name`` as its ledger holds it, and
+    ``{path: file id}``."""
+    from hybrid.retrieval.graph import LinkGraph
+    from hybrid.store import open_store
+    store = open_store(h.config.vault(name))
+    try:
+        g = LinkGraph.build(store.catalog.notes())
+    finally:
+        store.close()
+    return g, {n.path: fid for fid, n in g.notes.items()}

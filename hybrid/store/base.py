@@ -123,6 +123,7 @@ class NoteMeta:
     tags: list[str]
     aliases: list[str]
     modified: float
+    links: list[str] = field(default_factory=list)  # link targets as written (hybrid.retrieval.graph)
 
 
 def json_list(text: str | None) -> list:
@@ -164,6 +165,7 @@ class NoteRecord:
     modified: float
     chunks: list[NewChunk]
     embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
+    links: list[str] = field(default_factory=list)  # link targets as written (sources.markdown.note_links)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,12 @@ from typing import Any
 
 from hybrid.store.base import ChunkRow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Migrations from version N to N+1, run by a writer when it opens an older catalog (a reader of
+# an older one reads it as it is: no links).
+MIGRATIONS: dict[int, str] = {
+    2: "ALTER TABLE files ADD COLUMN links TEXT NOT NULL DEFAULT '[]'",  # issue #30: the link graph
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,6 +30,7 @@ CREATE TABLE IF NOT EXISTS files (
     created TEXT,
     modified REAL NOT NULL,      -- epoch seconds: the note's date (hybrid.core.dates.note_date), else file mtime
     indexed_at REAL NOT NULL,
+    links TEXT NOT NULL DEFAULT '[]',    -- JSON list: link targets as written (retrieval.graph)
     deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
 );
 CREATE TABLE IF NOT EXISTS chunks (
