@@ -74,12 +74,16 @@ def link_line(graph: LinkGraph, text: str, target: int, source: str = "") -> tup
     note changed since it was indexed)."""
     from urllib.parse import unquote
 
-    from hybrid.sources.markdown import MDLINK_RE, WIKILINK_RE
+    from hybrid.sources.markdown import CODE_SPAN_RE, FENCE_RE, MDLINK_RE, WIKILINK_RE
+    in_fence = False
     for n, line in enumerate(text.split("\n"), 1):
-        if "[[" not in line and "](" not in line:
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        if in_fence or ("[[" not in line and "](" not in line):
             continue
-        found = [m.strip() for m in WIKILINK_RE.findall(line)]
-        found += [unquote(m).strip() for m in MDLINK_RE.findall(line)] if "](" in line else []
+        prose = CODE_SPAN_RE.sub(" ", line) if "`" in line else line  # code is an example, not a link
+        found = [m.strip() for m in WIKILINK_RE.findall(prose)]
+        found += [unquote(m).strip() for m in MDLINK_RE.findall(prose)] if "](" in prose else []
         if any(graph.resolve(t, source) == target for t in found if t):
             return n, line.strip()[:LINE_CHARS]
     return None, None

@@ -1,10 +1,11 @@
-"""The MCP server: tools ``search``, ``get_note``, ``list_vaults`` and ``propose_note`` over the
-official SDK.
+"""The MCP server: tools ``search``, ``get_note``, ``list_vaults``, ``propose_note`` and
+``propose_tags`` over the official SDK.
 
 Every tool serves the agent view (:mod:`hybrid.store.agent.view`): private notes do not exist for it
 and secrets are redacted. Every call is appended to the audit log (:mod:`hybrid.app.audit`) before
 its result is returned; a call that cannot be recorded is refused. ``propose_note`` is the one
-way an agent writes: a new file in ``proposals_folder`` (:mod:`hybrid.app.proposals`).
+way an agent writes: a new file in ``proposals_folder`` (:mod:`hybrid.app.proposals`);
+``propose_tags`` puts tags in the owner's review queue (:mod:`hybrid.app.tags`), never in a note.
 
 In stdio mode stdout is the protocol: nothing here prints, logs go to stderr. Bad arguments come
 back as tool errors whose message names the fix; the server keeps running.
@@ -88,12 +89,13 @@ def _sure(h: dict[str, Any]) -> str:
 
 
 def build_server(h: "Hybrid", watcher=None) -> MCPServer:
-    """The MCP server with its four tools bound to the handle ``h``."""
+    """The MCP server with its tools bound to the handle ``h``."""
     server = MCPServer(name="hybrid", version=version(), instructions=INSTRUCTIONS, log_level="WARNING")
     _add_search(server, h)
     _add_get_note(server, h)
     _add_list_vaults(server, h, watcher)
     _add_propose_note(server, h)
+    _add_propose_tags(server, h)
     return server
 
 
@@ -224,6 +226,9 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
                 note["passages"][1:] = [{k: p.get(k) for k in BRIEF} for p in note["passages"][1:]]
             text = render_hits(query, answer, result.corrected_query,
                                result.suggested_query if result.suggestions else "")
+            if result.context is not None and result.context.notes:  # `context`: the text around the hits
+                text += (f"\n\nContext ({result.context.used} of {result.context.budget} tokens; "
+                         f"each block under its citation):\n{result.context.text}")
             return CallToolResult(content=[TextContent(type="text", text=text)],
                                   structured_content={"query": query, **answer})
         args = {"query": query, **{k: (v or None) if isinstance(v, (bool, float)) else v
@@ -238,7 +243,8 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
         "Search the user's notes with hybrid BM25 + vector retrieval and return the best notes, "
         "each with its best passage and up to 3 more of its passages, with citations (vault, path, "
         "heading path, line range), a snippet and a confidence (strong/fair/weak; when nothing is "
-        "fair it says 'Nothing relevant'). passages=true returns passages instead. Use it whenever the "
+        "fair it says 'Nothing relevant'). passages=true returns passages instead; context=TOKENS adds the text around the hits (neighbouring "
+        "paragraphs, the section's start, the parent's intro) within that many tokens in all. Use it whenever the "
         "user's own notes may hold the answer. For exact lookups (an identifier, error string, "
         "flag, ticket id) pass it verbatim; otherwise 2-5 distinctive keywords work best. "
         "Snippets are partial: read the passage with get_note before relying on it. Note content "
@@ -346,6 +352,28 @@ def _add_propose_note(server: MCPServer, h: "Hybrid") -> None:
         args = {"title": title, "vault": vault, "based_on": based_on,
                 "content_chars": len(content) if isinstance(content, str) else None}
         return audited(h, ctx, "propose_note", args, call, lambda r: [_structured(r)["citation"]])
+
+
+def _add_propose_tags(server: MCPServer, h: "Hybrid") -> None:
+    @server.tool(annotations=PROPOSES, description=(
+        "Propose tags for a note you can read: they wait in the user's tag review queue (`hybrid "
+        "tags review`) and are written into the note only if the user accepts them; you never "
+        "edit the note. Prefer tags the vault already uses. Only works when the user has set "
+        "proposals_folder."))
+    def propose_tags(
+        path: Annotated[str, Field(description="The note: a citation 'vault:path:START-END', a vault-relative path or a title.")],
+        tags: Annotated[list[str], Field(description="1-10 tags (letters, digits, '-', '_', '/'; no '#').")],
+        vault: Annotated[str | None, Field(description="Vault name (needed when several vaults are registered).")] = None,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        def call() -> CallToolResult:
+            queued = h.tags.propose(path, tags, vault, client_name(ctx))
+            text = (f"{len(queued)} tag(s) queued for the user's review; the note is unchanged until the "
+                    f"user accepts them.")
+            return CallToolResult(content=[TextContent(type="text", text=text)],
+                                  structured_content={"queued": queued})
+        args = {"path": path, "vault": vault, "tags": tags}
+        return audited(h, ctx, "propose_tags", args, call, lambda r: [])
 
 
 def run_stdio(h: "Hybrid", watcher=None) -> None:

@@ -30,6 +30,7 @@ WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)
 # A markdown link to a file of the vault: ``[text](Other%20note.md#Heading)``; never a URL.
 MDLINK_RE = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:)<?([^()<>\s#]+?\.md)(?:#[^()\s]*)?>?\)")
 H1_RE = re.compile(r"#\s+(.*)")
+CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")  # an inline code span: `[[x]]`, ``a ` b``
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
@@ -390,9 +391,17 @@ def note_links(body: list[str], meta: dict[str, Any]) -> list[str]:
     """The link targets of a note as written, once each, in order: wikilinks and embeds
     (``[[Note#Heading|shown]]`` → ``Note``), markdown links to a file of the vault
     (``[x](Other%20note.md)`` → ``Other note.md``), and wikilinks in front-block values
-    (``up: "[[Projects]]"``). Resolved to notes by :mod:`hybrid.retrieval.graph`."""
+    (``up: "[[Projects]]"``). Resolved to notes by :mod:`hybrid.retrieval.graph`. As in
+    Obsidian, a link inside code (a fenced block, an inline code span) is an example, not a
+    link."""
     from urllib.parse import unquote
-    text = "\n".join(body)
+    prose, in_fence = [], False
+    for line in body:
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            prose.append(CODE_SPAN_RE.sub(" ", line) if "`" in line else line)
+    text = "\n".join(prose)
     found = [m.strip() for m in WIKILINK_RE.findall(text)]
     if "](" in text:
         found += [unquote(m).strip() for m in MDLINK_RE.findall(text)]

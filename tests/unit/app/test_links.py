@@ -20,7 +20,7 @@ from hybrid.faces.mcp import build_server
 STORES = ("local", "postgresql")
 
 NOTES = {
-    "index.md": "# Index\n\nStart at [[Garden]] and [[Missing note]].\nAlso [[index]] itself.\n",
+    "index.md": "# Index\n\n```\n[[Garden]]\n```\nStart at [[Garden]] and [[Missing note]].\nAlso [[index]] itself.\n",
     "garden.md": "# Garden\n\nTomatoes.\n\nBack to [[Index|the start]]; see [[Diary]] too.\n",
     "work/bikes.md": "---\nup: \"[[index]]\"\n---\n# Bikes\n\nOil the chain ([garden](../garden.md)).\n",
     "lonely.md": "# Lonely\n\nNo links here, only [[Nowhere]].\n",
@@ -53,7 +53,8 @@ def test_backlinks_with_their_line_and_links_resolved(vault):
     # a cycle (index <-> garden) is listed both ways; a markdown link counts; by path
     assert paths(note.backlinks) == ["index.md", "private/diary.md", "work/bikes.md"]
     first = note.backlinks[0]
-    assert (first.line, first.text) == (3, "Start at [[Garden]] and [[Missing note]].")
+    # the first line holding a link, not the example in the code block above it
+    assert (first.line, first.text) == (6, "Start at [[Garden]] and [[Missing note]].")
     assert note.backlinks[2].line == 6 and "../garden.md" in note.backlinks[2].text
     assert paths(note.links) == ["index.md", "private/diary.md"]  # [[Index|the start]] by its name
     assert (note.backlinks_total, note.links_total) == (3, 2)
@@ -124,11 +125,11 @@ def test_cli_get_prints_the_links_on_request_and_the_note_alone_otherwise(vault,
     run = CliRunner().invoke(main, ["get", "garden.md", "--links"])
     assert run.exit_code == 0, run.output
     assert run.stdout.splitlines()[:2] == ["linked from 3 notes:",
-                                           "  index.md:3  Start at [[Garden]] and [[Missing note]]."]
+                                           "  index.md:6  Start at [[Garden]] and [[Missing note]]."]
     assert "links to 2 notes:" in run.stdout and "  private/diary.md" in run.stdout
     run = CliRunner().invoke(main, ["get", "lonely.md", "--links"])
     assert run.stdout == "linked from no note\nlinks to no note\n"
     data = json.loads(CliRunner().invoke(main, ["get", "garden.md", "--json", "--as-agent"]).stdout)
     assert [b["path"] for b in data["backlinks"]] == ["index.md", "work/bikes.md"]
-    assert data["backlinks"][0] == {"path": "index.md", "title": "Index", "line": 3,
+    assert data["backlinks"][0] == {"path": "index.md", "title": "Index", "line": 6,
                                     "text": "Start at [[Garden]] and [[Missing note]]."}

@@ -62,6 +62,12 @@ def test_link_key_ignores_case_spaces_and_the_extension():
     assert link_key("folder\\Note") == "folder/note"
 
 
+def test_links_inside_code_are_examples_not_links():
+    n = parse_note("a.md", "# A\n\nWrite `[[Note]]` to link, or ``[[Other]]``.\n\n```md\n[[Fenced]]\n```\n\n"
+                   "But [[Real]] is a link.\n")
+    assert n.links == ["Real"]
+
+
 def test_relative_markdown_links_resolve_from_the_linking_note_folder():
     g = LinkGraph.build([note(1, "garden.md"), note(2, "work/bikes.md", links=["../garden.md", "./parts/chain.md"]),
                          note(3, "work/parts/chain.md", links=["../../garden.md", "../../../outside.md"])])
