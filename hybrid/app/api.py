@@ -412,9 +412,13 @@ class Hybrid:
             note = reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                     convert=bounds,
                                     agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
-        if links:  # who links here, and what it links to (hybrid.app.links)
-            from hybrid.app.links import links_for
-            note.attach(links_for(self, v, note.path, agent))
+        catalog = self.catalog_or_none(v) if links and v.is_folder else None
+        if catalog is not None:  # who links here, and what it links to (hybrid.app.links)
+            seen = None
+            if agent:
+                view, hidden = self.agent_hidden_now(v)
+                seen = (view, hidden, self._redactor(view))
+            note.attach(reader.links_of(v, note.path, self.link_graph(v), catalog, limit, pdf_limit, seen))
         return note
 
     def link_graph(self, v: Vault) -> LinkGraph:

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hybrid.app.api import Hybrid
-    from hybrid.core.config import Vault
     from hybrid.retrieval.graph import LinkGraph
 
 MAX_LISTED = 100    # notes listed per direction at most (a hub note can have thousands)
@@ -87,44 +85,6 @@ def link_line(graph: LinkGraph, text: str, target: int, source: str = "") -> tup
         if any(graph.resolve(t, source) == target for t in found if t):
             return n, line.strip()[:LINE_CHARS]
     return None, None
-
-
-def links_for(h: Hybrid, v: Vault, path: str, agent: bool) -> NoteLinks | None:
-    """The links of note ``path`` of vault ``v`` as the owner (or, ``agent``, an agent) may see
-    them; None when the vault or the note is not indexed. The graph is the handle's, kept
-    while the ledger's data version stays the same."""
-    from hybrid.app import reader
-    from hybrid.app.refs import Ref
-    from hybrid.core.errors import PathRefused
-    catalog = h.catalog_or_none(v)
-    if catalog is None or not v.is_folder:
-        return None
-    graph = h.link_graph(v)
-    s = h.settings
-    redactor = None
-    hidden: set[int] = set()
-    if agent:
-        from hybrid.store.agent.store import OnDisk, stale_verdicts
-        view, seen = h.agent_hidden_now(v)
-        hidden = set(seen.files)
-        fid = graph.by_path(path)
-        near = graph.neighbours(fid) - hidden if fid is not None else set()
-        if near and v.path.is_dir():  # judged again where the file changed since it was indexed
-            with seen.lock:
-                hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, s.max_file_bytes),
-                                         seen.on_disk)
-        redactor = h._redactor(view)
-
-    def read_text(p: str) -> str | None:
-        # what is left of an agent's is visible as the file is now (judged just above), so the
-        # owner's reader serves it, redacted whole (no secret cut in two) as get_note redacts
-        try:
-            text = reader.read_note(v, Ref(path=p), None, None, None, s.max_file_bytes, catalog=catalog,
-                                    max_pdf_bytes=s.max_pdf_bytes).text
-        except PathRefused:
-            return None
-        return redactor.redact(text) if redactor is not None else text
-    return note_links(graph, path, read_text, hidden)
 
 
 def describe(note, shown: int = MAX_LISTED) -> list[str]:

@@ -27,8 +27,9 @@ from hybrid.sources.convert import judged_fields
 if TYPE_CHECKING:
     from hybrid.app.links import LinkedNote, NoteLinks
     from hybrid.core.config import Vault
+    from hybrid.retrieval.graph import LinkGraph
     from hybrid.sources.sandbox import Limits
-    from hybrid.store.agent.view import AgentView
+    from hybrid.store.agent.view import AgentView, Hidden
     from hybrid.store.port import Catalog
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
@@ -141,6 +142,38 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if max_chars is not None and len(body) > max_chars:
         return _cut(NoteText(v.name, rel, s, e, len(lines), body), lines, max_chars)
     return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Catalog, max_file_bytes: int,
+             max_pdf_bytes: int, agent: tuple[AgentView, Hidden, Any] | None = None) -> NoteLinks | None:
+    """The links of note ``path`` of folder vault ``v`` (:mod:`hybrid.app.links`) in ``graph``
+    (the owner's), as the owner may see them or, given ``agent`` (its view, the notes it hides
+    as indexed, the redactor or None), as an agent may: the hidden notes left out and those
+    changed on disk since they were indexed judged again as they are now. None when the note
+    is not in the graph (not indexed)."""
+    from hybrid.app.links import note_links
+    redactor = None
+    hidden: set[int] = set()
+    if agent is not None:
+        from hybrid.store.agent.store import OnDisk, stale_verdicts
+        view, seen, redactor = agent
+        hidden = set(seen.files)
+        fid = graph.by_path(path)
+        near = graph.neighbours(fid) - hidden if fid is not None else set()
+        if near and v.path.is_dir():  # judged again where the file changed since it was indexed
+            with seen.lock:
+                hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, max_file_bytes), seen.on_disk)
+
+    def read_text(p: str) -> str | None:
+        # what is left of an agent's is visible as the file is now (judged just above), so the
+        # owner's reader serves it, redacted whole (no secret cut in two) as get_note redacts
+        try:
+            text = read_note(v, Ref(path=p), None, None, None, max_file_bytes, catalog=catalog,
+                             max_pdf_bytes=max_pdf_bytes).text
+        except PathRefused:
+            return None
+        return redactor.redact(text) if redactor is not None else text
+    return note_links(graph, path, read_text, hidden)
 
 
 def _cut(note: NoteText, lines: list[str], max_chars: int) -> NoteText:
