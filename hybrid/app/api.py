@@ -18,6 +18,7 @@ from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.filters import check_filters
+from hybrid.retrieval.graph import GraphCache
 from hybrid.retrieval.listing import list_notes
 from hybrid.retrieval.pipeline import run_search
 from hybrid.retrieval.request import SearchRequest, as_request
@@ -58,6 +59,7 @@ class Hybrid:
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
+        self._graphs = GraphCache()  # link graphs of the open ledgers (related notes)
         self._lock = threading.RLock()
 
     @property
@@ -380,15 +382,7 @@ class Hybrid:
         an agent may see, its secrets redacted; a refusal says the same whether or not the note
         exists (see :mod:`hybrid.app.reader`). ``vault_hint`` names the vault argument in errors.
         A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path)."""
-        from hybrid.app.refs import parse_ref
-        self.refresh()
-        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
-        if parsed.vault_folder is not None and parsed.vault is None:
-            parsed.vault = next((v.name for v in self.config.all_vaults()
-                                 if v.path.name == parsed.vault_folder), None)
-        if parsed.vault and vault and parsed.vault != vault:
-            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
-        v = self.vault_for(vault or parsed.vault, hint=vault_hint)
+        parsed, v = self.resolve_ref(ref, vault, vault_hint)
         from hybrid.sources.sandbox import convert_limits
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
         bounds = convert_limits(self.settings)
@@ -399,6 +393,32 @@ class Hybrid:
         return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                 convert=bounds,
                                 agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+
+    def resolve_ref(self, ref: str | Ref, vault: str | None = None,
+                    vault_hint: str = "--vault") -> tuple[Ref, Vault]:
+        """The parts of note reference ``ref`` and the vault it is in (its ``vault:`` prefix or
+        obsidian:// folder, else ``vault``, else the only one registered)."""
+        from hybrid.app.refs import parse_ref
+        self.refresh()
+        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
+        if parsed.vault_folder is not None and parsed.vault is None:
+            parsed.vault = next((v.name for v in self.config.all_vaults()
+                                 if v.path.name == parsed.vault_folder), None)
+        if parsed.vault and vault and parsed.vault != vault:
+            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
+        return parsed, self.vault_for(vault or parsed.vault, hint=vault_hint)
+
+    def related(self, ref: str | Ref, vault: str | None = None, *, top_k: int = 10, agent: bool = False,
+                vault_hint: str = "--vault"):
+        """The notes most related to the note ``ref`` (any reference :meth:`get` accepts), best
+        first, each with why: shared meaning (from the vectors already indexed: nothing is
+        embedded), links in either direction, shared tags, notes linking to both
+        (:mod:`hybrid.retrieval.related`). Returns a
+        :class:`~hybrid.retrieval.related.RelatedResult`. With ``agent``: only notes an agent
+        may see, titles and snippets redacted; a note it may not see is refused as
+        :meth:`get` refuses it."""
+        from hybrid.app.related import find_related
+        return find_related(self, ref, vault, top_k=top_k, agent=agent, vault_hint=vault_hint)
 
     def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""
