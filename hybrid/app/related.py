@@ -122,7 +122,7 @@ def gather(searchable: Searchable, graph: LinkGraph, fid: int, mode: str, *, age
         return None, {}, {}, False
     queries = source_vectors(searchable, own_rows, redacted)
     shown = catalog.shows if agent else (lambda t: True)
-    found = link_signals(graph, fid, tag_weights(graph), shown)
+    found = link_signals(graph, fid, _tag_weights(graph), shown)
     rows: dict[int, ChunkRow] = {}
     if queries is not None:
         # its own chunks are dropped after the search, not banned inside it: a ban is a
@@ -136,7 +136,7 @@ def gather(searchable: Searchable, graph: LinkGraph, fid: int, mode: str, *, age
         _meaning(found, by_note(dict(best), {i: r.file_id for i, r in got.items()}))
         extra = [f for f, sig in found.items() if sig.meaning is None and f != fid]
         if extra:  # linked or tagged, not among the nearest: their meaning is measured too
-            file_of = {cid: f for f, chunks in searchable.ledger.note_texts(extra).items() for cid, _ in chunks}
+            file_of = {cid: f for f in extra for cid in searchable.ledger.chunk_ids_of([f])}
             if file_of:
                 scores = nearest_chunks(searchable.vector, queries, mode, len(file_of), allowed=set(file_of))
                 per_note = by_note(scores, file_of)
@@ -165,6 +165,20 @@ def source_vectors(searchable: Searchable, rows: dict[int, ChunkRow], redacted: 
     if not got or len({len(g) for g in got}) != 1:
         return None
     return np.ascontiguousarray(np.vstack(got), dtype=np.float32)
+
+
+_IDF: list[tuple[LinkGraph, dict[str, float]]] = []  # the last graph's tag weights
+
+
+def _tag_weights(graph: LinkGraph) -> dict[str, float]:
+    """:func:`~hybrid.retrieval.related.tag_weights` of ``graph``, kept while it is the same
+    graph (the owner's is kept per state of the ledger: one pass over the notes saved a call)."""
+    held = _IDF[0] if _IDF else None
+    if held is not None and held[0] is graph:
+        return held[1]
+    idf = tag_weights(graph)
+    _IDF[:] = [(graph, idf)]
+    return idf
 
 
 def _meaning(found: dict[int, Signals], per_note: dict[int, tuple[float, int]]) -> None:

@@ -2,10 +2,10 @@
 
 Four signals, each in [0, 1], are added with fixed weights (:data:`WEIGHTS`) into one score:
 
-- **meaning**: the cosine of the best match between the source note's chunk vectors and the
-  candidate's (``best``: each source chunk asks the vector arm for its nearest chunks, a
-  candidate scores its best pair), or of the mean of the source's chunk vectors with the
-  candidate's best chunk (``mean``: one question). The vectors are those already in the index
+- **meaning**: the cosine of the mean of the source's chunk vectors with the candidate's best
+  chunk (``mean``, the default: one question to the vector arm), or of the best match between
+  the source's chunk vectors and the candidate's (``best``: each source chunk asks; measured no
+  better, and slower). The vectors are those already in the index
   and the embedding cache: nothing is embedded at query time.
 - **link**: 1 when either note links to the other (a wikilink, an embed, a markdown link).
 - **tags**: the tags both carry, weighted by rarity: the sum of ``log(1 + N / df)`` over the
@@ -16,9 +16,10 @@ Four signals, each in [0, 1], are added with fixed weights (:data:`WEIGHTS`) int
 
 Candidates are the notes of the nearest chunks, the linked and co-cited notes, and the notes
 sharing the most tags; every candidate's meaning is then measured, so no signal is missing for
-want of a search. The weights were chosen on a tune split of obsidian-help's notes and are
-reported on the held-out split in eval/reports/issue30-related.md (bench:
-eval/bench/related_links.py).
+want of a search. The weights were chosen on tune splits and are reported on held-out splits
+in eval/reports/issue30-related.md (bench: eval/bench/related_links.py): the tag signal is
+shown as evidence but weighted 0 (it lowered recall where it could be measured); the link
+weight cannot be measured by hiding links and is set by design.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ MAX_TOP_K = 100
 class Weights:
     meaning: float = 1.0
     link: float = 0.3
-    tags: float = 0.2
+    tags: float = 0.0    # shown as evidence; scoring them lowered recall where measurable
     cocited: float = 0.3
     mode: str = "mean"
 
