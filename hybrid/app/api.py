@@ -420,6 +420,13 @@ class Hybrid:
         from hybrid.app.related import find_related
         return find_related(self, ref, vault, top_k=top_k, agent=agent, vault_hint=vault_hint)
 
+    @property
+    def tags(self):
+        """Tag suggestions approved by a person (:class:`hybrid.app.tags.TagDesk`): suggest,
+        review queue, accept (the one write into a note's front block), reject."""
+        from hybrid.app.tags import TagDesk
+        return TagDesk(self)
+
     def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""
         try:

@@ -1,10 +1,11 @@
-"""The MCP server: tools ``search``, ``get_note``, ``list_vaults``, ``propose_note`` and
-``related`` (:mod:`hybrid.faces.related`) over the official SDK.
+"""The MCP server: tools ``search``, ``get_note``, ``list_vaults``, ``propose_note``,
+``propose_tags`` and ``related`` (:mod:`hybrid.faces.related`) over the official SDK.
 
 Every tool serves the agent view (:mod:`hybrid.store.agent.view`): private notes do not exist for it
 and secrets are redacted. Every call is appended to the audit log (:mod:`hybrid.app.audit`) before
 its result is returned; a call that cannot be recorded is refused. ``propose_note`` is the one
-way an agent writes: a new file in ``proposals_folder`` (:mod:`hybrid.app.proposals`).
+way an agent writes: a new file in ``proposals_folder`` (:mod:`hybrid.app.proposals`);
+``propose_tags`` puts tags in the owner's review queue (:mod:`hybrid.app.tags`), never in a note.
 
 In stdio mode stdout is the protocol: nothing here prints, logs go to stderr. Bad arguments come
 back as tool errors whose message names the fix; the server keeps running.
@@ -94,6 +95,7 @@ def build_server(h: "Hybrid", watcher=None) -> MCPServer:
     _add_get_note(server, h)
     _add_list_vaults(server, h, watcher)
     _add_propose_note(server, h)
+    _add_propose_tags(server, h)
     _add_related(server, h)
     return server
 
@@ -342,6 +344,28 @@ def _add_propose_note(server: MCPServer, h: "Hybrid") -> None:
         args = {"title": title, "vault": vault, "based_on": based_on,
                 "content_chars": len(content) if isinstance(content, str) else None}
         return audited(h, ctx, "propose_note", args, call, lambda r: [_structured(r)["citation"]])
+
+
+def _add_propose_tags(server: MCPServer, h: "Hybrid") -> None:
+    @server.tool(annotations=PROPOSES, description=(
+        "Propose tags for a note you can read: they wait in the user's tag review queue (`hybrid "
+        "tags review`) and are written into the note only if the user accepts them; you never "
+        "edit the note. Prefer tags the vault already uses. Only works when the user has set "
+        "proposals_folder."))
+    def propose_tags(
+        path: Annotated[str, Field(description="The note: a citation 'vault:path:START-END', a vault-relative path or a title.")],
+        tags: Annotated[list[str], Field(description="1-10 tags (letters, digits, '-', '_', '/'; no '#').")],
+        vault: Annotated[str | None, Field(description="Vault name (needed when several vaults are registered).")] = None,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        def call() -> CallToolResult:
+            queued = h.tags.propose(path, tags, vault, client_name(ctx))
+            text = (f"{len(queued)} tag(s) queued for the user's review; the note is unchanged until the "
+                    f"user accepts them.")
+            return CallToolResult(content=[TextContent(type="text", text=text)],
+                                  structured_content={"queued": queued})
+        args = {"path": path, "vault": vault, "tags": tags}
+        return audited(h, ctx, "propose_tags", args, call, lambda r: [])
 
 
 def _add_related(server: MCPServer, h: "Hybrid") -> None:

@@ -84,6 +84,8 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
     ui.add_page()
     ui.add_signing_in()
     ui.add_owner_work()
+    from hybrid.faces.ui.tags import add_tag_routes
+    add_tag_routes(ui)  # the tag review panel (issue #30)
     return ui.sessions
 
 
