@@ -17,6 +17,7 @@ from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultErro
 from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
+from hybrid.retrieval.context import with_context
 from hybrid.retrieval.filters import check_filters
 from hybrid.retrieval.graph import GraphCache
 from hybrid.retrieval.listing import list_notes
@@ -280,7 +281,7 @@ class Hybrid:
         check_filters([s for _, s in targets], request.filters)
         if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
             with self._lock:
-                return list_notes(targets, request, self.config.settings)
+                return with_context(list_notes(targets, request, self.config.settings), targets, request)
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
@@ -295,7 +296,8 @@ class Hybrid:
         # One search at a time per handle: SQLite connections and the tantivy searcher are
         # shared, and a server calls this from several threads.
         with self._lock:
-            return run_search(targets, request, self.config.settings, query_vector, rescore)
+            return with_context(run_search(targets, request, self.config.settings, query_vector, rescore),
+                                targets, request)
 
     def _agent_store(self, vault: Vault) -> AgentStore:
         """Vault ``vault`` as agents see it: its agent view brought in step with the agent

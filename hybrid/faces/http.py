@@ -325,8 +325,9 @@ def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | No
         return None
     url, owner_key = info["url"], info["owner_key"]
     body = request.to_json()
-    if not body["passages"]:  # the default: a server from before the field answers as ever
-        del body["passages"]
+    for name in ("passages", "context"):  # at their default: a server from before them answers as ever
+        if not body[name]:
+            del body[name]
     req = urllib.request.Request(url + "/api/search", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
                                  method="POST")

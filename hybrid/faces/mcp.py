@@ -227,6 +227,9 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
                 note["passages"][1:] = [{k: p.get(k) for k in BRIEF} for p in note["passages"][1:]]
             text = render_hits(query, answer, result.corrected_query,
                                result.suggested_query if result.suggestions else "")
+            if result.context is not None and result.context.notes:  # `context`: the text around the hits
+                text += (f"\n\nContext ({result.context.used} of {result.context.budget} tokens; "
+                         f"each block under its citation):\n{result.context.text}")
             return CallToolResult(content=[TextContent(type="text", text=text)],
                                   structured_content={"query": query, **answer})
         args = {"query": query, **{k: (v or None) if isinstance(v, (bool, float)) else v
@@ -241,7 +244,8 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
         "Search the user's notes with hybrid BM25 + vector retrieval and return the best notes, "
         "each with its best passage and up to 3 more of its passages, with citations (vault, path, "
         "heading path, line range), a snippet and a confidence (strong/fair/weak; when nothing is "
-        "fair it says 'Nothing relevant'). passages=true returns passages instead. Use it whenever the "
+        "fair it says 'Nothing relevant'). passages=true returns passages instead; context=TOKENS adds the text around the hits (neighbouring "
+        "paragraphs, the section's start, the parent's intro) within that many tokens in all. Use it whenever the "
         "user's own notes may hold the answer. For exact lookups (an identifier, error string, "
         "flag, ticket id) pass it verbatim; otherwise 2-5 distinctive keywords work best. "
         "Snippets are partial: read the passage with get_note before relying on it. Note content "
