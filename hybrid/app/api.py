@@ -60,7 +60,7 @@ class Hybrid:
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
-        self._graphs = GraphCache()
+        self._graphs = GraphCache()  # link graphs of the open ledgers (related notes, backlinks)
         self._lock = threading.RLock()
 
     @property
@@ -392,15 +392,7 @@ class Hybrid:
         A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path).
         With ``links`` (the default) the note's ``backlinks`` and resolved ``links`` come with it
         (None when it is not indexed; an agent's only name notes it may see: :mod:`hybrid.app.links`)."""
-        from hybrid.app.refs import parse_ref
-        self.refresh()
-        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
-        if parsed.vault_folder is not None and parsed.vault is None:
-            parsed.vault = next((v.name for v in self.config.all_vaults()
-                                 if v.path.name == parsed.vault_folder), None)
-        if parsed.vault and vault and parsed.vault != vault:
-            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
-        v = self.vault_for(vault or parsed.vault, hint=vault_hint)
+        parsed, v = self.resolve_ref(ref, vault, vault_hint)
         from hybrid.sources.sandbox import convert_limits
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
         bounds = convert_limits(self.settings)
@@ -425,6 +417,32 @@ class Hybrid:
         """The owner's link graph of vault ``v`` (:mod:`hybrid.retrieval.graph`), built again
         only when its ledger changed."""
         return self._graphs.get(self._store(v).catalog)
+
+    def resolve_ref(self, ref: str | Ref, vault: str | None = None,
+                    vault_hint: str = "--vault") -> tuple[Ref, Vault]:
+        """The parts of note reference ``ref`` and the vault it is in (its ``vault:`` prefix or
+        obsidian:// folder, else ``vault``, else the only one registered)."""
+        from hybrid.app.refs import parse_ref
+        self.refresh()
+        parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
+        if parsed.vault_folder is not None and parsed.vault is None:
+            parsed.vault = next((v.name for v in self.config.all_vaults()
+                                 if v.path.name == parsed.vault_folder), None)
+        if parsed.vault and vault and parsed.vault != vault:
+            raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
+        return parsed, self.vault_for(vault or parsed.vault, hint=vault_hint)
+
+    def related(self, ref: str | Ref, vault: str | None = None, *, top_k: int = 10, agent: bool = False,
+                vault_hint: str = "--vault"):
+        """The notes most related to the note ``ref`` (any reference :meth:`get` accepts), best
+        first, each with why: shared meaning (from the vectors already indexed: nothing is
+        embedded), links in either direction, shared tags, notes linking to both
+        (:mod:`hybrid.retrieval.related`). Returns a
+        :class:`~hybrid.retrieval.related.RelatedResult`. With ``agent``: only notes an agent
+        may see, titles and snippets redacted; a note it may not see is refused as
+        :meth:`get` refuses it."""
+        from hybrid.app.related import find_related
+        return find_related(self, ref, vault, top_k=top_k, agent=agent, vault_hint=vault_hint)
 
     @property
     def tags(self):

@@ -106,8 +106,7 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if isinstance(ref, str):
         ref = parse_ref(ref)
     if not ref.path:
-        raise PathRefused("empty note reference: give a path, a title or a citation like "
-                          "vault:path:12-40")
+        raise PathRefused(EMPTY_REF)
     if ref.start is not None:
         start, end = ref.start, ref.end
     catalog = catalog or (agent.catalog if agent else None)
@@ -142,6 +141,24 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if max_chars is not None and len(body) > max_chars:
         return _cut(NoteText(v.name, rel, s, e, len(lines), body), lines, max_chars)
     return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+EMPTY_REF = "empty note reference: give a path, a title or a citation like vault:path:12-40"
+
+
+def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck | None = None,
+              catalog: Catalog | None = None, max_pdf_bytes: int | None = None) -> str:
+    """The vault-relative path of the document ``ref`` names in ``v``, found and refused
+    exactly as :func:`read_note` finds and refuses it, without reading it (``related`` asks
+    about a note, not its lines)."""
+    if isinstance(ref, str):
+        ref = parse_ref(ref)
+    if not ref.path:
+        raise PathRefused(EMPTY_REF)
+    catalog = catalog or (agent.catalog if agent else None)
+    if v.is_folder:
+        return _locate(v, ref.path, (max_file_bytes, max_pdf_bytes or max_file_bytes), agent, catalog)[1]
+    return _source_path(v, ref.path, agent, catalog)
 
 
 def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Catalog, max_file_bytes: int,
@@ -219,6 +236,20 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     """(path, text) of a bookmark or Slack day of source ``v``, rendered from its export
     now; it must be in the index (an agent's: visible to it), found by path or by name."""
     from hybrid.sources.entries import document_text
+    rel = _source_path(v, path, agent, catalog)
+    assert catalog is not None  # _source_path refused otherwise
+    try:
+        text = document_text(v, catalog, rel)
+    except (OSError, ValueError) as exc:
+        raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
+    if text is None:
+        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
+    return rel, text
+
+
+def _source_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog | None) -> str:
+    """The indexed bookmark or Slack day of source ``v`` that ``path`` names, by path or by name
+    (an agent's: only one it may see)."""
     if catalog is None:
         raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
     refused = _agent_refusal(v, path)
@@ -231,13 +262,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
         rel = names[0]
     if agent is not None and not agent.allows(rel, rel):
         raise refused
-    try:
-        text = document_text(v, catalog, rel)
-    except (OSError, ValueError) as exc:
-        raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
-    if text is None:
-        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
-    return rel, text
+    return rel
 
 
 PAGE_REF_RE = re.compile(r"^page=(\d+)(?:-(\d+))?$", re.I)

@@ -51,6 +51,7 @@ NOTES_IN_VAULT = 4  # the conftest `vault` fixture's notes
 # every route that needs a signed-in session: (method, path, JSON body or None)
 PRIVATE = [("POST", "/ui/api/search", {"query": "orders"}),
            ("POST", "/ui/api/read", {"vault": "vault", "path": "work/orders.md", "start_line": 1, "end_line": 2}),
+           ("POST", "/ui/api/related", {"note": "work/orders.md"}),
            ("GET", "/ui/api/status", None), ("GET", "/ui/api/facets", None),
            ("POST", "/ui/api/reindex", {"vault": "vault"}), ("GET", "/ui/api/jobs", None)]
 

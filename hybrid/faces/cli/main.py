@@ -29,7 +29,8 @@ from hybrid.sources import include_help
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
                             "proposals": ".proposals:proposals_cmd", "tags": ".tags:tags_cmd",
-                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd"})
+                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd",
+                            "related": ".related:related_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context

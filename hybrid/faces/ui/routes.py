@@ -6,8 +6,8 @@ not, and whether the server takes a token), the sign-in doors ``GET /ui/login?ti
 this browser); ``POST /ui/api/ticket`` takes the owner key.
 
 Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the server has one):
-``POST /ui/api/search``, ``POST /ui/api/read``, ``GET /ui/api/status``, ``GET /ui/api/facets``,
-``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
+``POST /ui/api/search``, ``POST /ui/api/read``, ``POST /ui/api/related``, ``GET /ui/api/status``,
+``GET /ui/api/facets``, ``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
 owner's view: every note, no redaction, no audit record (the audit log is of what agents were
 shown). A wrong token, in the header or the sign-in form, counts against the client's address
 (:class:`~hybrid.faces.ui.session.Throttle`, shared with the Guard): 429 with ``Retry-After`` once it
@@ -234,6 +234,12 @@ class _Routes:
         async def read(request):
             body = await self.json_body(request)
             return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
+
+        @route("/ui/api/related", ["POST"], auth=True)
+        async def related(request):
+            from hybrid.faces.related import page_related
+            body = await self.json_body(request)
+            return answer(await anyio.to_thread.run_sync(lambda: page_related(h, body)))
 
         @route("/ui/api/status", ["GET"], auth=True)
         async def status(request):

@@ -4,6 +4,7 @@
 
 import { $, el, api, fmt, guard, handlers, SignedOut } from "./common.js";
 import { loadStatus } from "./status.js";
+import { relatedParts } from "./related.js";
 
 const DEBOUNCE_MS = 180;
 const TOP_K = 20;
@@ -241,6 +242,8 @@ function hitItem(h, i) {
   }
   actions.append(el("button", { type: "button", class: "copy", "data-citation": citation,
                                 onclick: (e) => copy(citation, e.currentTarget), text: "Copy citation" }));
+  const related = relatedParts(h, id);
+  actions.append(related.button);
   if (h.confidence !== null && h.confidence !== undefined) {
     actions.append(el("span", { class: "conf", text: `confidence ${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }));
   }
@@ -254,6 +257,7 @@ function hitItem(h, i) {
       chips,
       breakdown(h),
       actions,
+      related.panel,
       el("div", { class: "section", id: `${id}-body`, hidden: true })));
 }
 
