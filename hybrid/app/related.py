@@ -70,7 +70,7 @@ def find_related(h: Any, ref: str | Ref, vault: str | None, *, top_k: int = 10, 
         searchable, redacted = agent_store, agent_store.hidden.redacted
     rel = reader.note_path(v, parsed, s.max_file_bytes, agent=check, catalog=store.catalog,
                            max_pdf_bytes=s.max_pdf_bytes)
-    graph = h._graphs.get(store.catalog)
+    graph = h.link_graph(v)
     fid = graph.by_path(rel)
     if agent:
         graph = graph.without(searchable.hidden_files)
