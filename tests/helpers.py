@@ -35,13 +35,15 @@ def hybrid_cmd(home, *args, input=None, timeout=300) -> subprocess.CompletedProc
                           text=True, timeout=timeout, input=input)
 
 
-def indexed_vault(root: Path, notes: dict[str, str], name: str = "v", **settings):
+def indexed_vault(root: Path, notes: dict[str, str], name: str = "v", opener=None, **settings):
     """A handle on a fresh home under ``root`` with ``notes`` ({path: text}) written to
-    ``root/vault``, registered as ``name`` and indexed (hash embedder unless ``settings`` say)."""
+    ``root/vault``, registered as ``name`` and indexed (hash embedder unless ``settings`` say).
+    ``opener``: what opens the handle (default ``hybrid.open``; the ``open_h`` fixture for a
+    test run on every store)."""
     import hybrid
     for rel, text in notes.items():
         write(root / "vault", rel, text)
-    h = hybrid.open(root / "home", **{"embedder": "hash:64", **settings})
+    h = (opener or hybrid.open)(root / "home", **{"embedder": "hash:64", **settings})
     h.add_vault(root / "vault", name)
     h.index()
     return h
@@ -370,3 +372,16 @@ def mcp_search(h, args: dict):
     res = anyio.run(run)
     assert not res.is_error, res.content
     return res
+
+
+def link_graph(h, name="v"):
+    """The link graph (hybrid.retrieval.graph) of vault ``name`` as its ledger holds it, and
+    ``{path: file id}``."""
+    from hybrid.retrieval.graph import LinkGraph
+    from hybrid.store import open_store
+    store = open_store(h.config.vault(name))
+    try:
+        g = LinkGraph.build(store.catalog.notes())
+    finally:
+        store.close()
+    return g, {n.path: fid for fid, n in g.notes.items()}

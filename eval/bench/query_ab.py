@@ -6,7 +6,9 @@ three times each, so the shared machine's load falls on both alike.
     .venv/bin/python eval/bench/query_ab.py --old /tmp/wt-old --home HOME --vault ../shared/vaults/obsidian-help
 
 HOME must hold an index of VAULT registered as vault "v" (what `hybrid.open(HOME)` plus
-`add_vault(VAULT, "v")` and `index()` leave). Queries: the obsidian-help and paraphrase sets.
+`add_vault(VAULT, "v")` and `index()` leave; `--name` and `--embedder` name another vault and
+model, e.g. `--name oh --embedder mix:minilm,use-multilingual` for `hybrid index VAULT --name oh`).
+Queries: the obsidian-help and paraphrase sets.
 """
 
 import argparse
@@ -15,12 +17,13 @@ import sys
 
 CODE = r'''
 import sys, json, time, statistics
-root, home, vault = sys.argv[1:4]
+root, home, vault, embedder, name = sys.argv[1:6]
 sys.path.insert(0, root)
 import hybrid
 from pathlib import Path
-h = hybrid.open(home, embedder="minilm")
-h.config.add_vault(Path(vault), "v", ["**/*.md"], [])
+h = hybrid.open(home, embedder=embedder)
+if name not in h.config.vaults:
+    h.config.add_vault(Path(vault), name, ["**/*.md"], [])
 qs = [json.loads(l)["text"] for f in ["qrels/obsidian-help.queries.jsonl", "qrels/obsidian-help-para.queries.jsonl"]
       for l in open(f)]
 for q in qs[:10]:
@@ -45,10 +48,12 @@ def main() -> None:
     ap.add_argument("--home", required=True)
     ap.add_argument("--vault", required=True)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--embedder", default="minilm", help="the embedder HOME's index was made with")
+    ap.add_argument("--name", default="v", help="the vault's name in HOME")
     args = ap.parse_args()
     for _ in range(args.repeat):
         for name, root in (("old", args.old), ("new", args.new)):
-            r = subprocess.run([sys.executable, "-c", CODE, root, args.home, args.vault],
+            r = subprocess.run([sys.executable, "-c", CODE, root, args.home, args.vault, args.embedder, args.name],
                                capture_output=True, text=True)
             print(name, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-500:], flush=True)
 

@@ -17,7 +17,9 @@ from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultErro
 from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
+from hybrid.retrieval.context import with_context
 from hybrid.retrieval.filters import check_filters
+from hybrid.retrieval.graph import GraphCache, LinkGraph
 from hybrid.retrieval.listing import list_notes
 from hybrid.retrieval.pipeline import run_search
 from hybrid.retrieval.request import SearchRequest, as_request
@@ -25,7 +27,7 @@ from hybrid.retrieval.result import SearchResult
 from hybrid.store import backend, open_store
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
-from hybrid.store.agent.view import AgentView
+from hybrid.store.agent.view import AgentView, Hidden
 from hybrid.store.base import VacuumReport
 from hybrid.store.port import Searchable, Store
 
@@ -58,6 +60,7 @@ class Hybrid:
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
+        self._graphs = GraphCache()  # link graphs of the open ledgers (related notes, backlinks)
         self._lock = threading.RLock()
 
     @property
@@ -278,7 +281,7 @@ class Hybrid:
         check_filters([s for _, s in targets], request.filters)
         if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
             with self._lock:
-                return list_notes(targets, request, self.config.settings)
+                return with_context(list_notes(targets, request, self.config.settings), targets, request)
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
         # thread, which must not need this handle's lock (held around run_search).
         embedders = self._query_embedders(targets) if request.mode != "lexical" else {}
@@ -293,7 +296,8 @@ class Hybrid:
         # One search at a time per handle: SQLite connections and the tantivy searcher are
         # shared, and a server calls this from several threads.
         with self._lock:
-            return run_search(targets, request, self.config.settings, query_vector, rescore)
+            return with_context(run_search(targets, request, self.config.settings, query_vector, rescore),
+                                targets, request)
 
     def _agent_store(self, vault: Vault) -> AgentStore:
         """Vault ``vault`` as agents see it: its agent view brought in step with the agent
@@ -330,6 +334,12 @@ class Hybrid:
             raise agent_view.AgentViewStale(
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
+
+    def agent_hidden_now(self, v: Vault) -> tuple[AgentView, Hidden]:
+        """Vault ``v``'s agent view and the notes it hides as the ledger records them (cached
+        per ledger state), without building an agent store."""
+        store, view = self._store(v), AgentView.of(v, self.settings)
+        return view, self._hidden.get(v.name, store.catalog, view, store.embedder_id)
 
     def _redactor(self, view: AgentView):
         return agent_view.agent_redactor() if view.redact else None
@@ -371,7 +381,7 @@ class Hybrid:
 
     def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
-            vault_hint: str = "--vault") -> NoteText:
+            vault_hint: str = "--vault", links: bool = True) -> NoteText:
         """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.app.refs` accepts: a
         path (``.md`` optional), ``path:START-END``, a search hit's citation
         ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
@@ -379,7 +389,39 @@ class Hybrid:
         (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
         an agent may see, its secrets redacted; a refusal says the same whether or not the note
         exists (see :mod:`hybrid.app.reader`). ``vault_hint`` names the vault argument in errors.
-        A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path)."""
+        A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path).
+        With ``links`` (the default) the note's ``backlinks`` and resolved ``links`` come with it
+        (None when it is not indexed; an agent's only name notes it may see: :mod:`hybrid.app.links`)."""
+        parsed, v = self.resolve_ref(ref, vault, vault_hint)
+        from hybrid.sources.sandbox import convert_limits
+        limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
+        bounds = convert_limits(self.settings)
+        if not agent:
+            note = reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
+                                    catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
+        else:
+            view = AgentView.of(v, self.settings)
+            note = reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
+                                    convert=bounds,
+                                    agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+        catalog = self.catalog_or_none(v) if links and v.is_folder else None
+        if catalog is not None:  # who links here, and what it links to (hybrid.app.links)
+            seen = None
+            if agent:
+                view, hidden = self.agent_hidden_now(v)
+                seen = (view, hidden, self._redactor(view))
+            note.attach(reader.links_of(v, note.path, self.link_graph(v), catalog, limit, pdf_limit, seen))
+        return note
+
+    def link_graph(self, v: Vault) -> LinkGraph:
+        """The owner's link graph of vault ``v`` (:mod:`hybrid.retrieval.graph`), built again
+        only when its ledger changed."""
+        return self._graphs.get(self._store(v).catalog)
+
+    def resolve_ref(self, ref: str | Ref, vault: str | None = None,
+                    vault_hint: str = "--vault") -> tuple[Ref, Vault]:
+        """The parts of note reference ``ref`` and the vault it is in (its ``vault:`` prefix or
+        obsidian:// folder, else ``vault``, else the only one registered)."""
         from hybrid.app.refs import parse_ref
         self.refresh()
         parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
@@ -388,17 +430,26 @@ class Hybrid:
                                  if v.path.name == parsed.vault_folder), None)
         if parsed.vault and vault and parsed.vault != vault:
             raise PathRefused(f"{ref!r} names vault {parsed.vault!r}, but {vault_hint} says {vault!r}")
-        v = self.vault_for(vault or parsed.vault, hint=vault_hint)
-        from hybrid.sources.sandbox import convert_limits
-        limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
-        bounds = convert_limits(self.settings)
-        if not agent:
-            return reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
-                                    catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
-        view = AgentView.of(v, self.settings)
-        return reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
-                                convert=bounds,
-                                agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
+        return parsed, self.vault_for(vault or parsed.vault, hint=vault_hint)
+
+    def related(self, ref: str | Ref, vault: str | None = None, *, top_k: int = 10, agent: bool = False,
+                vault_hint: str = "--vault"):
+        """The notes most related to the note ``ref`` (any reference :meth:`get` accepts), best
+        first, each with why: shared meaning (from the vectors already indexed: nothing is
+        embedded), links in either direction, shared tags, notes linking to both
+        (:mod:`hybrid.retrieval.related`). Returns a
+        :class:`~hybrid.retrieval.related.RelatedResult`. With ``agent``: only notes an agent
+        may see, titles and snippets redacted; a note it may not see is refused as
+        :meth:`get` refuses it."""
+        from hybrid.app.related import find_related
+        return find_related(self, ref, vault, top_k=top_k, agent=agent, vault_hint=vault_hint)
+
+    @property
+    def tags(self):
+        """Tag suggestions approved by a person (:class:`hybrid.app.tags.TagDesk`): suggest,
+        review queue, accept (the one write into a note's front block), reject."""
+        from hybrid.app.tags import TagDesk
+        return TagDesk(self)
 
     def catalog_or_none(self, v: Vault):
         """The vault's catalog when it is indexed (titles resolve then), else None."""

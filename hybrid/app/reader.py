@@ -25,9 +25,11 @@ from hybrid.sources import KIND, SOURCES, kind_of
 from hybrid.sources.convert import judged_fields
 
 if TYPE_CHECKING:
+    from hybrid.app.links import LinkedNote, NoteLinks
     from hybrid.core.config import Vault
+    from hybrid.retrieval.graph import LinkGraph
     from hybrid.sources.sandbox import Limits
-    from hybrid.store.agent.view import AgentView
+    from hybrid.store.agent.view import AgentView, Hidden
     from hybrid.store.port import Catalog
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
@@ -46,6 +48,18 @@ class NoteText:
     truncated: bool = False
     line_cut: bool = False
     rest: tuple[int, int] | None = None
+    # the notes linking here and those this one links to (hybrid.app.links), each at most
+    # MAX_LISTED, of *_total; None when not asked for or the note is not indexed
+    backlinks: list[LinkedNote] | None = None
+    links: list[LinkedNote] | None = None
+    backlinks_total: int | None = None
+    links_total: int | None = None
+
+    def attach(self, found: NoteLinks | None) -> None:
+        """Take the note's links (None: not known, the fields stay None)."""
+        if found is not None:
+            self.backlinks, self.links = found.backlinks, found.links
+            self.backlinks_total, self.links_total = found.backlinks_total, found.links_total
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -92,8 +106,7 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if isinstance(ref, str):
         ref = parse_ref(ref)
     if not ref.path:
-        raise PathRefused("empty note reference: give a path, a title or a citation like "
-                          "vault:path:12-40")
+        raise PathRefused(EMPTY_REF)
     if ref.start is not None:
         start, end = ref.start, ref.end
     catalog = catalog or (agent.catalog if agent else None)
@@ -128,6 +141,56 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if max_chars is not None and len(body) > max_chars:
         return _cut(NoteText(v.name, rel, s, e, len(lines), body), lines, max_chars)
     return NoteText(v.name, rel, s, e, len(lines), body)
+
+
+EMPTY_REF = "empty note reference: give a path, a title or a citation like vault:path:12-40"
+
+
+def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck | None = None,
+              catalog: Catalog | None = None, max_pdf_bytes: int | None = None) -> str:
+    """The vault-relative path of the document ``ref`` names in ``v``, found and refused
+    exactly as :func:`read_note` finds and refuses it, without reading it (``related`` asks
+    about a note, not its lines)."""
+    if isinstance(ref, str):
+        ref = parse_ref(ref)
+    if not ref.path:
+        raise PathRefused(EMPTY_REF)
+    catalog = catalog or (agent.catalog if agent else None)
+    if v.is_folder:
+        return _locate(v, ref.path, (max_file_bytes, max_pdf_bytes or max_file_bytes), agent, catalog)[1]
+    return _source_path(v, ref.path, agent, catalog)
+
+
+def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Catalog, max_file_bytes: int,
+             max_pdf_bytes: int, agent: tuple[AgentView, Hidden, Any] | None = None) -> NoteLinks | None:
+    """The links of note ``path`` of folder vault ``v`` (:mod:`hybrid.app.links`) in ``graph``
+    (the owner's), as the owner may see them or, given ``agent`` (its view, the notes it hides
+    as indexed, the redactor or None), as an agent may: the hidden notes left out and those
+    changed on disk since they were indexed judged again as they are now. None when the note
+    is not in the graph (not indexed)."""
+    from hybrid.app.links import note_links
+    redactor = None
+    hidden: set[int] = set()
+    if agent is not None:
+        from hybrid.store.agent.store import OnDisk, stale_verdicts
+        view, seen, redactor = agent
+        hidden = set(seen.files)
+        fid = graph.by_path(path)
+        near = graph.neighbours(fid) - hidden if fid is not None else set()
+        if near and v.path.is_dir():  # judged again where the file changed since it was indexed
+            with seen.lock:
+                hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, max_file_bytes), seen.on_disk)
+
+    def read_text(p: str) -> str | None:
+        # what is left of an agent's is visible as the file is now (judged just above), so the
+        # owner's reader serves it, redacted whole (no secret cut in two) as get_note redacts
+        try:
+            text = read_note(v, Ref(path=p), None, None, None, max_file_bytes, catalog=catalog,
+                             max_pdf_bytes=max_pdf_bytes).text
+        except PathRefused:
+            return None
+        return redactor.redact(text) if redactor is not None else text
+    return note_links(graph, path, read_text, hidden)
 
 
 def _cut(note: NoteText, lines: list[str], max_chars: int) -> NoteText:
@@ -173,6 +236,20 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     """(path, text) of a bookmark or Slack day of source ``v``, rendered from its export
     now; it must be in the index (an agent's: visible to it), found by path or by name."""
     from hybrid.sources.entries import document_text
+    rel = _source_path(v, path, agent, catalog)
+    assert catalog is not None  # _source_path refused otherwise
+    try:
+        text = document_text(v, catalog, rel)
+    except (OSError, ValueError) as exc:
+        raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
+    if text is None:
+        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
+    return rel, text
+
+
+def _source_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog | None) -> str:
+    """The indexed bookmark or Slack day of source ``v`` that ``path`` names, by path or by name
+    (an agent's: only one it may see)."""
     if catalog is None:
         raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
     refused = _agent_refusal(v, path)
@@ -185,13 +262,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
         rel = names[0]
     if agent is not None and not agent.allows(rel, rel):
         raise refused
-    try:
-        text = document_text(v, catalog, rel)
-    except (OSError, ValueError) as exc:
-        raise PathRefused(f"{rel!r}: cannot read it from {v.path} ({exc})") from None
-    if text is None:
-        raise PathRefused(f"{rel!r} is no longer in {v.path}; run `hybrid index --vault {v.name}`")
-    return rel, text
+    return rel
 
 
 PAGE_REF_RE = re.compile(r"^page=(\d+)(?:-(\d+))?$", re.I)

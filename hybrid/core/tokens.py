@@ -136,3 +136,34 @@ def within_one_edit(a: str, b: str) -> bool:
 def is_compound(tok: str) -> bool:
     """True for identifiers with inner punctuation (worth an exact ``ident`` match)."""
     return not tok.isalnum() and bool(re.search(r"\w", tok)) and len(tok) > 1
+
+
+# What count_tokens reads as one piece: a run of letters, a run of digits, one other visible
+# character, one run of line breaks (spaces and tabs count nothing).
+_PIECE_RE = re.compile(r"[^\W\d_]+|\d+|\n+|[^\s]", re.U)
+LETTERS_PER_TOKEN = 5   # a run of letters costs one token per started 5 letters
+DIGITS_PER_TOKEN = 3    # LLM tokenizers read numbers in groups of up to three digits
+
+
+def count_tokens(text: str) -> int:
+    """An estimate of how many tokens an LLM's tokenizer makes of ``text``, the same for every
+    vault and model (the context budget of a search is counted with it). Errs on the high side
+    for English, so a budget in these tokens holds in a real one: a word of letters costs one
+    token per started :data:`LETTERS_PER_TOKEN` letters, a number one per started
+    :data:`DIGITS_PER_TOKEN` digits, each other visible character one, each run of line breaks
+    one; each CJK character costs one (those scripts' tokenizers read about a character a token)."""
+    n = 0
+    for m in _PIECE_RE.finditer(text):
+        s = m.group()
+        c = s[0]
+        if c.isdigit():
+            n += -(-len(s) // DIGITS_PER_TOKEN)
+        elif c.isalpha():
+            if s.isascii() or not has_cjk(s):
+                n += -(-len(s) // LETTERS_PER_TOKEN)
+            else:
+                cjk = sum(len(r) for r in CJK_RE.findall(s))
+                n += cjk + -(-(len(s) - cjk) // LETTERS_PER_TOKEN)
+        else:
+            n += 1
+    return n

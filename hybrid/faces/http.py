@@ -1,5 +1,6 @@
 """The long-lived HTTP server: MCP over Streamable HTTP at ``/mcp``, ``GET /health``,
-``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running) and the
+``POST /api/search`` (the fast path that ``hybrid query`` uses when a server is running),
+``POST /api/related`` (:mod:`hybrid.faces.related`) and the
 search page at ``/`` with its routes under ``/ui/`` (:mod:`hybrid.faces.ui`).
 
 What may reach it (hosts, tokens, bodies, connections) is :mod:`hybrid.faces.http_guard`'s.
@@ -70,8 +71,9 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
                              "vaults": sorted(h.config.vaults),
                              "watching": bool(watcher)})
 
-    @server.custom_route("/api/search", methods=["POST"])
-    async def api_search(request: Request):
+    async def answer_json(request: Request, call):
+        """``call(h, body, client)`` on a JSON POST: the owner's view when the request carries
+        the owner key, else an agent's (``client`` names it for the audit log)."""
         import anyio
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json":  # anything else is a CORS "simple request": no preflight
@@ -80,8 +82,16 @@ def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str |
         owner = hmac.compare_digest(request.headers.get("x-hybrid-owner", "").encode(), owner_key.encode())
         peer = request.client.host if request.client else "?"
         client = None if owner else f"http {peer} {request.headers.get('user-agent', '')}".strip()[:200]
-        status, data = await anyio.to_thread.run_sync(lambda: api_search_call(h, body, client))
+        status, data = await anyio.to_thread.run_sync(lambda: call(h, body, client))
         return JSONResponse(data, status_code=status)
+
+    @server.custom_route("/api/search", methods=["POST"])
+    async def api_search(request: Request):
+        return await answer_json(request, api_search_call)
+
+    @server.custom_route("/api/related", methods=["POST"])
+    async def api_related(request: Request):
+        return await answer_json(request, api_related_call)
 
     add_routes(server, h, port=port, token=token, owner_key=owner_key, watcher=watcher, started=started,
                throttle=throttle)
@@ -124,6 +134,44 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     returned = [x["citation"] for x in answer_passages(data)]
     record = {"tool": "api/search", "client": agent_client,
               "args": search.to_json() if search else {"body_bytes": len(body)},
+              "returned": returned, "count": len(returned), "error": data.get("error")}
+    refused = record_call(h.config.data, h.settings, record, started)
+    return (503, {"error": refused}) if refused else (status, data)
+
+
+def api_related_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[int, dict]:
+    """(HTTP status, JSON body) of one ``/api/related`` call: the owner's view when
+    ``agent_client`` is None, else the agent view, recorded in the audit log first (503 when
+    it cannot be)."""
+    from hybrid.app.audit import record_call
+    from hybrid.faces.mcp import internal_error
+    from hybrid.faces.related import MAX_TOP_K_AGENT, body_args
+    from hybrid.retrieval.limits import MAX_TOP_K
+    started = time.perf_counter()
+    status, data, args = 200, {}, None
+    try:
+        try:
+            parsed = json.loads(body or b"{}")
+        except (ValueError, RecursionError):
+            raise BadSearchArgs("body must be a JSON object") from None
+        if not isinstance(parsed, dict):
+            raise BadSearchArgs("body must be a JSON object")
+        limit = MAX_TOP_K_AGENT if agent_client is not None else min(MAX_TOP_K, 100)
+        args = body_args(parsed, limit)
+        data = h.related(args[0], args[1], top_k=args[2], agent=agent_client is not None,
+                         vault_hint="the `vault` field").to_json()
+    except BadSearchArgs as exc:
+        status, data = 400, {"error": str(exc)}
+    except HybridError as exc:
+        status, data = 422, {"error": str(exc).splitlines()[0]}
+    except Exception as exc:  # a bug: logged whole; the caller (and the audit log) get one line
+        log.exception("/api/related: internal error")
+        status, data = 500, {"error": internal_error(exc)}
+    if agent_client is None:
+        return status, data
+    returned = [n["citation"] for n in data.get("notes", [])]
+    record = {"tool": "api/related", "client": agent_client,
+              "args": {"note": args[0], "vault": args[1], "top_k": args[2]} if args else {"body_bytes": len(body)},
               "returned": returned, "count": len(returned), "error": data.get("error")}
     refused = record_call(h.config.data, h.settings, record, started)
     return (503, {"error": refused}) if refused else (status, data)
@@ -277,8 +325,9 @@ def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | No
         return None
     url, owner_key = info["url"], info["owner_key"]
     body = request.to_json()
-    if not body["passages"]:  # the default: a server from before the field answers as ever
-        del body["passages"]
+    for name in ("passages", "context"):  # at their default: a server from before them answers as ever
+        if not body[name]:
+            del body[name]
     req = urllib.request.Request(url + "/api/search", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
                                  method="POST")

@@ -100,11 +100,12 @@ def chunking_meta(s: Settings) -> str:
     version 5: a note's date from its ``date``/``created`` fields too, see
     :data:`hybrid.core.dates.NOTE_DATE_FIELDS`; version 6: the lexical arm reads CJK text as
     character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
-    tantivy or PostgreSQL, is written again; version 7: every chunk records its text's hash,
+    tantivy or PostgreSQL, is written again; version 7: each note's links recorded for the
+    link graph, :mod:`hybrid.retrieval.graph`; version 8: every chunk records its text's hash,
     and identical sections share one vector, :mod:`hybrid.indexing.shared`. The re-read costs
     no embedding, the chunks being the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 7})
+                       "header": s.context_header, "version": 8})
 
 
 @dataclass

@@ -19,6 +19,9 @@ MAX_TOP_K_MCP = 50  # hits per MCP `search` call: an agent's context is the cons
 MAX_QUERY_CHARS = 4000  # characters of query text
 MAX_BODY_BYTES = 64 * 1024  # bytes of an HTTP request body (any route)
 MAX_FILTER_ITEMS = 256  # entries in each of vaults / folders / tags / exclude_folders
+# tokens of context around the hits (hybrid.retrieval.context) one search returns at most: more
+# is reading whole notes, which `get` does
+MAX_CONTEXT_TOKENS = 32_000
 # The most bytes one character can take in a JSON body (an emoji as "\ud83e\udd8a"): an MCP
 # request may carry ``proposal_max_chars`` characters of propose_note content, whatever they are.
 JSON_BYTES_PER_CHAR = 12
@@ -38,7 +41,7 @@ class BadSearchArgs(HybridError, ValueError):
 
 def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
                  rerank=False, exclude_folders=(), min_score=0.0, sources=(), passages=False,
-                 max_top_k: int = MAX_TOP_K) -> None:
+                 context=0, max_top_k: int = MAX_TOP_K) -> None:
     """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
     has the documented type and range. Explicit checks, because a wrong type that slips
     through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
@@ -70,6 +73,9 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
             raise BadSearchArgs(f"{name} must be true or false (got {type(flag).__name__})")
     if not _is_number(min_score) or not 0 <= min_score <= 1:
         raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence (got {_show(min_score)})")
+    if isinstance(context, bool) or not isinstance(context, Integral) or not 0 <= int(context) <= MAX_CONTEXT_TOKENS:
+        raise BadSearchArgs(f"context must be a whole number of tokens from 0 (off) to {MAX_CONTEXT_TOKENS}, "
+                            f"the answer's total (got {_show(context)})")
 
 
 def _check_top_k(top_k, max_top_k: int) -> None:

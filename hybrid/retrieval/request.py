@@ -17,7 +17,15 @@ from functools import cached_property
 from typing import Any
 
 from hybrid.core.dates import parse_date
-from hybrid.retrieval.limits import MAX_QUERY_CHARS, MAX_TOP_K, MAX_TOP_K_MCP, MODES, BadSearchArgs, check_search
+from hybrid.retrieval.limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MAX_TOP_K_MCP,
+    MODES,
+    BadSearchArgs,
+    check_search,
+)
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 
 
@@ -56,17 +64,20 @@ class SearchRequest:
     min_score: float = 0.0                   # drop hits whose confidence is below (0..1)
     sources: Sequence[str] = ()              # document kinds: note, pdf, text, web, bookmark, slack
     passages: bool = False                   # top_k passages, not top_k notes (hybrid.retrieval.notes)
+    context: int = 0                         # tokens of context around the hits, in all (hybrid.retrieval.context)
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
         check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
                      exclude_folders=self.exclude_folders, min_score=self.min_score,
-                     sources=self.sources, passages=self.passages, max_top_k=max_top_k)
+                     sources=self.sources, passages=self.passages, context=self.context,
+                     max_top_k=max_top_k)
         from hybrid.sources.markdown import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
         set_(self, "min_score", float(self.min_score))
+        set_(self, "context", int(self.context))
         set_(self, "vaults", None if not self.vaults else tuple(dict.fromkeys(self.vaults)))
         set_(self, "folders", tuple(normalize_folder(f) for f in self.folders))
         set_(self, "exclude_folders", tuple(normalize_folder(f) for f in self.exclude_folders))
@@ -225,6 +236,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("passages", "bool", "Answer with passages, best first, not with notes (by default each note "
            "comes once: its best passage, then up to 3 more of its passages).", ("--passages",), agent="passages",
            cli_help="One entry per passage, not one per note (top_k then counts passages)."),
+    Option("context", "int", "Also return the text around the hits, read along each note's headings (the "
+           "passage's neighbours, its section's start, the parent section's intro, sibling sections), "
+           "up to this many tokens in all, counted by hybrid.core.tokens.count_tokens; nothing is "
+           "sent twice. 0: off.", ("--context",), agent="context", low=0, high=MAX_CONTEXT_TOKENS,
+           cli_help="Also print the text around the hits, up to this many tokens in all (e.g. 600; 0: off).",
+           agent_help="Also return the text around the hits (neighbouring paragraphs, the section's start, "
+                      "the parent section's intro, sibling sections), each block with its line range, up to "
+                      "this many tokens in all (e.g. 1000; 0: off): saves a get_note call per hit."),
 )
 QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quoted phrases" are required, '
               f"-word excludes a word; identifiers match verbatim. Filters alone (tag:NAME, folder:PATH, or "

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from hybrid.retrieval.context_blocks import Context
 from hybrid.retrieval.hits import FAIR, Hit
 from hybrid.retrieval.notes import NoteHits, group_by_note
 from hybrid.retrieval.query import FILTER_RE, TOKEN_RE, ParsedQuery, is_exclusion
@@ -41,6 +42,8 @@ class SearchResult(list[Hit]):
         self.needles: list[str] = list(needles)
         self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
         self.grouped = grouped
+        # the text around the hits (hybrid.retrieval.context), when the request asked for it
+        self.context: Context | None = None
 
     @property
     def notes(self) -> list[NoteHits]:
@@ -61,6 +64,8 @@ class SearchResult(list[Hit]):
         when grouped, else ``hits``; then ``relevant`` and the :meth:`response_extras`."""
         body: dict[str, Any] = ({"notes": [n.to_dict(text=text) for n in self.notes]} if self.grouped
                                 else {"hits": [h.to_dict(text=text) for h in self]})
+        if self.context is not None:
+            body["context"] = self.context.to_dict()
         return {**body, "relevant": self.relevant, **self.response_extras()}
 
     @property
@@ -104,9 +109,12 @@ class SearchResult(list[Hit]):
         fusion = {str(k): v for k, v in fusion.items()
                   if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
         grouped = isinstance(data.get("notes"), list)
-        return cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
-                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
-                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
+        out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
+                  parsed=apply_corrections(parsed, corrections), corrections=corrections,
+                  needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
+        if "context" in data:
+            out.context = Context.from_dict(data["context"])
+        return out
 
 
 def answer_passages(answer: Mapping[str, Any]) -> list[dict[str, Any]]:

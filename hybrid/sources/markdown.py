@@ -27,7 +27,10 @@ _TAG_JOINERS = frozenset("\u200d\ufe0f\ufe0e")  # inside emoji sequences (ZWJ, v
 # No part of a link spans '[' or a line break, so every '[[' is scanned only up to the next
 # '[': a line of ten thousand unclosed '[[' stays linear.
 WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+# A markdown link to a file of the vault: ``[text](Other%20note.md#Heading)``; never a URL.
+MDLINK_RE = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:)<?([^()<>\s#]+?\.md)(?:#[^()\s]*)?>?\)")
 H1_RE = re.compile(r"#\s+(.*)")
+CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")  # an inline code span: `[[x]]`, ``a ` b``
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
@@ -384,6 +387,34 @@ def _read_frontmatter(path: str, fm_lines: list[str], warnings: list[str]) -> tu
     return {}, why
 
 
+def note_links(body: list[str], meta: dict[str, Any]) -> list[str]:
+    """The link targets of a note as written, once each, in order: wikilinks and embeds
+    (``[[Note#Heading|shown]]`` → ``Note``), markdown links to a file of the vault
+    (``[x](Other%20note.md)`` → ``Other note.md``), and wikilinks in front-block values
+    (``up: "[[Projects]]"``). Resolved to notes by :mod:`hybrid.retrieval.graph`. As in
+    Obsidian, a link inside code (a fenced block, an inline code span) is an example, not a
+    link."""
+    from urllib.parse import unquote
+    prose, in_fence = [], False
+    for line in body:
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            prose.append(CODE_SPAN_RE.sub(" ", line) if "`" in line else line)
+    text = "\n".join(prose)
+    found = [m.strip() for m in WIKILINK_RE.findall(text)]
+    if "](" in text:
+        found += [unquote(m).strip() for m in MDLINK_RE.findall(text)]
+    stack: list[Any] = list(meta.values())
+    while stack:  # front-block values, nested lists included
+        value = stack.pop(0)
+        if isinstance(value, str) and "[[" in value:
+            found += [m.strip() for m in WIKILINK_RE.findall(value)]
+        elif isinstance(value, list):
+            stack.extend(value)
+    return list(dict.fromkeys(t for t in found if t))
+
+
 def parse_note(path: str, text: str) -> Note:
     """Parse one note. Malformed or refused frontmatter is reported in ``warnings``; the text
     is kept."""
@@ -422,7 +453,7 @@ def parse_note(path: str, text: str) -> Note:
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
     title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and str(fm_title).strip() \
         else title_h1 or stem
-    links = list(dict.fromkeys(m.strip() for m in WIKILINK_RE.findall("\n".join(body))))
+    links = note_links(body, meta)
     bad: list[str] = []
     dated = note_date(meta, bad)
     for name in bad:  # a template's `created: {{date}}`: the field is passed over, not the note

@@ -125,6 +125,7 @@ class NoteMeta:
     tags: list[str]
     aliases: list[str]
     modified: float
+    links: list[str] = field(default_factory=list)  # link targets as written (hybrid.retrieval.graph)
 
 
 def json_list(text: str | None) -> list:
@@ -167,6 +168,7 @@ class NoteRecord:
     modified: float
     chunks: list[NewChunk]
     embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
+    links: list[str] = field(default_factory=list)  # link targets as written (sources.markdown.note_links)
 
 
 @dataclass(frozen=True)

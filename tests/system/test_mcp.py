@@ -73,9 +73,9 @@ async def exercise(session: ClientSession):
     init = await session.initialize()
     assert init.server_info.name == "hybrid" and init.server_info.version == version()
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"search", "get_note", "list_vaults", "propose_note"}
-    assert all(tools[t].annotations.read_only_hint for t in ("search", "get_note", "list_vaults"))
-    assert tools["propose_note"].annotations.read_only_hint is False
+    assert set(tools) == {"search", "get_note", "list_vaults", "related", "propose_note", "propose_tags"}
+    assert all(tools[t].annotations.read_only_hint for t in ("search", "get_note", "list_vaults", "related"))
+    assert not any(tools[t].annotations.read_only_hint for t in ("propose_note", "propose_tags"))
     assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 50
     props = tools["search"].input_schema["properties"]
     assert all(p.get("description") for p in props.values())  # every parameter described

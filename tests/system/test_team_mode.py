@@ -421,8 +421,8 @@ def test_schema_1_is_migrated_to_keep_the_vectors_of_redacted_text(tmp_path, pg_
     h.close()
 
 
-def test_schema_2_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url):
-    """Issue #30: schema 3 adds each chunk's text hash; the indexer migrates a schema-2 database,
+def test_schema_3_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url):
+    """Issue #30: schema 4 adds each chunk's text hash; the indexer migrates a schema-3 database,
     reads every note of an older chunking again, and the copies of a section share one cached
     vector, nothing embedded."""
     from helpers import CountingEmbedder, set_chunking_version
@@ -433,7 +433,7 @@ def test_schema_2_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX hybrid_chunks_body")
         conn.execute("ALTER TABLE hybrid_chunks DROP COLUMN body_hash")
-        conn.execute("UPDATE hybrid_schema SET version=2")
+        conn.execute("UPDATE hybrid_schema SET version=3")
         # as an older hybrid left it: each copy with a vector of its own
         second = conn.execute("SELECT max(id) FROM hybrid_chunks WHERE text LIKE '## Shared%'").fetchone()[0]
         conn.execute("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) SELECT e.vault, e.model, "
@@ -445,7 +445,7 @@ def test_schema_2_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url)
     with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
         h.search("apples", mode="lexical")
     h.index()  # migrates; the notes themselves are unchanged
-    set_chunking_version(h.config.vault("team"), 6)
+    set_chunking_version(h.config.vault("team"), 7)
     report = h.index()[0]
     assert report.updated == 2 and emb.texts == 0
     st = h.status()[0]

@@ -51,6 +51,7 @@ NOTES_IN_VAULT = 4  # the conftest `vault` fixture's notes
 # every route that needs a signed-in session: (method, path, JSON body or None)
 PRIVATE = [("POST", "/ui/api/search", {"query": "orders"}),
            ("POST", "/ui/api/read", {"vault": "vault", "path": "work/orders.md", "start_line": 1, "end_line": 2}),
+           ("POST", "/ui/api/related", {"note": "work/orders.md"}),
            ("GET", "/ui/api/status", None), ("GET", "/ui/api/facets", None),
            ("POST", "/ui/api/reindex", {"vault": "vault"}), ("GET", "/ui/api/jobs", None)]
 
@@ -610,6 +611,17 @@ def test_read_caps_a_long_section_around_the_hit(h, vault):
     assert "the quokka hides here" in data["lines"]
     assert data["lines"] == file_lines(vault, "long.md")[data["start_line"] - 1:data["end_line"]]
     assert data["total_lines"] == 1000
+
+
+def test_read_names_the_notes_linking_to_the_hit_note(h, vault):
+    write(vault, "hub.md", "# Hub\n\nThe hub note.\n")
+    write(vault, "spoke.md", "# Spoke\n\nBack to the [[Hub]].\n")
+    h.index()
+    data = read_section(h, {"vault": "vault", "path": "hub.md", "start_line": 3, "end_line": 3})
+    assert data["backlinks"] == [{"path": "spoke.md", "line": 3}] and data["backlinks_total"] == 1
+    write(vault, "new.md", "# New\n\nNot indexed yet.\n")
+    data = read_section(h, {"vault": "vault", "path": "new.md", "start_line": 3, "end_line": 3})
+    assert data["backlinks"] is None
 
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier

@@ -160,6 +160,29 @@ def test_search_expand_follow_a_filter_and_the_score_breakdown(sample_server, op
     assert p.errors == []
 
 
+def test_related_notes_panel(sample_server, open_page):
+    p = open_page(sample_server, viewport={"width": 1100, "height": 900})
+    page = p.sign_in()
+    search(page, "idempotency keys")
+    first = page.locator("#hit-0")
+    assert "Idempotency Keys" in first.locator("h3").inner_text()
+    button = first.locator("button.related-toggle")
+    assert button.get_attribute("aria-expanded") == "false" and first.locator(".related").is_hidden()
+    button.click()
+    first.locator(".related-list li").first.wait_for()
+    assert button.get_attribute("aria-expanded") == "true"
+    entries = first.locator(".related-list > li")
+    assert entries.count() == 8  # top_k of the panel
+    cites = entries.evaluate_all("es => es.map(e => e.dataset.citation)")
+    assert all(c.startswith("sample:") and "Idempotency Keys.md" not in c for c in cites), cites
+    whys = [t for e in entries.all() for t in e.locator(".why li").all_inner_texts()]
+    assert any(w.startswith("similar in meaning (cosine ") for w in whys)
+    assert any(w in ("the note links to it", "it links to the note", "linked both ways") for w in whys)
+    button.click()
+    assert first.locator(".related").is_hidden()
+    assert p.errors == []
+
+
 CONTRAST = """() => {
   const rgb = s => s.match(/[\\d.]+/g).map(Number);
   const lum = ([r, g, b]) => {

@@ -28,8 +28,9 @@ from hybrid.sources import include_help
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
-                            "proposals": ".proposals:proposals_cmd",
-                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd"})
+                            "proposals": ".proposals:proposals_cmd", "tags": ".tags:tags_cmd",
+                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd",
+                            "related": ".related:related_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -261,14 +262,23 @@ main.add_command(query, "search")  # the same command under the name agents and 
 @click.option("--vault", help="Vault name (needed when several are registered).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--as-agent", is_flag=True, help="Read it as an agent would (refused if private; secrets redacted).")
+@click.option("--links", "show_links", is_flag=True,
+              help="Print the note's links instead of its text: the notes linking to it (with the line "
+                   "holding the link) and the notes it links to.")
 @click.pass_context
-def get(ctx, ref, vault, as_json, as_agent):
+def get(ctx, ref, vault, as_json, as_agent, show_links):
     """Print a note, or lines of it. REF is what you have at hand: a citation as `hybrid query`
     prints it (vault:path:START-END), a path (.md optional, :START-END 1-based inclusive), a
-    note title or alias, or an Obsidian link ([[Note#Heading]] for that section, Note#^block)."""
+    note title or alias, or an Obsidian link ([[Note#Heading]] for that section, Note#^block).
+    --links prints who links to it and what it links to instead (--json has both lists)."""
+    from hybrid.app.links import describe
     note = open_handle(ctx).get(ref, vault, agent=as_agent)
     if as_json:
         print_json(note.to_dict())
+    elif show_links:
+        if note.backlinks is None:
+            raise click.ClickException(f"{note.path} is not in the index: run `hybrid index` to see its links")
+        click.echo("\n".join(describe(note)))
     else:
         click.echo(note.text)
 

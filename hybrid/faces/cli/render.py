@@ -145,7 +145,12 @@ class QueryView:
             self.echo(self.look.style(NOTHING_RELEVANT, fg="yellow"), err=True)
         if self.as_json:
             from hybrid.faces.cli.support import print_json
-            print_json([n.to_dict() for n in result.notes] if result.grouped else [h.to_dict() for h in result])
+            answer = [n.to_dict() for n in result.notes] if result.grouped else [h.to_dict() for h in result]
+            if result.context is not None:  # --context: the answer and its context in one object
+                key = "notes" if result.grouped else "hits"
+                print_json({key: answer, "context": result.context.to_dict()})
+            else:
+                print_json(answer)
             return
         if not result:
             self.echo("no hits", err=True)
@@ -158,6 +163,23 @@ class QueryView:
         for i, hits in enumerate(blocks, 1):
             for line in self.block(i, hits):
                 self.echo(line)
+        if result.context is not None:
+            for line in self.context_lines(result.context):
+                self.echo(line)
+
+    def context_lines(self, context) -> list[str]:
+        """``--context``: each block of text around the hits under its citation, as indexed."""
+        lk = self.look
+        out = ["", lk.style(f"context: {context.used} of {context.budget} tokens", bold=True)]
+        for note in context.notes:
+            for b, cite in zip(note.blocks, note.citations()):
+                where = " > ".join(b.heading_path)
+                out.append(lk.style(cite, bold=True) + (lk.style(f"  {where}", fg="cyan") if where else ""))
+                out += [("   " + line).rstrip() for line in b.text.split("\n")]
+            if note.changed:
+                out.append(lk.style(f"   ({note.path} changed since it was indexed: run `hybrid index`)",
+                                    fg="yellow"))
+        return out
 
     # one numbered block: the best passage in full view, the others as sub-lines
     def block(self, i: int, hits: list[Hit]) -> list[str]:

@@ -6,8 +6,8 @@ not, and whether the server takes a token), the sign-in doors ``GET /ui/login?ti
 this browser); ``POST /ui/api/ticket`` takes the owner key.
 
 Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the server has one):
-``POST /ui/api/search``, ``POST /ui/api/read``, ``GET /ui/api/status``, ``GET /ui/api/facets``,
-``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
+``POST /ui/api/search``, ``POST /ui/api/read``, ``POST /ui/api/related``, ``GET /ui/api/status``,
+``GET /ui/api/facets``, ``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
 owner's view: every note, no redaction, no audit record (the audit log is of what agents were
 shown). A wrong token, in the header or the sign-in form, counts against the client's address
 (:class:`~hybrid.faces.ui.session.Throttle`, shared with the Guard): 429 with ``Retry-After`` once it
@@ -84,6 +84,8 @@ def add_routes(server, h: Hybrid, *, port: int, token: str | None, owner_key: st
     ui.add_page()
     ui.add_signing_in()
     ui.add_owner_work()
+    from hybrid.faces.ui.tags import add_tag_routes
+    add_tag_routes(ui)  # the tag review panel (issue #30)
     return ui.sessions
 
 
@@ -233,6 +235,12 @@ class _Routes:
             body = await self.json_body(request)
             return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
 
+        @route("/ui/api/related", ["POST"], auth=True)
+        async def related(request):
+            from hybrid.faces.related import page_related
+            body = await self.json_body(request)
+            return answer(await anyio.to_thread.run_sync(lambda: page_related(h, body)))
+
         @route("/ui/api/status", ["GET"], auth=True)
         async def status(request):
             return answer(await anyio.to_thread.run_sync(
@@ -325,7 +333,11 @@ def read_section(h: Hybrid, body: dict) -> dict:
         first, last = lo, min(last, lo + SECTION_LINES - 1)
     return {"vault": vault, "path": note.path, "start_line": first, "end_line": last,
             "total_lines": len(lines), "hit_start": start, "hit_end": end,
-            "lines": lines[first - 1:last]}
+            "lines": lines[first - 1:last],
+            # who links to the note (hybrid.app.links); None when it is not indexed
+            "backlinks": None if note.backlinks is None else [{"path": b.path, "line": b.line}
+                                                              for b in note.backlinks],
+            "backlinks_total": note.backlinks_total}
 
 
 def _line(x: Any) -> bool:

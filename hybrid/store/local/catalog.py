@@ -28,7 +28,7 @@ from hybrid.sources import FetchedPage
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
 from hybrid.store.local import shared
 from hybrid.store.local.db import Connection, Transaction
-from hybrid.store.local.schema import CHUNK_COLUMNS, SCHEMA, SCHEMA_VERSION, chunk_row, migrate
+from hybrid.store.local.schema import BODY_INDEX, CHUNK_COLUMNS, MIGRATIONS, SCHEMA, SCHEMA_VERSION, chunk_row
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 log = logging.getLogger("hybrid")
@@ -52,14 +52,14 @@ class Catalog:
             if not readonly:
                 self.db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
                 self.db.executescript(SCHEMA)
-                migrate(self.db)
             if version is None and not readonly:
                 self.fresh = True
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             elif version is not None and int(version) != SCHEMA_VERSION:
-                raise IndexCorrupt(f"{path}: index schema {version}, this hybrid reads "
-                                   f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
+                version = str(self._migrate(int(version), readonly))
+            self.has_links = version is None or int(version) >= 3  # schema 3 added files.links
             if not readonly:
+                self.db.execute(BODY_INDEX)
                 self._relabel_legacy_model()
         except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
             self.close()
@@ -68,6 +68,21 @@ class Catalog:
         except (IndexCorrupt, DiskFull):  # damaged (CatalogCorrupt) or disk full
             self.close()
             raise
+
+    def _migrate(self, version: int, readonly: bool) -> int:
+        """Bring a catalog of an older schema up to this one (a writer), or read it as it is
+        (a reader, of a version it can read); IndexCorrupt when neither can be."""
+        if version > SCHEMA_VERSION or any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+            raise IndexCorrupt(f"{self.path}: index schema {version}, this hybrid reads "
+                               f"{SCHEMA_VERSION}; rebuild with `hybrid index --reembed`")
+        if readonly:
+            return version
+        with self.transaction():
+            for v in range(version, SCHEMA_VERSION):
+                self.db.execute(MIGRATIONS[v])
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
+        log.info("%s: index schema %d migrated to %d", self.path, version, SCHEMA_VERSION)
+        return SCHEMA_VERSION
 
     def _relabel_legacy_model(self) -> None:
         """A catalog labelled with an id whose vectors now go by another name (minilm-onnx's
@@ -134,18 +149,18 @@ class Catalog:
             for n in notes:
                 self._kill_chunks(n.path)
                 values = (n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
-                          json.dumps(n.properties), n.created, n.modified, now)
+                          json.dumps(n.properties), n.created, n.modified, now, json.dumps(n.links))
                 row = self.db.execute("SELECT id FROM files WHERE path=?", (n.path,)).fetchone()
                 if row is None:
                     file_id = self.db.execute(
                         "INSERT INTO files(size, mtime_ns, hash, title, tags, aliases, properties,"
-                        " created, modified, indexed_at, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        " created, modified, indexed_at, links, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                         (*values, n.path)).lastrowid
                 else:
                     file_id = row[0]
                     self.db.execute(
                         "UPDATE files SET size=?, mtime_ns=?, hash=?, title=?, tags=?, aliases=?, "
-                        "properties=?, created=?, modified=?, indexed_at=?, deleted=0 WHERE id=?",
+                        "properties=?, created=?, modified=?, indexed_at=?, links=?, deleted=0 WHERE id=?",
                         (*values, file_id))
                 for ord_, c in enumerate(n.chunks):
                     cur = self.db.execute(
@@ -266,16 +281,17 @@ class Catalog:
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
         """The live notes (only those of ``ids`` when given)."""
-        sql = "SELECT id, path, title, tags, aliases, modified FROM files WHERE deleted=0"
+        links = "links" if self.has_links else "'[]'"
+        sql = f"SELECT id, path, title, tags, aliases, modified, {links} FROM files WHERE deleted=0"
         if ids is None:
             for r in self.db.execute(sql):
-                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5], json_list(r[6]))
             return
         wanted = list(ids)
         for i in range(0, len(wanted), 900):
             part = wanted[i:i + 900]
             for r in self.db.execute(sql + f" AND id IN ({','.join('?' * len(part))})", part):
-                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+                yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5], json_list(r[6]))
 
     def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None:
         """(tags, frontmatter) of the live note ``path`` as it was indexed; None when there is none."""

@@ -8,7 +8,15 @@ from typing import Any
 
 from hybrid.store.base import ChunkRow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
+# Migrations from version N to N+1, run by a writer when it opens an older catalog (a reader of
+# an older one reads it as it is: no links).
+MIGRATIONS: dict[int, str] = {
+    2: "ALTER TABLE files ADD COLUMN links TEXT NOT NULL DEFAULT '[]'",  # issue #30: the link graph
+    3: "ALTER TABLE chunks ADD COLUMN body_hash TEXT",  # issue #30: duplicates (hybrid.indexing.shared)
+}
+# made by a writer once the schema is current (its column may come from a migration)
+BODY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash) WHERE body_hash IS NOT NULL"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,6 +33,7 @@ CREATE TABLE IF NOT EXISTS files (
     created TEXT,
     modified REAL NOT NULL,      -- epoch seconds: the note's date (hybrid.core.dates.note_date), else file mtime
     indexed_at REAL NOT NULL,
+    links TEXT NOT NULL DEFAULT '[]',    -- JSON list: link targets as written (retrieval.graph)
     deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -68,16 +77,6 @@ CREATE TABLE IF NOT EXISTS fetched (
     fetched_at REAL NOT NULL
 );
 """
-
-
-def migrate(db: Any) -> None:
-    """Bring a catalog made by an older hybrid up to this schema, additively (a writer's open):
-    ``chunks.body_hash`` came with deduplication (a note gets it when it is next read; the
-    chunking version made every note be read again)."""
-    columns = {r[1] for r in db.execute("PRAGMA table_info(chunks)")}
-    if "body_hash" not in columns:
-        db.execute("ALTER TABLE chunks ADD COLUMN body_hash TEXT")
-    db.execute("CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash) WHERE body_hash IS NOT NULL")
 
 
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "

@@ -151,14 +151,14 @@ class PgCatalog:
         for n in notes:
             fid = self.q(
                 "INSERT INTO hybrid_files(vault, path, size, mtime_ns, hash, title, tags, aliases, "
-                "properties, created, modified, indexed_at, agent_fp) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,"
-                "%s,%s,%s,%s,%s) ON CONFLICT (vault, path) DO UPDATE SET size=EXCLUDED.size, "
+                "properties, created, modified, indexed_at, agent_fp, links) VALUES (%s,%s,%s,%s,%s,%s,%s,"
+                "%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (vault, path) DO UPDATE SET size=EXCLUDED.size, "
                 "mtime_ns=EXCLUDED.mtime_ns, hash=EXCLUDED.hash, title=EXCLUDED.title, "
                 "tags=EXCLUDED.tags, aliases=EXCLUDED.aliases, properties=EXCLUDED.properties, "
                 "created=EXCLUDED.created, modified=EXCLUDED.modified, indexed_at=EXCLUDED.indexed_at, "
-                "agent_fp=EXCLUDED.agent_fp RETURNING id",
+                "agent_fp=EXCLUDED.agent_fp, links=EXCLUDED.links RETURNING id",
                 (v, n.path, n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
-                 json.dumps(n.properties), n.created, n.modified, now, fp)).fetchone()[0]
+                 json.dumps(n.properties), n.created, n.modified, now, fp, json.dumps(n.links))).fetchone()[0]
             rows = []
             for c in n.chunks:
                 rows.append(ChunkRow(ids[k], n.path, n.title, c.heading, c.start_line, c.end_line,
@@ -294,11 +294,11 @@ class PgCatalog:
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
         """The live notes (only those of ``ids`` when given)."""
-        sql = "SELECT id, path, title, tags, aliases, modified FROM hybrid_files WHERE vault=%s"
+        sql = "SELECT id, path, title, tags, aliases, modified, links FROM hybrid_files WHERE vault=%s"
         rows = self.q(sql, (self.vault_id,)) if ids is None else \
             self.q(sql + " AND id = ANY(%s)", (self.vault_id, list(ids)))
         for r in rows:
-            yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5])
+            yield NoteMeta(r[0], r[1], r[2], json_list(r[3]), json_list(r[4]), r[5], json_list(r[6]))
 
     def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None:
         """(tags, frontmatter) of the live note ``path`` as it was indexed; None when there is none."""

@@ -12,7 +12,7 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CONNECT_TIMEOUT = 10
 # Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
 MIGRATIONS: dict[int, str] = {
@@ -24,9 +24,12 @@ ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_text text;
 UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
     (SELECT file_id FROM hybrid_chunks WHERE agent_tsv IS NOT NULL);
 """,
-    # 2 -> 3: each chunk's text hash, whitespace normalised, so an identical section met again
+    # 2 -> 3: each note's link targets as written (issue #30: hybrid.retrieval.graph); filled as
+    # the notes are read again (the chunking version that came with it re-reads them all)
+    2: "ALTER TABLE hybrid_files ADD COLUMN IF NOT EXISTS links text NOT NULL DEFAULT '[]';",
+    # 3 -> 4: each chunk's text hash, whitespace normalised, so an identical section met again
     # takes the vector already cached (hybrid.indexing.shared); older rows get it when re-read
-    2: """
+    3: """
 ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS body_hash text;
 CREATE INDEX IF NOT EXISTS hybrid_chunks_body ON hybrid_chunks (vault, body_hash) WHERE body_hash IS NOT NULL;
 """,
@@ -52,6 +55,7 @@ CREATE TABLE IF NOT EXISTS hybrid_files (
     title text NOT NULL, tags text NOT NULL, aliases text NOT NULL, properties text NOT NULL,
     created text, modified double precision NOT NULL, indexed_at double precision NOT NULL,
     agent_fp text,                          -- redaction rules its agent_tsv were written with
+    links text NOT NULL DEFAULT '[]',       -- JSON list: link targets as written (retrieval.graph)
     UNIQUE (vault, path)
 );
 CREATE TABLE IF NOT EXISTS hybrid_chunks (

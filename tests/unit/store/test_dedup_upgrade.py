@@ -1,4 +1,4 @@
-"""An index made before deduplication (no ``chunks.body_hash``, chunking version 6) gains it on
+"""An index made before deduplication (schema 3: no ``chunks.body_hash``; chunking version 7) gains it on
 the next run: the column is added, every note is read once more, and copies drop their own
 vectors for the first copy's, with nothing embedded (hybrid.indexing.shared)."""
 
@@ -26,6 +26,7 @@ def test_an_older_local_index_is_upgraded_without_embedding(tmp_path):
     db = sqlite3.connect(str(catalog))  # as an older hybrid left it: each copy its own vector
     db.execute("DROP INDEX chunks_body")
     db.execute("ALTER TABLE chunks DROP COLUMN body_hash")
+    db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     first, second = (r[0] for r in db.execute("SELECT id FROM chunks WHERE text LIKE '## Shared%' ORDER BY id"))
     db.execute("INSERT INTO embeddings(model, text_hash, vector) SELECT model, 'own-copy', vector FROM "
                "embeddings e JOIN chunks c ON c.embed_hash = e.text_hash WHERE c.id = ?", (second,))
@@ -34,7 +35,7 @@ def test_an_older_local_index_is_upgraded_without_embedding(tmp_path):
     db.close()
     h = hybrid.open(tmp_path / "home", embedders=[emb], embedder="hash:64")
     assert h.status()[0].shared_chunks == 0  # a reader of the old catalog: nothing shared yet
-    set_chunking_version(h.config.vault("v"), 6)
+    set_chunking_version(h.config.vault("v"), 7)
     before = emb.texts
     report = h.index()[0]
     assert report.updated == 2 and emb.texts == before  # read again, nothing embedded

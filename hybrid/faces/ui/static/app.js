@@ -4,6 +4,7 @@
 
 import { $, el, api, fmt, guard, handlers, SignedOut } from "./common.js";
 import { loadStatus } from "./status.js";
+import { relatedParts } from "./related.js";
 
 const DEBOUNCE_MS = 180;
 const TOP_K = 20;
@@ -248,6 +249,8 @@ function hitItem(h, i) {
   }
   actions.append(el("button", { type: "button", class: "copy", "data-citation": citation,
                                 onclick: (e) => copy(citation, e.currentTarget), text: "Copy citation" }));
+  const related = relatedParts(h, id);
+  actions.append(related.button);
   if (h.confidence !== null && h.confidence !== undefined) {
     actions.append(el("span", { class: "conf", text: `confidence ${confLabel(h.confidence)} ${fmt(h.confidence, 2)}` }));
   }
@@ -262,6 +265,7 @@ function hitItem(h, i) {
       chips,
       breakdown(h),
       actions,
+      related.panel,
       el("div", { class: "section", id: `${id}-body`, hidden: true })));
 }
 
@@ -368,6 +372,11 @@ const toggle = guard(async (i, open) => {
     });
     body.replaceChildren(pre, el("p", { class: "more",
       text: `${s.path}, lines ${s.start_line}–${s.end_line} of ${s.total_lines} (read now from disk)` }));
+    if (s.backlinks && s.backlinks.length) {  // who links to this note
+      const more = s.backlinks_total > s.backlinks.length ? ` and ${s.backlinks_total - s.backlinks.length} more` : "";
+      body.append(el("p", { class: "more backlinks",
+        text: `Linked from: ${s.backlinks.map((b) => b.path).join(", ")}${more}` }));
+    }
   } catch (err) {
     if (err instanceof SignedOut) throw err;
     body.replaceChildren(el("p", { class: "error", role: "alert", text: err.message }));

@@ -2,6 +2,7 @@
 "use strict";
 
 import { $, el, api, fmt, ago, guard, SignedOut } from "./common.js";
+import "./tags.js"; // the tag review panel, shown in this view
 
 let jobsTimer = 0;
 

@@ -1,0 +1,40 @@
+"""A local index of schema 2 (before each note's links were recorded, issue #30) is read as it
+is, then migrated by the next index run, which reads every note again for its links. The
+PostgreSQL store's migrations: tests/system/test_team_mode.py."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from helpers import link_graph as graph
+from helpers import write
+
+import hybrid
+
+
+def test_a_local_index_without_links_is_read_then_migrated(tmp_path):
+    vault = tmp_path / "vault"
+    write(vault, "a.md", "# A\n\nSee [[b]].\n")
+    write(vault, "b.md", "# B\n\nBack to nothing.\n")
+    h = hybrid.open(tmp_path / "home", embedder="hash:32")
+    h.add_vault(vault, "v")
+    h.index()
+    h.close()
+    db = next((tmp_path / "home").rglob("catalog.sqlite"))
+    with sqlite3.connect(db) as conn:  # the catalog as schema 2 wrote it
+        conn.execute("ALTER TABLE files DROP COLUMN links")
+        conn.execute("DROP INDEX chunks_body")  # schema 4's (duplicates): not there yet either
+        conn.execute("ALTER TABLE chunks DROP COLUMN body_hash")
+        conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        conn.execute("UPDATE meta SET value=replace(value, '\"version\": 8', '\"version\": 6') WHERE key='chunking'")
+    h = hybrid.open(tmp_path / "home", embedder="hash:32")
+    assert [x.path for x in h.search("back to nothing", mode="lexical")][:1] == ["b.md"]  # a reader reads it
+    g, _ = graph(h)
+    assert not g.out  # no links recorded yet
+    report = h.index()[0]
+    assert report.error is None and report.updated == 2  # every note read again, for its links
+    g, ids = graph(h)
+    assert g.outlinks(ids["a.md"]) == [ids["b.md"]]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+    h.close()
