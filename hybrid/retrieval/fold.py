@@ -12,13 +12,20 @@ edited in a word or two still resembles it closely. Two passages that start with
 headings are never copies (:func:`heading_of`). The threshold is set from data in
 eval/reports/issue30-dups.md. Sets are exact (no MinHash sketch): a search compares a few dozen
 passages at most, each only with the ones already taken (:func:`hybrid.retrieval.notes.select`
-asks for a candidate only when it would take it).
+asks for a candidate only when it would take it), and only with those that pass the prefix
+filter of set-similarity joins (Chaudhuri, Ganti & Kaushik 2006; Bayardo et al., "Scaling up
+all pairs similarity search", 2007): with the shingles of every passage in one global order,
+two sets whose Jaccard index reaches ``t`` share an element among their first
+``n - ceil(t·n) + 1`` (``n``: each one's size). Passages already taken are indexed by those
+prefixes, so a candidate is intersected in full only with the few that share one.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,6 +59,21 @@ def shingles(text: str) -> frozenset[tuple[str, ...]]:
     return frozenset(zip(words, words[1:], words[2:]))  # built in C: a search shingles dozens
 
 
+@lru_cache(maxsize=8192)
+def signature(text: str) -> tuple[frozenset, str | None, tuple]:
+    """A passage's shingles, heading and shingles in the global order of the prefix filter
+    (by hash), kept across searches: a long-lived handle meets the same passages again and
+    again (on the sample set 70 searches take 2,800 candidates, 798 of them distinct)."""
+    found = shingles(text)
+    return found, heading_of(text), tuple(sorted(found, key=hash))
+
+
+def prefix_length(n: int, threshold: float) -> int:
+    """How many of a set's first elements (in the global order) any set resembling it at
+    ``threshold`` or more must share one of."""
+    return n - math.ceil(threshold * n - 1e-9) + 1 if n else 0
+
+
 def resemblance(a: frozenset, b: frozenset) -> float:
     """The Jaccard index of two shingle sets (two empty sets: 0, nothing to compare)."""
     if not a or not b:
@@ -67,20 +89,26 @@ class Folder:
     def __init__(self, texts: Sequence[str], threshold: float):
         self.texts, self.threshold = texts, threshold
         self.taken: list[tuple[int, frozenset, str | None]] = []
+        self.by_prefix: dict[tuple, list[int]] = {}  # a shingle → positions in taken whose prefix holds it
         self.folded: dict[int, list[int]] = {}  # a taken index → the indexes folded into it
 
     def copy_of(self, i: int) -> int | None:
         """The taken passage ``i`` resembles at least the threshold (the best taken first),
         which it is folded into; None, and ``i`` counts as taken, when there is none."""
-        mine, head = shingles(self.texts[i]), heading_of(self.texts[i])
+        mine, head, ordered = signature(self.texts[i])
         n = len(mine)
-        for j, theirs, their_head in self.taken:
+        prefix = ordered[:prefix_length(n, self.threshold)]
+        near = sorted({pos for s in prefix for pos in self.by_prefix.get(s, ())})
+        for pos in near:
+            j, theirs, their_head = self.taken[pos]
             m = len(theirs)
             # Jaccard <= min/max of the sizes: most pairs are ruled out without intersecting
-            if n and m and min(n, m) >= self.threshold * max(n, m) and same_heading(head, their_head) \
+            if min(n, m) >= self.threshold * max(n, m) and same_heading(head, their_head) \
                     and resemblance(mine, theirs) >= self.threshold:
                 self.folded.setdefault(j, []).append(i)
                 return j
+        for s in prefix:
+            self.by_prefix.setdefault(s, []).append(len(self.taken))
         self.taken.append((i, mine, head))
         return None
 

@@ -79,3 +79,36 @@ def test_passages_under_different_headings_are_different_answers():
     f = Folder(texts, 0.7)
     # another heading: its own answer; the same heading re-typed, or none (a continuation): a copy
     assert [f.copy_of(i) for i in range(4)] == [None, None, 0, 0]
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7, 0.9, 1.0])
+def test_the_prefix_filter_folds_exactly_what_comparing_every_pair_folds(threshold):
+    """The Folder intersects a candidate only with taken passages sharing a prefix shingle; the
+    decisions must be those of comparing it with every taken passage, best first."""
+    import random
+    rng = random.Random(7)
+    words = "sync vault device note link tag page plugin theme graph canvas file folder".split()
+    bases = [[rng.choice(words) for _ in range(rng.randint(2, 40))] for _ in range(6)]
+    texts = []
+    for _ in range(120):
+        w = list(rng.choice(bases))
+        for _ in range(rng.randint(0, 6)):  # a few words edited, added or dropped
+            k = rng.randrange(len(w) + 1)
+            op = rng.random()
+            if op < 0.4 and k < len(w):
+                w[k] = rng.choice(words)
+            elif op < 0.7:
+                w.insert(k, rng.choice(words))
+            elif k < len(w):
+                del w[k]
+        texts.append(" ".join(w))
+    folder, taken, folded = Folder(texts, threshold), [], 0
+    for i, text in enumerate(texts):
+        mine = shingles(text)
+        expected = next((j for j in taken if resemblance(mine, shingles(texts[j])) >= threshold), None)
+        assert folder.copy_of(i) == expected, (i, threshold)
+        if expected is None:
+            taken.append(i)
+        else:
+            folded += 1
+    assert 0 < folded < len(texts) - 1  # the case is not trivial either way
