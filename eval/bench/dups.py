@@ -100,7 +100,8 @@ def rescore(home: Path, embedder: str, threshold: float, pairs: bool) -> dict:
 
 def latency_ab(home: Path, embedder: str, rounds: int = 3) -> dict:
     """Search latency with folding on (the default) and off, interleaved query by query on one
-    index (so a busy machine weighs on both alike): medians in ms and the median difference."""
+    index (so a busy machine weighs on both alike), which side goes first alternating (the
+    second search of a question finds warm caches): medians in ms and the median difference."""
     import hybrid
     h = hybrid.open(home, embedder=embedder)
     default = h.settings.duplicate_similarity
@@ -109,9 +110,10 @@ def latency_ab(home: Path, embedder: str, rounds: int = 3) -> dict:
         h.search(q, top_k=10)
     on: list[float] = []
     off: list[float] = []
-    for _ in range(rounds):
-        for q in qs:
-            for value, sink in ((default, on), (0.0, off)):
+    for r in range(rounds):
+        for n, q in enumerate(qs):
+            sides = ((default, on), (0.0, off))
+            for value, sink in (sides if (r + n) % 2 == 0 else sides[::-1]):
                 h.override(duplicate_similarity=value)
                 t = time.perf_counter()
                 h.search(q, top_k=10)
