@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -98,10 +99,11 @@ class LinkGraph:
         """The file id of the note link ``target`` (as written in the note at path ``source``)
         names in this graph, or None. Resolve with the owner's graph, then check the id against
         an agent's: a target must not resolve differently because the note it names is hidden."""
-        got = self.__dict__.get("_resolver")
-        if got is None:
-            got = self.__dict__["_resolver"] = _Resolver(self.notes.values())
-        return got(relative(target, source))
+        return self._resolver(relative(target, source))
+
+    @cached_property
+    def _resolver(self) -> _Resolver:
+        return _Resolver(self.notes.values())
 
 
 def relative(target: str, source: str) -> str:
