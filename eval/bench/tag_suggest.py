@@ -28,6 +28,7 @@ from pathlib import Path
 
 import hybrid
 from hybrid.app.tags import suggest as sg
+from hybrid.eval.run import CachingEmbedder
 from hybrid.sources.markdown import TAG_RE, decode, front_block, load_frontmatter, parse_note
 
 SAMPLE = Path(hybrid.__file__).parent / "sample_vault"
@@ -65,31 +66,6 @@ def tagged_notes(root: Path) -> dict[str, list[str]]:
 def score(got: list[str], truth: list[str]) -> tuple[float, float]:
     hits = len(set(got[:K]) & set(truth))
     return hits / K, hits / len(truth)
-
-
-class Memo:
-    """The embedder with its document vectors kept by text: the copies of one vault differ in a
-    few notes, so each seed after the first embeds only those."""
-
-    def __init__(self, inner):
-        self.inner, self.id, self.max_tokens, self.memo = inner, inner.id, inner.max_tokens, {}
-
-    @property
-    def dim(self):
-        return self.inner.dim
-
-    def count_tokens(self, texts):
-        return self.inner.count_tokens(texts)
-
-    def embed_documents(self, texts):
-        import numpy as np
-        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if todo:
-            self.memo.update(zip(todo, self.inner.embed_documents(todo)))
-        return np.stack([self.memo[t] for t in texts]) if texts else self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
 
 
 def run_seed(vault: Path, seed: int, fraction: float, embedder, work: Path) -> dict:
@@ -150,7 +126,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     from hybrid.embedders import make_embedder
-    emb = Memo(make_embedder(args.embedder))
+    emb = CachingEmbedder(make_embedder(args.embedder))  # each seed after the first embeds only its changed notes
     runs = []
     with tempfile.TemporaryDirectory(prefix="tag-bench-") as tmp:
         for seed in args.seeds:
