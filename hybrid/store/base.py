@@ -109,6 +109,7 @@ class StoreFacts:
     last_indexed: str | None = None
     pending: int = 0           # journal entries not yet replayed into the arms
     vector_index: str = ""     # the vector arm's layout, in words
+    server: str = ""           # a shared store's server when it may not be written (a standby), in words
     disk_bytes: int = 0        # the index folder's size (a local store's, with ``sizes``)
     shared_chunks: int = 0     # live chunks whose embedded text another live chunk shares
     shared_texts: int = 0      # … the distinct texts they share (each embedded and stored once)

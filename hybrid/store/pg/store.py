@@ -26,13 +26,18 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
 from hybrid.store.base import SyncStats, VectorSpec
 from hybrid.store.pg.catalog import PgCatalog
-from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
+from hybrid.store.pg.connect import STANDBY, connect, ensure_schema, in_recovery, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
 EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
 EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
+_SKIPPED: set[tuple[str, str]] = set()  # (server, what): writes a read-only server skipped, logged once
+
+
+class ReplayConflict(StoreUnavailable):
+    """A standby cancelled a read to replay its primary's changes (a recovery conflict)."""
 
 
 class PgVector:
@@ -172,12 +177,15 @@ class PgVector:
         tie = "" if indexed else ", id"
         sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
                f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
-        with self.store.conn.transaction():
-            if indexed:
-                self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
-            if indexed and len(where) > 1:
-                self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = self.store.query(sql, (q, *args, q, k)).fetchall()
+
+        def run() -> list:
+            with self.store.conn.transaction():
+                if indexed:
+                    self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
+                if indexed and len(where) > 1:
+                    self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                return self.store.query(sql, (q, *args, q, k)).fetchall()
+        rows = self.store.read(run)
         out = [(int(i), float(s)) for i, s in rows]
         out.sort(key=lambda x: (-x[1], x[0]))
         return out
@@ -203,12 +211,16 @@ class PgStore:
         self.spec = VectorSpec()
         self.conn = connect(url, name)
         try:
+            # a hot standby refuses every write: an indexer stops here, before it touches anything
+            self.standby = in_recovery(self.conn)
+            if writer and self.standby:
+                raise StoreUnavailable(STANDBY.format(where=self.where))
             ensure_schema(self.conn, self.where, writer)
             if writer:
                 self._lock(wait)
             self.vault_id = self._vault_id(create=writer)
-            # a read replica (or a read-only role): it answers queries; what would write is skipped
-            self.read_only = self.query("SHOW transaction_read_only").fetchone()[0] == "on"
+            # a standby (or a read-only role): it answers queries; what would write is skipped
+            self.read_only = self.standby or self.query("SHOW transaction_read_only").fetchone()[0] == "on"
             from hybrid.store.lexicon import stem_analyzer
             self.stem = stem_analyzer()
             self.catalog = PgCatalog(self)
@@ -231,12 +243,40 @@ class PgStore:
     def query(self, sql: str, params: Any = ()):
         """Run ``sql``; a privilege the role lacks and a lost connection (a restarted or
         unreachable server, a terminated session) are one line each, and after a lost
-        connection a long-lived handle reopens the store at its next query (see :meth:`stale`)."""
+        connection a long-lived handle reopens the store at its next query (see :meth:`stale`).
+        A statement of its own (not inside a transaction block) that a standby cancelled for a
+        recovery conflict is run once more (:meth:`read`)."""
+        from psycopg.pq import TransactionStatus
+        if self.standby and self.conn.info.transaction_status == TransactionStatus.IDLE:
+            return self.read(lambda: self._execute(sql, params))
+        return self._execute(sql, params)
+
+    def read(self, run: Any) -> Any:
+        """``run()`` (reads: one statement, or one transaction of them), once more if a standby
+        cancelled it to replay its primary's changes. Such a cancel comes when replay must
+        remove rows or take a lock the read still needs and ``max_standby_streaming_delay``
+        has run out; the second run reads the replayed state. Cancelled twice: one line naming
+        the standby's settings that avoid it."""
+        try:
+            return run()
+        except ReplayConflict:
+            skipped(self.where, "conflict", "%s: a read was cancelled by the standby's replay (recovery conflict) and "
+                    "run again; hot_standby_feedback = on on the standby avoids most of these", self.where)
+            return run()
+
+    def _execute(self, sql: str, params: Any = ()):
         import psycopg
         try:
             return self.conn.execute(sql, params or None)
         except psycopg.errors.InsufficientPrivilege as exc:
             raise privilege_problem(exc, self.conn.info.user, self.writable, self.where) from None
+        except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
+            if not self.standby or self.conn.closed or self.conn.broken:
+                raise
+            raise ReplayConflict(f"the standby at {self.where} cancelled a query to replay its primary's "
+                                 f"changes (a recovery conflict), twice; run it again, and set "
+                                 f"hot_standby_feedback = on (or a longer max_standby_streaming_delay) "
+                                 f"on the standby: docs/team-mode.md, Read replicas") from exc
         except psycopg.OperationalError as exc:
             if not (self.conn.closed or self.conn.broken):
                 raise
@@ -349,8 +389,13 @@ class PgStore:
         """Whether every note's agent text was written for ``view`` (a read replica: its
         primary's indexer sees to it)."""
         from hybrid.store.agent.view import META_KEY
-        return self.read_only or (self.catalog.get_meta(META_KEY) == view.fingerprint
-                                  and not self.stale_agent_files(agent_fingerprint(view)))
+        current = (self.catalog.get_meta(META_KEY) == view.fingerprint
+                   and not self.stale_agent_files(agent_fingerprint(view)))
+        if not current and self.read_only:
+            skipped(self.where, "agent view", "%s is read-only (%s): the agent text of notes written under other "
+                    "redaction rules is not redone here (they stay hidden from agents until the indexer on "
+                    "the primary redoes them)", self.where, "a standby" if self.standby else "a read-only role")
+        return current or self.read_only
 
     def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
         """Redo, as a writer, the agent text of the notes written with other redaction rules
@@ -411,6 +456,14 @@ class PgStore:
 
     def reclaim(self, model: str | None, force: bool = False) -> int:
         return self.catalog.reclaim_embeddings(model, force) if model else 0
+
+
+def skipped(server: str, what: str, message: str, *args: Any) -> None:
+    """Log, once per process for each server and kind, a write that a read-only server made
+    hybrid skip (or a read it had to run again)."""
+    if (server, what) not in _SKIPPED:
+        _SKIPPED.add((server, what))
+        log.warning(message, *args)
 
 
 class _Held:
