@@ -278,3 +278,20 @@ def test_a_read_cancelled_twice_is_one_line_naming_the_settings(team, impatient_
     assert "hot_standby_feedback = on" in str(error) and "\n" not in str(error)
     assert store.query("SELECT 1").fetchone() == (1,)  # the handle reads on
     store.close()
+
+
+def test_one_url_of_both_servers_sends_the_indexer_to_the_primary_and_readers_to_the_standby(tmp_path, replica):
+    """As docs/team-mode.md tells a team: a URL naming both servers, with
+    target_session_attrs=read-write for the indexer and prefer-standby for query servers."""
+    db = new_db(replica)
+    sockets = ",".join(u.split("host=", 1)[1] for u in (replica.standby_uri(db), replica.primary_uri(db)))
+    both = f"postgresql://postgres@/{db}?host={sockets}"
+    owner = indexed_vault(tmp_path / "owner", NOTES, "team", store=f"{both}&target_session_attrs=read-write")
+    assert replica.sql(replica.primary_uri(db), "SELECT count(*) FROM hybrid_files") == [(4,)]
+    replica.wait_for_replay()
+    reversed_order = ",".join(reversed(sockets.split(",")))
+    h = reader(tmp_path / "r", f"postgresql://postgres@/{db}?host={reversed_order}&target_session_attrs=prefer-standby")
+    assert paths(h.search("forge rollback", mode="lexical"))[0] == "runbooks/rollback.md"
+    assert h.status()[0].server.startswith("read-only standby")
+    owner.close()
+    h.close()
