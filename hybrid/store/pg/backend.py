@@ -94,7 +94,7 @@ class PgBackend:
 def server_state(store: PgStore) -> str:
     """What `hybrid status` says of a server that may not be written ("" for a primary)."""
     if store.standby:
-        from hybrid.store.pg.connect import replay_lag
+        from hybrid.store.pg.standby import replay_lag
         lag = replay_lag(store.conn)
         behind = ("no change replayed yet" if lag is None else
                   "replay caught up with what it received" if lag == 0 else f"replay {lag:.1f} s behind")

@@ -265,25 +265,6 @@ def _create_vector_extension(conn: Any, where: str) -> None:
                                f"vector in that database") from None
 
 
-STANDBY = ("PostgreSQL at {where} is a read-only standby: index on the primary (a URL of several "
-           "hosts picks it with target_session_attrs=read-write)")
-
-
-def in_recovery(conn: Any) -> bool:
-    """Whether the server is a hot standby (replaying a primary's WAL): it refuses every write,
-    whatever the role may do."""
-    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
-
-
-def replay_lag(conn: Any) -> float | None:
-    """On a standby, how many seconds its replay is behind the last change it received (0 when
-    it has replayed all it received; None when it has replayed nothing yet). Read on the
-    standby alone: how far the primary is ahead is not known there."""
-    row = conn.execute("SELECT CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
-                       "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END").fetchone()
-    return None if row[0] is None else max(0.0, float(row[0]))
-
-
 def schema_version(conn: Any) -> int | None:
     row = conn.execute("SELECT to_regclass('hybrid_schema') IS NOT NULL").fetchone()
     if not row[0]:

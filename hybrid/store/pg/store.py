@@ -26,18 +26,14 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
 from hybrid.store.base import SyncStats, VectorSpec
 from hybrid.store.pg.catalog import PgCatalog
-from hybrid.store.pg.connect import STANDBY, connect, ensure_schema, in_recovery, privilege_problem
+from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
+from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
 EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
 EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
-_SKIPPED: set[tuple[str, str]] = set()  # (server, what): writes a read-only server skipped, logged once
-
-
-class ReplayConflict(StoreUnavailable):
-    """A standby cancelled a read to replay its primary's changes (a recovery conflict)."""
 
 
 class PgVector:
@@ -246,23 +242,16 @@ class PgStore:
         connection a long-lived handle reopens the store at its next query (see :meth:`stale`).
         A statement of its own (not inside a transaction block) that a standby cancelled for a
         recovery conflict is run once more (:meth:`read`)."""
-        from psycopg.pq import TransactionStatus
-        if self.standby and self.conn.info.transaction_status == TransactionStatus.IDLE:
-            return self.read(lambda: self._execute(sql, params))
+        if self.standby:
+            from psycopg.pq import TransactionStatus
+            if self.conn.info.transaction_status == TransactionStatus.IDLE:
+                return self.read(lambda: self._execute(sql, params))
         return self._execute(sql, params)
 
     def read(self, run: Any) -> Any:
-        """``run()`` (reads: one statement, or one transaction of them), once more if a standby
-        cancelled it to replay its primary's changes. Such a cancel comes when replay must
-        remove rows or take a lock the read still needs and ``max_standby_streaming_delay``
-        has run out; the second run reads the replayed state. Cancelled twice: one line naming
-        the standby's settings that avoid it."""
-        try:
-            return run()
-        except ReplayConflict:
-            skipped(self.where, "conflict", "%s: a read was cancelled by the standby's replay (recovery conflict) and "
-                    "run again; hot_standby_feedback = on on the standby avoids most of these", self.where)
-            return run()
+        """``run()`` (reads), once more if a standby cancelled it for a recovery conflict
+        (:func:`hybrid.store.pg.standby.read_again`)."""
+        return read_again(self.where, run)
 
     def _execute(self, sql: str, params: Any = ()):
         import psycopg
@@ -273,10 +262,7 @@ class PgStore:
         except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
             if not self.standby or self.conn.closed or self.conn.broken:
                 raise
-            raise ReplayConflict(f"the standby at {self.where} cancelled a query to replay its primary's "
-                                 f"changes (a recovery conflict), twice; run it again, and set "
-                                 f"hot_standby_feedback = on (or a longer max_standby_streaming_delay) "
-                                 f"on the standby: docs/team-mode.md, Read replicas") from exc
+            raise ReplayConflict(self.where) from exc
         except psycopg.OperationalError as exc:
             if not (self.conn.closed or self.conn.broken):
                 raise
@@ -456,14 +442,6 @@ class PgStore:
 
     def reclaim(self, model: str | None, force: bool = False) -> int:
         return self.catalog.reclaim_embeddings(model, force) if model else 0
-
-
-def skipped(server: str, what: str, message: str, *args: Any) -> None:
-    """Log, once per process for each server and kind, a write that a read-only server made
-    hybrid skip (or a read it had to run again)."""
-    if (server, what) not in _SKIPPED:
-        _SKIPPED.add((server, what))
-        log.warning(message, *args)
 
 
 class _Held:
