@@ -231,7 +231,8 @@ class Hybrid(Registry):
         """Vault ``vault`` as agents see it: its agent view brought in step with the agent
         settings first (AgentViewStale when that cannot be done now and the store cannot
         serve meanwhile: nothing is served from an index built for other settings)."""
-        store, view = self._store(vault), AgentView.of(vault, self.settings)
+        store = self._store(vault)
+        view = self.agent_view(vault, store)
         if not store.agent_view_current(view):
             self._refresh_agent_view(vault, store, view)
         hidden = self._hidden.get(vault.name, store.catalog, view, store.embedder_id)
@@ -263,10 +264,16 @@ class Hybrid(Registry):
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
 
+    def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
+        """What agents may see of vault ``v``: the settings its indexer wrote into a shared
+        store (every server follows them), else this machine's (:func:`agent_view.in_force`)."""
+        return agent_view.in_force(v, self.settings, (store or self._store(v)).ledger)
+
     def agent_hidden_now(self, v: Vault) -> tuple[AgentView, Hidden]:
         """Vault ``v``'s agent view and the notes it hides as the ledger records them (cached
         per ledger state), without building an agent store."""
-        store, view = self._store(v), AgentView.of(v, self.settings)
+        store = self._store(v)
+        view = self.agent_view(v, store)
         return view, self._hidden.get(v.name, store.catalog, view, store.embedder_id)
 
     def _redactor(self, view: AgentView):
@@ -328,7 +335,7 @@ class Hybrid(Registry):
             note = reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
                                     catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
         else:
-            view = AgentView.of(v, self.settings)
+            view = self.agent_view(v)
             note = reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                     convert=bounds,
                                     agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
@@ -408,12 +415,12 @@ class Hybrid(Registry):
         """The notes of vault ``name`` hidden from agents, by why (see
         :func:`hybrid.store.agent.view.hidden_report`)."""
         v = self.config.vault(name)
-        return agent_view.hidden_report(self._store(v).catalog, AgentView.of(v, self.settings))
+        return agent_view.hidden_report(self._store(v).catalog, self.agent_view(v))
 
     def agent_counts(self, name: str) -> tuple[int, int]:
         """(notes, chunks) of vault ``name`` that agents may see."""
         v = self.config.vault(name)
-        return agent_view.visible_counts(self._store(v).catalog, AgentView.of(v, self.settings))
+        return agent_view.visible_counts(self._store(v).catalog, self.agent_view(v))
 
     def close(self) -> None:
         """Close the open indexes and stop the converter worker (started again when needed)."""
