@@ -12,7 +12,7 @@ import sys
 import anyio
 import psycopg
 import pytest
-from helpers import indexed_vault, write
+from helpers import indexed_vault
 from starlette.testclient import TestClient
 
 import hybrid
@@ -221,5 +221,26 @@ def test_a_local_vault_keeps_this_machines_agent_settings(tmp_path):
     from hybrid.store.agent.view import SETTINGS_KEY
     h = indexed_vault(tmp_path, NOTES, "v")
     assert h._store(h.config.vault("v")).ledger.get_meta(SETTINGS_KEY) is None
-    write(tmp_path / "vault", "x.md", "# X\n")
+    h.close()
+
+
+def test_pdfs_and_slack_days_are_read_from_the_database_as_they_were_extracted(tmp_path, pg_url):
+    """What `get` shows of a document that is not markdown is its extracted text (a PDF's pages,
+    a Slack day rendered), kept by the indexer: the same without the file or the export."""
+    from helpers import write_pdf
+    from test_source_vaults import SLACK, write_slack
+    write_pdf(tmp_path / "vault" / "paper.pdf", ["Canary releases, page one", "Rollback plans, page two"])
+    h = indexed_vault(tmp_path, {"a.md": "# A\n\nSee [[paper.pdf]].\n"}, "team", store="postgresql")
+    h.add_source("slack", write_slack(tmp_path / "export"), "acme", store=pg_url)
+    h.index()
+    refs = [("paper.pdf", "team"), ("paper.pdf#page=2", "team"), ("ops/2024-03-05.slack", "acme"),
+            ("acme:ops/2024-03-06.slack:1-3", None)]
+    before = [h.get(ref, vault).to_dict() for ref, vault in refs]
+    assert "Rollback plans" in before[1]["text"] and "Canary" not in before[1]["text"]
+    assert "Bo Lind" in before[2]["text"] and len(SLACK) == 4
+    h.close()
+    (tmp_path / "vault").rename(tmp_path / "elsewhere")
+    (tmp_path / "export").rename(tmp_path / "export-gone")
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    assert [h.get(ref, vault).to_dict() for ref, vault in refs] == before
     h.close()
