@@ -61,6 +61,9 @@ class Hybrid(Registry):
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
+        # per vault: the fingerprint of this handle's own agent settings when it last indexed the
+        # vault or first looked (agent_view: a change since is imposed, as for a local vault)
+        self._own_views: dict[str, str] = {}
         self._graphs = GraphCache()  # link graphs of the open ledgers (related notes, backlinks)
         self._lock = threading.RLock()
 
@@ -160,8 +163,11 @@ class Hybrid(Registry):
                    progress: Progress | None, fetch: str | None = None) -> IndexReport:
         if reembed:  # the files behind an open store are about to be replaced wholesale
             self._close_store(vault.name)
-        return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
-                           reembed=reembed, wait=wait, progress=progress, fetch=fetch)
+        report = index_vault(vault, self.embedder(vault.embedder), self.config.settings,
+                             reembed=reembed, wait=wait, progress=progress, fetch=fetch)
+        if not report.error:  # its agent settings are the vault's now (a shared store keeps them)
+            self._own_views[vault.name] = AgentView.of(vault, self.config.settings).fingerprint
+        return report
 
     def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
         """Reclaim disk space in the named vaults' indexes (default: all): unused cached
@@ -266,7 +272,15 @@ class Hybrid(Registry):
 
     def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
         """What agents may see of vault ``v``: the settings its indexer wrote into a shared
-        store (every server follows them), else this machine's (:func:`agent_view.in_force`)."""
+        store, which every server follows (:func:`agent_view.in_force`; a local vault: this
+        machine's). Where the vault's documents are and this handle's own settings changed
+        since it last indexed the vault or first looked (a config reload, ``override``), its
+        own apply at once, as for a local vault: the agent view is then redone by an index run,
+        which makes them the vault's. Settings that merely differ never trigger one, so two
+        servers with different configs do not re-index in turn."""
+        own = AgentView.of(v, self.settings)
+        if self._own_views.setdefault(v.name, own.fingerprint) != own.fingerprint and reader.documents_here(v):
+            return own
         return agent_view.in_force(v, self.settings, (store or self._store(v)).ledger)
 
     def agent_hidden_now(self, v: Vault) -> tuple[AgentView, Hidden]:
@@ -317,8 +331,9 @@ class Hybrid(Registry):
     def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
             vault_hint: str = "--vault", links: bool = True) -> NoteText:
-        """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.app.refs` accepts: a
-        path (``.md`` optional), ``path:START-END``, a search hit's citation
+        """Read lines of a note: from its file, or where the vault's folder is not on this machine
+        and its store keeps the texts (team mode), from the database. ``ref`` is any form
+        :mod:`hybrid.app.refs` accepts: a path (``.md`` optional), ``path:START-END``, a search hit's citation
         ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
         ``[[Note#Heading]]`` / ``Note#^block``. Anything that resolves outside the vault
         (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note

@@ -212,6 +212,17 @@ def test_servers_follow_the_agent_settings_the_indexer_wrote(tmp_path, pg_url, c
             with pytest.raises(PathRefused, match="not a note you can read"):
                 h.get("journal/today.md", "team", agent=True)
     assert catalog.data_version() == version
+    # a's own settings changed while it runs (a config reload): they apply there at once and
+    # become the vault's; b follows, and again nobody re-indexes in turn
+    a.override(agent_exclude=["ops"])
+    assert "ops/wifi.md" not in [x.path for x in a.search("canary lab", mode="lexical", agent=True)]
+    assert json.loads(catalog.get_meta(SETTINGS_KEY))["exclude"] == ["ops"]
+    indexed_under = catalog.get_meta(META_KEY)
+    for _ in range(3):
+        for h in (a, b):
+            paths = [x.path for x in h.search("canary lab", mode="lexical", agent=True)]
+            assert "ops/wifi.md" not in paths and "journal/today.md" in paths
+            assert catalog.get_meta(META_KEY) == indexed_under
     a.close()
     b.close()
 

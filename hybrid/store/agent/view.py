@@ -233,8 +233,8 @@ def in_force(vault: Vault, settings: Settings, catalog: Catalog) -> AgentView:
             _warned.add(key)
         if first:
             log.warning("vault %s: this machine's agent settings differ from those its indexer wrote "
-                        "into the shared store (%s); following the store's", vault.name,
-                        _difference(own, shared))
+                        "into the shared store (%s); following the store's (`hybrid index` where the "
+                        "folder is makes that machine's the vault's)", vault.name, _difference(own, shared))
     return shared
 
 
