@@ -170,6 +170,9 @@ class NoteRecord:
     chunks: list[NewChunk]
     embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
     links: list[str] = field(default_factory=list)  # link targets as written (sources.markdown.note_links)
+    # the document's text as a reader is shown it (`get`): kept by a store whose readers may not
+    # have the folder (PostgreSQL); None: not given (that store then holds no text of it)
+    text: str | None = None
 
 
 @dataclass(frozen=True)

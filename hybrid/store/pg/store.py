@@ -346,8 +346,7 @@ class PgStore:
         stats = SyncStats()
         if view is not None:
             stats.rebuilt_agent = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
-            from hybrid.store.agent.view import META_KEY
-            self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
+            self.share_agent_settings(view)
         stats.lexical_seconds = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         if model:  # chunks whose vector was not cached when they came in (none, normally)
@@ -366,6 +365,20 @@ class PgStore:
         stats.rebuilt_vector = bool(self.vector.ensure_index())
         stats.vector_seconds = round(time.perf_counter() - t, 3)
         return stats
+
+    def share_agent_settings(self, view: Any) -> None:
+        """Write the agent view this run indexed under into the vault's meta, with its
+        fingerprint, in one transaction: every server on the vault follows it
+        (:func:`hybrid.store.agent.view.in_force`), so none re-indexes to impose its own."""
+        from hybrid.store.agent.view import META_KEY, SETTINGS_KEY
+        before = self.catalog.get_meta(SETTINGS_KEY)
+        now = view.to_json()
+        if before and before != now:
+            log.warning("%s: the agent settings in the store were written by an index run with "
+                        "other settings; this machine's replace them for every server", self.name)
+        with self.conn.transaction():
+            self.catalog.set_meta(SETTINGS_KEY, now)
+            self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
 
     @property
     def ledger(self) -> PgCatalog:
