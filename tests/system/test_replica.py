@@ -189,11 +189,23 @@ def test_a_read_only_role_on_the_primary_is_not_taken_for_a_standby(team, tmp_pa
 
 
 def test_an_agent_view_the_standby_cannot_redo_is_skipped_and_logged_once(team, tmp_path, caplog):
-    """A reader whose agent settings differ from the indexer's would redo the agent text as a
-    writer on a primary; on a standby it skips that (logged once) and leaves those notes out."""
-    _, _, _, db = team
-    h = reader(tmp_path / "other", team[2].config.vault("team").store, redact_secrets=False)
+    """A reader whose agent settings merely differ from the indexer's follows the store's (part
+    D of issue #31), on a standby too. One whose own settings change while it runs, where the
+    folder is, would redo the agent text as a writer on a primary; on a standby it skips that
+    (logged once) and leaves those notes out."""
+    owner, _, standby, db = team
+    folder = owner.config.vault("team").path
+    url = standby.config.vault("team").store
+    other = reader(tmp_path / "other", url, folder=folder, redact_secrets=False)
     with caplog.at_level(logging.WARNING, logger="hybrid"):
+        for _ in range(3):
+            assert other.search("feature flags", agent=True) is not None
+        assert not [r for r in caplog.records if "is read-only (a standby)" in r.getMessage()]
+        assert [r for r in caplog.records if "following the store's" in r.getMessage()]
+        other.close()
+        h = reader(tmp_path / "changed", url, folder=folder)
+        assert h.search("feature flags", agent=True) is not None
+        h.override(redact_secrets=False)  # this server's own settings changed: it would apply them
         for _ in range(3):
             assert h.search("feature flags", agent=True) is not None
     said = [r for r in caplog.records if "is read-only (a standby)" in r.getMessage()]
