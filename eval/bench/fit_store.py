@@ -83,19 +83,19 @@ class QueryCache:
 
 
 def cache_arms() -> None:
-    """Memoize the pipeline's arms by (vaults, query, typos): the fused parameters never reach them."""
+    """Memoize the pipeline's arms by (stores, query, typos): the fused parameters never reach them."""
     from hybrid.retrieval import pipeline
     lex, vec = pipeline.lexical_arm, pipeline.vector_arm
     memo: dict = {}
 
     def lexical_arm(targets, parsed, filters, depth, settings, typos=()):
-        key = ("l", tuple(v.name for v, _ in targets), parsed.text, tuple(typos), depth)
+        key = ("l", tuple(id(s) for _, s in targets), parsed.text, tuple(typos), depth)
         if key not in memo:
             memo[key] = lex(targets, parsed, filters, depth, settings, typos)
         return list(memo[key])
 
     def vector_arm(targets, parsed, filters, depth, vectors):
-        key = ("v", tuple(v.name for v, _ in targets), parsed.text, depth)
+        key = ("v", tuple(id(s) for _, s in targets), parsed.text, depth)
         if key not in memo:
             memo[key] = vec(targets, parsed, filters, depth, vectors)
         return list(memo[key])
@@ -205,10 +205,26 @@ def print_table(res: dict, title: str) -> None:
                       f"| {m['hybrid'][0]:.3f} / {m['hybrid'][1]:.3f} |")
 
 
+def false_confidence(handles: dict) -> dict:
+    """The no-answer set (questions obsidian-help cannot answer), per store and mode: how many
+    top hits are worded strong / fair / weak (every one of them is wrong)."""
+    from hybrid.retrieval.hits import confidence_label
+    queries = [json.loads(line) for line in NONE_SET.read_text().splitlines() if line.strip()]
+    out: dict = {}
+    for store in STORES:
+        for mode in MODES:
+            counts = {"strong": 0, "fair": 0, "weak": 0}
+            for q in queries:
+                hits = handles[store].search(q["text"], vaults=["oh"], top_k=10, mode=mode, passages=True)
+                counts[confidence_label(hits[0].confidence or 0.0) if hits else "weak"] += 1
+            out.setdefault(store, {})[mode] = counts
+    return out
+
+
 GRID = {  # the PostgreSQL store's candidates; weight_lexical stays 1 (only the ratio counts)
-    "rrf_k": (5.0, 10.0, 20.0, 40.0),
-    "weight_vector": (1.0, 1.5, 2.0, 3.0),
-    "curve": ((0.6, 0.3, 0.1), (0.7, 0.4, 0.1), (0.5, 0.2, 0.1), (0.6, 0.3, 0.3), (0.8, 0.4, 0.05)),
+    "rrf_k": (5.0, 10.0, 20.0),
+    "weight_vector": (1.0, 1.5, 2.0),
+    "curve": ((0.6, 0.3, 0.1), (0.7, 0.4, 0.1), (0.5, 0.2, 0.1), (0.8, 0.5, 0.05)),
 }
 FIT_SETS = ("sample", "obsidian-help", "obsidian-help-para", "obsidian-help-intl")
 
@@ -288,7 +304,10 @@ def run(handles: dict, args) -> None:
     sets = args.sets.split(",")
     res = table(handles, sets=sets)
     (args.out / "before.json").write_text(json.dumps(res))
-    print_table(res, "as shipped")
+    print_table(res, "as hybrid/data/fitted.json says")
+    none = false_confidence(handles)
+    (args.out / "none-before.json").write_text(json.dumps(none))
+    print(f"\nno-answer set, top hit strong/fair/weak: {none}")
     sys.stdout.flush()
     if not args.fit:
         return
@@ -299,6 +318,9 @@ def run(handles: dict, args) -> None:
     after = table(handles, sets=sets)
     (args.out / "after.json").write_text(json.dumps(after))
     print_table(after, "fitted")
+    none = false_confidence(handles)
+    (args.out / "none-after.json").write_text(json.dumps(none))
+    print(f"\nno-answer set, top hit strong/fair/weak: {none}")
     if args.write:
         write_fit(best)
 
