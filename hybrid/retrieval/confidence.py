@@ -17,7 +17,8 @@ A logistic model over those features maps them to a probability. Its coefficient
 by ``eval/bench/calibrate_confidence.py`` on the tune split of labelled queries (answerable
 ones over obsidian-help, and questions that vault cannot answer), and checked on the held-out
 split and on the bundled sample vault (``eval/reports/confidence.md``). They live in
-``hybrid/data/confidence.json``, one model per feature set: ``full`` (hybrid or vector mode on
+``hybrid/data/confidence.json``, per store kind (``models``: the local store's; ``stores``: a
+kind's own, where it has them), one model per feature set: ``full`` (hybrid or vector mode on
 a calibrated embedder), ``relative`` (any other embedder: no absolute cosine) and ``lexical``
 (no vector arm). ``Hit.confidence_label`` words it: strong (>= 0.7), fair (>= 0.4), weak.
 """
@@ -50,11 +51,17 @@ CALIBRATED = frozenset({"sentence-transformers/all-MiniLM-L6-v2",
 
 
 @functools.cache
-def models() -> dict[str, dict[str, Any]]:
-    """The fitted models: ``{name: {"features": [...], "weights": [...], "bias": b}}``."""
+def _fitted() -> dict[str, Any]:
     from importlib import resources  # here: importing it costs a cold lexical query ~7 ms
-    text = resources.files("hybrid").joinpath("data/confidence.json").read_text(encoding="utf-8")
-    return json.loads(text)["models"]
+    return json.loads(resources.files("hybrid").joinpath("data/confidence.json").read_text(encoding="utf-8"))
+
+
+def models(kind: str = "local") -> dict[str, dict[str, Any]]:
+    """The fitted models of a store kind (:mod:`hybrid.retrieval.fitted`): ``{name: {"features":
+    [...], "weights": [...], "bias": b}}``. ``models`` is the local store's; a kind with models
+    of its own (``stores``) has them in place of those it names."""
+    data = _fitted()
+    return data["models"] | data.get("stores", {}).get(kind, {})
 
 
 def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
@@ -91,18 +98,19 @@ def model_name(has_vector: bool, embedder_ids: set[str]) -> str:
     return "full" if embedder_ids and embedder_ids <= CALIBRATED else "relative"
 
 
-def probability(feats: dict[str, float], name: str) -> float:
-    model = models()[name]
+def probability(feats: dict[str, float], name: str, kind: str = "local") -> float:
+    model = models(kind)[name]
     z = model["bias"] + sum(w * feats[f] for f, w in zip(model["features"], model["weights"]))
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def annotate(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
              parsed: ParsedQuery, analyze: fuse.Analyze, embedder_ids: set[str],
-             ranks: Sequence[int] | None = None) -> None:
-    """Set each hit's ``confidence`` (rounded to 3 places); ``ranks`` as for :func:`features`."""
+             ranks: Sequence[int] | None = None, kind: str = "local") -> None:
+    """Set each hit's ``confidence`` (rounded to 3 places); ``ranks`` as for :func:`features`;
+    ``kind``: the store kind whose models apply."""
     if not hits:
         return
     name = model_name(bool(vector_scores), embedder_ids)
     for hit, feats in zip(hits, features(hits, rows, vector_scores, parsed, analyze, ranks)):
-        hit.confidence = round(probability(feats, name), 3)
+        hit.confidence = round(probability(feats, name, kind), 3)

@@ -74,13 +74,14 @@ def coverage(want: set[str], texts: Iterable[str], analyze: Analyze) -> float:
     return max((len(want & set(analyze(t))) / len(want) for t in texts), default=0.0)
 
 
-def coverage_weight(cov: float) -> float:
+def coverage_weight(cov: float, full: float = COVERAGE_FULL, none: float = COVERAGE_NONE,
+                    floor: float = COVERAGE_FLOOR) -> float:
     """Multiplier of the BM25 weight for a query whose best BM25 hits cover ``cov`` of its
-    content words: 1 at ``COVERAGE_FULL`` and above, ``COVERAGE_FLOOR`` at ``COVERAGE_NONE`` and
-    below, linear between. Chosen with ``hybrid eval`` on the tuning splits (eval/reports/)."""
-    if cov >= COVERAGE_FULL:
+    content words: 1 at ``full`` and above, ``floor`` at ``none`` and below, linear between.
+    The defaults were chosen with ``hybrid eval`` on the tuning splits (eval/reports/), on the
+    local store; a PostgreSQL store has its own (:mod:`hybrid.retrieval.fitted`)."""
+    if cov >= full:
         return 1.0
-    if cov <= COVERAGE_NONE:
-        return COVERAGE_FLOOR
-    frac = (cov - COVERAGE_NONE) / (COVERAGE_FULL - COVERAGE_NONE)
-    return COVERAGE_FLOOR + frac * (1.0 - COVERAGE_FLOOR)
+    if cov <= none:
+        return floor
+    return floor + (cov - none) / (full - none) * (1.0 - floor)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hybrid.core.dates import date_source
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
-from hybrid.retrieval import confidence, fold, fuse, notes
+from hybrid.retrieval import confidence, fitted, fold, fuse, notes
 from hybrid.retrieval.excerpt import Marker, readable
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
 from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
@@ -107,9 +107,10 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     # dropped before fusion, so no rank or score shows the gap they leave
     arms.lexical = [kv for kv in arms.lexical if kv[0] in rows]
     arms.vector = [kv for kv in arms.vector if kv[0] in rows]
+    fit = fusion_of(targets, settings)
     with clock("weigh"):
-        weights = fusion_weights(targets, parsed, arms, rows, settings) if request.mode == "hybrid" else None
-    fused = fuse_arms(request.mode, arms, settings, weights)
+        weights = fusion_weights(targets, parsed, arms, rows, settings, fit) if request.mode == "hybrid" else None
+    fused = fuse_arms(request.mode, arms, fit, weights)
     arms.fused, arms.weights = dict(fused), weights
     fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
     ce: dict[Key, float] = {}
@@ -132,7 +133,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
                             {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets},
-                            ranks=[i + 1 for i in shown])
+                            ranks=[i + 1 for i in shown], kind=store_kind(targets))
         if request.passages:
             for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):
                 h.confidence = c
@@ -142,7 +143,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
-    fusion = ({"k": settings.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
+    fusion = ({"k": fit.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
               if arms.weights else {})
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=spelling.rewrites,
                         suggestions=spelling.suggestions, needles=words, fusion=fusion,
@@ -285,14 +286,27 @@ def post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
     return None
 
 
+def store_kind(targets: Targets) -> str:
+    """Whose fitted parameters the search uses (:mod:`hybrid.retrieval.fitted`)."""
+    return fitted.kind_of(store.lexical.store_kind for _, store in targets)
+
+
+def fusion_of(targets: Targets, settings: Settings) -> fitted.Fusion:
+    """The fusion parameters fitted for the targets' store kind, the settings' own where a user
+    changed them."""
+    return fitted.fusion(store_kind(targets), settings)
+
+
 def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms, rows: dict[Key, ChunkRow],
-                   settings: Settings) -> tuple[float, float]:
-    """The (lexical, vector) fusion weights for this query. With ``adaptive_fusion`` the BM25
+                   settings: Settings, fit: fitted.Fusion | None = None) -> tuple[float, float]:
+    """The (lexical, vector) fusion weights for this query (``fit``: the parameters, default
+    those of the targets' store kind). With ``adaptive_fusion`` the BM25
     weight is scaled by how much of the query the best BM25 hits cover (see
-    :func:`hybrid.retrieval.fuse.coverage_weight`): a question asked in other words than the notes use
+    :meth:`hybrid.retrieval.fitted.Fusion.coverage_weight`): a question asked in other words than the notes use
     matches only a few of its words anywhere, and then the BM25 ranking is mostly noise from
     common words; a keyword query, a section's own words or an identifier are covered whole."""
-    wl, wv = settings.weight_lexical, settings.weight_vector
+    fit = fit or fusion_of(targets, settings)
+    wl, wv = fit.weight_lexical, fit.weight_vector
     if not settings.adaptive_fusion or not arms.lexical or not arms.vector:
         return wl, wv
     store = targets[0][1]
@@ -302,22 +316,22 @@ def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms, rows: dict
     top = [rows[k] for k, _ in arms.lexical[:COVERAGE_HITS]]
     texts = [f"{r.title} {r.heading} {r.text}" for r in top]
     arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.analyze)
-    return wl * fuse.coverage_weight(cov), wv
+    return wl * fit.coverage_weight(cov), wv
 
 
 COVERAGE_HITS = 3  # how many of the best BM25 hits the coverage looks at
 
 
-def fuse_arms(mode: str, arms: Arms, settings: Settings,
+def fuse_arms(mode: str, arms: Arms, fit: fitted.Fusion,
               weights: tuple[float, float] | None = None) -> Ranked:
     """One arm's ranking as is, or (hybrid) weighted reciprocal-rank fusion of both (weights
-    from :func:`fusion_weights`, default the settings' fixed ones)."""
+    from :func:`fusion_weights`, default ``fit``'s fixed ones)."""
     if mode == "lexical":
         return list(arms.lexical)
     if mode == "vector":
         return list(arms.vector)
-    wl, wv = weights or (settings.weight_lexical, settings.weight_vector)
-    return fuse.rrf([[k for k, _ in arms.lexical], [k for k, _ in arms.vector]], k=settings.rrf_k,
+    wl, wv = weights or (fit.weight_lexical, fit.weight_vector)
+    return fuse.rrf([[k for k, _ in arms.lexical], [k for k, _ in arms.vector]], k=fit.rrf_k,
                     weights=[wl, wv])
 
 

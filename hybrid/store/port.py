@@ -43,6 +43,10 @@ class LexicalArm(Protocol):
     (the query's ``typos``, else each word of 5+ letters the vault does not hold),
     ``scored=False`` skips scoring, ``stopwords=False`` keeps stopwords as terms."""
 
+    # whose fitted fusion and confidence parameters its rankings take (hybrid.retrieval.fitted):
+    # "local" (tantivy's BM25), "postgresql" (BM25F in SQL)
+    store_kind: str
+
     @property
     def stem(self) -> Any:
         """The analyzer the arm reads text with (:func:`hybrid.store.lexicon.stem_analyzer`)."""

@@ -100,7 +100,7 @@ class _AgentLexical:
 
     def __init__(self, lex: LexicalArm, hidden: Hidden):
         self._lex, self._hidden = lex, hidden.chunks
-        self.stem = lex.stem
+        self.stem, self.store_kind = lex.stem, lex.store_kind
 
     def known(self, words):
         return self._lex.known(words)

@@ -67,6 +67,8 @@ UNREADABLE_HINTS = ("IO error", "corrupt", "Failed to open", "Footer", "magic", 
                     "Meta file", "deserializ")
 
 class LexicalIndex:
+    store_kind = "local"  # tantivy's BM25: the parameters the settings ship with (hybrid.retrieval.fitted)
+
     def __init__(self, directory: Path, create: bool = True):
         import tantivy
         self._t = tantivy

@@ -113,6 +113,8 @@ class PgLexical:
     """The arm of one vault (``agent``: as the agent view sees it: the redacted text's
     tsvector, hidden notes left out inside the query)."""
 
+    store_kind = "postgresql"  # BM25F in SQL: its own fitted parameters (hybrid.retrieval.fitted)
+
     def __init__(self, store: Any, agent: bool = False, hidden_files: Collection[int] = ()):
         from hybrid.store.lexicon import stem_analyzer
         self.store, self.agent = store, agent

@@ -10,7 +10,7 @@ from hybrid.embedders import HashEmbedder
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.reading import ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport
-from hybrid.retrieval import fuse
+from hybrid.retrieval import fitted, fuse
 from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
 from hybrid.retrieval.query import parse_query
 from hybrid.sources.markdown import FileEntry
@@ -26,7 +26,7 @@ def row(cid, text, modified=None):
 
 def test_fuse_arms_by_mode():
     arms = Arms(lexical=[(A, 9.0), (B, 5.0)], vector=[(B, 0.9), (C, 0.8)])
-    s = Settings()
+    s = fitted.fusion("local", Settings())
     assert fuse_arms("lexical", arms, s) == arms.lexical
     assert fuse_arms("vector", arms, s) == arms.vector
     fused = dict(fuse_arms("hybrid", arms, s))
