@@ -24,15 +24,20 @@ from typing import Any
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, StoreUnavailable
 from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
-from hybrid.store.base import SyncStats, VectorSpec
-from hybrid.store.pg.catalog import PgCatalog
+from hybrid.store.base import NoteFilter, SyncStats, VectorSpec
+from hybrid.store.pg.catalog import VECTORS_FROM_CACHE, PgCatalog, note_filter
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
+from hybrid.store.sql import like_escape
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
 EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
 EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
+# a filtered HNSW search scans on past ef_search candidates until LIMIT rows pass the filter
+# (pgvector's iterative scan), visiting at most MAX_SCAN_TUPLES; see PgVector.search
+ITERATIVE_SCAN = "relaxed_order"
+MAX_SCAN_TUPLES = 20_000
 
 
 class PgVector:
@@ -141,8 +146,16 @@ class PgVector:
             if name != keep:
                 self.store.query(f"DROP INDEX IF EXISTS {name}")
 
-    def search(self, query: Any, k: int, allowed: Any = None, banned: Any = ()) -> list[tuple[int, float]]:
-        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus ``banned``."""
+    filters_in_query = True  # search() takes the note filters as conditions of its own query
+
+    def search(self, query: Any, k: int, allowed: Any = None, banned: Any = (),
+               where: NoteFilter | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus
+        ``banned``, of the notes passing ``where`` (folders, tags, date, kinds and excluded
+        folders: conditions on the vectors' own filter columns, inside the same scan). On HNSW a
+        filtered search is pgvector's iterative scan; when it comes back short (a filter too
+        selective for ``hnsw.max_scan_tuples``) the same query runs as an exact scan, which the
+        filter columns' indexes make cheap for exactly such filters."""
         import numpy as np
         dim = self.dim
         if not dim or k <= 0:
@@ -152,35 +165,61 @@ class PgVector:
             raise EmbedderMismatch(f"vault {self.store.name!r} holds {dim}-dimension vectors but the "
                                    f"query embedder gives {q.shape[0]}; run `hybrid index --vault "
                                    f"{self.store.name} --reembed`")
-        where, args = [self._predicate(dim)], []
+        conds, args = [self._predicate(dim)], []
         if allowed is not None:
             ids = sorted(set(allowed) - set(banned))
             if not ids:
                 return []
-            where.append("id = ANY(%s)")
+            conds.append("v.id = ANY(%s)")
             args.append(ids)
         elif banned:
-            where.append("NOT id = ANY(%s)")
+            conds.append("NOT v.id = ANY(%s)")
             args.append(sorted(banned))
-        hidden = self.hidden_files
-        if hidden:
-            where.append("NOT file_id = ANY(%s)")
-            args.append(sorted(hidden))
-        expr = f"(embedding::vector({dim}))"
-        # ties by id, as FAISS breaks them; an HNSW index orders by distance alone
+        if self.hidden_files:
+            conds.append("NOT v.file_id = ANY(%s)")
+            args.append(sorted(self.hidden_files))
+        if where is not None:
+            more, more_args = vector_filter(where)
+            conds += more
+            args += more_args
         indexed = self.has_index(dim)
-        tie = "" if indexed else ", id"
-        sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
-               f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
-        with self.store.conn.transaction():
-            if indexed:
-                self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
-            if indexed and len(where) > 1:
-                self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            rows = self.store.query(sql, (q, *args, q, k)).fetchall()
+        filtered = len(conds) > 1
+        rows = self._nearest(q, k, dim, conds, args, indexed, hnsw=indexed)
+        if indexed and filtered and len(rows) < k:  # the iterative scan gave up: an exact scan
+            rows = self._nearest(q, k, dim, conds, args, indexed, hnsw=False)
         out = [(int(i), float(s)) for i, s in rows]
         out.sort(key=lambda x: (-x[1], x[0]))
         return out
+
+    def _nearest(self, q: Any, k: int, dim: int, conds: list[str], args: list[Any], indexed: bool,
+                 hnsw: bool) -> list[tuple[int, float]]:
+        """The rows of one nearest-neighbour query: by the vault's HNSW index (``hnsw``; an
+        iterative scan when there are conditions beyond the vault's) or by an exact scan (with
+        the HNSW index, when ``indexed``, kept out of the plan; ties by id, as FAISS breaks
+        them, where an HNSW index orders by distance alone)."""
+        expr = f"(v.embedding::vector({dim}))"
+        tie = "" if hnsw else ", v.id"
+        sql = (f"SELECT v.id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors v WHERE "
+               f"{' AND '.join(conds)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
+        with self.store.conn.transaction():
+            if hnsw:
+                self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
+                if len(conds) > 1:
+                    self.store.query(f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}")
+                    self.store.query(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+            elif indexed:
+                self.store.query("SET LOCAL enable_indexscan = off")  # bitmap scans of the filter columns stay
+            return self.store.query(sql, (q, *args, q, k)).fetchall()
+
+
+def vector_filter(where: NoteFilter) -> tuple[list[str], list[Any]]:
+    """WHERE terms over ``hybrid_vectors v`` for the notes ``where`` lets through: the
+    catalog's note filter on the vectors' copy of the filter fields, and the excluded folders."""
+    conds, args = note_filter(where.folders, where.tags, where.since, "v", where.sources)
+    for f in where.exclude_folders:
+        conds.append("v.path NOT LIKE %s")
+        args.append(like_escape(f.strip("/")) + "/%")
+    return conds, args
 
 
 def _recall(found: list[set[int]], truth: list[set[int]]) -> float:
@@ -325,10 +364,8 @@ class PgStore:
         stats.lexical_seconds = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         if model:  # chunks whose vector was not cached when they came in (none, normally)
-            self.query("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
-                       "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
-                       "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.vault = %s AND NOT EXISTS "
-                       "(SELECT 1 FROM hybrid_vectors x WHERE x.id = c.id)", (model, self.vault_id))
+            self.query(VECTORS_FROM_CACHE + "c.vault = %s AND NOT EXISTS (SELECT 1 FROM hybrid_vectors x "
+                       "WHERE x.id = c.id)", (model, self.vault_id))
         if self.catalog.changed > max(1000, self.catalog.chunk_count() // 10):
             # fresh planner statistics after a big load (autovacuum gets there within minutes):
             # which lexemes are rare decides between the GIN index and a scan
