@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hybrid.core.errors import EmbedderMismatch
 from hybrid.store.base import NoteFilter
 from hybrid.store.pg.catalog import note_filter
 from hybrid.store.sql import like_escape
-
-if TYPE_CHECKING:
-    from hybrid.store.pg.store import PgStore
 
 log = logging.getLogger("hybrid")
 EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
@@ -30,8 +27,8 @@ MAX_SCAN_TUPLES = 20_000
 
 
 class PgVector:
-    def __init__(self, store: PgStore):
-        self.store = store
+    def __init__(self, store: Any):
+        self.store = store  # its PgStore (hybrid.store.pg.store, which imports this module)
         self.hidden_files: set[int] = set()  # an agent's: notes left out
 
     @property
