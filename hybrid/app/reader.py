@@ -110,7 +110,9 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     if ref.start is not None:
         start, end = ref.start, ref.end
     catalog = catalog or (agent.catalog if agent else None)
-    if v.is_folder:
+    if catalog is not None and catalog.keeps_text and not documents_here(v):
+        rel, text = _ledger_text(v, ref.path, agent, catalog)
+    elif v.is_folder:
         limits = (max_file_bytes, max_pdf_bytes or max_file_bytes)
         target, rel = _locate(v, ref.path, limits, agent, catalog)
         text = _file_text(v, target, rel, ref.path, convert)
@@ -156,6 +158,8 @@ def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck |
     if not ref.path:
         raise PathRefused(EMPTY_REF)
     catalog = catalog or (agent.catalog if agent else None)
+    if catalog is not None and catalog.keeps_text and not documents_here(v):
+        return _ledger_path(v, ref.path, agent, catalog)
     if v.is_folder:
         return _locate(v, ref.path, (max_file_bytes, max_pdf_bytes or max_file_bytes), agent, catalog)[1]
     return _source_path(v, ref.path, agent, catalog)
@@ -317,9 +321,56 @@ def _locate(v: Vault, path: str, max_file_bytes: int | tuple[int, int], agent: A
         if len(names) == 1:
             return get(names[0])
         if len(names) > 1:
-            raise PathRefused(f"{path!r} names {len(names)} notes in vault {v.name!r}: "
-                              f"{', '.join(names[:6])}; give one of these paths") from None
+            raise _ambiguous(v, path, names) from None
         raise first from None
+
+
+def _ambiguous(v: Vault, path: str, names: list[str]) -> PathRefused:
+    return PathRefused(f"{path!r} names {len(names)} notes in vault {v.name!r}: "
+                       f"{', '.join(names[:6])}; give one of these paths")
+
+
+def documents_here(v: Vault) -> bool:
+    """Whether vault ``v``'s documents are on this machine (its folder, a source's export).
+    Where they are, a note is read from its file as it is now (a note changed since it was
+    indexed reads as it is, and one made private since is refused to agents at once); where
+    they are not (a query server next to a shared database), from the ledger, when it keeps
+    the texts (:attr:`hybrid.store.port.Reading.keeps_text`)."""
+    return v.path.is_dir() if v.is_folder else v.path.exists()
+
+
+def _ledger_text(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog) -> tuple[str, str]:
+    """(path, text) of the indexed document ``path`` names, from the ledger."""
+    rel = _ledger_path(v, path, agent, catalog)
+    text = catalog.note_text(rel)
+    if text is None:
+        raise PathRefused(f"{rel!r}: the database holds no text of it yet (indexed by an older "
+                          f"hybrid); run `hybrid index --vault {v.name}` where its folder is")
+    return rel, text
+
+
+def _ledger_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog) -> str:
+    """The indexed document ``path`` names, found in the ledger alone as :func:`_locate` finds
+    a file: by path (``.md`` optional), else by title, file name or alias (an agent's: only one
+    it may see, refused in the same words whether private or absent). The ledger holds only
+    what the indexer took in: include/exclude, hidden folders and size limits applied there."""
+    if not v.is_folder:
+        return _source_path(v, path, agent, catalog)
+    rel = _check_syntax(v, path)
+    refused = _agent_refusal(v, path) if agent is not None else \
+        PathRefused(f"{path!r}: no such note in vault {v.name!r}")
+    tries = [rel] + ([rel + ".md"] if not rel.lower().endswith(".md") else [])
+    found = next((p for p in tries if catalog.file_fields(p) is not None), None)
+    if found is None:
+        names = _by_name(catalog, path, agent)
+        if len(names) > 1:
+            raise _ambiguous(v, path, names)
+        if not names:
+            raise refused
+        found = names[0]
+    if agent is not None and not agent.allows(found, found):
+        raise refused
+    return found
 
 
 def _by_name(catalog: Catalog, name: str, agent: AgentCheck | None) -> list[str]:

@@ -63,8 +63,7 @@ def find_related(h: Any, ref: str | Ref, vault: str | None, *, top_k: int = 10, 
     s = h.settings
     check, searchable, redacted = None, cast("Searchable", store), None
     if agent:
-        from hybrid.store.agent.view import AgentView
-        view = AgentView.of(v, s)
+        view = h.agent_view(v, store)
         check = reader.AgentCheck(view, store.catalog, h._redactor(view))
         agent_store = h._agent_store(v)
         searchable, redacted = agent_store, agent_store.hidden.redacted

@@ -31,6 +31,7 @@ class VaultStatus:
     vector_index: str = ""
     error: str | None = None   # the index cannot be read (run `hybrid index` to rebuild it)
     store: str | None = None   # a PostgreSQL vault's database (no password)
+    server: str = ""           # … when it is read-only: a standby (with its replay lag) or a read-only role
     changes: Changes | None = None  # files new, changed, deleted on disk since (owners only)
     kind: str = "notes"        # where its documents come from: notes (a folder), bookmarks, slack
     sources: dict[str, int] = field(default_factory=dict)  # documents per kind (owners only)
@@ -63,7 +64,7 @@ def vault_status(v: Vault, settings: Settings, *,
             return st  # not indexed yet
         st.indexed = True
         st.notes, st.chunks, st.embedder, st.dim = facts.notes, facts.chunks, facts.embedder, facts.dim
-        st.last_indexed, st.vector_index = facts.last_indexed, facts.vector_index
+        st.last_indexed, st.vector_index, st.server = facts.last_indexed, facts.vector_index, facts.server
         if agent_counts is not None:  # what agents see: their counts, no sizes, pending work or changes
             st.notes, st.chunks = agent_counts(v)
         else:

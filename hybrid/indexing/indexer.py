@@ -247,6 +247,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
     reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
+    keeps_text = store.catalog.keeps_text
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
     n = 0
@@ -263,6 +264,8 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                     store.catalog.touch_file(entry.path, entry.size, entry.mtime_ns)
                     report.unchanged += 1
                 elif result.record is not None:
+                    if not keeps_text:  # read from the folder by its readers: not held twice meanwhile
+                        result.record.text = None
                     records.append(result.record)
                     if row is None:
                         report.added += 1

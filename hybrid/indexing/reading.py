@@ -135,7 +135,7 @@ def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker
         modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns),
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],
-        embed_texts=[c.embed_text for c in chunks], links=note.links,
+        embed_texts=[c.embed_text for c in chunks], links=note.links, text="\n".join(note.lines),
     )
 
 

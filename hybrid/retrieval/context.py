@@ -283,8 +283,9 @@ def _note(target: tuple[Vault, Searchable] | None, hit: Hit) -> tuple[Layout, in
 
 
 def _changed(vault: Vault, store: Searchable, file_id: int) -> bool:
-    """Whether the note's file differs (size, modification time) from what was indexed."""
-    if not vault.is_folder:
+    """Whether the note's file differs (size, modification time) from what was indexed (no:
+    where the vault's folder is not on this machine, the ledger is all there is to read)."""
+    if not vault.is_folder or not vault.path.is_dir():
         return False
     row = store.ledger.file_rows([file_id]).get(file_id)
     if row is None:

@@ -109,6 +109,7 @@ class StoreFacts:
     last_indexed: str | None = None
     pending: int = 0           # journal entries not yet replayed into the arms
     vector_index: str = ""     # the vector arm's layout, in words
+    server: str = ""           # a shared store's server when it may not be written (a standby), in words
     disk_bytes: int = 0        # the index folder's size (a local store's, with ``sizes``)
     shared_chunks: int = 0     # live chunks whose embedded text another live chunk shares
     shared_texts: int = 0      # … the distinct texts they share (each embedded and stored once)
@@ -169,6 +170,9 @@ class NoteRecord:
     chunks: list[NewChunk]
     embed_texts: list[str] = field(default_factory=list)  # what was embedded; not stored
     links: list[str] = field(default_factory=list)  # link targets as written (sources.markdown.note_links)
+    # the document's text as a reader is shown it (`get`): kept by a store whose readers may not
+    # have the folder (PostgreSQL); None: not given (that store then holds no text of it)
+    text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,18 @@ class Reading(Protocol):
         """Changes whenever any writer committed to this ledger."""
         ...
 
+    @property
+    def keeps_text(self) -> bool:
+        """Whether the ledger keeps each document's text, so a machine without the vault's
+        folder can read notes (`get`, get_note, backlinks: :mod:`hybrid.app.reader`):
+        PostgreSQL's does; the local store's readers have the folder and read the files."""
+        ...
+
+    def note_text(self, path: str) -> str | None:
+        """The indexed document ``path``'s text as `get` shows it, from the ledger (an agent's:
+        redacted, None for a note it may not see); None when the ledger holds none of it."""
+        ...
+
 
 class Catalog(Reading, Protocol):
     """The ledger of one vault: files, chunks, cached embeddings, the sync journal, and the

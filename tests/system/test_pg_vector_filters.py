@@ -150,8 +150,8 @@ def test_a_note_change_moves_its_vectors_filter_columns(tmp_path, pg_url):
     h.close()
 
 
-def test_schema_4_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
-    """A database of schema 4 (vectors without filter columns) is migrated by the next index
+def test_schema_5_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
+    """A database of schema 5 (vectors without filter columns) is migrated by the next index
     run: the columns are filled from the chunks in the migration's transaction, the HNSW index
     it dropped is built again at the end of that run, and filtered searches answer as before."""
     from hybrid.store.pg import connect
@@ -162,7 +162,7 @@ def test_schema_4_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
         for index in ("hybrid_vectors_path", "hybrid_vectors_modified", "hybrid_vectors_tags"):
             conn.execute(f"DROP INDEX {index}")
         conn.execute("ALTER TABLE hybrid_vectors DROP COLUMN path, DROP COLUMN tag_set, DROP COLUMN modified")
-        conn.execute("UPDATE hybrid_schema SET version=4")
+        conn.execute("UPDATE hybrid_schema SET version=5")
     h.close()
     h = hybrid.open(tmp_path / "home", embedder="hash:64", ann_threshold=1)
     with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):

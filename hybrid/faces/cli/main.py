@@ -324,6 +324,8 @@ def status(ctx, as_json, list_skipped):
                        f"last indexed {r.last_indexed}{size}")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+            if r.server:
+                click.echo(f"  server: {r.server}")
             if r.shared_chunks:  # identical sections: one embedding each (hybrid.indexing.shared)
                 click.echo(f"  deduplicated: {r.shared_chunks} chunks share {r.shared_texts} texts, "
                            f"{r.embeddings_saved} embeddings saved")

@@ -190,6 +190,24 @@ class _AgentCatalog:
     def data_version(self) -> int:
         return self._catalog.data_version()
 
+    @property
+    def keeps_text(self) -> bool:
+        return self._catalog.keeps_text
+
+    def note_text(self, path: str) -> str | None:
+        """The ledger's text of ``path`` as an agent is shown it: None for a note it may not see
+        (as indexed, or as it is now), else redacted whole (no secret cut in two)."""
+        fields = self._catalog.file_fields(path)
+        if fields is None or self._view.hides(path, *fields) is not None:
+            return None
+        text = self._catalog.note_text(path)
+        if text is None:
+            return None
+        from hybrid.sources.convert import judged_fields
+        if self._view.hides(path, *judged_fields(path, text)) is not None:
+            return None
+        return self._redactor.redact(text) if self._redactor is not None else text
+
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         # judged again on each row's own note: a note made private while this search ran (its
         # chunks newer than the hidden set) is caught here, before any text is looked at

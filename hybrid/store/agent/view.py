@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hybrid")
 META_KEY = "agent_view"           # catalog meta: the fingerprint the agent index was built with
+SETTINGS_KEY = "agent_settings"   # a shared ledger's meta: the view its indexer wrote (in_force)
 TRUE_WORDS = {"true", "yes", "on", "1"}
 
 
@@ -113,6 +114,25 @@ class AgentView:
                    redact=settings.redact_secrets,
                    reach=tuple(Reach(n, prefix, inside, tuple(ex))
                                for n, prefix, inside, ex in vault.agent_reach))
+
+    def to_json(self) -> str:
+        """The settings, as a shared ledger keeps them (:func:`in_force`)."""
+        return json.dumps({"exclude": list(self.exclude), "private_tags": list(self.private_tags),
+                           "proposals_folder": self.proposals_folder, "see_proposals": self.see_proposals,
+                           "redact": self.redact,
+                           "reach": [[r.vault, r.prefix, r.inside, list(r.exclude)] for r in self.reach]},
+                          sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> AgentView:
+        """The view :meth:`to_json` wrote (ValueError, KeyError or TypeError for anything else)."""
+        d = json.loads(text)
+        return cls(exclude=tuple(str(x) for x in d["exclude"]),
+                   private_tags=tuple(str(x) for x in d["private_tags"]),
+                   proposals_folder=str(d["proposals_folder"]), see_proposals=bool(d["see_proposals"]),
+                   redact=bool(d["redact"]),
+                   reach=tuple(Reach(str(n), str(p), bool(i), tuple(str(x) for x in ex))
+                               for n, p, i, ex in d["reach"]))
 
     @functools.cached_property
     def exclude_patterns(self) -> list[re.Pattern[str]]:
@@ -184,6 +204,49 @@ class AgentView:
         (:meth:`hybrid.store.port.Catalog.files_mentioning`)."""
         from hybrid.sources.markdown import FRONT_UNREADABLE
         return ("private", "proposed_by", FRONT_UNREADABLE)
+
+
+_warned: set[tuple[str, str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def in_force(vault: Vault, settings: Settings, catalog: Catalog) -> AgentView:
+    """The agent view a reader of ``vault`` follows: the one its indexer wrote into a shared
+    ledger (a PostgreSQL vault: one truth for every server on it, so none re-indexes to
+    impose its own), else this machine's settings (a local vault, or a shared one indexed
+    before the ledger kept them). A server whose own settings differ says so once, as one
+    warning line, and follows the ledger."""
+    own = AgentView.of(vault, settings)
+    stored = catalog.get_meta(SETTINGS_KEY)
+    if not stored:
+        return own
+    try:
+        shared = AgentView.from_json(stored)
+    except (ValueError, KeyError, TypeError):
+        log.warning("vault %s: the agent settings in its store cannot be read; this machine's apply "
+                    "until the next `hybrid index`", vault.name)
+        return own
+    if shared != own:
+        key = (vault.name, own.fingerprint, shared.fingerprint)
+        with _warned_lock:
+            first = key not in _warned
+            _warned.add(key)
+        if first:
+            log.warning("vault %s: this machine's agent settings differ from those its indexer wrote "
+                        "into the shared store (%s); following the store's (`hybrid index` where the "
+                        "folder is makes that machine's the vault's)", vault.name, _difference(own, shared))
+    return shared
+
+
+def _difference(own: AgentView, shared: AgentView) -> str:
+    """Which settings differ, as ``name here -> name in the store``."""
+    names = {"exclude": "agent_exclude", "private_tags": "private_tags",
+             "proposals_folder": "proposals_folder", "see_proposals": "agents_see_proposals",
+             "redact": "redact_secrets", "reach": "overlapping vaults' agent_exclude"}
+    return "; ".join(f"{label} {list(a) if isinstance(a, tuple) else a!r} here, "
+                     f"{list(b) if isinstance(b, tuple) else b!r} in the store"
+                     for field_, label in names.items()
+                     if (a := getattr(own, field_)) != (b := getattr(shared, field_)))
 
 
 def _patterns(globs: Iterable[str]) -> list[re.Pattern[str]]:

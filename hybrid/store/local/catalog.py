@@ -200,6 +200,12 @@ class Catalog:
         """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
         return self.db.execute("PRAGMA data_version").fetchone()[0]
 
+    keeps_text = False  # documents are read from the vault's folder, on the machine that has it
+
+    def note_text(self, path: str) -> str | None:
+        """None: this ledger keeps no document's text (see :attr:`keeps_text`)."""
+        return None
+
     def note_texts(self, file_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         """``{file id: [(chunk id, text), …]}``, the live chunks of each note in order."""
         out: dict[int, list[tuple[int, str]]] = {}

@@ -63,6 +63,7 @@ class PgBackend:
                                    f"recall@10 {hnsw.get('recall')})") if store.vector.has_index()
                                   else "exact (pgvector scan)") if facts.chunks else ""
             facts.documents = list(cat.files())
+            facts.server = server_state(store)
             facts.shared_chunks, facts.shared_texts = cat.sharing()
             return facts
         finally:
@@ -88,6 +89,19 @@ class PgBackend:
         raise VaultError(f"vault {vault.name!r} is kept in PostgreSQL under that name, which other "
                          f"machines share; it cannot be renamed here (register it again with "
                          f"--name {new_name} and `hybrid index` to copy it under the new name)")
+
+
+def server_state(store: PgStore) -> str:
+    """What `hybrid status` says of a server that may not be written ("" for a primary)."""
+    if store.standby:
+        from hybrid.store.pg.standby import replay_lag
+        lag = replay_lag(store.conn)
+        behind = ("no change replayed yet" if lag is None else
+                  "replay caught up with what it received" if lag == 0 else f"replay {lag:.1f} s behind")
+        return f"read-only standby ({behind}); queries only, index on the primary"
+    if store.read_only:
+        return "read-only role or session; queries only"
+    return ""
 
 
 BACKEND = PgBackend()

@@ -147,6 +147,7 @@ class PgCatalog:
         fp, redactor = self.agent or ("off", None)
         header = header_setting(self.get_meta("chunking"))
         chunk_rows, section_rows = [], []
+        fids_of: list[int] = []
         k = 0
         for n in notes:
             fid = self.q(
@@ -159,6 +160,7 @@ class PgCatalog:
                 "agent_fp=EXCLUDED.agent_fp, links=EXCLUDED.links RETURNING id",
                 (v, n.path, n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
                  json.dumps(n.properties), n.created, n.modified, now, fp, json.dumps(n.links))).fetchone()[0]
+            fids_of.append(fid)
             rows = []
             for c in n.chunks:
                 rows.append(ChunkRow(ids[k], n.path, n.title, c.heading, c.start_line, c.end_line,
@@ -180,6 +182,7 @@ class PgCatalog:
                 agent_tsv, agent_len = (None, None) if same else tsvector_of(arun[0], stem, arun)
                 section_rows.append((v, fid, [r.id for r in run], n.path, tags, modified, tsv,
                                      length, agent_tsv, agent_len))
+        self._put_texts(notes, fids_of)
         cur = self.conn.cursor()
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
                       "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len, "
@@ -200,6 +203,28 @@ class PgCatalog:
                        f"GROUP BY u.lexeme ON CONFLICT (vault, unit, lexeme) DO UPDATE "
                        f"SET df = hybrid_terms.df + EXCLUDED.df", (v, unit, fids))
         return ids
+
+    def _put_texts(self, notes: list[NoteRecord], fids: list[int]) -> None:
+        """Each note's text (a note given none holds none: a reader refuses it rather than
+        show an older one)."""
+        given = [(f, n.text) for f, n in zip(fids, notes) if n.text is not None]
+        if given:
+            self.q("INSERT INTO hybrid_texts(file_id, vault, text) SELECT f, %s, t FROM "
+                   "unnest(%s::bigint[], %s::text[]) AS x(f, t) ON CONFLICT (file_id) DO UPDATE "
+                   "SET text = EXCLUDED.text", (self.vault_id, [f for f, _ in given],
+                                                [t.replace("\x00", "") for _, t in given]))
+        if len(given) < len(notes):
+            self.q("DELETE FROM hybrid_texts WHERE file_id = ANY(%s)",
+                   ([f for f, n in zip(fids, notes) if n.text is None],))
+
+    keeps_text = True  # readers without the folder read documents here (note_text)
+
+    def note_text(self, path: str) -> str | None:
+        """The text of the indexed document ``path`` as `get` shows it (None: not indexed, or
+        indexed before the database held texts: schema 4)."""
+        row = self.q("SELECT t.text FROM hybrid_files f JOIN hybrid_texts t ON t.file_id = f.id "
+                     "WHERE f.vault=%s AND f.path=%s", (self.vault_id, path)).fetchone()
+        return row[0] if row else None
 
     def redacted_rows(self, rows: list[ChunkRow], redactor: Any) -> list[ChunkRow]:
         """``rows`` (one note's, in order) as an agent is shown them: the same object where

@@ -12,8 +12,15 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CONNECT_TIMEOUT = 10
+# each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
+# hybrid_files narrow for the scans that read every note's fields
+TEXTS_TABLE = """
+CREATE TABLE IF NOT EXISTS hybrid_texts (
+    file_id bigint PRIMARY KEY REFERENCES hybrid_files(id) ON DELETE CASCADE,
+    vault integer NOT NULL, text text NOT NULL
+);"""
 # Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
 MIGRATIONS: dict[int, str] = {
     # 1 -> 2: what is embedded for a chunk an agent is shown redacted (hybrid.store.agent.vectors); the
@@ -33,11 +40,23 @@ UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
 ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS body_hash text;
 CREATE INDEX IF NOT EXISTS hybrid_chunks_body ON hybrid_chunks (vault, body_hash) WHERE body_hash IS NOT NULL;
 """,
-    # 4 -> 5: each vector carries its note's filter fields (issue #31: a filtered vector search
-    # is one query on this table, hybrid.store.pg.store.PgVector.search), copied from its chunk
+    # 4 -> 5: each document's text as a reader is shown it (issue #31: `get`, get_note, backlinks
+    # on a machine without the folder). Notes indexed before have none: they are marked changed
+    # (no hash, no mtime matches), so the next index run reads every one again and fills it in;
+    # meanwhile a reader without the folder refuses such a note in one line (never a wrong text)
+    4: """
+CREATE TABLE IF NOT EXISTS hybrid_texts (
+    file_id bigint PRIMARY KEY REFERENCES hybrid_files(id) ON DELETE CASCADE,
+    vault integer NOT NULL, text text NOT NULL
+);
+UPDATE hybrid_files f SET hash = '', mtime_ns = -1
+    WHERE NOT EXISTS (SELECT 1 FROM hybrid_texts t WHERE t.file_id = f.id);
+""",
+    # 5 -> 6: each vector carries its note's filter fields (issue #31: a filtered vector search
+    # is one query on this table, hybrid.store.pg.vector.PgVector.search), copied from its chunk
     # here; the HNSW indexes are dropped first (rewriting every row through them costs more
     # than the rebuild the end of the same index run does: PgVector.ensure_index)
-    4: """
+    5: """
 DO $$ DECLARE r record; BEGIN
     FOR r IN SELECT indexname FROM pg_indexes WHERE tablename = 'hybrid_vectors'
              AND indexname LIKE 'hybrid\\_vectors\\_hnsw\\_%' LOOP
@@ -147,7 +166,7 @@ CREATE TABLE IF NOT EXISTS hybrid_embeddings (
     model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
     PRIMARY KEY (vault, model, text_hash)
 );
-"""
+""" + TEXTS_TABLE
 
 
 def _where(url: str) -> str:

@@ -336,9 +336,12 @@ class PgLexical:
                f"WHERE f.tf > 0 GROUP BY cand.id, cand.ids ORDER BY score DESC, cand.id LIMIT %s")
         params = ([quote(x) for x in lexemes], [plan.scored[x] for x in lexemes], [idf[x] for x in lexemes],
                   *args, avg, limit)
-        with self.store.conn.transaction():
-            self.store.query("SET LOCAL work_mem = '64MB'")  # the candidates stay in memory
-            return [(list(r[0]), float(r[1])) for r in self.store.query(sql, params)]
+
+        def run() -> list[tuple[list[int], float]]:  # one transaction, run again after a recovery conflict
+            with self.store.conn.transaction():
+                self.store.query("SET LOCAL work_mem = '64MB'")  # the candidates stay in memory
+                return [(list(r[0]), float(r[1])) for r in self.store.query(sql, params)]
+        return self.store.read(run)
 
     def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float]:
         """BM25's idf of each lexeme over the vault's units of kind ``unit``, and their mean

@@ -26,6 +26,7 @@ from hybrid.store.base import SyncStats, VectorSpec
 from hybrid.store.pg.catalog import VECTORS_FROM_CACHE, PgCatalog
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
+from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
 from hybrid.store.pg.vector import PgVector
 
 log = logging.getLogger("hybrid")
@@ -48,12 +49,16 @@ class PgStore:
         self.spec = VectorSpec()
         self.conn = connect(url, name)
         try:
+            # a hot standby refuses every write: an indexer stops here, before it touches anything
+            self.standby = in_recovery(self.conn)
+            if writer and self.standby:
+                raise StoreUnavailable(STANDBY.format(where=self.where))
             ensure_schema(self.conn, self.where, writer)
             if writer:
                 self._lock(wait)
             self.vault_id = self._vault_id(create=writer)
-            # a read replica (or a read-only role): it answers queries; what would write is skipped
-            self.read_only = self.query("SHOW transaction_read_only").fetchone()[0] == "on"
+            # a standby (or a read-only role): it answers queries; what would write is skipped
+            self.read_only = self.standby or self.query("SHOW transaction_read_only").fetchone()[0] == "on"
             from hybrid.store.lexicon import stem_analyzer
             self.stem = stem_analyzer()
             self.catalog = PgCatalog(self)
@@ -76,12 +81,30 @@ class PgStore:
     def query(self, sql: str, params: Any = ()):
         """Run ``sql``; a privilege the role lacks and a lost connection (a restarted or
         unreachable server, a terminated session) are one line each, and after a lost
-        connection a long-lived handle reopens the store at its next query (see :meth:`stale`)."""
+        connection a long-lived handle reopens the store at its next query (see :meth:`stale`).
+        A statement of its own (not inside a transaction block) that a standby cancelled for a
+        recovery conflict is run once more (:meth:`read`)."""
+        if self.standby:
+            from psycopg.pq import TransactionStatus
+            if self.conn.info.transaction_status == TransactionStatus.IDLE:
+                return self.read(lambda: self._execute(sql, params))
+        return self._execute(sql, params)
+
+    def read(self, run: Any) -> Any:
+        """``run()`` (reads), once more if a standby cancelled it for a recovery conflict
+        (:func:`hybrid.store.pg.standby.read_again`)."""
+        return read_again(self.where, run)
+
+    def _execute(self, sql: str, params: Any = ()):
         import psycopg
         try:
             return self.conn.execute(sql, params or None)
         except psycopg.errors.InsufficientPrivilege as exc:
             raise privilege_problem(exc, self.conn.info.user, self.writable, self.where) from None
+        except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
+            if not self.standby or self.conn.closed or self.conn.broken:
+                raise
+            raise ReplayConflict(self.where) from exc
         except psycopg.OperationalError as exc:
             if not (self.conn.closed or self.conn.broken):
                 raise
@@ -165,8 +188,7 @@ class PgStore:
         stats = SyncStats()
         if view is not None:
             stats.rebuilt_agent = int(self.refresh_agent(agent_fingerprint(view), redactor, batch))
-            from hybrid.store.agent.view import META_KEY
-            self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
+            self.share_agent_settings(view)
         stats.lexical_seconds = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         if model:  # chunks whose vector was not cached when they came in (none, normally)
@@ -184,6 +206,20 @@ class PgStore:
         stats.vector_seconds = round(time.perf_counter() - t, 3)
         return stats
 
+    def share_agent_settings(self, view: Any) -> None:
+        """Write the agent view this run indexed under into the vault's meta, with its
+        fingerprint, in one transaction: every server on the vault follows it
+        (:func:`hybrid.store.agent.view.in_force`), so none re-indexes to impose its own."""
+        from hybrid.store.agent.view import META_KEY, SETTINGS_KEY
+        before = self.catalog.get_meta(SETTINGS_KEY)
+        now = view.to_json()
+        if before and before != now:
+            log.warning("%s: the agent settings in the store were written by an index run with "
+                        "other settings; this machine's replace them for every server", self.name)
+        with self.conn.transaction():
+            self.catalog.set_meta(SETTINGS_KEY, now)
+            self.catalog.set_meta(META_KEY, view.fingerprint)  # the settings it was indexed under
+
     @property
     def ledger(self) -> PgCatalog:
         return self.catalog
@@ -192,8 +228,13 @@ class PgStore:
         """Whether every note's agent text was written for ``view`` (a read replica: its
         primary's indexer sees to it)."""
         from hybrid.store.agent.view import META_KEY
-        return self.read_only or (self.catalog.get_meta(META_KEY) == view.fingerprint
-                                  and not self.stale_agent_files(agent_fingerprint(view)))
+        current = (self.catalog.get_meta(META_KEY) == view.fingerprint
+                   and not self.stale_agent_files(agent_fingerprint(view)))
+        if not current and self.read_only:
+            skipped(self.where, "agent view", "%s is read-only (%s): the agent text of notes written under other "
+                    "redaction rules is not redone here (they stay hidden from agents until the indexer on "
+                    "the primary redoes them)", self.where, "a standby" if self.standby else "a read-only role")
+        return current or self.read_only
 
     def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
         """Redo, as a writer, the agent text of the notes written with other redaction rules

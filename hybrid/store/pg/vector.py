@@ -187,15 +187,18 @@ class PgVector:
         tie = "" if hnsw else ", v.id"
         sql = (f"SELECT v.id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors v WHERE "
                f"{' AND '.join(conds)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
-        with self.store.conn.transaction():
-            if hnsw:
-                self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
-                if len(conds) > 1:
-                    self.store.query(f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}")
-                    self.store.query(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
-            elif indexed:
-                self.store.query("SET LOCAL enable_indexscan = off")  # bitmap scans of the filter columns stay
-            return self.store.query(sql, (q, *args, q, k)).fetchall()
+
+        def run() -> list:
+            with self.store.conn.transaction():
+                if hnsw:
+                    self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
+                    if len(conds) > 1:
+                        self.store.query(f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}")
+                        self.store.query(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+                elif indexed:
+                    self.store.query("SET LOCAL enable_indexscan = off")  # bitmap scans of the filter columns stay
+                return self.store.query(sql, (q, *args, q, k)).fetchall()
+        return self.store.read(run)  # once more if a standby cancelled it (hybrid.store.pg.standby)
 
 
 def vector_filter(where: NoteFilter) -> tuple[list[str], list[Any]]:

@@ -209,6 +209,19 @@ def test_what_a_reader_may_not_see_is_said_by_the_store(searchable):
     assert store.embedder_id == "hash:64"
 
 
+def test_a_ledger_that_keeps_texts_gives_each_document_as_it_was_read(searchable):
+    """Where the ledger keeps texts (a machine without the folder reads them: hybrid.app.reader),
+    each is the document as the indexer read it, and an agent's leaves out what it may not see;
+    a ledger that keeps none says so and gives none."""
+    who, store = searchable
+    texts = {p: store.catalog.note_text(p) for p in [*NOTES, "nope.md"]}
+    if not store.catalog.keeps_text:
+        assert set(texts.values()) == {None}
+        return
+    shown = {p: t for p, t in NOTES.items() if who == "owner" or p != "home/diary.md"}
+    assert texts == {**{p: None for p in [*NOTES, "nope.md"]}, **shown}
+
+
 # --- the backend ---------------------------------------------------------------------------------
 def test_facts_and_a_vault_not_indexed_yet(indexed, tmp_path):
     h, vault = indexed
