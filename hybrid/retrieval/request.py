@@ -27,22 +27,7 @@ from hybrid.retrieval.limits import (
     check_search,
 )
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Which notes a search may return: the request's filters merged with the query's inline
-    ``folder:`` / ``tag:`` / ``since:`` ones. Both arms apply them inside their own search."""
-    folders: tuple[str, ...] = ()           # any of these folders (or below)
-    tags: tuple[str, ...] = ()              # every one of these tags (or a nested child)
-    since: float | None = None              # modified at or after (epoch seconds)
-    exclude_folders: tuple[str, ...] = ()   # none of these folders
-    sources: tuple[str, ...] = ()           # any of these document kinds (hybrid.sources)
-
-    @property
-    def narrows(self) -> bool:
-        """Whether a note must pass a folder, tag, date or kind test (exclusions aside)."""
-        return bool(self.folders or self.tags or self.since is not None or self.sources)
+from hybrid.store.base import NoteFilter as Filters  # which notes a search may return (both arms)
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,23 @@ class NoteRecord:
 
 
 @dataclass(frozen=True)
+class NoteFilter:
+    """Which notes a search may return: the request's filters merged with the query's inline
+    ``folder:`` / ``tag:`` / ``since:`` ones (:class:`hybrid.retrieval.request.Filters`). Both
+    arms apply them inside their own search."""
+    folders: tuple[str, ...] = ()           # any of these folders (or below)
+    tags: tuple[str, ...] = ()              # every one of these tags (or a nested child)
+    since: float | None = None              # modified at or after (epoch seconds)
+    exclude_folders: tuple[str, ...] = ()   # none of these folders
+    sources: tuple[str, ...] = ()           # any of these document kinds (hybrid.sources)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether a note must pass a folder, tag, date or kind test (exclusions aside)."""
+        return bool(self.folders or self.tags or self.since is not None or self.sources)
+
+
+@dataclass(frozen=True)
 class VectorSpec:
     """How the vector index should be laid out (from the settings)."""
     storage: str = "float32"

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hybrid.store.base import (
         ChunkRow,
         FileRow,
+        NoteFilter,
         NoteMeta,
         NoteRecord,
         StoreFacts,
@@ -100,10 +101,17 @@ class VectorArm(Protocol):
     def count(self) -> int:
         ...
 
+    @property
+    def filters_in_query(self) -> bool:
+        """Whether :meth:`search` takes note filters (``where``) as conditions of its own
+        query (PostgreSQL); else the caller turns them into ``allowed``/``banned`` ids."""
+        ...
+
     def search(self, query: np.ndarray, k: int, allowed: Collection[int] | None = None,
-               banned: Collection[int] = ()) -> list[tuple[int, float]]:
+               banned: Collection[int] = (), where: NoteFilter | None = None) -> list[tuple[int, float]]:
         """(chunk id, score) of the ``k`` nearest, best first; only ``allowed`` ids when given
-        (inside the search, not by trimming), never ``banned`` ones."""
+        (inside the search, not by trimming), never ``banned`` ones, and only of notes passing
+        ``where`` (only where ``filters_in_query``)."""
         ...
 
 

@@ -37,9 +37,9 @@ class AgentStore:
         self.hidden_files: Collection[int] = hidden.files
         lexical, vector = store.agent_arms(hidden.files, view)
         self.lexical = _AgentLexical(lexical, hidden)
-        self.vector = _AgentVector(vector, hidden)
         self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
                                      hidden.rows, disk)
+        self.vector = _AgentVector(vector, hidden, self.catalog)
 
 
 @dataclass(frozen=True)
@@ -126,26 +126,44 @@ class _AgentVector:
     redacted scored by the vector of their redacted text (:mod:`hybrid.store.agent.vectors`), never
     by the one made with the secret in it."""
 
-    def __init__(self, vector: VectorArm, hidden: Hidden):
+    def __init__(self, vector: VectorArm, hidden: Hidden, catalog: _AgentCatalog):
         self._vector, self._hidden, self._redacted = vector, hidden.chunks, hidden.redacted
+        self._catalog = catalog
 
     @property
     def exact(self) -> bool:
         return self._vector.exact
 
+    @property
+    def filters_in_query(self) -> bool:
+        return self._vector.filters_in_query
+
     def count(self) -> int:
         return self._vector.count()
 
-    def search(self, query, k, allowed=None, banned=()):
+    def search(self, query, k, allowed=None, banned=(), where=None):
         red = self._redacted
         if red is None:  # no model known (nothing embedded yet): redacted chunks get no score
             return []
+        if where is not None and not all(self._catalog.shows(t) for t in where.tags):
+            return []  # a tag that is a secret is never shown, so no note carries it for agents
         out = set(banned) | self._hidden | red.ids
-        got = self._vector.search(query, k, allowed, out)
+        got = self._vector.search(query, k, allowed, out, where=where)
         if red.ids:  # a PostgreSQL arm leaves out whole notes too (hidden ones, stale ones)
-            got += red.scores(query, allowed, set(banned) | self._hidden, self._vector.hidden_files)
+            got += red.scores(query, self._passing(red.ids, allowed, where), set(banned) | self._hidden,
+                              self._vector.hidden_files)
             got.sort(key=lambda x: (-x[1], x[0]))
         return got[:k]
+
+    def _passing(self, ids: set[int], allowed, where) -> Collection[int] | None:
+        """Of the redacted chunks ``ids``, those ``allowed`` and passing ``where`` (None: all)."""
+        if where is None:
+            return allowed
+        among = sorted(ids)
+        keep = self._catalog.filter_ids(where.folders, where.tags, where.since, among, where.sources)
+        if where.exclude_folders:
+            keep -= self._catalog.filter_ids(folders=where.exclude_folders, among=among)
+        return keep if allowed is None else keep & set(allowed)
 
 
 class _AgentCatalog:

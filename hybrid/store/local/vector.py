@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybrid.core.errors import IndexCorrupt
-from hybrid.store.base import CALIBRATION_QUERIES, VectorSpec, calibration_queries
+from hybrid.store.base import CALIBRATION_QUERIES, NoteFilter, VectorSpec, calibration_queries
 from hybrid.store.local.db import disk_full, is_disk_full
 
 if TYPE_CHECKING:
@@ -266,12 +266,16 @@ class VectorIndex:
             p.unlink(missing_ok=True)
         self._index, self._mtime = None, None
 
+    filters_in_query = False  # note filters come as ids (the catalog knows the notes)
+
     def search(self, query: np.ndarray, k: int, allowed: Collection[int] | None = None,
-               banned: Collection[int] = ()) -> list[tuple[int, float]]:
+               banned: Collection[int] = (), where: NoteFilter | None = None) -> list[tuple[int, float]]:
         """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus
-        ``banned`` ones."""
+        ``banned`` ones (``where`` is not taken: ``filters_in_query`` is false)."""
         import faiss
         import numpy as np
+        if where is not None:
+            raise ValueError("the local vector index takes note filters as allowed ids, not `where`")
         idx = self._load()
         if idx is None or idx.ntotal == 0 or k <= 0:
             return []

@@ -195,9 +195,7 @@ class PgCatalog:
                 cp.write_row(srow)
         if ids:
             model = self.get_meta("embedder") or ""
-            self.q("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
-                   "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
-                   "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.id = ANY(%s)", (model, ids))
+            self.q(VECTORS_FROM_CACHE + "c.id = ANY(%s)", (model, ids))
             fids = sorted({r[2] for r in chunk_rows})
             for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
                 self.q(f"INSERT INTO hybrid_terms(vault, unit, lexeme, df) SELECT %s, %s, u.lexeme, "
@@ -499,19 +497,27 @@ def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):
     return list(zip(plain, shown))
 
 
+# a chunk's vector from the embedding cache, with the filter fields a vector search reads
+# (PgVector.search), in the chunk's transaction; the caller appends the chunks' condition
+VECTORS_FROM_CACHE = ("INSERT INTO hybrid_vectors(id, vault, file_id, embedding, path, tag_set, modified) "
+                      "SELECT c.id, c.vault, c.file_id, e.vec, c.path, c.tag_set, c.modified "
+                      "FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault AND e.model = %s "
+                      "AND e.text_hash = c.embed_hash WHERE ")
+
+
 def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
                 alias: str, sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
-    """WHERE terms (over ``hybrid_chunks c`` or ``hybrid_files f``) for notes in one of
-    ``folders``, with every tag of ``tags`` (or a nested child), modified at or after
-    ``since`` and of one of the kinds ``sources``."""
+    """WHERE terms (over ``hybrid_chunks c``, ``hybrid_vectors v`` or ``hybrid_files f``) for
+    notes in one of ``folders``, with every tag of ``tags`` (or a nested child), modified at or
+    after ``since`` and of one of the kinds ``sources``."""
     where: list[str] = []
     args: list[Any] = []
     if folders:
         where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in folders) + ")")
         args.extend(like_escape(f) + "/%" for f in folders)
     if tags:
-        if alias == "c":
-            where.append("c.tag_set @> %s::text[]")
+        if alias != "f":  # hybrid_chunks and hybrid_vectors hold the tag set as an array
+            where.append(f"{alias}.tag_set @> %s::text[]")
             args.append(list(tags))
         else:
             for tag in tags:

@@ -12,7 +12,7 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CONNECT_TIMEOUT = 10
 # each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
 # hybrid_files narrow for the scans that read every note's fields
@@ -51,6 +51,28 @@ CREATE TABLE IF NOT EXISTS hybrid_texts (
 );
 UPDATE hybrid_files f SET hash = '', mtime_ns = -1
     WHERE NOT EXISTS (SELECT 1 FROM hybrid_texts t WHERE t.file_id = f.id);
+""",
+    # 5 -> 6: each vector carries its note's filter fields (issue #31: a filtered vector search
+    # is one query on this table, hybrid.store.pg.vector.PgVector.search), copied from its chunk
+    # here; the HNSW indexes are dropped first (rewriting every row through them costs more
+    # than the rebuild the end of the same index run does: PgVector.ensure_index)
+    5: """
+DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT indexname FROM pg_indexes WHERE tablename = 'hybrid_vectors'
+             AND indexname LIKE 'hybrid\\_vectors\\_hnsw\\_%' LOOP
+        EXECUTE format('DROP INDEX IF EXISTS %I', r.indexname);
+    END LOOP;
+END $$;
+ALTER TABLE hybrid_vectors ADD COLUMN IF NOT EXISTS path text;
+ALTER TABLE hybrid_vectors ADD COLUMN IF NOT EXISTS tag_set text[];
+ALTER TABLE hybrid_vectors ADD COLUMN IF NOT EXISTS modified double precision;
+UPDATE hybrid_vectors v SET path = c.path, tag_set = c.tag_set, modified = c.modified
+    FROM hybrid_chunks c WHERE c.id = v.id;
+ALTER TABLE hybrid_vectors ALTER COLUMN path SET NOT NULL, ALTER COLUMN tag_set SET NOT NULL,
+    ALTER COLUMN modified SET NOT NULL;
+CREATE INDEX IF NOT EXISTS hybrid_vectors_path ON hybrid_vectors (vault, path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS hybrid_vectors_modified ON hybrid_vectors (vault, modified);
+CREATE INDEX IF NOT EXISTS hybrid_vectors_tags ON hybrid_vectors USING gin (tag_set);
 """,
 }
 
@@ -96,12 +118,19 @@ CREATE INDEX IF NOT EXISTS hybrid_chunks_redacted ON hybrid_chunks (vault) WHERE
 -- exact scan then reads only them (10 ms at 10k chunks; 64 ms while they were out of line).
 ALTER TABLE hybrid_chunks ALTER COLUMN tsv SET STORAGE MAIN;
 ALTER TABLE hybrid_chunks SET (toast_tuple_target = 8160);
+-- Each vector carries its chunk's filter fields (a copy of hybrid_chunks' path, tag_set and
+-- modified, written with it: a note that changes gets new chunks and vectors), so a filtered
+-- search is one scan of this table; its indexes serve filters too selective for HNSW.
 CREATE TABLE IF NOT EXISTS hybrid_vectors (
     id bigint PRIMARY KEY REFERENCES hybrid_chunks(id) ON DELETE CASCADE,
-    vault integer NOT NULL, file_id bigint NOT NULL, embedding vector NOT NULL
+    vault integer NOT NULL, file_id bigint NOT NULL, embedding vector NOT NULL,
+    path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL
 );
 ALTER TABLE hybrid_vectors ALTER COLUMN embedding SET STORAGE MAIN;
 CREATE INDEX IF NOT EXISTS hybrid_vectors_vault ON hybrid_vectors (vault);
+CREATE INDEX IF NOT EXISTS hybrid_vectors_path ON hybrid_vectors (vault, path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS hybrid_vectors_modified ON hybrid_vectors (vault, modified);
+CREATE INDEX IF NOT EXISTS hybrid_vectors_tags ON hybrid_vectors USING gin (tag_set);
 CREATE INDEX IF NOT EXISTS hybrid_chunks_file ON hybrid_chunks (file_id);
 CREATE INDEX IF NOT EXISTS hybrid_chunks_path ON hybrid_chunks (vault, path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS hybrid_chunks_modified ON hybrid_chunks (vault, modified);

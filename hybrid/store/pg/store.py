@@ -7,13 +7,11 @@ index is per vault, a partial expression index ``(embedding::vector(dim)) WHERE 
 so vaults of different dimensions share the tables. It is built once the vault holds
 ``ann_threshold`` vectors (as the local store switches from flat to IVF; an exact scan is fast
 below that), after the bulk load that brings it there, and maintained by PostgreSQL from then
-on. Filtered searches use pgvector's iterative scan, so a selective filter still fills the
-result.
+on. The vector arm is :mod:`hybrid.store.pg.vector`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import time
@@ -21,174 +19,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hybrid.core.errors import EmbedderMismatch, IndexLocked, StoreUnavailable
+from hybrid.core.errors import IndexLocked, StoreUnavailable
 from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
 from hybrid.store.base import SyncStats, VectorSpec
-from hybrid.store.pg.catalog import PgCatalog
+from hybrid.store.pg.catalog import VECTORS_FROM_CACHE, PgCatalog
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
 from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
+from hybrid.store.pg.vector import PgVector
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
-EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
-EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
-
-
-class PgVector:
-    def __init__(self, store: PgStore):
-        self.store = store
-        self.hidden_files: set[int] = set()  # an agent's: notes left out
-
-    @property
-    def dim(self) -> int | None:
-        got = self.store.catalog.get_meta("dim")
-        if got:
-            return int(got)
-        row = self.store.query("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",
-                               (self.store.vault_id,)).fetchone()
-        return int(row[0]) if row else None
-
-    def _index_name(self, dim: int) -> str:
-        return f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_{int(dim)}"
-
-    def has_index(self, dim: int | None = None) -> bool:
-        dim = dim or self.dim
-        if not dim:
-            return False
-        row = self.store.query("SELECT to_regclass(%s) IS NOT NULL", (self._index_name(dim),)).fetchone()
-        return bool(row[0])
-
-    @property
-    def exact(self) -> bool:
-        return not self.has_index()
-
-    def count(self) -> int:
-        return self.store.query("SELECT count(*) FROM hybrid_vectors WHERE vault=%s",
-                                (self.store.vault_id,)).fetchone()[0]
-
-    def ensure_index(self) -> bool:
-        """Build the vault's HNSW index once it holds ``ann_threshold`` vectors (below that an
-        exact scan is fast, and exact: the same rule as the local store's flat/IVF switch);
-        whether it was built."""
-        dim = self.dim
-        if not dim or self.has_index():
-            return False
-        if not self.store.spec.wants_ivf(self.count()):
-            return False
-        t = time.perf_counter()
-        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
-                         f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
-        ef, recall = self.calibrate(dim, self.store.spec.ann_recall)
-        self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall}))
-        log.info("%s: HNSW index built in %.1f s (ef_search %d, calibrated recall@10 %.3f)",
-                 self.store.name, time.perf_counter() - t, ef, recall)
-        return True
-
-    def calibrate(self, dim: int, target: float, k: int = 10) -> tuple[int, float]:
-        """The smallest ``ef_search`` on the ladder whose recall@k against an exact scan reaches
-        ``target`` both for stored vectors as queries and for queries near them (the local
-        IVF's calibration: :func:`hybrid.store.base.calibration_queries`); the noisy ones alone
-        overstated it (1.0 at ef_search 40 where stored vectors found 0.73 at 100k chunks).
-        Returns (ef_search, the lower of the two recalls)."""
-        import numpy as np
-
-        from hybrid.store.base import CALIBRATION_QUERIES, calibration_queries
-        from hybrid.store.pg.catalog import as_array
-        rows = self.store.query(f"SELECT embedding FROM hybrid_vectors WHERE {self._predicate(dim)} "
-                                f"ORDER BY md5(id::text) LIMIT %s", (CALIBRATION_QUERIES * 4,)).fetchall()
-        vecs = np.stack([as_array(r[0]) for r in rows])
-        rng = np.random.default_rng(1234)
-        half = max(1, CALIBRATION_QUERIES // 2)
-        queries = [*calibration_queries(vecs, half, rng), *vecs[rng.choice(len(vecs), min(half, len(vecs)),
-                                                                          replace=False)]]
-        noisy = min(half, len(vecs))
-        expr = f"(embedding::vector({dim}))"
-        sql = (f"SELECT id FROM hybrid_vectors WHERE {self._predicate(dim)} ORDER BY {expr} <=> "
-               f"%s::vector({dim}) LIMIT {int(k)}")
-        truth = []
-        with self.store.conn.transaction():
-            self.store.query("SET LOCAL enable_indexscan = off")
-            self.store.query("SET LOCAL enable_bitmapscan = off")
-            truth = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
-        recall = 0.0
-        for ef in EF_LADDER:
-            with self.store.conn.transaction():
-                self.store.query(f"SET LOCAL hnsw.ef_search = {ef}")
-                found = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
-            recall = min(_recall(found[:noisy], truth[:noisy]), _recall(found[noisy:], truth[noisy:]))
-            if recall >= target:
-                return ef, round(recall, 4)
-        return EF_LADDER[-1], round(recall, 4)
-
-    def ef_search(self, k: int) -> int:
-        """HNSW candidates for a top-``k`` search: the calibrated value, and at least ``k``."""
-        got = json.loads(self.store.catalog.get_meta("hnsw") or "{}")
-        return max(int(got.get("ef_search", EF_SEARCH)), min(1000, int(k)))
-
-    def _predicate(self, dim: int) -> str:
-        """The rows of the vault's index: its vectors of dimension ``dim`` (a re-embed to
-        another dimension commits rows the old index does not cover, so it never blocks)."""
-        return f"vault = {int(self.store.vault_id)} AND vector_dims(embedding) = {int(dim)}"
-
-    def drop_other_indexes(self) -> None:
-        """Drop the vault's HNSW indexes of other dimensions than the current (left by a
-        re-embed that changed the dimension)."""
-        keep = self._index_name(self.dim) if self.dim else None
-        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND "
-                                "indexname LIKE %s", (f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_%",))
-        for (name,) in rows.fetchall():
-            if name != keep:
-                self.store.query(f"DROP INDEX IF EXISTS {name}")
-
-    def search(self, query: Any, k: int, allowed: Any = None, banned: Any = ()) -> list[tuple[int, float]]:
-        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus ``banned``."""
-        import numpy as np
-        dim = self.dim
-        if not dim or k <= 0:
-            return []
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape[0] != dim:
-            raise EmbedderMismatch(f"vault {self.store.name!r} holds {dim}-dimension vectors but the "
-                                   f"query embedder gives {q.shape[0]}; run `hybrid index --vault "
-                                   f"{self.store.name} --reembed`")
-        where, args = [self._predicate(dim)], []
-        if allowed is not None:
-            ids = sorted(set(allowed) - set(banned))
-            if not ids:
-                return []
-            where.append("id = ANY(%s)")
-            args.append(ids)
-        elif banned:
-            where.append("NOT id = ANY(%s)")
-            args.append(sorted(banned))
-        hidden = self.hidden_files
-        if hidden:
-            where.append("NOT file_id = ANY(%s)")
-            args.append(sorted(hidden))
-        expr = f"(embedding::vector({dim}))"
-        # ties by id, as FAISS breaks them; an HNSW index orders by distance alone
-        indexed = self.has_index(dim)
-        tie = "" if indexed else ", id"
-        sql = (f"SELECT id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors WHERE "
-               f"{' AND '.join(where)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
-
-        def run() -> list:
-            with self.store.conn.transaction():
-                if indexed:
-                    self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
-                if indexed and len(where) > 1:
-                    self.store.query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                return self.store.query(sql, (q, *args, q, k)).fetchall()
-        rows = self.store.read(run)
-        out = [(int(i), float(s)) for i, s in rows]
-        out.sort(key=lambda x: (-x[1], x[0]))
-        return out
-
-
-def _recall(found: list[set[int]], truth: list[set[int]]) -> float:
-    return sum(len(f & t) for f, t in zip(found, truth)) / max(1, sum(len(t) for t in truth))
 
 
 class PgStore:
@@ -350,10 +192,8 @@ class PgStore:
         stats.lexical_seconds = round(time.perf_counter() - t, 3)
         t = time.perf_counter()
         if model:  # chunks whose vector was not cached when they came in (none, normally)
-            self.query("INSERT INTO hybrid_vectors(id, vault, file_id, embedding) SELECT c.id, c.vault, "
-                       "c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON e.vault = c.vault "
-                       "AND e.model = %s AND e.text_hash = c.embed_hash WHERE c.vault = %s AND NOT EXISTS "
-                       "(SELECT 1 FROM hybrid_vectors x WHERE x.id = c.id)", (model, self.vault_id))
+            self.query(VECTORS_FROM_CACHE + "c.vault = %s AND NOT EXISTS (SELECT 1 FROM hybrid_vectors x "
+                       "WHERE x.id = c.id)", (model, self.vault_id))
         if self.catalog.changed > max(1000, self.catalog.chunk_count() // 10):
             # fresh planner statistics after a big load (autovacuum gets there within minutes):
             # which lexemes are rare decides between the GIN index and a scan

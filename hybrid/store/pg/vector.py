@@ -1,0 +1,215 @@
+"""The vector arm of a vault in PostgreSQL: pgvector, cosine, a per-vault HNSW index from
+``ann_threshold`` vectors on (see :mod:`hybrid.store.pg.store`), and the note filters as
+conditions of its own query, on the filter columns each vector row carries (a copy of its
+chunk's path, tags and date): a filtered HNSW search is pgvector's iterative scan, and an exact
+scan where that comes back short.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from hybrid.core.errors import EmbedderMismatch
+from hybrid.store.base import NoteFilter
+from hybrid.store.pg.catalog import note_filter
+from hybrid.store.sql import like_escape
+
+log = logging.getLogger("hybrid")
+EF_SEARCH = 100  # HNSW candidates per search until calibrated (pgvector's default is 40)
+EF_LADDER = (40, 100, 200, 400, 700, 1000)  # tried in order by the calibration (1000: pgvector's most)
+# a filtered HNSW search scans on past ef_search candidates until LIMIT rows pass the filter
+# (pgvector's iterative scan), visiting at most MAX_SCAN_TUPLES; see PgVector.search
+ITERATIVE_SCAN = "relaxed_order"
+MAX_SCAN_TUPLES = 20_000
+
+
+class PgVector:
+    def __init__(self, store: Any):
+        self.store = store  # its PgStore (hybrid.store.pg.store, which imports this module)
+        self.hidden_files: set[int] = set()  # an agent's: notes left out
+
+    @property
+    def dim(self) -> int | None:
+        got = self.store.catalog.get_meta("dim")
+        if got:
+            return int(got)
+        row = self.store.query("SELECT vector_dims(embedding) FROM hybrid_vectors WHERE vault=%s LIMIT 1",
+                               (self.store.vault_id,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _index_name(self, dim: int) -> str:
+        return f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_{int(dim)}"
+
+    def has_index(self, dim: int | None = None) -> bool:
+        dim = dim or self.dim
+        if not dim:
+            return False
+        row = self.store.query("SELECT to_regclass(%s) IS NOT NULL", (self._index_name(dim),)).fetchone()
+        return bool(row[0])
+
+    @property
+    def exact(self) -> bool:
+        return not self.has_index()
+
+    def count(self) -> int:
+        return self.store.query("SELECT count(*) FROM hybrid_vectors WHERE vault=%s",
+                                (self.store.vault_id,)).fetchone()[0]
+
+    def ensure_index(self) -> bool:
+        """Build the vault's HNSW index once it holds ``ann_threshold`` vectors (below that an
+        exact scan is fast, and exact: the same rule as the local store's flat/IVF switch);
+        whether it was built."""
+        dim = self.dim
+        if not dim or self.has_index():
+            return False
+        if not self.store.spec.wants_ivf(self.count()):
+            return False
+        t = time.perf_counter()
+        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
+                         f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
+        ef, recall = self.calibrate(dim, self.store.spec.ann_recall)
+        self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall}))
+        log.info("%s: HNSW index built in %.1f s (ef_search %d, calibrated recall@10 %.3f)",
+                 self.store.name, time.perf_counter() - t, ef, recall)
+        return True
+
+    def calibrate(self, dim: int, target: float, k: int = 10) -> tuple[int, float]:
+        """The smallest ``ef_search`` on the ladder whose recall@k against an exact scan reaches
+        ``target`` both for stored vectors as queries and for queries near them (the local
+        IVF's calibration: :func:`hybrid.store.base.calibration_queries`); the noisy ones alone
+        overstated it (1.0 at ef_search 40 where stored vectors found 0.73 at 100k chunks).
+        Returns (ef_search, the lower of the two recalls)."""
+        import numpy as np
+
+        from hybrid.store.base import CALIBRATION_QUERIES, calibration_queries
+        from hybrid.store.pg.catalog import as_array
+        rows = self.store.query(f"SELECT embedding FROM hybrid_vectors WHERE {self._predicate(dim)} "
+                                f"ORDER BY md5(id::text) LIMIT %s", (CALIBRATION_QUERIES * 4,)).fetchall()
+        vecs = np.stack([as_array(r[0]) for r in rows])
+        rng = np.random.default_rng(1234)
+        half = max(1, CALIBRATION_QUERIES // 2)
+        queries = [*calibration_queries(vecs, half, rng), *vecs[rng.choice(len(vecs), min(half, len(vecs)),
+                                                                          replace=False)]]
+        noisy = min(half, len(vecs))
+        expr = f"(embedding::vector({dim}))"
+        sql = (f"SELECT id FROM hybrid_vectors WHERE {self._predicate(dim)} ORDER BY {expr} <=> "
+               f"%s::vector({dim}) LIMIT {int(k)}")
+        truth = []
+        with self.store.conn.transaction():
+            self.store.query("SET LOCAL enable_indexscan = off")
+            self.store.query("SET LOCAL enable_bitmapscan = off")
+            truth = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
+        recall = 0.0
+        for ef in EF_LADDER:
+            with self.store.conn.transaction():
+                self.store.query(f"SET LOCAL hnsw.ef_search = {ef}")
+                found = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
+            recall = min(_recall(found[:noisy], truth[:noisy]), _recall(found[noisy:], truth[noisy:]))
+            if recall >= target:
+                return ef, round(recall, 4)
+        return EF_LADDER[-1], round(recall, 4)
+
+    def ef_search(self, k: int) -> int:
+        """HNSW candidates for a top-``k`` search: the calibrated value, and at least ``k``."""
+        got = json.loads(self.store.catalog.get_meta("hnsw") or "{}")
+        return max(int(got.get("ef_search", EF_SEARCH)), min(1000, int(k)))
+
+    def _predicate(self, dim: int) -> str:
+        """The rows of the vault's index: its vectors of dimension ``dim`` (a re-embed to
+        another dimension commits rows the old index does not cover, so it never blocks)."""
+        return f"vault = {int(self.store.vault_id)} AND vector_dims(embedding) = {int(dim)}"
+
+    def drop_other_indexes(self) -> None:
+        """Drop the vault's HNSW indexes of other dimensions than the current (left by a
+        re-embed that changed the dimension)."""
+        keep = self._index_name(self.dim) if self.dim else None
+        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND "
+                                "indexname LIKE %s", (f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_%",))
+        for (name,) in rows.fetchall():
+            if name != keep:
+                self.store.query(f"DROP INDEX IF EXISTS {name}")
+
+    filters_in_query = True  # search() takes the note filters as conditions of its own query
+
+    def search(self, query: Any, k: int, allowed: Any = None, banned: Any = (),
+               where: NoteFilter | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk id, cosine) pairs among ``allowed`` ids (default: all) minus
+        ``banned``, of the notes passing ``where`` (folders, tags, date, kinds and excluded
+        folders: conditions on the vectors' own filter columns, inside the same scan). On HNSW a
+        filtered search is pgvector's iterative scan; when it comes back short (a filter too
+        selective for ``hnsw.max_scan_tuples``) the same query runs as an exact scan, which the
+        filter columns' indexes make cheap for exactly such filters."""
+        import numpy as np
+        dim = self.dim
+        if not dim or k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != dim:
+            raise EmbedderMismatch(f"vault {self.store.name!r} holds {dim}-dimension vectors but the "
+                                   f"query embedder gives {q.shape[0]}; run `hybrid index --vault "
+                                   f"{self.store.name} --reembed`")
+        conds, args = [self._predicate(dim)], []
+        if allowed is not None:
+            ids = sorted(set(allowed) - set(banned))
+            if not ids:
+                return []
+            conds.append("v.id = ANY(%s)")
+            args.append(ids)
+        elif banned:
+            conds.append("NOT v.id = ANY(%s)")
+            args.append(sorted(banned))
+        if self.hidden_files:
+            conds.append("NOT v.file_id = ANY(%s)")
+            args.append(sorted(self.hidden_files))
+        if where is not None:
+            more, more_args = vector_filter(where)
+            conds += more
+            args += more_args
+        indexed = self.has_index(dim)
+        filtered = len(conds) > 1
+        rows = self._nearest(q, k, dim, conds, args, indexed, hnsw=indexed)
+        if indexed and filtered and len(rows) < k:  # the iterative scan gave up: an exact scan
+            rows = self._nearest(q, k, dim, conds, args, indexed, hnsw=False)
+        out = [(int(i), float(s)) for i, s in rows]
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out
+
+    def _nearest(self, q: Any, k: int, dim: int, conds: list[str], args: list[Any], indexed: bool,
+                 hnsw: bool) -> list[tuple[int, float]]:
+        """The rows of one nearest-neighbour query: by the vault's HNSW index (``hnsw``; an
+        iterative scan when there are conditions beyond the vault's) or by an exact scan (with
+        the HNSW index, when ``indexed``, kept out of the plan; ties by id, as FAISS breaks
+        them, where an HNSW index orders by distance alone)."""
+        expr = f"(v.embedding::vector({dim}))"
+        tie = "" if hnsw else ", v.id"
+        sql = (f"SELECT v.id, 1 - ({expr} <=> %s::vector({dim})) FROM hybrid_vectors v WHERE "
+               f"{' AND '.join(conds)} ORDER BY {expr} <=> %s::vector({dim}){tie} LIMIT %s")
+
+        def run() -> list:
+            with self.store.conn.transaction():
+                if hnsw:
+                    self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
+                    if len(conds) > 1:
+                        self.store.query(f"SET LOCAL hnsw.iterative_scan = {ITERATIVE_SCAN}")
+                        self.store.query(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+                elif indexed:
+                    self.store.query("SET LOCAL enable_indexscan = off")  # bitmap scans of the filter columns stay
+                return self.store.query(sql, (q, *args, q, k)).fetchall()
+        return self.store.read(run)  # once more if a standby cancelled it (hybrid.store.pg.standby)
+
+
+def vector_filter(where: NoteFilter) -> tuple[list[str], list[Any]]:
+    """WHERE terms over ``hybrid_vectors v`` for the notes ``where`` lets through: the
+    catalog's note filter on the vectors' copy of the filter fields, and the excluded folders."""
+    conds, args = note_filter(where.folders, where.tags, where.since, "v", where.sources)
+    for f in where.exclude_folders:
+        conds.append("v.path NOT LIKE %s")
+        args.append(like_escape(f.strip("/")) + "/%")
+    return conds, args
+
+
+def _recall(found: list[set[int]], truth: list[set[int]]) -> float:
+    return sum(len(f & t) for f, t in zip(found, truth)) / max(1, sum(len(t) for t in truth))
