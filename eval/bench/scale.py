@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import common
@@ -88,6 +89,28 @@ def queries_from(vault: Path, n: int, seed: int = 3) -> list[str]:
     return out
 
 
+def common_queries(vault: Path, n: int, seed: int = 3, top: int = 8,
+                   window: int = 100) -> tuple[list[str], dict[str, float]]:
+    """Two to four words drawn from the ``top`` words found in most chunks: the worst case for
+    a keyword arm that scores every candidate (each word is in most of the vault). A chunk is
+    approximated by a window of ``window`` consecutive body words of a note (chunks are 128
+    tokens, about 100 words); stopwords (which the arm drops) are left out. Returns the queries
+    and the share of windows holding each word chosen. (Issue #31, part A.)"""
+    from hybrid.core.tokens import STOPWORDS
+    df: collections.Counter[str] = collections.Counter()
+    windows = 0
+    for f in sorted(vault.rglob("*.md")):
+        words = [w for w in re.findall(r"[a-z]{3,}", f.read_text(encoding="utf-8").split("---")[-1].lower())
+                 if w not in STOPWORDS]
+        for i in range(0, max(len(words), 1), window):
+            df.update(set(words[i:i + window]))
+            windows += 1
+    chosen = [w for w, _ in df.most_common(top)]
+    rng = random.Random(seed)
+    out = [" ".join(rng.sample(chosen, rng.randint(2, 4))) for _ in range(n)]
+    return out, {w: round(df[w] / windows, 3) for w in chosen}
+
+
 def usage(stderr: str) -> dict:
     for line in stderr.splitlines():
         if line.startswith("BENCH_USAGE "):
@@ -143,17 +166,22 @@ def reindex(home: Path, vault: Path, repeat: int) -> dict:
             "repeat": repeat}
 
 
-def warm_queries(home: Path, queries: list[str]) -> dict:
+def warm_queries(home: Path, queries: list[str], common_words: Sequence[str] = ()) -> dict:
+    """Every mode over ``queries``; with ``common_words`` (:func:`common_queries`), the lexical
+    and hybrid modes over them too (``lexical (common words)``, ``hybrid (common words)``)."""
     import hybrid
     h = hybrid.open(home)
     h.search("warm up the model", mode="hybrid")
     out = {}
-    for name, args in MODES.items():
+    runs = [(name, args, queries) for name, args in MODES.items()]
+    if common_words:
+        runs += [(f"{m} (common words)", MODES[m], list(common_words)) for m in ("lexical", "hybrid")]
+    for name, args, qs in runs:
         args = concrete(args, h.config.vault("scale").path)
-        for q in queries[:5]:
+        for q in qs[:5]:
             h.search(q, **args)
         times, answered = [], 0
-        for q in queries:
+        for q in qs:
             t = time.perf_counter()
             answered += bool(h.search(q, top_k=8, **args))
             times.append(time.perf_counter() - t)
