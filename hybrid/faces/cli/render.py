@@ -371,10 +371,10 @@ def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> l
 
 def literal_note(terms: Sequence[str], lits: Sequence[str], mode: str) -> str:
     """Which literals exact-first ranks on top (hybrid mode; a long question's in-passing
-    identifiers may not be, see :func:`hybrid.retrieval.pipeline.strong_literals`)."""
+    identifiers may not be, see :func:`hybrid.retrieval.exact.strong_literals`)."""
     if mode != "hybrid":
         return " (matched as written)"
-    from hybrid.retrieval.pipeline import strong_literals
+    from hybrid.retrieval.exact import strong_literals
     strong = strong_literals(terms)
     if list(strong) == list(lits):
         return " (matched as written; passages naming them all rank first)"

@@ -8,9 +8,9 @@ import random
 import pytest
 
 from hybrid.core.tokens import literals, within_one_edit
+from hybrid.retrieval.exact import exact_first
 from hybrid.retrieval.fuse import demote, merge_by_score, ranks, rrf
 from hybrid.retrieval.hits import snippet
-from hybrid.retrieval.pipeline import exact_first
 from hybrid.store.base import ChunkRow
 
 

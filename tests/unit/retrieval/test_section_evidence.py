@@ -5,7 +5,8 @@ from helpers import consistent, write
 
 import hybrid
 from hybrid.retrieval import fuse
-from hybrid.retrieval.pipeline import by_section, exact_first, strong_literals, verbatim_text
+from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
+from hybrid.retrieval.pipeline import by_section
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import LexicalQuery, doc_fields, section_text
 from hybrid.store.local.lexical import LexicalIndex

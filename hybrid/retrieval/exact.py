@@ -1,0 +1,84 @@
+"""Exact-first: a query that names something (an identifier, a literal, words with punctuation
+inside) gets the lexical hits that contain it, verbatim, above everything fusion ranked. A stage
+of :mod:`hybrid.retrieval.pipeline`, after fusion and the priors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hybrid.core.tokens import literals
+from hybrid.retrieval import fuse
+from hybrid.store.base import ChunkRow
+
+
+def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False,
+                verbatim: str = ""):
+    """Verbatim identifiers survive fusion: lexical hits whose text contains every literal of the
+    query move above all others, their scores lifted by 1. Plain RRF would otherwise let
+    semantically close notes outrank the one that names the thing. They keep their fused order,
+    or BM25 order when the query is nothing but literals (a lookup, where term statistics and
+    title/heading matches say more than similarity).
+
+    ``verbatim`` (see :func:`verbatim_text`): lexical hits containing the whole query as
+    written (``publish: false``, ``Obsidian Desktop v1.1.10``) go above those, lifted by 2."""
+    tiers = []
+    if verbatim:
+        tiers.append((2.0, [k for k in lex_keys if k in rows and verbatim in _haystack(rows[k])]))
+    if lits:
+        needles = [x.lower() for x in lits]
+        tiers.append((1.0, [k for k in lex_keys if k in rows
+                            and all(n in _haystack(rows[k]) for n in needles)]))
+    score, out = dict(fused), []
+    placed: set = set()
+    for lift, keys in tiers:
+        chosen = set(keys) - placed
+        if not chosen:
+            continue
+        order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
+        out += [(k, lift + score.get(k, 0.0)) for k in order]
+        placed |= chosen
+    if not placed:
+        return fused
+    return out + [kv for kv in fused if kv[0] not in placed]
+
+
+def _haystack(row: ChunkRow) -> str:
+    return _squash(f"{row.title}\n{row.heading}\n{row.text}")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+WEAK_LITERAL_RE = re.compile(r"[a-z]+(?:-[a-z]+)+")
+VERBATIM_RE = re.compile(r"\w[^\w\s]+\w|\w[:=]")  # inner punctuation or a trailing `key:`
+
+
+def strong_literals(terms: Sequence[str], coverage: float = 1.0) -> list[str]:
+    """The query's literals (:func:`hybrid.core.tokens.literals`) that exact-first should honour. In
+    a sentence of five words or more, a lowercase hyphenated word (``self-hosted``,
+    ``full-screen``) is prose, not an identifier; in a short query (``pi-hole allowlist``,
+    ``task-todo``) it still names something. And a long question whose words the best BM25
+    hits mostly lack (``coverage`` below ``fuse.COVERAGE_FULL``: "keep the actions I use most
+    at the top of the Ctrl+P list") mentions its literal in passing: it asks for something
+    else, so no literal is honoured."""
+    lits = literals(terms)
+    if len(terms) < 5:
+        return lits
+    if len(terms) > LONG_QUERY and coverage < fuse.COVERAGE_FULL:
+        return []
+    return [t for t in lits if not WEAK_LITERAL_RE.fullmatch(t)]
+
+
+LONG_QUERY = 6  # words: above this a query is a sentence, not a lookup
+
+
+def verbatim_text(terms: Sequence[str], lits: Sequence[str]) -> str:
+    """The query text to look for verbatim, or "": only for queries of two words or more that
+    hold a literal or punctuation inside (``publish: false``, ``Obsidian Desktop v1.1.10``),
+    whose exact wording is itself evidence."""
+    text = _squash(" ".join(terms))
+    if len(text.split()) < 2 or not (lits or VERBATIM_RE.search(text)):
+        return ""
+    return text
