@@ -29,9 +29,9 @@ def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa:
                                             "empty_ok": empty_ok, "hint": hint})
 
 
-# the fusion settings whose default a PostgreSQL vault replaces by its store's fit (hybrid.retrieval.fitted)
-_FITTED = (" A PostgreSQL vault uses its store's fitted value (hybrid/data/fitted.json) while this "
-           "is at its default.")
+# the fusion settings whose default a store kind's fit may replace (hybrid.retrieval.fitted)
+_FITTED = (" Where a fit for a vault's store kind is shipped (hybrid/data/fitted.json; none is today) it "
+           "replaces this while this is at its default.")
 
 
 @dataclass(frozen=True)
