@@ -84,13 +84,13 @@ def test_every_door_gives_passages_on_request(shop, monkeypatch):
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_every_door_says_nothing_relevant_when_nothing_is_fair(shop, monkeypatch):
     h, home = shop
-    monkeypatch.setattr(confidence, "probability", lambda feats, name: 0.2)
+    monkeypatch.setattr(confidence, "probability", lambda feats, name, kind="local": 0.2)
     got, text, stderr = doors(h, home, monkeypatch, query="refund", top_k=2)
     assert "nothing relevant" in stderr
     assert text.startswith("Nothing relevant")
     for door in ("mcp", "api", "page"):
         assert got[door]["relevant"] is False and answer_passages(got[door]), door
-    monkeypatch.setattr(confidence, "probability", lambda feats, name: 0.5)
+    monkeypatch.setattr(confidence, "probability", lambda feats, name, kind="local": 0.5)
     got, text, stderr = doors(h, home, monkeypatch, query="refund", top_k=2)
     assert "nothing relevant" not in stderr and "Nothing relevant" not in text
     assert all(got[d]["relevant"] is True for d in ("mcp", "api", "page"))
