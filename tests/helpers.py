@@ -199,9 +199,39 @@ def pg_consistent(v) -> int:
         stats = q("SELECT n_chunks, n_sections FROM hybrid_vaults WHERE id=%s", (vid,)).fetchone()
         assert stats[0] == n
         assert stats[1] == q("SELECT count(*) FROM hybrid_sections WHERE vault=%s", (vid,)).fetchone()[0]
+        packed_consistent(store)
         return n
     finally:
         store.close()
+
+
+def packed_consistent(store) -> int:
+    """Each packed posting of the keyword arm (hybrid.store.pg.packed) is its unit's weighted
+    tf as the SQL scorer computes it (2·ts_rank_cd) for the units of its build still there;
+    every row is of the base's build. How many postings were checked."""
+    import numpy as np
+
+    from hybrid.store.pg.lexical import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, quote
+    q, vid, checked = store.query, store.vault_id, 0
+    for unit, table in UNIT_TABLE.items():
+        base = q("SELECT build, max_id, ids FROM hybrid_packed_base WHERE vault=%s AND unit=%s",
+                 (vid, UNIT_CODE[unit])).fetchone()
+        if base is None:
+            assert not q("SELECT count(*) FROM hybrid_packed WHERE vault=%s AND unit=%s",
+                         (vid, UNIT_CODE[unit])).fetchone()[0]
+            continue
+        build, max_id, ids = base[0], base[1], np.frombuffer(base[2], ">i8")
+        live = {r[0] for r in q(f"SELECT id FROM {table} WHERE vault=%s AND id <= %s", (vid, max_id))}
+        for lexeme, b, ords, tfs in q("SELECT lexeme, build, ords, tfs FROM hybrid_packed WHERE vault=%s "
+                                      "AND unit=%s", (vid, UNIT_CODE[unit])).fetchall():
+            assert b == build
+            exact = dict(q(f"SELECT id, 2 * ts_rank_cd({TF_WEIGHTS}, tsv, %s::tsquery, 0) FROM {table} "
+                           f"WHERE vault=%s AND id <= %s AND tsv @@ %s::tsquery",
+                           (quote(lexeme), vid, max_id, quote(lexeme))).fetchall())
+            got = dict(zip(ids[np.frombuffer(ords, ">i4")].tolist(), np.frombuffer(tfs, ">f4").tolist()))
+            assert {k: v for k, v in got.items() if k in live} == exact, lexeme
+            checked += len(exact)
+    return checked
 
 
 def write_pdf(path: Path, pages: list[str], *, title: str | None = None,

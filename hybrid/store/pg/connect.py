@@ -12,7 +12,7 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 CONNECT_TIMEOUT = 10
 # each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
 # hybrid_files narrow for the scans that read every note's fields
@@ -21,6 +21,24 @@ CREATE TABLE IF NOT EXISTS hybrid_texts (
     file_id bigint PRIMARY KEY REFERENCES hybrid_files(id) ON DELETE CASCADE,
     vault integer NOT NULL, text text NOT NULL
 );"""
+# the keyword arm's packed postings (hybrid.store.pg.packed): per unit kind a base (its units'
+# ids and lengths in id order) and the postings of its common lexemes, both bytea read whole
+PACKED_TABLES = """
+CREATE TABLE IF NOT EXISTS hybrid_packed_base (
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE, unit smallint NOT NULL,
+    build bigint NOT NULL, max_id bigint NOT NULL, n integer NOT NULL,
+    ids bytea NOT NULL, lens bytea NOT NULL,    -- int8 and int4, big-endian, by id
+    PRIMARY KEY (vault, unit)
+);
+CREATE TABLE IF NOT EXISTS hybrid_packed (
+    vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE, unit smallint NOT NULL,
+    lexeme text COLLATE "C" NOT NULL, build bigint NOT NULL, n integer NOT NULL,
+    ords bytea NOT NULL, tfs bytea NOT NULL,    -- int4 ordinals into the base, float4 tfs
+    PRIMARY KEY (vault, unit, lexeme)
+);
+ALTER TABLE hybrid_packed_base ALTER COLUMN ids SET STORAGE EXTERNAL, ALTER COLUMN lens SET STORAGE EXTERNAL;
+ALTER TABLE hybrid_packed ALTER COLUMN ords SET STORAGE EXTERNAL, ALTER COLUMN tfs SET STORAGE EXTERNAL;
+"""
 # Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
 MIGRATIONS: dict[int, str] = {
     # 1 -> 2: what is embedded for a chunk an agent is shown redacted (hybrid.store.agent.vectors); the
@@ -74,6 +92,9 @@ CREATE INDEX IF NOT EXISTS hybrid_vectors_path ON hybrid_vectors (vault, path te
 CREATE INDEX IF NOT EXISTS hybrid_vectors_modified ON hybrid_vectors (vault, modified);
 CREATE INDEX IF NOT EXISTS hybrid_vectors_tags ON hybrid_vectors USING gin (tag_set);
 """,
+    # 6 -> 7: the keyword arm's packed postings (issue #31: common words scored with numpy,
+    # hybrid.store.pg.packed); empty here, built by the end of the same index run (maintain)
+    6: PACKED_TABLES,
 }
 
 SCHEMA = """
@@ -166,7 +187,7 @@ CREATE TABLE IF NOT EXISTS hybrid_embeddings (
     model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
     PRIMARY KEY (vault, model, text_hash)
 );
-""" + TEXTS_TABLE
+""" + TEXTS_TABLE + PACKED_TABLES
 
 
 def _where(url: str) -> str:

@@ -26,6 +26,7 @@ from hybrid.store.base import SyncStats, VectorSpec
 from hybrid.store.pg.catalog import VECTORS_FROM_CACHE, PgCatalog
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
+from hybrid.store.pg.packed import PackedReader, maintain
 from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
 from hybrid.store.pg.vector import PgVector
 
@@ -63,6 +64,7 @@ class PgStore:
             self.stem = stem_analyzer()
             self.catalog = PgCatalog(self)
             self.vector = PgVector(self)
+            self.packed = PackedReader(self)
             self.lexical = PgLexical(self)
         except BaseException:
             self.close()
@@ -200,6 +202,8 @@ class PgStore:
             for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_vectors"):
                 self.query(f"ANALYZE {table}")
             self.catalog.changed = 0
+        for unit, done in maintain(self).items():
+            log.info("%s: packed postings of the %ss %s", self.name, unit, done)
         checkpoint("pg-before-hnsw")
         self.vector.drop_other_indexes()
         stats.rebuilt_vector = bool(self.vector.ensure_index())

@@ -1,0 +1,330 @@
+"""Packed postings: the PostgreSQL keyword arm's common words, read whole and scored with numpy.
+
+A word found in most chunks defeats the GIN + MaxScore path of :mod:`hybrid.store.pg.lexical`:
+every unit holding it is a candidate, and each candidate's BM25 is computed in SQL from its
+tsvector (1.6 s at 100k chunks for a query of such words). Here the postings of every lexeme
+found in at least ``max(MIN_DF, N/DF_SHARE)`` units are kept packed: one row per lexeme holding
+its units' ordinals (int32) and weighted term frequencies (float32, exactly the ``2·ts_rank_cd``
+the SQL scorer computes), and one row per unit kind holding the units' ids and lengths in id
+order (the *base*). A query fetches the rows of its lexemes (a few hundred kB each; a reader
+keeps recent ones in memory, keyed by the base's build, which never changes once written) and
+adds up BM25 in a dense array, as tantivy scores a block: no per-candidate SQL.
+
+The base is a snapshot, written by the indexer (:func:`maintain`, at the end of an index run)
+and rebuilt once enough units changed since; between builds a query stays exact:
+
+* units written after the build (ids above its ``max_id``; a changed note gets new ids) and,
+  for an agent, units shown redacted are scored by the SQL scorer, as are units holding a
+  query lexeme too rare to be packed (few, by definition: the GIN index finds them);
+* every other unit's score is the sum over the packed lexemes it holds; the best are checked,
+  a batch at a time, against the filters, the agent view and deletion in one indexed query;
+* a query the base cannot answer cheaply (a phrase, a lexeme grown common since the build, a
+  filter so narrow that the walk down the ranking gets long) goes the SQL path.
+
+Scores equal the SQL scorer's to the last bits of a float sum, and the order is the same
+(score, then id).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from hybrid.store.pg.lexical import PgLexical, Plan
+
+log = logging.getLogger("hybrid")
+
+MIN_UNITS = 2000        # a vault with fewer units of a kind keeps no base (the SQL path is fast there)
+MIN_DF = 32             # a lexeme is packed when at least this many units hold it ...
+DF_SHARE = 1000         # ... and at least one in DF_SHARE of them
+REBUILD_MIN = 500       # rebuilt once this many units (and REBUILD_SHARE of them) came or went
+REBUILD_SHARE = 0.05
+RARE_LIMIT = 20_000     # units holding unpacked query lexemes the SQL scorer may score here
+PASS_SHARE = 10         # under 1 in PASS_SHARE of the best units pass the filter: list what passes
+PASS_LIMIT = 50_000     # ... at most this many
+WALK_LIMIT = 30_000     # units checked one by one before the SQL path answers
+CACHE_BYTES = 96 << 20  # packed rows a reader keeps in memory
+
+
+@dataclass
+class Base:
+    """One build of a unit kind's packed postings, as a reader holds it."""
+    build: int
+    max_id: int
+    ids: np.ndarray      # int64, ascending: ordinal -> unit id
+    lens: np.ndarray     # float64: ordinal -> BM25 length
+
+
+def tf_sql(weights: str) -> str:
+    """The SQL of a posting's weighted term frequency from ``unnest(tsv)``'s ``x.weights``:
+    ``2 * ts_rank_cd`` of the lexeme alone (the sum of its positions' weights; with weights
+    that are multiples of 1/4 every step is exact)."""
+    ws = [float(w) for w in weights.strip("'{}").split(",")]  # D, C, B, A
+    terms = [f"{2 * w!r} * cardinality(array_positions(x.weights, '{letter}'))"
+             for w, letter in zip(ws, "DCBA") if w]
+    return "(" + " + ".join(terms) + ")::real"
+
+
+# --- the indexer's side ----------------------------------------------------------------------
+def maintain(store: Any, force: bool = False) -> dict[str, str]:
+    """Build each unit kind's base where there is none or enough changed since (``force``:
+    always); drop it below ``MIN_UNITS``. What was done per kind, for the log."""
+    from hybrid.store.pg.lexical import UNIT_CODE, UNIT_TABLE
+    out = {}
+    for unit, table in UNIT_TABLE.items():
+        code = UNIT_CODE[unit]
+        v = store.vault_id
+        row = store.query("SELECT build, max_id, n FROM hybrid_packed_base WHERE vault=%s AND unit=%s",
+                          (v, code)).fetchone()
+        if row is None:
+            total = store.query(f"SELECT count(*) FROM {table} WHERE vault=%s", (v,)).fetchone()[0]
+            changed = total
+        else:
+            _, max_id, n = row
+            old, new = store.query(f"SELECT count(*) FILTER (WHERE id <= %s), count(*) FILTER (WHERE id > %s) "
+                                   f"FROM {table} WHERE vault=%s", (max_id, max_id, v)).fetchone()
+            total, changed = old + new, (n - old) + new
+        if total < MIN_UNITS:
+            if row is not None:
+                with store.conn.transaction():
+                    store.query("DELETE FROM hybrid_packed WHERE vault=%s AND unit=%s", (v, code))
+                    store.query("DELETE FROM hybrid_packed_base WHERE vault=%s AND unit=%s", (v, code))
+                out[unit] = "dropped"
+            continue
+        if not force and row is not None and changed < max(REBUILD_MIN, REBUILD_SHARE * total):
+            continue
+        t = time.perf_counter()
+        lexemes = build(store, unit)
+        out[unit] = f"built ({total} units, {lexemes} lexemes, {time.perf_counter() - t:.1f} s)"
+    return out
+
+
+def build(store: Any, unit: str) -> int:
+    """Write ``unit``'s base anew from the stored tsvectors, in one transaction (readers see
+    the old build or the new one). Returns how many lexemes were packed."""
+    from hybrid.store.pg.lexical import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE
+    table, code, v = UNIT_TABLE[unit], UNIT_CODE[unit], store.vault_id
+    with store.conn.transaction():
+        store.query("SET LOCAL work_mem = '256MB'")
+        # the vault's lock serialises builds; the build number only has to differ from the last
+        build_no, max_id, n = store.query(
+            f"SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::bigint, coalesce(max(id), 0), count(*) "
+            f"FROM {table} WHERE vault=%s", (v,)).fetchone()
+        min_df = max(MIN_DF, n // DF_SHARE)
+        store.query("DELETE FROM hybrid_packed WHERE vault=%s AND unit=%s", (v, code))
+        store.query("DELETE FROM hybrid_packed_base WHERE vault=%s AND unit=%s", (v, code))
+        store.query(f"INSERT INTO hybrid_packed_base(vault, unit, build, max_id, n, ids, lens) "
+                    f"SELECT %s, %s, %s, %s, count(*), "
+                    f"coalesce(string_agg(int8send(c.id), ''::bytea ORDER BY c.id), ''), "
+                    f"coalesce(string_agg(int4send(c.len), ''::bytea ORDER BY c.id), '') "
+                    f"FROM {table} c WHERE c.vault=%s AND c.id <= %s", (v, code, build_no, max_id, v, max_id))
+        got = store.query(
+            f"WITH o AS MATERIALIZED (SELECT c.id, (row_number() OVER (ORDER BY c.id) - 1)::int AS ord "
+            f"FROM {table} c WHERE c.vault=%s AND c.id <= %s), "
+            f"w AS MATERIALIZED (SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=%s AND df >= %s) "
+            f"INSERT INTO hybrid_packed(vault, unit, build, lexeme, n, ords, tfs) "
+            f"SELECT %s, %s, %s, p.lexeme, count(*), string_agg(int4send(p.ord), ''::bytea ORDER BY p.ord), "
+            f"string_agg(float4send(p.tf), ''::bytea ORDER BY p.ord) FROM "
+            f"(SELECT x.lexeme, o.ord, {tf_sql(TF_WEIGHTS)} AS tf FROM {table} c JOIN o ON o.id = c.id, "
+            f"unnest(c.tsv) x WHERE x.lexeme IN (SELECT lexeme FROM w)) p GROUP BY p.lexeme",
+            (v, max_id, v, code, min_df, v, code, build_no))
+        packed = got.rowcount
+    log.info("%s: packed the postings of %d common lexemes over %d %ss", store.name, packed, n, unit)
+    return packed
+
+
+# --- the reader's side -----------------------------------------------------------------------
+class PackedReader:
+    """A store's bases and packed rows as read, cached by build (a build never changes)."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self.bases: dict[int, Base] = {}
+        self.rows: OrderedDict[tuple[int, int, str], tuple[np.ndarray, np.ndarray] | None] = OrderedDict()
+        self.held = 0
+        self.denied = False  # the role may not read the tables (granted before they came)
+
+    def base(self, code: int) -> Base | None:
+        row = self.store.query("SELECT build, max_id FROM hybrid_packed_base WHERE vault=%s AND unit=%s",
+                               (self.store.vault_id, code)).fetchone()
+        if row is None:
+            return None
+        got = self.bases.get(code)
+        if got is None or got.build != row[0]:
+            full = self.store.query("SELECT build, max_id, ids, lens FROM hybrid_packed_base WHERE vault=%s "
+                                    "AND unit=%s", (self.store.vault_id, code)).fetchone()
+            if full is None:
+                return None
+            got = Base(int(full[0]), int(full[1]), np.frombuffer(full[2], dtype=">i8").astype(np.int64),
+                       np.frombuffer(full[3], dtype=">i4").astype(np.float64))
+            self.bases[code] = got
+            self._forget(code)
+        return got
+
+    def _forget(self, code: int) -> None:
+        for key in [k for k in self.rows if k[1] == code]:
+            self._drop(key)
+
+    def _drop(self, key) -> None:
+        self.held -= _size(self.rows.pop(key))
+
+    def postings(self, base: Base, code: int, lexemes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The packed (ordinals, tfs) of those ``lexemes`` that are packed in ``base``."""
+        out, wanted = {}, []
+        for x in lexemes:
+            key = (base.build, code, x)
+            if key in self.rows:
+                self.rows.move_to_end(key)
+                if self.rows[key] is not None:
+                    out[x] = self.rows[key]
+            else:
+                wanted.append(x)
+        if wanted:
+            found = {r[0]: (np.frombuffer(r[1], dtype=">i4").astype(np.intp),
+                            np.frombuffer(r[2], dtype=">f4").astype(np.float64))
+                     for r in self.store.query(
+                         "SELECT lexeme, ords, tfs FROM hybrid_packed WHERE vault=%s AND unit=%s AND build=%s "
+                         "AND lexeme = ANY(%s)", (self.store.vault_id, code, base.build, wanted))}
+            for x in wanted:  # a lexeme not packed is remembered too (it costs a lookup)
+                got = found.get(x)
+                self.rows[(base.build, code, x)] = got
+                self.held += _size(got)
+                if got is not None:
+                    out[x] = got
+            while self.held > CACHE_BYTES and self.rows:
+                self._drop(next(iter(self.rows)))
+        return out
+
+
+def _size(row: tuple[np.ndarray, np.ndarray] | None) -> int:
+    return 64 if row is None else 64 + row[0].nbytes + row[1].nbytes
+
+
+def search(arm: PgLexical, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
+           df: dict[str, int], avg: float, filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
+    """The top ``limit`` units from the packed postings (None: this query goes the SQL path).
+    Runs inside the caller's transaction."""
+    from hybrid.store.pg.lexical import K1, UNIT_CODE, UNIT_TABLE, B, Plan, quote
+    store, code = arm.store, UNIT_CODE[unit]
+    reader: PackedReader = store.packed
+    base = reader.base(code)
+    if base is None:
+        return None
+    packed = reader.postings(base, code, lexemes)
+    if not packed:
+        return None
+    rare = [x for x in lexemes if x not in packed]
+    if sum(df.get(x, 0) for x in rare) > RARE_LIMIT:
+        return None
+    # the units scored by SQL, exactly (their ids are left out of the packed ranking)
+    exact: dict[int, tuple[list[int], float]] = {}
+
+    def scored(match: str, extra: str | None = None, extra_args: tuple = (), depth: int = limit) -> None:
+        where, args = arm._where(Plan(match, plan.excludes, plan.scored), *filters)
+        if extra:
+            where.append(extra)
+            args.extend(extra_args)
+        for ids, score, uid in arm._scored_rows(unit, plan, lexemes, idf, avg, where, args, depth):
+            exact[uid] = (ids, score)
+
+    if rare:
+        scored(" | ".join(quote(x) for x in rare), depth=RARE_LIMIT)
+    scored(plan.match, "c.id > %s", (base.max_id,))
+    table = UNIT_TABLE[unit]
+    shown = []
+    if arm.agent:
+        shown = [r[0] for r in store.query(f"SELECT id FROM {table} WHERE vault=%s AND agent_tsv IS NOT NULL "
+                                           f"AND id <= %s", (store.vault_id, base.max_id))]
+        if shown:
+            scored(plan.match, "c.agent_tsv IS NOT NULL")
+    # every other unit: BM25 over the packed lexemes it holds, in the SQL scorer's arithmetic
+    scores = np.zeros(len(base.ids))
+    norm = K1 * ((1 - B) + B * base.lens / avg)
+    for x, (ords, tfs) in packed.items():
+        scores[ords] += plan.scored[x] * idf[x] * (tfs * (K1 + 1)) / (tfs + norm[ords])
+    out_of = [uid for uid in exact if uid <= base.max_id] + shown
+    if out_of:
+        at = np.searchsorted(base.ids, np.asarray(out_of, dtype=np.int64))
+        at = at[(at < len(base.ids))]
+        at = at[np.isin(base.ids[at], out_of)]
+        scores[at] = 0.0
+    live = np.flatnonzero(scores > 0)
+    found = _checked(store, unit, base, scores, live, arm._where(Plan(None, plan.excludes, plan.scored), *filters),
+                     limit)
+    if found is None:
+        return None
+    merged = [(uid, ids, s) for uid, ids, s in found[:limit]] + [(u, ids, s) for u, (ids, s) in exact.items()]
+    merged.sort(key=lambda r: (-r[2], r[0]))
+    return [(ids, s) for _, ids, s in merged[:limit]]
+
+
+def _checked(store: Any, unit: str, base: Base, scores: np.ndarray, live: np.ndarray,
+             where: tuple[list[str], list[Any]], limit: int) -> list[tuple[int, list[int], float]] | None:
+    """The best ``limit`` of the ``live`` ordinals that pass ``where`` (the filters, the agent
+    view, the excludes; a unit deleted since the build passes nothing), as (id, chunk ids,
+    score), best first (None: the SQL path answers).
+
+    The best are checked a batch at a time. When few of them pass, the units passing the
+    filter are listed instead, up to twice the walk still needed at that rate: a narrow filter
+    is answered from its list (its indexes make listing cheap), a broad one costs at most that
+    much more before the walk goes on (measured at 100k chunks: a query whose best units sit
+    outside a folder of 40 % listed all 40,000 in 190 ms, where the walk took 3)."""
+    from hybrid.store.pg.lexical import UNIT_TABLE
+    table, (cond, args) = UNIT_TABLE[unit], where
+    ids_sql = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
+    found: list[tuple[int, list[int], float]] = []
+    done, want, listed = 0, max(4 * limit, 64), False
+    while True:
+        order = _best(scores, live, want)  # a prefix of the same order as the last one
+        batch = order[done:]
+        uids = base.ids[batch].tolist()
+        kept = dict(store.query(f"SELECT c.id, {ids_sql} FROM {table} c WHERE c.id = ANY(%s) AND "
+                                f"{' AND '.join(cond)}", (uids, *args)).fetchall())
+        found.extend((u, list(kept[u]), float(scores[o])) for u, o in zip(uids, batch.tolist()) if u in kept)
+        done = len(order)
+        if len(found) >= limit or done >= len(live):
+            return found
+        projected = limit * done / max(len(found), 1)  # the walk's depth at this pass rate
+        if not listed and len(found) * PASS_SHARE < done:
+            listed = True
+            cap = int(min(PASS_LIMIT, 2 * projected))
+            passing = [r[0] for r in store.query(f"SELECT c.id FROM {table} c WHERE {' AND '.join(cond)} "
+                                                 f"AND c.id <= %s LIMIT %s", (*args, base.max_id, cap + 1))]
+            if len(passing) <= cap:
+                return _listed(store, unit, base, scores, passing, limit)
+        if done >= WALK_LIMIT:
+            return None
+        want = max(done * 4, int(projected * 1.25))
+
+
+def _listed(store: Any, unit: str, base: Base, scores: np.ndarray, passing: list[int],
+            limit: int) -> list[tuple[int, list[int], float]]:
+    """The best ``limit`` of the units ``passing`` (ids, every one that passes)."""
+    from hybrid.store.pg.lexical import UNIT_TABLE
+    wanted = np.asarray(passing, dtype=np.int64)
+    at = np.searchsorted(base.ids, wanted)
+    hit = at < len(base.ids)
+    at, wanted = at[hit], wanted[hit]
+    at = at[(base.ids[at] == wanted) & (scores[at] > 0)]
+    best = _best(scores, at, limit)[:limit]
+    uids = base.ids[best].tolist()
+    ids_sql = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
+    kept = dict(store.query(f"SELECT c.id, {ids_sql} FROM {UNIT_TABLE[unit]} c WHERE c.id = ANY(%s)",
+                            (uids,)).fetchall())
+    return [(u, list(kept[u]), float(scores[o])) for u, o in zip(uids, best.tolist()) if u in kept]
+
+
+def _best(scores: np.ndarray, live: np.ndarray, k: int) -> np.ndarray:
+    """The ordinals of the ``k`` best scores among ``live`` (all those tied with the k-th too),
+    best first, ties by ordinal (that is, by id)."""
+    if k < len(live):
+        vals = scores[live]
+        kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+        live = live[vals >= kth]
+    return live[np.lexsort((live, -scores[live]))]
