@@ -29,11 +29,14 @@ import scale
 STORES = ("local", "postgresql")
 
 
-def full_index(home: Path, vault: Path, store: str | None) -> dict:
+def full_index(home: Path, vault: Path, store: str | None, lexical_only: bool = False) -> dict:
+    """``lexical_only``: no ANN index is built (vectors are scanned exactly; only the keyword
+    arm is measured then)."""
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
-    (home / "config.toml").write_text(f'[settings]\nembedder = "{common.BENCH_SPEC}"\n\n'
-                                      f'[vaults.scale]\npath = "{vault}"\n'
+    (home / "config.toml").write_text(f'[settings]\nembedder = "{common.BENCH_SPEC}"\n'
+                                      + ("ann_threshold = 1000000000\n" if lexical_only else "")
+                                      + f'\n[vaults.scale]\npath = "{vault}"\n'
                                       + (f'store = "{store}"\n' if store else ""), encoding="utf-8")
     env = dict(common.bench_env(home), HYBRID_BENCH_USAGE="1")
     t = time.perf_counter()
@@ -126,8 +129,10 @@ def filtered_recall(store, h, vecs: list, k: int) -> dict:
 
 
 def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, log=print,
-        stores: tuple[str, ...] = STORES, requery: bool = False) -> list[dict]:
+        stores: tuple[str, ...] = STORES, requery: bool = False, lexical_only: bool = False) -> list[dict]:
     """``stores``: measure only these; other results already in ``out_dir`` are kept.
+    ``lexical_only``: the keyword arm alone (no ANN index, one re-index, the lexical modes, no
+    recall), for sizes where the rest would take hours.
     ``requery``: a local index an earlier run left in ``work`` (with its full-index figures in
     ``out_dir``) is re-indexed (no-op, one change) and queried again, keeping those figures
     (the PostgreSQL server's data is deleted at the end of every run, so its indexes are always
@@ -168,16 +173,18 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
                     rec["requeried"] = True
                 else:
                     log(f"[pg_scale] {notes} notes, {kind}: full index")
-                    rec = {"vault_notes": notes, "store": kind, **full_index(home, vault, url)}
+                    rec = {"vault_notes": notes, "store": kind,
+                           **full_index(home, vault, url, lexical_only)}
+                    rec["lexical_only"] = lexical_only
                     log(f"[pg_scale]   {rec['chunks']} chunks in {rec['wall_s']} s")
                 log("[pg_scale]   re-index")
-                rec["reindex"] = scale.reindex(home, vault, repeat)
+                rec["reindex"] = scale.reindex(home, vault, 1 if lexical_only else repeat)
                 log("[pg_scale]   warm queries")
-                rec["warm"] = scale.warm_queries(home, qs, cqs)
+                rec["warm"] = scale.warm_queries(home, qs, cqs, ("lexical",) if lexical_only else None)
                 rec["common_words"] = shares
                 if url:
                     rec["bytes"] = pg_bytes(url)
-                    rec["recall"] = hnsw_recall(home, qs[:100])
+                    rec["recall"] = None if lexical_only else hnsw_recall(home, qs[:100])
                 else:
                     rec["bytes"] = {"index folder": local_bytes(home)}
                 rec["bytes_per_chunk"] = round(sum(rec["bytes"].values()) / rec["chunks"])
@@ -186,8 +193,7 @@ def run(sizes: list[int], queries: int, out_dir: Path, work: Path, repeat: int, 
                 results.append(rec)
                 results.sort(key=lambda r: (r["chunks"], STORES.index(r["store"])))
                 saved.write_text(json.dumps(results, indent=2))
-                log(f"[pg_scale]   hybrid p50 {rec['warm']['hybrid']['p50']} ms, "
-                    f"lexical p50 {rec['warm']['lexical']['p50']} ms")
+                log(f"[pg_scale]   lexical p50 {rec['warm']['lexical']['p50']} ms")
     finally:
         server.cleanup()
     return results
@@ -203,9 +209,11 @@ def main() -> None:
     ap.add_argument("--stores", default=",".join(STORES), help="measure only these (the others' results are kept)")
     ap.add_argument("--requery", action="store_true",
                     help="query again a local index an earlier run left in --work (keeping its index figures)")
+    ap.add_argument("--lexical-only", action="store_true",
+                    help="the keyword arm alone: no ANN index, one re-index, lexical modes, no recall")
     args = ap.parse_args()
     res = run([int(x) for x in args.notes.split(",")], args.queries, args.out, args.work, args.repeat,
-              stores=tuple(args.stores.split(",")), requery=args.requery)
+              stores=tuple(args.stores.split(",")), requery=args.requery, lexical_only=args.lexical_only)
     print(json.dumps(res, indent=2))
 
 

@@ -166,16 +166,19 @@ def reindex(home: Path, vault: Path, repeat: int) -> dict:
             "repeat": repeat}
 
 
-def warm_queries(home: Path, queries: list[str], common_words: Sequence[str] = ()) -> dict:
-    """Every mode over ``queries``; with ``common_words`` (:func:`common_queries`), the lexical
-    and hybrid modes over them too (``lexical (common words)``, ``hybrid (common words)``)."""
+def warm_queries(home: Path, queries: list[str], common_words: Sequence[str] = (),
+                 modes: Sequence[str] | None = None) -> dict:
+    """Every mode (or only ``modes``) over ``queries``; with ``common_words``
+    (:func:`common_queries`), the lexical and hybrid modes over them too (``lexical (common
+    words)``, ``hybrid (common words)``)."""
     import hybrid
     h = hybrid.open(home)
-    h.search("warm up the model", mode="hybrid")
+    h.search("warm up the model", mode="hybrid" if modes is None or "hybrid" in modes else "lexical")
     out = {}
-    runs = [(name, args, queries) for name, args in MODES.items()]
+    runs = [(name, args, queries) for name, args in MODES.items() if modes is None or name in modes]
     if common_words:
-        runs += [(f"{m} (common words)", MODES[m], list(common_words)) for m in ("lexical", "hybrid")]
+        runs += [(f"{m} (common words)", MODES[m], list(common_words)) for m in ("lexical", "hybrid")
+                 if modes is None or m in modes]
     for name, args, qs in runs:
         args = concrete(args, h.config.vault("scale").path)
         for q in qs[:5]:
