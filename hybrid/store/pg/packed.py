@@ -181,8 +181,9 @@ class PackedReader:
             key = (base.build, code, x)
             if key in self.rows:
                 self.rows.move_to_end(key)
-                if self.rows[key] is not None:
-                    out[x] = self.rows[key]
+                held = self.rows[key]
+                if held is not None:
+                    out[x] = held
             else:
                 wanted.append(x)
         if wanted:
@@ -225,7 +226,7 @@ def search(arm: PgLexical, unit: str, plan: Plan, lexemes: list[str], idf: dict[
     # the units scored by SQL, exactly (their ids are left out of the packed ranking)
     exact: dict[int, tuple[list[int], float]] = {}
 
-    def scored(match: str, extra: str | None = None, extra_args: tuple = (), depth: int = limit) -> None:
+    def scored(match: str | None, extra: str | None = None, extra_args: tuple = (), depth: int = limit) -> None:
         where, args = arm._where(Plan(match, plan.excludes, plan.scored), *filters)
         if extra:
             where.append(extra)
