@@ -19,14 +19,12 @@ scores; phrases, and what the packed postings cannot answer cheaply, come here.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid.core.errors import StoreUnavailable
 from hybrid.core.tokens import (
     STOPWORDS,
     SYMBOL_RE,
@@ -56,7 +54,6 @@ FIELD_GAP = 8               # positions between fields: a phrase never spans two
 IDENT = "="                 # prefix of identifier lexemes
 UNIT_TABLE = {"chunk": "hybrid_chunks", "section": "hybrid_sections"}
 UNIT_CODE = {"chunk": 0, "section": 1}
-log = logging.getLogger("hybrid")
 # The weighted term frequency of a lexeme (the local index's field boosts, FIELD_BOOSTS and
 # IDENT_BOOST): the cover density of a one-lexeme query is the sum of its positions' weights,
 # found by binary search in the tsvector (unnesting whole tsvectors cost ~20x more). Weights
@@ -312,30 +309,10 @@ class PgLexical:
             return [(list(r[0]), float(r[1])) for r in self.store.query(sql, (*args, limit))]
         lexemes = list(plan.scored)
         idf, avg, df = self._idf(unit, lexemes)
-        if not q.phrases and self.use_packed and not self.store.packed.denied:
+        if not q.phrases and self.use_packed:
             # words in many units: their packed postings, scored with numpy (hybrid.store.pg.packed)
             from hybrid.store.pg import packed
-
-            def run_packed():  # one snapshot: the base, the rows and the units' checks agree
-                from psycopg.pq import TransactionStatus
-                outer = self.store.conn.info.transaction_status != TransactionStatus.IDLE
-                with self.store.conn.transaction():
-                    if not outer:
-                        self.store.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    self.store.query("SET LOCAL work_mem = '64MB'")
-                    # psycopg prepares a statement met 5 times; a generic plan of `path LIKE $1`
-                    # cannot use the path index (measured: 230 ms instead of 12 at 100k chunks)
-                    self.store.query("SET LOCAL plan_cache_mode = force_custom_plan")
-                    return packed.search(self, unit, plan, lexemes, idf, df, avg, filters, limit)
-            try:
-                got = self.store.read(run_packed)
-            except StoreUnavailable as exc:  # a reader role granted SELECT before schema 7
-                if "refused" not in str(exc):
-                    raise
-                log.warning("%s; keyword search goes on without the packed postings", exc)
-                self.store.packed.denied = True
-                got = None
-            self.answered = "packed" if got is not None else "sql"
+            got = packed.answer(self, unit, plan, lexemes, idf, df, avg, filters, limit)
             if got is not None:
                 return got
         if q.phrases or len(lexemes) < 2:
@@ -388,8 +365,8 @@ class PgLexical:
 
     def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float, dict[str, int]]:
         """BM25's idf of each lexeme over the vault's units of kind ``unit``, their mean
-        length and the lexemes' document frequencies; for an agent, over the units it may see, as it is shown them (see
-        :meth:`_agent_stats`)."""
+        length and the lexemes' document frequencies; for an agent, over the units it may see,
+        as it is shown them (see :meth:`_agent_stats`)."""
         n_col, len_col = ("n_chunks", "chunk_len") if unit == "chunk" else ("n_sections", "section_len")
         v = self.store.vault_id
         n, total = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s", (v,)).fetchone()
