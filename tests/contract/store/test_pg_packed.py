@@ -235,6 +235,7 @@ def test_a_schema_6_database_is_migrated_and_built_by_the_indexer(tmp_path, pg_s
     before = h.search("harbor lantern copper", mode="lexical", top_k=10)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP TABLE hybrid_packed, hybrid_packed_base")
+        conn.execute("DROP INDEX hybrid_sections_tags, hybrid_sections_modified")
         conn.execute("UPDATE hybrid_schema SET version = 6")
     with pytest.raises(StoreUnavailable, match="schema 6; run `hybrid index`"):
         open_store(h.config.vault("v"))
@@ -242,6 +243,8 @@ def test_a_schema_6_database_is_migrated_and_built_by_the_indexer(tmp_path, pg_s
     store = open_store(h.config.vault("v"))
     try:
         assert store.query("SELECT count(*) FROM hybrid_packed_base").fetchone()[0] == 2
+        assert {r[0] for r in store.query("SELECT indexname FROM pg_indexes WHERE tablename = "
+                                          "'hybrid_sections'")} >= {"hybrid_sections_tags", "hybrid_sections_modified"}
         store.lexical.search_units(LexicalQuery(["harbor", "lantern", "copper"]), 10)
         assert store.lexical.answered == "packed"
     finally:
