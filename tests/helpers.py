@@ -211,7 +211,7 @@ def packed_consistent(store) -> int:
     every row is of the base's build. How many postings were checked."""
     import numpy as np
 
-    from hybrid.store.pg.lexical import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, quote
+    from hybrid.store.pg.tsv import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, quote
     q, vid, checked = store.query, store.vault_id, 0
     for unit, table in UNIT_TABLE.items():
         base = q("SELECT build, max_id, ids FROM hybrid_packed_base WHERE vault=%s AND unit=%s",

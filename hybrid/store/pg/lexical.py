@@ -2,10 +2,10 @@
 
 PostgreSQL's own ``ts_rank_cd`` has no inverse document frequency and no length
 saturation, so a rare word counts no more than "the". Here each chunk and each heading
-section gets a ``tsvector`` written by the same analyzer as the local tantivy index
-(:class:`hybrid.store.lexicon.StemAnalyzer`, :func:`hybrid.store.lexicon.doc_fields`; CJK runs
-as character bigrams): stems of the title (weight A), headings and tags (B) and body (D) with
-their positions, and the identifier tokens
+section gets a ``tsvector`` (:mod:`hybrid.store.pg.tsv`) written by the same analyzer as the
+local tantivy index (:class:`hybrid.store.lexicon.StemAnalyzer`,
+:func:`hybrid.store.lexicon.doc_fields`; CJK runs as character bigrams): stems of the title
+(weight A), headings and tags (B) and body (D) with their positions, and the identifier tokens
 (C) under a ``=`` prefix (``=orders-created``, ``=postgres``), which also serve typo repair.
 The GIN index picks the candidates (``@@``); their BM25F score is computed in SQL from the
 positions' weights (the local index's field boosts) with document frequencies kept in
@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from hybrid.core.tokens import (
@@ -36,81 +35,15 @@ from hybrid.core.tokens import (
     within_one_edit,
 )
 from hybrid.store.lexicon import (
-    FIELD_BOOSTS,
     FUZZY_BOOST,
     FUZZY_MIN_LEN,
     IDENT_BOOST,
     LexicalQuery,
-    doc_fields,
     spellable,
 )
+from hybrid.store.pg import packed
+from hybrid.store.pg.tsv import IDENT, K1, MAX_LEXEME, TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, B, Plan, quote
 from hybrid.store.sql import like_escape
-
-K1, B = 1.2, 0.75           # BM25, as tantivy's
-MAX_POS = 16383             # PostgreSQL's largest tsvector position
-MAX_POSITIONS = 256         # positions kept per lexeme (PostgreSQL keeps no more)
-MAX_LEXEME = 400            # characters; longer identifiers (data blobs) are not indexed
-FIELD_GAP = 8               # positions between fields: a phrase never spans two
-IDENT = "="                 # prefix of identifier lexemes
-UNIT_TABLE = {"chunk": "hybrid_chunks", "section": "hybrid_sections"}
-UNIT_CODE = {"chunk": 0, "section": 1}
-# The weighted term frequency of a lexeme (the local index's field boosts, FIELD_BOOSTS and
-# IDENT_BOOST): the cover density of a one-lexeme query is the sum of its positions' weights,
-# found by binary search in the tsvector (unnesting whole tsvectors cost ~20x more). Weights
-# must be <= 1, so they are halved here and the sum doubled.
-TF_WEIGHTS = "'{" + ",".join(str(w / 2) for w in (FIELD_BOOSTS["body"], IDENT_BOOST, FIELD_BOOSTS["headings"],
-                                                   FIELD_BOOSTS["title"])) + "}'"  # D, C, B, A
-
-
-def quote(lexeme: str) -> str:
-    """``lexeme`` as a quoted tsvector/tsquery lexeme."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsvector_of(row: Any, stem, section: Sequence[Any] = ()) -> tuple[str, int]:
-    """(tsvector literal, BM25 length) of chunk ``row``, or (``section`` given: its rows,
-    ``row`` the first) of the section: the local index's fields (:func:`doc_fields`)."""
-    f = doc_fields(row, section)
-    pos: dict[str, list[str]] = {}
-    at = 1
-    length = 0
-
-    def put(tokens, weight: str) -> None:
-        nonlocal at, length
-        for tok in tokens:
-            if tok and len(tok) <= MAX_LEXEME:
-                got = pos.setdefault(tok, [])
-                if len(got) < MAX_POSITIONS:
-                    got.append(f"{min(at, MAX_POS)}{weight}")
-            at += 1
-        at += FIELD_GAP
-
-    for text, weight in ((f.title, "A"), (f.headings, "B")):
-        toks = stem.analyze(text)
-        length += len(toks)
-        put(toks, weight)
-    put([IDENT + t for t in dict.fromkeys(f.ident)], "C")
-    body = stem.analyze(f.body)
-    length += len(body)
-    put(body, "D")
-    return " ".join(f"{quote(k)}:{','.join(v)}" for k, v in pos.items()), max(length, 1)
-
-
-def tag_set(tags: Sequence[str]) -> list[str]:
-    """Every tag and its ancestors (``a/b`` gives ``a`` and ``a/b``): what a tag filter tests."""
-    out: list[str] = []
-    for t in tags:
-        segs = t.split("/")
-        out.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
-    return list(dict.fromkeys(out))
-
-
-@dataclass
-class Plan:
-    """A query in lexemes: what a unit must match, and the lexemes scored with their boosts."""
-    match: str | None = None                 # tsquery text; None: every unit (filters only)
-    excludes: list[str] = field(default_factory=list)
-    scored: dict[str, float] = field(default_factory=dict)
 
 
 class PgLexical:
@@ -311,7 +244,6 @@ class PgLexical:
         idf, avg, df = self._idf(unit, lexemes)
         if not q.phrases and self.use_packed:
             # words in many units: their packed postings, scored with numpy (hybrid.store.pg.packed)
-            from hybrid.store.pg import packed
             got = packed.answer(self, unit, plan, lexemes, idf, df, avg, filters, limit)
             if got is not None:
                 return got

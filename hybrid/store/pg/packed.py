@@ -30,13 +30,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from hybrid.store.pg.lexical import PgLexical, Plan
+from hybrid.store.pg.tsv import K1, TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, B, Plan, quote
 
 log = logging.getLogger("hybrid")
 
@@ -50,6 +50,20 @@ PASS_SHARE = 10         # under 1 in PASS_SHARE of the best units pass the filte
 PASS_LIMIT = 50_000     # ... at most this many
 WALK_LIMIT = 30_000     # units checked one by one before the SQL path answers
 CACHE_BYTES = 96 << 20  # packed rows a reader keeps in memory
+
+
+class ScoringArm(Protocol):
+    """What the packed path asks of the lexical arm (:class:`hybrid.store.pg.lexical.PgLexical`):
+    its store, the view it searches, its SQL conditions and its exact scorer."""
+    store: Any
+    agent: bool
+    answered: str
+
+    def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str], since: float | None,
+               exclude_folders: Sequence[str], sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]: ...
+
+    def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+                     where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float, int]]: ...
 
 
 @dataclass
@@ -75,7 +89,6 @@ def tf_sql(weights: str) -> str:
 def maintain(store: Any, force: bool = False) -> dict[str, str]:
     """Build each unit kind's base where there is none or enough changed since (``force``:
     always); drop it below ``MIN_UNITS``. What was done per kind, for the log."""
-    from hybrid.store.pg.lexical import UNIT_CODE, UNIT_TABLE
     out = {}
     for unit, table in UNIT_TABLE.items():
         code = UNIT_CODE[unit]
@@ -108,7 +121,6 @@ def maintain(store: Any, force: bool = False) -> dict[str, str]:
 def build(store: Any, unit: str) -> int:
     """Write ``unit``'s base anew from the stored tsvectors, in one transaction (readers see
     the old build or the new one). Returns how many lexemes were packed."""
-    from hybrid.store.pg.lexical import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE
     table, code, v = UNIT_TABLE[unit], UNIT_CODE[unit], store.vault_id
     with store.conn.transaction():
         store.query("SET LOCAL work_mem = '256MB'")
@@ -207,7 +219,7 @@ def _size(row: tuple[np.ndarray, np.ndarray] | None) -> int:
     return 64 if row is None else 64 + row[0].nbytes + row[1].nbytes
 
 
-def answer(arm: PgLexical, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
+def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
            df: dict[str, int], avg: float, filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
     """:func:`search` in one read-only snapshot (the base, the rows and the units' checks
     agree), run again after a standby's recovery conflict; ``arm.answered`` says how it went.
@@ -242,11 +254,10 @@ def answer(arm: PgLexical, unit: str, plan: Plan, lexemes: list[str], idf: dict[
     return got
 
 
-def search(arm: PgLexical, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
+def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
            df: dict[str, int], avg: float, filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
     """The top ``limit`` units from the packed postings (None: this query goes the SQL path),
     in the caller's transaction."""
-    from hybrid.store.pg.lexical import K1, UNIT_CODE, UNIT_TABLE, B, Plan, quote
     store, code = arm.store, UNIT_CODE[unit]
     reader: PackedReader = store.packed
     base = reader.base(code)
@@ -311,7 +322,6 @@ def _checked(store: Any, unit: str, base: Base, scores: np.ndarray, live: np.nda
     is answered from its list (its indexes make listing cheap), a broad one costs at most that
     much more before the walk goes on (measured at 100k chunks: a query whose best units sit
     outside a folder of 40 % listed all 40,000 in 190 ms, where the walk took 3)."""
-    from hybrid.store.pg.lexical import UNIT_TABLE
     table, (cond, args) = UNIT_TABLE[unit], where
     ids_sql = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
     found: list[tuple[int, list[int], float]] = []
@@ -342,7 +352,6 @@ def _checked(store: Any, unit: str, base: Base, scores: np.ndarray, live: np.nda
 def _listed(store: Any, unit: str, base: Base, scores: np.ndarray, passing: list[int],
             limit: int) -> list[tuple[int, list[int], float]]:
     """The best ``limit`` of the units ``passing`` (ids, every one that passes)."""
-    from hybrid.store.pg.lexical import UNIT_TABLE
     wanted = np.asarray(passing, dtype=np.int64)
     at = np.searchsorted(base.ids, wanted)
     hit = at < len(base.ids)

@@ -261,7 +261,7 @@ class PgStore:
         transaction per note); how many notes were redone."""
         from hybrid.store.agent.vectors import entries, header_setting
         from hybrid.store.pg.catalog import section_pairs
-        from hybrid.store.pg.lexical import tsvector_of
+        from hybrid.store.pg.tsv import tsvector_of
         header = header_setting(self.catalog.get_meta("chunking"))
         todo = sorted(self.stale_agent_files(fingerprint))
         for fid in todo:

@@ -156,7 +156,7 @@ def test_the_packed_rows_equal_a_recount(team):
 def packed_recount(store) -> int:
     """The base's ids and lengths are its units', every lexeme held by MIN_DF units is packed,
     and each posting equals a recount (helpers.packed_consistent)."""
-    from hybrid.store.pg.lexical import UNIT_CODE, UNIT_TABLE
+    from hybrid.store.pg.tsv import UNIT_CODE, UNIT_TABLE
     for unit, table in UNIT_TABLE.items():
         code = UNIT_CODE[unit]
         max_id, n, ids, lens = store.query(
