@@ -179,8 +179,12 @@ def open_store(v):
 def pg_consistent(v) -> int:
     """A PostgreSQL vault's derived data agrees with its rows: every chunk has a vector and
     belongs to a live file, every section's chunks exist and are its note's, the document
-    frequencies equal a recount from the tsvectors, and the BM25 statistics their counts."""
+    frequencies equal a recount from the tsvectors, the BM25 statistics their counts, and each
+    note's tag set is its tags' (with their ancestors), as its chunks carry it."""
+    import json
+
     from hybrid.store.pg.store import open_store
+    from hybrid.store.pg.tsv import tag_set
     store = open_store(v)
     try:
         q, vid = store.query, store.vault_id
@@ -199,6 +203,10 @@ def pg_consistent(v) -> int:
         stats = q("SELECT n_chunks, n_sections FROM hybrid_vaults WHERE id=%s", (vid,)).fetchone()
         assert stats[0] == n
         assert stats[1] == q("SELECT count(*) FROM hybrid_sections WHERE vault=%s", (vid,)).fetchone()[0]
+        for tags, tags_of_file in q("SELECT tags, tag_set FROM hybrid_files WHERE vault=%s", (vid,)):
+            assert tags_of_file == tag_set(json.loads(tags))
+        assert q("SELECT count(*) FROM hybrid_chunks c JOIN hybrid_files f ON f.id = c.file_id WHERE "
+                 "c.vault=%s AND c.tag_set <> f.tag_set", (vid,)).fetchone()[0] == 0
         packed_consistent(store)
         return n
     finally:

@@ -66,14 +66,18 @@ def _old_way(store, q, k, f: NoteFilter) -> list[tuple[int, float]]:
             if allowed is None or allowed - banned else []
 
 
-@pytest.fixture(scope="module", params=["exact", "hnsw"])
+@pytest.fixture(scope="module", params=["exact", "hnsw", "hnsw-iterative"])
 def vault(request, tmp_path_factory, pg_server):
+    """An exact scan; HNSW as it is (filters this small are scanned exactly); HNSW with every
+    filtered search an iterative scan (``exact_below`` 0: as a broad filter in a big vault)."""
     root = tmp_path_factory.mktemp(f"vecfilter-{request.param}")
     url = new_database(pg_server)
-    extra = {"ann_threshold": 1} if request.param == "hnsw" else {}
-    h = indexed_vault(root, _notes(), "team", store=url, **extra)
+    hnsw = request.param.startswith("hnsw")
+    h = indexed_vault(root, _notes(), "team", store=url, **({"ann_threshold": 1} if hnsw else {}))
     store = open_store(h.config.vault("team"))
-    assert store.vector.has_index() == (request.param == "hnsw")
+    assert store.vector.has_index() == hnsw
+    if request.param == "hnsw-iterative":
+        store.vector.exact_below = 0
     yield h, store
     store.close()
     h.close()
@@ -98,6 +102,34 @@ def test_a_filtered_vector_search_returns_todays_top_k(vault, case):
         assert not store.vector.search(_queries(store)[0], 10, where=f)
     else:
         assert store.vector.search(_queries(store)[0], 10, where=f)
+
+
+def test_a_narrow_filter_on_hnsw_is_scanned_exactly_and_a_broad_one_is_not(vault):
+    """On HNSW, a filter the planner expects few vectors to pass goes straight to the exact
+    scan (the iterative scan would visit thousands of tuples and come back short); one it
+    expects many to pass is the iterative scan; unfiltered is HNSW."""
+    h, store = vault
+    q = _queries(store)[0]
+    if not store.vector.has_index():  # nothing to choose: every search is an exact scan
+        for where in (None, NoteFilter(folders=("work",))):
+            store.vector.search(q, 5, where=where)
+            assert store.vector.answered == "exact"
+        return
+    narrow = NoteFilter(folders=("work/design",), tags=("infra",))
+    store.vector.search(q, 5, where=narrow)
+    assert store.vector.answered == ("hnsw" if store.vector.exact_below == 0 else "exact")
+    store.vector.search(q, 5)
+    assert store.vector.answered == "hnsw"
+    before = store.vector.exact_below
+    try:
+        store.vector.exact_below = 0
+        store.vector.search(q, 5, where=NoteFilter(folders=("work",)))
+        assert store.vector.answered == "hnsw"
+        store.vector.exact_below = 10**9
+        store.vector.search(q, 5, where=NoteFilter(folders=("work",)))
+        assert store.vector.answered == "exact"
+    finally:
+        store.vector.exact_below = before
 
 
 def test_filters_combine_with_phrase_ids_and_banned_ids(vault):
@@ -177,4 +209,44 @@ def test_schema_5_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
     assert store.vector.has_index()  # dropped by the migration, built again by the same run
     store.close()
     assert paths(h.search(q, mode="vector", folders=["work"], tags=["infra"], top_k=30)) == before
+    h.close()
+
+
+def test_schema_7_is_migrated_with_the_notes_tag_sets(tmp_path, pg_url):
+    """A database of schema 7 (notes' tags as JSON only) is migrated by the next index run:
+    each note's tag set is computed in SQL exactly as the indexer writes it (every tag and its
+    ancestors, first seen first), and tag filters over notes answer as before."""
+    from hybrid.store.pg import connect
+    from hybrid.store.pg.tsv import tag_set
+    notes = _notes()
+    notes["home/nested.md"] = "---\ntags: [a/b/c, a/d, infra, a/b/c]\n---\n# Nested\n\nnested tags here\n"
+    notes["home/empty.md"] = "---\ntags: [garden]\n---\n"  # a tag and no chunk at all
+    h = indexed_vault(tmp_path, notes, "team", store="postgresql")
+    store = open_store(h.config.vault("team"))
+    before = {t: sorted(store.catalog.note_ids(tags=(t,))) for t in ("infra", "a", "a/b", "garden", "zzz")}
+    store.close()
+    with psycopg.connect(pg_url) as conn:
+        written = dict(conn.execute("SELECT path, tag_set FROM hybrid_files").fetchall())
+    assert written["home/nested.md"] == ["a", "a/b", "a/b/c", "a/d", "infra"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for index in ("hybrid_files_tags", "hybrid_files_path", "hybrid_files_modified"):
+            conn.execute(f"DROP INDEX {index}")
+        conn.execute("ALTER TABLE hybrid_files DROP COLUMN tag_set")
+        conn.execute("UPDATE hybrid_schema SET version=7")
+    h.close()
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    with pytest.raises(StoreUnavailable, match="schema 7; run `hybrid index`"):
+        h.search("nested tags", tags=["a"])
+    h.index()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM hybrid_schema").fetchone()[0] == connect.SCHEMA_VERSION
+        rows = conn.execute("SELECT path, tags, tag_set FROM hybrid_files").fetchall()
+    import json
+    assert {p: t for p, _, t in rows} == written
+    assert all(t == tag_set(json.loads(tags)) for _, tags, t in rows)
+    store = open_store(h.config.vault("team"))
+    assert {t: sorted(store.catalog.note_ids(tags=(t,))) for t in before} == before
+    assert before["a/b"] and before["garden"] and not before["zzz"]
+    store.close()
+    assert "home/nested.md" in paths(h.search("nested tags", tags=["a/b"]))
     h.close()

@@ -152,14 +152,15 @@ class PgCatalog:
         for n in notes:
             fid = self.q(
                 "INSERT INTO hybrid_files(vault, path, size, mtime_ns, hash, title, tags, aliases, "
-                "properties, created, modified, indexed_at, agent_fp, links) VALUES (%s,%s,%s,%s,%s,%s,%s,"
-                "%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (vault, path) DO UPDATE SET size=EXCLUDED.size, "
+                "properties, created, modified, indexed_at, agent_fp, links, tag_set) VALUES (%s,%s,%s,%s,%s,"
+                "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (vault, path) DO UPDATE SET size=EXCLUDED.size, "
                 "mtime_ns=EXCLUDED.mtime_ns, hash=EXCLUDED.hash, title=EXCLUDED.title, "
                 "tags=EXCLUDED.tags, aliases=EXCLUDED.aliases, properties=EXCLUDED.properties, "
                 "created=EXCLUDED.created, modified=EXCLUDED.modified, indexed_at=EXCLUDED.indexed_at, "
-                "agent_fp=EXCLUDED.agent_fp, links=EXCLUDED.links RETURNING id",
+                "agent_fp=EXCLUDED.agent_fp, links=EXCLUDED.links, tag_set=EXCLUDED.tag_set RETURNING id",
                 (v, n.path, n.size, n.mtime_ns, n.hash, n.title, json.dumps(n.tags), json.dumps(n.aliases),
-                 json.dumps(n.properties), n.created, n.modified, now, fp, json.dumps(n.links))).fetchone()[0]
+                 json.dumps(n.properties), n.created, n.modified, now, fp, json.dumps(n.links),
+                 tag_set(n.tags))).fetchone()[0]
             fids_of.append(fid)
             rows = []
             for c in n.chunks:
@@ -515,15 +516,9 @@ def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None
     if folders:
         where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in folders) + ")")
         args.extend(like_escape(f) + "/%" for f in folders)
-    if tags:
-        if alias != "f":  # hybrid_chunks and hybrid_vectors hold the tag set as an array
-            where.append(f"{alias}.tag_set @> %s::text[]")
-            args.append(list(tags))
-        else:
-            for tag in tags:
-                where.append("EXISTS (SELECT 1 FROM jsonb_array_elements_text(f.tags::jsonb) t(v) "
-                             "WHERE t.v = %s OR t.v LIKE %s)")
-                args.extend([tag, like_escape(tag) + "/%"])
+    if tags:  # each of these tables holds its notes' tag sets (tag_set: with ancestors)
+        where.append(f"{alias}.tag_set @> %s::text[]")
+        args.append(list(tags))
     if since is not None:
         where.append(f"{alias}.modified >= %s")
         args.append(since)

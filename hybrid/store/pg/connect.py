@@ -12,7 +12,7 @@ from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 CONNECT_TIMEOUT = 10
 # each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
 # hybrid_files narrow for the scans that read every note's fields
@@ -42,6 +42,13 @@ ALTER TABLE hybrid_packed ALTER COLUMN ords SET STORAGE EXTERNAL, ALTER COLUMN t
 SECTION_FILTERS = """
 CREATE INDEX IF NOT EXISTS hybrid_sections_tags ON hybrid_sections USING gin (tag_set);
 CREATE INDEX IF NOT EXISTS hybrid_sections_modified ON hybrid_sections (vault, modified);
+"""
+# each note's tags with their ancestors (hybrid.store.pg.tsv.tag_set), as its chunks carry them:
+# a tag filter over notes (does any note pass? which notes?) is a GIN lookup, not a JSON scan
+FILE_FILTERS = """
+CREATE INDEX IF NOT EXISTS hybrid_files_tags ON hybrid_files USING gin (tag_set);
+CREATE INDEX IF NOT EXISTS hybrid_files_path ON hybrid_files (vault, path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS hybrid_files_modified ON hybrid_files (vault, modified);
 """
 # Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
 MIGRATIONS: dict[int, str] = {
@@ -101,6 +108,19 @@ CREATE INDEX IF NOT EXISTS hybrid_vectors_tags ON hybrid_vectors USING gin (tag_
     # and the sections' tag and date indexes (a tag filter over sections scanned them all:
     # 85 ms p50 at 100k chunks, 9 with the index)
     6: PACKED_TABLES + SECTION_FILTERS,
+    # 7 -> 8: each note's tag set (FILE_FILTERS), computed here from its tags as tag_set does
+    # (every tag and its ancestors, in first-seen order)
+    7: """
+ALTER TABLE hybrid_files ADD COLUMN IF NOT EXISTS tag_set text[] NOT NULL DEFAULT '{}';
+UPDATE hybrid_files f SET tag_set = coalesce((
+    SELECT array_agg(a.tag ORDER BY a.first) FROM (
+        SELECT array_to_string(t.parts[1:i], '/') AS tag, min(t.k * 100000 + i) AS first
+        FROM (SELECT string_to_array(x.tag, '/') AS parts, x.k
+              FROM jsonb_array_elements_text(f.tags::jsonb) WITH ORDINALITY x(tag, k)) t,
+             generate_series(1, cardinality(t.parts)) i
+        GROUP BY 1) a), '{}')
+    WHERE f.tags <> '[]';
+""" + FILE_FILTERS,
 }
 
 SCHEMA = """
@@ -124,6 +144,7 @@ CREATE TABLE IF NOT EXISTS hybrid_files (
     created text, modified double precision NOT NULL, indexed_at double precision NOT NULL,
     agent_fp text,                          -- redaction rules its agent_tsv were written with
     links text NOT NULL DEFAULT '[]',       -- JSON list: link targets as written (retrieval.graph)
+    tag_set text[] NOT NULL DEFAULT '{}',   -- its tags and their ancestors (FILE_FILTERS)
     UNIQUE (vault, path)
 );
 CREATE TABLE IF NOT EXISTS hybrid_chunks (
@@ -193,7 +214,7 @@ CREATE TABLE IF NOT EXISTS hybrid_embeddings (
     model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
     PRIMARY KEY (vault, model, text_hash)
 );
-""" + TEXTS_TABLE + PACKED_TABLES + SECTION_FILTERS
+""" + TEXTS_TABLE + PACKED_TABLES + SECTION_FILTERS + FILE_FILTERS
 
 
 def _where(url: str) -> str:
