@@ -128,8 +128,12 @@ def paths(hits) -> list[str]:
 
 
 def consistent(h, name="vault") -> int:
-    """Catalog, tantivy and FAISS agree on the set of chunks, and nothing is pending (for a
-    PostgreSQL vault: :func:`pg_consistent`). Returns the number of chunks."""
+    """Catalog, tantivy and FAISS agree on the set of chunks, nothing is pending, and each
+    live note's tag set is its tags' (for a PostgreSQL vault: :func:`pg_consistent`). Returns
+    the number of chunks."""
+    import json
+
+    from hybrid.store.base import tag_set
     from hybrid.store.local.store import VaultStore
     v = h.config.vault(name)
     if v.store:
@@ -145,6 +149,12 @@ def consistent(h, name="vault") -> int:
         if n:
             import faiss
             assert set(faiss.vector_to_array(idx.id_map).tolist()) == ids
+        db = store.catalog.db
+        for fid, tags in db.execute("SELECT id, tags FROM files WHERE deleted=0").fetchall():
+            held = {r[0] for r in db.execute("SELECT tag FROM file_tags WHERE file_id=?", (fid,))}
+            assert held == set(tag_set(json.loads(tags))), (fid, tags, held)
+        assert db.execute("SELECT count(*) FROM file_tags WHERE file_id NOT IN (SELECT id FROM files)"
+                          ).fetchone()[0] == 0
         return n
     finally:
         store.close()
@@ -183,8 +193,8 @@ def pg_consistent(v) -> int:
     note's tag set is its tags' (with their ancestors), as its chunks carry it."""
     import json
 
+    from hybrid.store.base import tag_set
     from hybrid.store.pg.store import open_store
-    from hybrid.store.pg.tsv import tag_set
     store = open_store(v)
     try:
         q, vid = store.query, store.vault_id

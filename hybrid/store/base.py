@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
     from hybrid.core.settings import Settings
@@ -127,6 +129,16 @@ class NoteMeta:
     aliases: list[str]
     modified: float
     links: list[str] = field(default_factory=list)  # link targets as written (hybrid.retrieval.graph)
+
+
+def tag_set(tags: Sequence[str]) -> list[str]:
+    """Every tag and its ancestors (``a/b`` gives ``a`` and ``a/b``), first seen first: what a
+    tag filter tests (a tag matches its nested children). Both stores keep each note's."""
+    out: list[str] = []
+    for t in tags:
+        segs = t.split("/")
+        out.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
+    return list(dict.fromkeys(out))
 
 
 def json_list(text: str | None) -> list:

@@ -216,8 +216,8 @@ def test_schema_7_is_migrated_with_the_notes_tag_sets(tmp_path, pg_url):
     """A database of schema 7 (notes' tags as JSON only) is migrated by the next index run:
     each note's tag set is computed in SQL exactly as the indexer writes it (every tag and its
     ancestors, first seen first), and tag filters over notes answer as before."""
+    from hybrid.store.base import tag_set
     from hybrid.store.pg import connect
-    from hybrid.store.pg.tsv import tag_set
     notes = _notes()
     notes["home/nested.md"] = "---\ntags: [a/b/c, a/d, infra, a/b/c]\n---\n# Nested\n\nnested tags here\n"
     notes["home/empty.md"] = "---\ntags: [garden]\n---\n"  # a tag and no chunk at all

@@ -8,12 +8,20 @@ from typing import Any
 
 from hybrid.store.base import ChunkRow
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Migrations from version N to N+1, run by a writer when it opens an older catalog (a reader of
 # an older one reads it as it is: no links).
 MIGRATIONS: dict[int, str] = {
     2: "ALTER TABLE files ADD COLUMN links TEXT NOT NULL DEFAULT '[]'",  # issue #30: the link graph
     3: "ALTER TABLE chunks ADD COLUMN body_hash TEXT",  # issue #30: duplicates (hybrid.indexing.shared)
+    # issue #31: each note's tag set (the table comes with SCHEMA), computed from its tags as
+    # hybrid.store.base.tag_set does: every tag and each ancestor, split at "/"
+    4: """WITH RECURSIVE t(file_id, tag, rest) AS (
+        SELECT f.id, NULL, j.value || '/' FROM files f, json_each(f.tags) j
+        UNION ALL
+        SELECT file_id, coalesce(tag || '/', '') || substr(rest, 1, instr(rest, '/') - 1),
+               substr(rest, instr(rest, '/') + 1) FROM t WHERE rest <> '')
+    INSERT OR IGNORE INTO file_tags(tag, file_id) SELECT tag, file_id FROM t WHERE tag IS NOT NULL""",
 }
 # made by a writer once the schema is current (its column may come from a migration)
 BODY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash) WHERE body_hash IS NOT NULL"
@@ -49,6 +57,13 @@ CREATE TABLE IF NOT EXISTS chunks (
     body_hash TEXT               -- hash of the text, whitespace normalised (NULL: empty, or older)
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+-- each note's tags and their ancestors (hybrid.store.base.tag_set): what a tag filter looks up
+CREATE TABLE IF NOT EXISTS file_tags (
+    tag TEXT NOT NULL,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    PRIMARY KEY (tag, file_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_tags_file ON file_tags(file_id);
 -- A rowid table: as WITHOUT ROWID, 1.5 KB vector blobs took about three times their size.
 CREATE TABLE IF NOT EXISTS embeddings (
     id INTEGER PRIMARY KEY,

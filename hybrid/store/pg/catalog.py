@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from hybrid.core.faults import checkpoint
 from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
-from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, widen_span
+from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, tag_set, widen_span
 from hybrid.store.lexicon import units
 from hybrid.store.pg import shared
-from hybrid.store.pg.tsv import tag_set, tsvector_of
+from hybrid.store.pg.tsv import tsvector_of
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 if TYPE_CHECKING:

@@ -65,15 +65,6 @@ def tsvector_of(row: Any, stem, section: Sequence[Any] = ()) -> tuple[str, int]:
     return " ".join(f"{quote(k)}:{','.join(v)}" for k, v in pos.items()), max(length, 1)
 
 
-def tag_set(tags: Sequence[str]) -> list[str]:
-    """Every tag and its ancestors (``a/b`` gives ``a`` and ``a/b``): what a tag filter tests."""
-    out: list[str] = []
-    for t in tags:
-        segs = t.split("/")
-        out.extend("/".join(segs[:i]) for i in range(1, len(segs) + 1))
-    return list(dict.fromkeys(out))
-
-
 @dataclass
 class Plan:
     """A query in lexemes: what a unit must match, and the lexemes scored with their boosts."""

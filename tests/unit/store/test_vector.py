@@ -149,13 +149,18 @@ def test_bad_vector_settings_are_one_line_errors():
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 @pytest.mark.parametrize("share", [2, 40])  # a broad filter (1 note in 2) and a narrow one (1 in 40)
-def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybrid_home, share):
+def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybrid_home, share, monkeypatch):
     """Broad note filters are applied to an oversampled unfiltered search, narrow ones through
-    an id selector; both must give the exact filtered top-k."""
+    an id selector; both must give the exact filtered top-k. A filter that passes few notes
+    (here: under 50) goes to the selector at once, without the oversampled searches."""
     import numpy as np
 
+    from hybrid.retrieval import pipeline
     from hybrid.retrieval.pipeline import post_filtered
     from hybrid.retrieval.request import Filters
+    monkeypatch.setattr(pipeline, "FEW_NOTES", 50)
+    tried = []
+    monkeypatch.setattr(pipeline, "post_filtered", lambda *a: tried.append(1) or post_filtered(*a))
     root = tmp_path / "v"
     for i in range(400):
         folder = "keep" if i % share == 0 else "other"
@@ -176,6 +181,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     else:
         assert got is None or len(got) == len(allowed)
     hits = h.search("alpha3 beta2 words", mode="vector", folders=["keep"], top_k=depth)
+    assert bool(tried) == (share == 2)  # 200 notes pass: oversampled first; 10: the list at once
     assert all(x.path.startswith("keep/") for x in hits)
     assert [x.chunk_id for x in hits] == [i for i, _ in truth[:depth]]
     if got is not None:
