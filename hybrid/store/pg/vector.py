@@ -140,6 +140,10 @@ class PgVector:
         recall = 0.0
         for ef in EF_LADDER:
             with self.store.conn.transaction():
+                # planned anew each time: psycopg prepares a statement run 5 times, and the
+                # cached plan of the exact scans above (index scans off) answered the HNSW
+                # queries too, so the index "reached" recall 1.0 at ef_search 40
+                self.store.query("SET LOCAL plan_cache_mode = force_custom_plan")
                 self.store.query(f"SET LOCAL hnsw.ef_search = {ef}")
                 found = [{r[0] for r in self.store.query(sql, (q,))} for q in queries]
             recall = min(_recall(found[:noisy], truth[:noisy]), _recall(found[noisy:], truth[noisy:]))
@@ -240,6 +244,9 @@ class PgVector:
 
         def run() -> list:
             with self.store.conn.transaction():
+                # planned with this transaction's settings, never from a plan psycopg cached
+                # for the same statement under others (an exact scan's, with index scans off)
+                self.store.query("SET LOCAL plan_cache_mode = force_custom_plan")
                 if hnsw:
                     self.store.query(f"SET LOCAL hnsw.ef_search = {self.ef_search(k)}")
                     if len(conds) > 1:
