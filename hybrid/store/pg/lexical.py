@@ -270,6 +270,9 @@ class PgLexical:
         def run() -> list[tuple[list[int], float]]:  # one transaction, run again after a recovery conflict
             with self.store.conn.transaction():
                 self.store.query("SET LOCAL work_mem = '64MB'")  # the candidates stay in memory
+                # planned for these lexemes and filters (GIN or a scan, the path index), never
+                # from the generic plan psycopg's prepared statement settles on after 5 runs
+                self.store.query("SET LOCAL plan_cache_mode = force_custom_plan")
                 return [(ids, score) for ids, score, _ in
                         self._scored_rows(unit, plan, lexemes, idf, avg, where, args, limit)]
         return self.store.read(run)
