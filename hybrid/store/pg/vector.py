@@ -27,9 +27,10 @@ MAX_SCAN_TUPLES = 20_000
 # a filter the planner expects fewer vectors to pass than this is answered by an exact scan of
 # those vectors straight away (the filter columns' indexes find them): the iterative scan visits
 # tuples by the thousand to find the few that pass. Measured at 100k chunks (top 100, median of
-# 20 queries): 1.4k-10k passing vectors 3-12 ms exact against 27-75 ms iterative; 20k passing,
-# 21 against 16 (eval/reports/team-mode.md)
-EXACT_BELOW = 10_000
+# 20 queries, ef_search 40 / 1000): 1.5k-10k passing vectors 3-9 ms exact against 34-91 ms
+# iterative; 11k, 14-17 against 27; 20k, 17-19 against 14-23; 29k, 43-46 against 11-28
+# (eval/reports/issue31-vecfilter.md)
+EXACT_BELOW = 15_000
 
 HNSW_M = 16                 # pgvector's default neighbours per layer
 BUILD_MEMORY_MAX_MB = 8192  # at most this for one build (1M vectors of 384 dimensions need ~2.2 GB)
