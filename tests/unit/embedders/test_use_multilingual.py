@@ -163,7 +163,9 @@ def test_concurrent_first_use_loads_once(monkeypatch):
     for t in threads:
         t.join()
     assert built == {"tokenizer": 1, "backend": 1}
-    assert results[1] == results[3] and np.allclose(results[0], results[2])
+    # the same vector up to float32 rounding: two queries computed at once may sum in another
+    # order (seen in CI: components near zero differing by 3e-8, past allclose's default atol)
+    assert results[1] == results[3] and np.allclose(results[0], results[2], rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.slow

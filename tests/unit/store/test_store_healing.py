@@ -16,6 +16,7 @@ from hybrid.core import files as files_mod
 from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.store import base as store_base
 from hybrid.store.lexicon import LexicalQuery
+from hybrid.store.local import cache as cache_mod
 from hybrid.store.local import catalog as catalog_mod
 from hybrid.store.local.layout import purge_index_dir
 from hybrid.store.local.store import VaultStore
@@ -354,7 +355,7 @@ def test_disk_full_in_faiss_and_tantivy_converge_once_space_is_back(tmp_path, mo
 
 @pytest.mark.slow  # scale: 30 index runs
 def test_unused_embeddings_are_bounded_and_vacuum_shrinks_the_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(catalog_mod, "EMBED_CACHE_MIN", 20)
+    monkeypatch.setattr(cache_mod, "EMBED_CACHE_MIN", 20)
     vault = tmp_path / "vault"
     write(vault, "a.md", "# A\n\nsteady note\n")
     h = indexed(tmp_path, vault)
