@@ -182,6 +182,15 @@ def test_a_note_change_moves_its_vectors_filter_columns(tmp_path, pg_url):
     h.close()
 
 
+def _back_to_schema(pg_url: str, version: int, indexes: tuple[str, ...], alter: str) -> None:
+    """Make the database look as schema ``version`` wrote it: drop ``indexes``, run ``alter``."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for index in indexes:
+            conn.execute(f"DROP INDEX {index}")
+        conn.execute(alter)
+        conn.execute("UPDATE hybrid_schema SET version=%s", (version,))
+
+
 def test_schema_5_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
     """A database of schema 5 (vectors without filter columns) is migrated by the next index
     run: the columns are filled from the chunks in the migration's transaction, the HNSW index
@@ -190,11 +199,8 @@ def test_schema_5_is_migrated_with_the_vectors_filter_columns(tmp_path, pg_url):
     h = indexed_vault(tmp_path, _notes(), "team", store="postgresql", ann_threshold=1)
     q = "deploy canary rollback"
     before = paths(h.search(q, mode="vector", folders=["work"], tags=["infra"], top_k=30))
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for index in ("hybrid_vectors_path", "hybrid_vectors_modified", "hybrid_vectors_tags"):
-            conn.execute(f"DROP INDEX {index}")
-        conn.execute("ALTER TABLE hybrid_vectors DROP COLUMN path, DROP COLUMN tag_set, DROP COLUMN modified")
-        conn.execute("UPDATE hybrid_schema SET version=5")
+    _back_to_schema(pg_url, 5, ("hybrid_vectors_path", "hybrid_vectors_modified", "hybrid_vectors_tags"),
+                    "ALTER TABLE hybrid_vectors DROP COLUMN path, DROP COLUMN tag_set, DROP COLUMN modified")
     h.close()
     h = hybrid.open(tmp_path / "home", embedder="hash:64", ann_threshold=1)
     with pytest.raises(StoreUnavailable, match="run `hybrid index` once to migrate it"):
@@ -228,11 +234,8 @@ def test_schema_7_is_migrated_with_the_notes_tag_sets(tmp_path, pg_url):
     with psycopg.connect(pg_url) as conn:
         written = dict(conn.execute("SELECT path, tag_set FROM hybrid_files").fetchall())
     assert written["home/nested.md"] == ["a", "a/b", "a/b/c", "a/d", "infra"]
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        for index in ("hybrid_files_tags", "hybrid_files_path", "hybrid_files_modified"):
-            conn.execute(f"DROP INDEX {index}")
-        conn.execute("ALTER TABLE hybrid_files DROP COLUMN tag_set")
-        conn.execute("UPDATE hybrid_schema SET version=7")
+    _back_to_schema(pg_url, 7, ("hybrid_files_tags", "hybrid_files_path", "hybrid_files_modified"),
+                    "ALTER TABLE hybrid_files DROP COLUMN tag_set")
     h.close()
     h = hybrid.open(tmp_path / "home", embedder="hash:64")
     with pytest.raises(StoreUnavailable, match="schema 7; run `hybrid index`"):

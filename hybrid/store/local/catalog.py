@@ -18,10 +18,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.sources import FetchedPage

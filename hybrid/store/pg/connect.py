@@ -43,7 +43,7 @@ SECTION_FILTERS = """
 CREATE INDEX IF NOT EXISTS hybrid_sections_tags ON hybrid_sections USING gin (tag_set);
 CREATE INDEX IF NOT EXISTS hybrid_sections_modified ON hybrid_sections (vault, modified);
 """
-# each note's tags with their ancestors (hybrid.store.pg.tsv.tag_set), as its chunks carry them:
+# each note's tags with their ancestors (hybrid.store.base.tag_set), as its chunks carry them:
 # a tag filter over notes (does any note pass? which notes?) is a GIN lookup, not a JSON scan
 FILE_FILTERS = """
 CREATE INDEX IF NOT EXISTS hybrid_files_tags ON hybrid_files USING gin (tag_set);
