@@ -195,6 +195,7 @@ def pg_consistent(v) -> int:
 
     from hybrid.store.base import tag_set
     from hybrid.store.pg.store import open_store
+    from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, field_lengths, summed_lengths
     store = open_store(v)
     try:
         q, vid = store.query, store.vault_id
@@ -206,13 +207,23 @@ def pg_consistent(v) -> int:
                  "unnest(s.chunk_ids) i WHERE NOT EXISTS (SELECT 1 FROM hybrid_chunks c WHERE c.id=i "
                  "AND c.file_id=s.file_id))", (vid,)).fetchone()[0] == 0
         for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
-            want = dict(q(f"SELECT u.lexeme, count(*) FROM {table} c, unnest(c.tsv) u WHERE c.vault=%s "
-                          f"GROUP BY u.lexeme", (vid,)).fetchall())
-            got = dict(q("SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=%s", (vid, unit)).fetchall())
+            want = {r[0]: tuple(r[1:]) for r in q(
+                f"SELECT u.lexeme, count(*), {field_df_counts()} FROM {table} c, unnest(c.tsv) u "
+                f"WHERE c.vault=%s GROUP BY u.lexeme", (vid,))}
+            got = {r[0]: tuple(r[1:]) for r in q(
+                f"SELECT lexeme, df, {', '.join(DF_COLUMN.values())} FROM hybrid_terms WHERE vault=%s AND unit=%s",
+                (vid, unit))}
             assert got == want
-        stats = q("SELECT n_chunks, n_sections FROM hybrid_vaults WHERE id=%s", (vid,)).fetchone()
+            # each unit's field lengths are its tsvector's positions per field (as a migration counts them)
+            assert q(f"SELECT count(*) FROM {table} c WHERE c.vault=%s AND (c.lens <> {field_lengths('c.tsv')} "
+                     f"OR c.agent_lens IS DISTINCT FROM (CASE WHEN c.agent_tsv IS NULL THEN NULL ELSE "
+                     f"{field_lengths('c.agent_tsv')} END))", (vid,)).fetchone()[0] == 0
+        stats = q("SELECT n_chunks, n_sections, chunk_lens, section_lens FROM hybrid_vaults WHERE id=%s",
+                  (vid,)).fetchone()
         assert stats[0] == n
         assert stats[1] == q("SELECT count(*) FROM hybrid_sections WHERE vault=%s", (vid,)).fetchone()[0]
+        assert stats[2] == q(f"SELECT {summed_lengths('hybrid_chunks', '%s')}", (vid,)).fetchone()[0]
+        assert stats[3] == q(f"SELECT {summed_lengths('hybrid_sections', '%s')}", (vid,)).fetchone()[0]
         for tags, tags_of_file in q("SELECT tags, tag_set FROM hybrid_files WHERE vault=%s", (vid,)):
             assert tags_of_file == tag_set(json.loads(tags))
         assert q("SELECT count(*) FROM hybrid_chunks c JOIN hybrid_files f ON f.id = c.file_id WHERE "
@@ -224,12 +235,13 @@ def pg_consistent(v) -> int:
 
 
 def packed_consistent(store) -> int:
-    """Each packed posting of the keyword arm (hybrid.store.pg.packed) is its unit's weighted
-    tf as the SQL scorer computes it (2·ts_rank_cd) for the units of its build still there;
-    every row is of the base's build. How many postings were checked."""
+    """Each packed posting of the keyword arm (hybrid.store.pg.packed) is its unit's term
+    frequency per field as the SQL scorer computes it (ts_rank_cd weighted to one field) for
+    the units of its build still there, and the base's field lengths are the units'; every row
+    is of the base's build. How many postings were checked."""
     import numpy as np
 
-    from hybrid.store.pg.tsv import TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, quote
+    from hybrid.store.pg.tsv import FIELDS, UNIT_CODE, UNIT_TABLE, quote, tf_weights
     q, vid, checked = store.query, store.vault_id, 0
     for unit, table in UNIT_TABLE.items():
         base = q("SELECT build, max_id, ids FROM hybrid_packed_base WHERE vault=%s AND unit=%s",
@@ -239,14 +251,19 @@ def packed_consistent(store) -> int:
                          (vid, UNIT_CODE[unit])).fetchone()[0]
             continue
         build, max_id, ids = base[0], base[1], np.frombuffer(base[2], ">i8")
-        live = {r[0] for r in q(f"SELECT id FROM {table} WHERE vault=%s AND id <= %s", (vid, max_id))}
+        lens = q("SELECT lens FROM hybrid_packed_base WHERE vault=%s AND unit=%s", (vid, UNIT_CODE[unit])).fetchone()[0]
+        base_lens = dict(zip(ids.tolist(), np.frombuffer(lens, ">i4").reshape(-1, len(FIELDS)).tolist()))
+        live = dict(q(f"SELECT id, lens FROM {table} WHERE vault=%s AND id <= %s", (vid, max_id)).fetchall())
+        assert {k: v for k, v in base_lens.items() if k in live} == live
         for lexeme, b, ords, tfs in q("SELECT lexeme, build, ords, tfs FROM hybrid_packed WHERE vault=%s "
                                       "AND unit=%s", (vid, UNIT_CODE[unit])).fetchall():
             assert b == build
-            exact = dict(q(f"SELECT id, 2 * ts_rank_cd({TF_WEIGHTS}, tsv, %s::tsquery, 0) FROM {table} "
-                           f"WHERE vault=%s AND id <= %s AND tsv @@ %s::tsquery",
-                           (quote(lexeme), vid, max_id, quote(lexeme))).fetchall())
-            got = dict(zip(ids[np.frombuffer(ords, ">i4")].tolist(), np.frombuffer(tfs, ">f4").tolist()))
+            per_field = ", ".join(f"ts_rank_cd({tf_weights(x)}, tsv, %(q)s::tsquery, 0)::int" for x in FIELDS)
+            exact = {r[0]: list(r[1:]) for r in q(
+                f"SELECT id, {per_field} FROM {table} WHERE vault=%(v)s AND id <= %(m)s AND tsv @@ %(q)s::tsquery",
+                {"q": quote(lexeme), "v": vid, "m": max_id})}
+            got = dict(zip(ids[np.frombuffer(ords, ">i4")].tolist(),
+                           np.frombuffer(tfs, ">i2").reshape(-1, len(FIELDS)).tolist()))
             assert {k: v for k, v in got.items() if k in live} == exact, lexeme
             checked += len(exact)
     return checked

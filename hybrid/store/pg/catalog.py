@@ -23,7 +23,7 @@ from hybrid.store.agent.vectors import entries, header_setting
 from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, tag_set, widen_span
 from hybrid.store.lexicon import units
 from hybrid.store.pg import shared
-from hybrid.store.pg.tsv import tsvector_of
+from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
 from hybrid.store.sql import kind_condition, like_escape, mention_condition
 
 if TYPE_CHECKING:
@@ -131,7 +131,9 @@ class PgCatalog:
         if not file_ids:
             return
         for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
-            self.q(f"UPDATE hybrid_terms t SET df = t.df - g.n FROM (SELECT u.lexeme, count(*) AS n "
+            self.q(f"UPDATE hybrid_terms t SET df = t.df - g.n, "
+                   f"{', '.join(f'{col} = t.{col} - g.{col}' for col in DF_COLUMN.values())} "
+                   f"FROM (SELECT u.lexeme, count(*) AS n, {field_df_counts()} "
                    f"FROM {table} c, unnest(c.tsv) u WHERE c.file_id = ANY(%s) GROUP BY u.lexeme) g "
                    f"WHERE t.vault=%s AND t.unit=%s AND t.lexeme = g.lexeme",
                    (file_ids, self.vault_id, unit))
@@ -172,26 +174,26 @@ class PgCatalog:
             tags, modified = tag_set(n.tags), n.modified
             embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             for ord_, (r, a) in enumerate(zip(rows, agent_rows)):
-                tsv, length = tsvector_of(r, stem)
-                agent_tsv, agent_len = (None, None) if a is r else tsvector_of(a, stem)
+                tsv, lens = tsvector_of(r, stem)
+                agent_tsv, agent_lens = (None, None) if a is r else tsvector_of(a, stem)
                 chunk_rows.append((r.id, v, fid, ord_, r.heading, r.start_line, r.end_line, r.text,
-                                   r.embed_hash, r.path, tags, modified, tsv, length, agent_tsv, agent_len,
+                                   r.embed_hash, r.path, tags, modified, tsv, lens, agent_tsv, agent_lens,
                                    *embeds.get(r.id, (None, None)), n.chunks[ord_].body_hash or None))
             for run, arun in section_pairs(rows, agent_rows):
-                tsv, length = tsvector_of(run[0], stem, run)
+                tsv, lens = tsvector_of(run[0], stem, run)
                 same = all(a is r for a, r in zip(arun, run))
-                agent_tsv, agent_len = (None, None) if same else tsvector_of(arun[0], stem, arun)
+                agent_tsv, agent_lens = (None, None) if same else tsvector_of(arun[0], stem, arun)
                 section_rows.append((v, fid, [r.id for r in run], n.path, tags, modified, tsv,
-                                     length, agent_tsv, agent_len))
+                                     lens, agent_tsv, agent_lens))
         self._put_texts(notes, fids_of)
         cur = self.conn.cursor()
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
-                      "text, embed_hash, path, tag_set, modified, tsv, len, agent_tsv, agent_len, "
+                      "text, embed_hash, path, tag_set, modified, tsv, lens, agent_tsv, agent_lens, "
                       "agent_embed_hash, agent_embed_text, body_hash) FROM STDIN") as cp:
             for row in chunk_rows:
                 cp.write_row(row)
         with cur.copy("COPY hybrid_sections (vault, file_id, chunk_ids, path, tag_set, modified, "
-                      "tsv, len, agent_tsv, agent_len) FROM STDIN") as cp:
+                      "tsv, lens, agent_tsv, agent_lens) FROM STDIN") as cp:
             for srow in section_rows:
                 cp.write_row(srow)
         if ids:
@@ -199,10 +201,13 @@ class PgCatalog:
             self.q(VECTORS_FROM_CACHE + "c.id = ANY(%s)", (model, ids))
             fids = sorted({r[2] for r in chunk_rows})
             for unit, table in ((0, "hybrid_chunks"), (1, "hybrid_sections")):
-                self.q(f"INSERT INTO hybrid_terms(vault, unit, lexeme, df) SELECT %s, %s, u.lexeme, "
-                       f"count(*) FROM {table} c, unnest(c.tsv) u WHERE c.file_id = ANY(%s) "
+                cols = ", ".join(DF_COLUMN.values())
+                self.q(f"INSERT INTO hybrid_terms(vault, unit, lexeme, df, {cols}) SELECT %s, %s, u.lexeme, "
+                       f"count(*), {field_df_counts()} FROM {table} c, unnest(c.tsv) u WHERE c.file_id = ANY(%s) "
                        f"GROUP BY u.lexeme ON CONFLICT (vault, unit, lexeme) DO UPDATE "
-                       f"SET df = hybrid_terms.df + EXCLUDED.df", (v, unit, fids))
+                       f"SET df = hybrid_terms.df + EXCLUDED.df, "
+                       f"{', '.join(f'{c} = hybrid_terms.{c} + EXCLUDED.{c}' for c in DF_COLUMN.values())}",
+                       (v, unit, fids))
         return ids
 
     def _put_texts(self, notes: list[NoteRecord], fids: list[int]) -> None:
@@ -244,9 +249,9 @@ class PgCatalog:
         generation, in the change's transaction."""
         self.q("UPDATE hybrid_vaults v SET generation = generation + 1, "
                "n_chunks = (SELECT count(*) FROM hybrid_chunks WHERE vault = v.id), "
-               "chunk_len = coalesce((SELECT sum(len) FROM hybrid_chunks WHERE vault = v.id), 0), "
+               f"chunk_lens = {summed_lengths('hybrid_chunks', 'v.id')}, "
                "n_sections = (SELECT count(*) FROM hybrid_sections WHERE vault = v.id), "
-               "section_len = coalesce((SELECT sum(len) FROM hybrid_sections WHERE vault = v.id), 0) "
+               f"section_lens = {summed_lengths('hybrid_sections', 'v.id')} "
                "WHERE id = %s", (self.vault_id,))
 
     def purge(self, synced: Sequence[int]) -> None:

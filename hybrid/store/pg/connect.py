@@ -10,9 +10,10 @@ from urllib.parse import urlsplit
 
 from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import ENV_URL
+from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, field_lengths, summed_lengths
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 CONNECT_TIMEOUT = 10
 # each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
 # hybrid_files narrow for the scans that read every note's fields
@@ -27,13 +28,13 @@ PACKED_TABLES = """
 CREATE TABLE IF NOT EXISTS hybrid_packed_base (
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE, unit smallint NOT NULL,
     build bigint NOT NULL, max_id bigint NOT NULL, n integer NOT NULL,
-    ids bytea NOT NULL, lens bytea NOT NULL,    -- int8 and int4, big-endian, by id
+    ids bytea NOT NULL, lens bytea NOT NULL,    -- int8, and int4 per field (tsv.FIELDS), big-endian, by id
     PRIMARY KEY (vault, unit)
 );
 CREATE TABLE IF NOT EXISTS hybrid_packed (
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE, unit smallint NOT NULL,
     lexeme text COLLATE "C" NOT NULL, build bigint NOT NULL, n integer NOT NULL,
-    ords bytea NOT NULL, tfs bytea NOT NULL,    -- int4 ordinals into the base, float4 tfs
+    ords bytea NOT NULL, tfs bytea NOT NULL,    -- int4 ordinals into the base, int2 tf per field
     PRIMARY KEY (vault, unit, lexeme)
 );
 ALTER TABLE hybrid_packed_base ALTER COLUMN ids SET STORAGE EXTERNAL, ALTER COLUMN lens SET STORAGE EXTERNAL;
@@ -121,6 +122,40 @@ UPDATE hybrid_files f SET tag_set = coalesce((
         GROUP BY 1) a), '{}')
     WHERE f.tags <> '[]';
 """ + FILE_FILTERS,
+    # 8 -> 9: the keyword arm scores each field with a BM25 of its own, as tantivy does (issue
+    # #31: the same ranking on both stores): each unit's field lengths, each vault's totals and
+    # each lexeme's document frequency per field, all counted from the stored tsvectors, so
+    # readers search at once; the packed postings change format, so they are dropped (the same
+    # index run builds them again). Identifiers were kept once per unit and are now counted at
+    # every occurrence (as tantivy counts them): every note is marked changed, so that run
+    # also writes each note's tsvectors anew (its vectors come from the cache)
+    8: f"""
+ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS lens integer[], ADD COLUMN IF NOT EXISTS agent_lens integer[];
+UPDATE hybrid_chunks SET lens = {field_lengths('tsv')},
+    agent_lens = CASE WHEN agent_tsv IS NULL THEN NULL ELSE {field_lengths('agent_tsv')} END;
+ALTER TABLE hybrid_chunks ALTER COLUMN lens SET NOT NULL, DROP COLUMN IF EXISTS len, DROP COLUMN IF EXISTS agent_len;
+ALTER TABLE hybrid_sections ADD COLUMN IF NOT EXISTS lens integer[], ADD COLUMN IF NOT EXISTS agent_lens integer[];
+UPDATE hybrid_sections SET lens = {field_lengths('tsv')},
+    agent_lens = CASE WHEN agent_tsv IS NULL THEN NULL ELSE {field_lengths('agent_tsv')} END;
+ALTER TABLE hybrid_sections ALTER COLUMN lens SET NOT NULL, DROP COLUMN IF EXISTS len, DROP COLUMN IF EXISTS agent_len;
+ALTER TABLE hybrid_vaults ADD COLUMN IF NOT EXISTS chunk_lens bigint[] NOT NULL DEFAULT '{{0,0,0,0}}',
+    ADD COLUMN IF NOT EXISTS section_lens bigint[] NOT NULL DEFAULT '{{0,0,0,0}}';
+UPDATE hybrid_vaults v SET chunk_lens = {summed_lengths('hybrid_chunks', 'v.id')},
+    section_lens = {summed_lengths('hybrid_sections', 'v.id')};
+ALTER TABLE hybrid_vaults DROP COLUMN IF EXISTS chunk_len, DROP COLUMN IF EXISTS section_len;
+ALTER TABLE hybrid_terms ADD COLUMN IF NOT EXISTS df_title integer NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS df_headings integer NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS df_body integer NOT NULL DEFAULT 0;
+UPDATE hybrid_terms t SET {', '.join(f'{col} = g.{col}' for col in DF_COLUMN.values())}
+    FROM (SELECT c.vault, u.lexeme, {field_df_counts()} FROM hybrid_chunks c, unnest(c.tsv) u
+          GROUP BY c.vault, u.lexeme) g WHERE t.unit = 0 AND t.vault = g.vault AND t.lexeme = g.lexeme;
+UPDATE hybrid_terms t SET {', '.join(f'{col} = g.{col}' for col in DF_COLUMN.values())}
+    FROM (SELECT c.vault, u.lexeme, {field_df_counts()} FROM hybrid_sections c, unnest(c.tsv) u
+          GROUP BY c.vault, u.lexeme) g WHERE t.unit = 1 AND t.vault = g.vault AND t.lexeme = g.lexeme;
+DELETE FROM hybrid_packed;
+DELETE FROM hybrid_packed_base;
+UPDATE hybrid_files SET hash = '', mtime_ns = -1;
+""",
 }
 
 SCHEMA = """
@@ -129,8 +164,9 @@ CREATE TABLE IF NOT EXISTS hybrid_vaults (
     id serial PRIMARY KEY,
     name text NOT NULL UNIQUE,
     generation bigint NOT NULL DEFAULT 0,   -- bumped by every committed change
-    n_chunks integer NOT NULL DEFAULT 0, chunk_len bigint NOT NULL DEFAULT 0,    -- BM25's N and
-    n_sections integer NOT NULL DEFAULT 0, section_len bigint NOT NULL DEFAULT 0 -- total length
+    n_chunks integer NOT NULL DEFAULT 0, n_sections integer NOT NULL DEFAULT 0,  -- BM25's N and
+    chunk_lens bigint[] NOT NULL DEFAULT '{0,0,0,0}',    -- each field's total length (tsv.FIELDS)
+    section_lens bigint[] NOT NULL DEFAULT '{0,0,0,0}'
 );
 CREATE TABLE IF NOT EXISTS hybrid_meta (
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,
@@ -154,8 +190,8 @@ CREATE TABLE IF NOT EXISTS hybrid_chunks (
     ord integer NOT NULL, heading text NOT NULL, start_line integer NOT NULL,
     end_line integer NOT NULL, text text NOT NULL, embed_hash text NOT NULL,
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
-    tsv tsvector NOT NULL, len integer NOT NULL,
-    agent_tsv tsvector, agent_len integer,  -- the redacted text's, where redaction changed it
+    tsv tsvector NOT NULL, lens integer[] NOT NULL, -- each field's length (tsv.FIELDS)
+    agent_tsv tsvector, agent_lens integer[],       -- the redacted text's, where redaction changed it
     agent_embed_hash text, agent_embed_text text, -- and what is embedded for it (agent_vectors)
     body_hash text                          -- the text's hash, whitespace normalised (hybrid.indexing.shared)
 );
@@ -190,7 +226,7 @@ CREATE TABLE IF NOT EXISTS hybrid_sections (
     file_id bigint NOT NULL REFERENCES hybrid_files(id) ON DELETE CASCADE,
     chunk_ids bigint[] NOT NULL,
     path text NOT NULL, tag_set text[] NOT NULL, modified double precision NOT NULL,
-    tsv tsvector NOT NULL, len integer NOT NULL, agent_tsv tsvector, agent_len integer
+    tsv tsvector NOT NULL, lens integer[] NOT NULL, agent_tsv tsvector, agent_lens integer[]
 );
 CREATE INDEX IF NOT EXISTS hybrid_sections_redacted ON hybrid_sections (vault) WHERE agent_tsv IS NOT NULL;
 ALTER TABLE hybrid_sections ALTER COLUMN tsv SET STORAGE MAIN;
@@ -198,10 +234,12 @@ ALTER TABLE hybrid_sections SET (toast_tuple_target = 8160);
 CREATE INDEX IF NOT EXISTS hybrid_sections_file ON hybrid_sections (file_id);
 CREATE INDEX IF NOT EXISTS hybrid_sections_path ON hybrid_sections (vault, path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS hybrid_sections_tsv ON hybrid_sections USING gin (tsv);
--- document frequencies for BM25 (unit 0 chunks, 1 sections), kept in each change's transaction
+-- document frequencies for BM25 (unit 0 chunks, 1 sections), kept in each change's transaction:
+-- units holding the lexeme, and those holding it in each stemmed field (tsv.DF_COLUMN)
 CREATE TABLE IF NOT EXISTS hybrid_terms (
     vault integer NOT NULL, unit smallint NOT NULL, lexeme text COLLATE "C" NOT NULL,
-    df integer NOT NULL, PRIMARY KEY (vault, unit, lexeme)
+    df integer NOT NULL, df_title integer NOT NULL DEFAULT 0, df_headings integer NOT NULL DEFAULT 0,
+    df_body integer NOT NULL DEFAULT 0, PRIMARY KEY (vault, unit, lexeme)
 );
 CREATE TABLE IF NOT EXISTS hybrid_fetched (   -- a bookmarks source's fetched pages
     vault integer NOT NULL REFERENCES hybrid_vaults(id) ON DELETE CASCADE,

@@ -7,10 +7,14 @@ local tantivy index (:class:`hybrid.store.lexicon.StemAnalyzer`,
 :func:`hybrid.store.lexicon.doc_fields`; CJK runs as character bigrams): stems of the title
 (weight A), headings and tags (B) and body (D) with their positions, and the identifier tokens
 (C) under a ``=`` prefix (``=orders-created``, ``=postgres``), which also serve typo repair.
-The GIN index picks the candidates (``@@``); their BM25F score is computed in SQL from the
-positions' weights (the local index's field boosts) with document frequencies kept in
-``hybrid_terms`` by every change's own transaction. Queries are built from lexemes, never
-parsed from user text by PostgreSQL, so no input is a syntax error here.
+The GIN index picks the candidates (``@@``); their score is computed in SQL as tantivy
+computes the local one: a BM25 per field (each field's term frequency counted from the
+positions of its weight, its length against the vault's mean for that field, its own document
+frequency), times the field's boost, summed; a word one edit away from a typed one adds its
+weight flat, as tantivy's fuzzy term query does. Lengths and frequencies per field are kept
+by every change's own transaction (``hybrid_chunks.lens``, ``hybrid_terms``). Queries are
+built from lexemes, never parsed from user text by PostgreSQL, so no input is a syntax error
+here.
 
 Queries of words found in many units (where every holder is a candidate) are answered from
 packed postings scored with numpy instead (:mod:`hybrid.store.pg.packed`), with the same
@@ -19,7 +23,6 @@ scores; phrases, and what the packed postings cannot answer cheaply, come here.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -42,7 +45,23 @@ from hybrid.store.lexicon import (
     spellable,
 )
 from hybrid.store.pg import packed
-from hybrid.store.pg.tsv import IDENT, K1, MAX_LEXEME, TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, B, Plan, quote
+from hybrid.store.pg.tsv import (
+    DF_COLUMN,
+    FIELD_BOOST,
+    FIELDS,
+    IDENT,
+    K1,
+    MAX_LEXEME,
+    UNIT_CODE,
+    UNIT_TABLE,
+    B,
+    Plan,
+    Stats,
+    field_of,
+    idf,
+    quote,
+    tf_weights,
+)
 from hybrid.store.sql import like_escape
 
 
@@ -65,8 +84,8 @@ class PgLexical:
         return "coalesce(c.agent_tsv, c.tsv)" if self.agent else "c.tsv"
 
     @property
-    def _len(self) -> str:
-        return "coalesce(c.agent_len, c.len)" if self.agent else "c.len"
+    def _lens(self) -> str:
+        return "coalesce(c.agent_lens, c.lens)" if self.agent else "c.lens"
 
     # --- vocabulary -----------------------------------------------------------------------
     def _present(self, word: str) -> bool:
@@ -166,6 +185,8 @@ class PgLexical:
                           and not has_cjk(w)]
             for right in self.corrections(wanted).values():
                 ors.append(quote(IDENT + right))
+                if IDENT + right not in plan.scored:
+                    plan.flat.add(IDENT + right)
                 plan.scored[IDENT + right] = max(plan.scored.get(IDENT + right, 0.0), FUZZY_BOOST)
         musts = []
         for ph in q.phrases:
@@ -241,30 +262,30 @@ class PgLexical:
                    f"ORDER BY c.id LIMIT %s")
             return [(list(r[0]), float(r[1])) for r in self.store.query(sql, (*args, limit))]
         lexemes = list(plan.scored)
-        idf, avg, df = self._idf(unit, lexemes)
+        stats = self.stats(unit, lexemes)
         if not q.phrases and self.use_packed:
             # words in many units: their packed postings, scored with numpy (hybrid.store.pg.packed)
-            got = packed.answer(self, unit, plan, lexemes, idf, df, avg, filters, limit)
+            got = packed.answer(self, unit, plan, lexemes, stats, filters, limit)
             if got is not None:
                 return got
         if q.phrases or len(lexemes) < 2:
-            return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+            return self._scored(unit, plan, lexemes, stats, where, args, limit)
         # MaxScore: a unit that holds none of the query's rarest lexemes scores at most the sum
-        # of the others' upper bounds (w·idf·(k1+1)). Score the units holding the rarest ones
+        # of the others' upper bounds (Stats.bound). Score the units holding the rarest ones
         # first; once the limit-th score beats what the rest could add, the others cannot enter
         # and are never read (a query with a common word no longer scores half the vault).
-        bound = {x: plan.scored[x] * idf[x] * (K1 + 1) for x in lexemes}
+        bound = {x: stats.bound(x, plan.scored[x], x in plan.flat) for x in lexemes}
         order = sorted(lexemes, key=lambda x: (-bound[x], x))
         for cut in range(1, len(order)):
             rest = sum(bound[x] for x in order[cut:])
             match = " | ".join(quote(x) for x in order[:cut])
             w, a = self._where(Plan(match, plan.excludes, plan.scored), *filters)
-            got = self._scored(unit, plan, lexemes, idf, avg, w, a, limit)
+            got = self._scored(unit, plan, lexemes, stats, w, a, limit)
             if len(got) >= limit and got[limit - 1][1] > rest:
                 return got
-        return self._scored(unit, plan, lexemes, idf, avg, where, args, limit)
+        return self._scored(unit, plan, lexemes, stats, where, args, limit)
 
-    def _scored(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+    def _scored(self, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
                 where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float]]:
         """BM25 of the units passing ``where`` over every scored lexeme, the best ``limit``."""
         def run() -> list[tuple[list[int], float]]:  # one transaction, run again after a recovery conflict
@@ -274,73 +295,99 @@ class PgLexical:
                 # from the generic plan psycopg's prepared statement settles on after 5 runs
                 self.store.query("SET LOCAL plan_cache_mode = force_custom_plan")
                 return [(ids, score) for ids, score, _ in
-                        self._scored_rows(unit, plan, lexemes, idf, avg, where, args, limit)]
+                        self._scored_rows(unit, plan, lexemes, stats, where, args, limit)]
         return self.store.read(run)
 
-    def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+    def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
                      where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float, int]]:
-        """:meth:`_scored`'s statement, in the caller's transaction: (chunk ids, score, unit id)."""
+        """:meth:`_scored`'s statement, in the caller's transaction: (chunk ids, score, unit id).
+        A unit's score is tantivy's: for each lexeme, a BM25 per field (:data:`FIELDS`) times
+        the field's boost, summed, times the lexeme's weight (a ``plan.flat`` lexeme: its
+        weight alone); a field no unit holds the lexeme in is not looked at."""
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        # Each (candidate, lexeme) frequency is computed once (OFFSET 0 keeps the planner from
-        # inlining it into each of its three uses). tsvectors are stored in the row (see the
+        # A field's term frequency is its positions' count (ts_rank_cd of the lexeme alone,
+        # weighted to that field). Each (candidate, lexeme) row is computed once (OFFSET 0 keeps
+        # the planner from inlining it into its uses). tsvectors are stored in the row (see the
         # schema), so reading one costs no detoasting.
-        sql = (f"WITH q AS MATERIALIZED (SELECT t::tsquery AS tq, w, idf FROM "
-               f"unnest(%s::text[], %s::float8[], %s::float8[]) AS x(t, w, idf)), "
-               f"cand AS MATERIALIZED (SELECT c.id, {ids} AS ids, {self._len} AS len, "
+        tfs = ", ".join(f"CASE WHEN q.idf{x} IS NULL THEN 0 ELSE ts_rank_cd({tf_weights(x)}, cand.v, q.tq, 0) "
+                        f"END AS tf{x}" for x in FIELDS)
+        parts = " + ".join(
+            f"CASE WHEN f.tf{x} > 0 THEN {FIELD_BOOST[x]!r} * q.idf{x} * (f.tf{x} * {K1 + 1}) / "
+            f"(f.tf{x} + {K1} * ({1 - B} + {B} * cand.lens[{i + 1}] / {stats.avg[x]!r})) ELSE 0 END"
+            for i, x in enumerate(FIELDS))
+        sql = (f"WITH q AS MATERIALIZED (SELECT t::tsquery AS tq, w, flat, {', '.join(f'idf{x}' for x in FIELDS)} "
+               f"FROM unnest(%s::text[], %s::float8[], %s::boolean[], {', '.join('%s::float8[]' for _ in FIELDS)}) "
+               f"AS x(t, w, flat, {', '.join(f'idf{x}' for x in FIELDS)})), "
+               f"cand AS MATERIALIZED (SELECT c.id, {ids} AS ids, {self._lens} AS lens, "
                f"{self._tsv} AS v FROM {table} c WHERE {' AND '.join(where)}) "
-               f"SELECT cand.ids, sum(q.w * q.idf * (f.tf * {K1 + 1}) / "
-               f"(f.tf + {K1} * ({1 - B} + {B} * cand.len / %s))) AS score, cand.id "
-               f"FROM cand CROSS JOIN q CROSS JOIN LATERAL "
-               f"(SELECT 2 * ts_rank_cd({TF_WEIGHTS}, cand.v, q.tq, 0) AS tf OFFSET 0) f "
-               f"WHERE f.tf > 0 GROUP BY cand.id, cand.ids ORDER BY score DESC, cand.id LIMIT %s")
-        params = ([quote(x) for x in lexemes], [plan.scored[x] for x in lexemes], [idf[x] for x in lexemes],
-                  *args, avg, limit)
+               f"SELECT cand.ids, sum(q.w * (CASE WHEN q.flat THEN 1 ELSE {parts} END)) AS score, cand.id "
+               f"FROM cand CROSS JOIN q CROSS JOIN LATERAL (SELECT {tfs} OFFSET 0) f "
+               f"WHERE {' + '.join(f'f.tf{x}' for x in FIELDS)} > 0 "
+               f"GROUP BY cand.id, cand.ids ORDER BY score DESC, cand.id LIMIT %s")
+        per_field = [[stats.idfs(x)[i] for x in lexemes] for i in range(len(FIELDS))]
+        params = ([quote(x) for x in lexemes], [plan.scored[x] for x in lexemes], [x in plan.flat for x in lexemes],
+                  *per_field, *args, limit)
         return [(list(r[0]), float(r[1]), int(r[2])) for r in self.store.query(sql, params)]
 
-    def _idf(self, unit: str, lexemes: list[str]) -> tuple[dict[str, float], float, dict[str, int]]:
-        """BM25's idf of each lexeme over the vault's units of kind ``unit``, their mean
-        length and the lexemes' document frequencies; for an agent, over the units it may see,
-        as it is shown them (see :meth:`_agent_stats`)."""
-        n_col, len_col = ("n_chunks", "chunk_len") if unit == "chunk" else ("n_sections", "section_len")
+    def stats(self, unit: str, lexemes: list[str]) -> Stats:
+        """BM25's statistics of ``lexemes`` over the vault's units of kind ``unit``; for an
+        agent, over the units it may see, as it is shown them (see :meth:`_agent_stats`)."""
+        n_col, len_col = ("n_chunks", "chunk_lens") if unit == "chunk" else ("n_sections", "section_lens")
         v = self.store.vault_id
-        n, total = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s", (v,)).fetchone()
-        df = dict(self.store.query(
-            "SELECT lexeme, df FROM hybrid_terms WHERE vault=%s AND unit=%s AND lexeme = ANY(%s)",
-            (v, UNIT_CODE[unit], lexemes)).fetchall())
+        n, totals = self.store.query(f"SELECT {n_col}, {len_col} FROM hybrid_vaults WHERE id=%s", (v,)).fetchone()
+        totals = list(totals or [0] * len(FIELDS))
+        df: dict[str, list[int]] = {}
+        for lexeme, *counts in self.store.query(
+                f"SELECT lexeme, df, {', '.join(DF_COLUMN.values())} FROM hybrid_terms "
+                f"WHERE vault=%s AND unit=%s AND lexeme = ANY(%s)", (v, UNIT_CODE[unit], lexemes)):
+            df[lexeme] = counts
         if self.agent:
-            n, total = self._agent_stats(UNIT_TABLE[unit], lexemes, df, n, total)
-        out = {}
+            n, totals = self._agent_stats(UNIT_TABLE[unit], lexemes, df, n, totals)
+        out: dict[tuple[str, str], float] = {}
         for x in lexemes:
-            d = max(0, min(df.get(x, 0), n))
-            out[x] = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
-        return out, (total / n if n else 0.0) or 1.0, df
+            got = df.get(x)
+            if not got:
+                continue
+            field_df = {"C": got[0]} if x.startswith(IDENT) else dict(zip(DF_COLUMN, got[1:]))
+            for field, d in field_df.items():
+                if d > 0 and field in field_of(x):
+                    out[(x, field)] = idf(n, d)
+        avg = {x: (t / n if n else 0.0) or 1.0 for x, t in zip(FIELDS, totals)}
+        return Stats(out, avg, {x: c[0] for x, c in df.items()})
 
-    def _agent_stats(self, table: str, lexemes: list[str], df: dict[str, int], n: int,
-                     total: int) -> tuple[int, int]:
+    def _agent_stats(self, table: str, lexemes: list[str], df: dict[str, list[int]], n: int,
+                     totals: list[int]) -> tuple[int, list[int]]:
         """The vault's statistics less its hidden units, with its redacted units counted as an
         agent is shown them: an agent's BM25 is that of a vault in which the private notes
         were never written and the secrets never typed. Costs a query over the hidden and the
-        redacted units only (``df`` is corrected in place)."""
+        redacted units only (``df``, each lexeme's [df, df per field of DF_COLUMN], is
+        corrected in place)."""
         q, v = self.store.query, self.store.vault_id
+        held = ", ".join(f"count(*) FILTER (WHERE '{x}' = ANY(u.weights))" for x in DF_COLUMN)
 
         def count(where: str, tsv: str, sign: int, args: tuple) -> None:
-            for lexeme, c in q(f"SELECT u.lexeme, count(*) FROM {table} c, unnest({tsv}) u WHERE {where} "
-                               f"AND u.lexeme = ANY(%s) GROUP BY u.lexeme", (*args, lexemes)):
-                df[lexeme] = df.get(lexeme, 0) + sign * c
+            for lexeme, *c in q(f"SELECT u.lexeme, count(*), {held} FROM {table} c, unnest({tsv}) u "
+                                f"WHERE {where} AND u.lexeme = ANY(%s) GROUP BY u.lexeme", (*args, lexemes)):
+                now = df.setdefault(lexeme, [0] * len(c))
+                df[lexeme] = [a + sign * b for a, b in zip(now, c)]
+
+        def lens(where: str, col: str, args: tuple) -> list[int]:
+            row = q(f"SELECT {', '.join(f'coalesce(sum({col}[{i + 1}]), 0)' for i in range(len(FIELDS)))} "
+                    f"FROM {table} c WHERE {where}", args).fetchone()
+            return [int(x) for x in row]
 
         if self.hidden:
             h = (self.hidden,)
-            gone, gone_len = q(f"SELECT count(*), coalesce(sum(len), 0) FROM {table} WHERE file_id = ANY(%s)",
-                               h).fetchone()
-            n, total = n - gone, total - gone_len
+            n -= q(f"SELECT count(*) FROM {table} WHERE file_id = ANY(%s)", h).fetchone()[0]
+            totals = [t - g for t, g in zip(totals, lens("c.file_id = ANY(%s)", "c.lens", h))]
             count("c.file_id = ANY(%s)", "c.tsv", -1, h)
         shown = "c.vault = %s AND c.agent_tsv IS NOT NULL AND NOT c.file_id = ANY(%s)"
         args = (v, self.hidden)
-        total += q(f"SELECT coalesce(sum(c.agent_len - c.len), 0) FROM {table} c WHERE {shown}", args).fetchone()[0]
+        totals = [t - a + b for t, a, b in zip(totals, lens(shown, "c.lens", args), lens(shown, "c.agent_lens", args))]
         count(shown, "c.tsv", -1, args)
         count(shown, "c.agent_tsv", 1, args)
-        return n, total
+        return n, totals
 
     def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, **opts) -> set[int]:
         """Every chunk id the query matches (unranked), for restricting the vector arm."""

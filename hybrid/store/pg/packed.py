@@ -4,9 +4,9 @@ A word found in most chunks defeats the GIN + MaxScore path of :mod:`hybrid.stor
 every unit holding it is a candidate, and each candidate's BM25 is computed in SQL from its
 tsvector (1.6 s at 100k chunks for a query of such words). Here the postings of every lexeme
 found in at least ``max(MIN_DF, N/DF_SHARE)`` units are kept packed: one row per lexeme holding
-its units' ordinals (int32) and weighted term frequencies (float32, exactly the ``2·ts_rank_cd``
-the SQL scorer computes), and one row per unit kind holding the units' ids and lengths in id
-order (the *base*). A query fetches the rows of its lexemes (a few hundred kB each; a reader
+its units' ordinals (int32) and term frequencies per field (int16 each, the positions' counts
+the SQL scorer computes), and one row per unit kind holding the units' ids and field lengths in
+id order (the *base*). A query fetches the rows of its lexemes (a few hundred kB each; a reader
 keeps recent ones in memory, keyed by the base's build, which never changes once written) and
 adds up BM25 in a dense array, as tantivy scores a block: no per-candidate SQL.
 
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hybrid.store.pg.tsv import K1, TF_WEIGHTS, UNIT_CODE, UNIT_TABLE, B, Plan, quote
+from hybrid.store.pg.tsv import FIELD_BOOST, FIELDS, K1, UNIT_CODE, UNIT_TABLE, B, Plan, Stats, quote
 
 log = logging.getLogger("hybrid")
 
@@ -62,7 +62,7 @@ class ScoringArm(Protocol):
     def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str], since: float | None,
                exclude_folders: Sequence[str], sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]: ...
 
-    def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float], avg: float,
+    def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
                      where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float, int]]: ...
 
 
@@ -72,17 +72,14 @@ class Base:
     build: int
     max_id: int
     ids: np.ndarray      # int64, ascending: ordinal -> unit id
-    lens: np.ndarray     # float64: ordinal -> BM25 length
+    lens: np.ndarray     # float64, (units, fields): ordinal -> each field's length (tsv.FIELDS)
 
 
-def tf_sql(weights: str) -> str:
-    """The SQL of a posting's weighted term frequency from ``unnest(tsv)``'s ``x.weights``:
-    ``2 * ts_rank_cd`` of the lexeme alone (the sum of its positions' weights; with weights
-    that are multiples of 1/4 every step is exact)."""
-    ws = [float(w) for w in weights.strip("'{}").split(",")]  # D, C, B, A
-    terms = [f"{2 * w!r} * cardinality(array_positions(x.weights, '{letter}'))"
-             for w, letter in zip(ws, "DCBA") if w]
-    return "(" + " + ".join(terms) + ")::real"
+def tf_sql() -> str:
+    """The SQL of a posting's term frequencies from ``unnest(tsv)``'s ``x.weights``: its
+    positions' count in each field of :data:`FIELDS`, as int2, concatenated (what the SQL
+    scorer's ``ts_rank_cd`` of one field counts)."""
+    return " || ".join(f"int2send(cardinality(array_positions(x.weights, '{f}'))::int2)" for f in FIELDS)
 
 
 # --- the indexer's side ----------------------------------------------------------------------
@@ -134,7 +131,8 @@ def build(store: Any, unit: str) -> int:
         store.query(f"INSERT INTO hybrid_packed_base(vault, unit, build, max_id, n, ids, lens) "
                     f"SELECT %s, %s, %s, %s, count(*), "
                     f"coalesce(string_agg(int8send(c.id), ''::bytea ORDER BY c.id), ''), "
-                    f"coalesce(string_agg(int4send(c.len), ''::bytea ORDER BY c.id), '') "
+                    f"coalesce(string_agg({' || '.join(f'int4send(c.lens[{i + 1}])' for i in range(len(FIELDS)))}, "
+                    f"''::bytea ORDER BY c.id), '') "
                     f"FROM {table} c WHERE c.vault=%s AND c.id <= %s", (v, code, build_no, max_id, v, max_id))
         got = store.query(
             f"WITH o AS MATERIALIZED (SELECT c.id, (row_number() OVER (ORDER BY c.id) - 1)::int AS ord "
@@ -142,8 +140,8 @@ def build(store: Any, unit: str) -> int:
             f"w AS MATERIALIZED (SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=%s AND df >= %s) "
             f"INSERT INTO hybrid_packed(vault, unit, build, lexeme, n, ords, tfs) "
             f"SELECT %s, %s, %s, p.lexeme, count(*), string_agg(int4send(p.ord), ''::bytea ORDER BY p.ord), "
-            f"string_agg(float4send(p.tf), ''::bytea ORDER BY p.ord) FROM "
-            f"(SELECT x.lexeme, o.ord, {tf_sql(TF_WEIGHTS)} AS tf FROM {table} c JOIN o ON o.id = c.id, "
+            f"string_agg(p.tf, ''::bytea ORDER BY p.ord) FROM "
+            f"(SELECT x.lexeme, o.ord, {tf_sql()} AS tf FROM {table} c JOIN o ON o.id = c.id, "
             f"unnest(c.tsv) x WHERE x.lexeme IN (SELECT lexeme FROM w)) p GROUP BY p.lexeme",
             (v, max_id, v, code, min_df, v, code, build_no))
         packed = got.rowcount
@@ -174,7 +172,7 @@ class PackedReader:
             if full is None:
                 return None
             got = Base(int(full[0]), int(full[1]), np.frombuffer(full[2], dtype=">i8").astype(np.int64),
-                       np.frombuffer(full[3], dtype=">i4").astype(np.float64))
+                       np.frombuffer(full[3], dtype=">i4").astype(np.float64).reshape(-1, len(FIELDS)))
             self.bases[code] = got
             self._forget(code)
         return got
@@ -187,7 +185,7 @@ class PackedReader:
         self.held -= _size(self.rows.pop(key))
 
     def postings(self, base: Base, code: int, lexemes: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The packed (ordinals, tfs) of those ``lexemes`` that are packed in ``base``."""
+        """The packed (ordinals, tfs per field) of those ``lexemes`` that are packed in ``base``."""
         out, wanted = {}, []
         for x in lexemes:
             key = (base.build, code, x)
@@ -200,7 +198,7 @@ class PackedReader:
                 wanted.append(x)
         if wanted:
             found = {r[0]: (np.frombuffer(r[1], dtype=">i4").astype(np.intp),
-                            np.frombuffer(r[2], dtype=">f4").astype(np.float64))
+                            np.frombuffer(r[2], dtype=">i2").astype(np.float64).reshape(-1, len(FIELDS)))
                      for r in self.store.query(
                          "SELECT lexeme, ords, tfs FROM hybrid_packed WHERE vault=%s AND unit=%s AND build=%s "
                          "AND lexeme = ANY(%s)", (self.store.vault_id, code, base.build, wanted))}
@@ -219,8 +217,8 @@ def _size(row: tuple[np.ndarray, np.ndarray] | None) -> int:
     return 64 if row is None else 64 + row[0].nbytes + row[1].nbytes
 
 
-def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
-           df: dict[str, int], avg: float, filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
+def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
+           filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
     """:func:`search` in one read-only snapshot (the base, the rows and the units' checks
     agree), run again after a standby's recovery conflict; ``arm.answered`` says how it went.
     A role that may not read the packed tables (granted SELECT before schema 7 made them) is
@@ -241,7 +239,7 @@ def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict
             # psycopg prepares a statement met 5 times; a generic plan of `path LIKE $1` cannot
             # use the path index (measured: 230 ms instead of 12 at 100k chunks)
             store.query("SET LOCAL plan_cache_mode = force_custom_plan")
-            return search(arm, unit, plan, lexemes, idf, df, avg, filters, limit)
+            return search(arm, unit, plan, lexemes, stats, filters, limit)
     try:
         got = store.read(run)
     except StoreUnavailable as exc:
@@ -254,8 +252,8 @@ def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict
     return got
 
 
-def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict[str, float],
-           df: dict[str, int], avg: float, filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
+def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
+           filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
     """The top ``limit`` units from the packed postings (None: this query goes the SQL path),
     in the caller's transaction."""
     store, code = arm.store, UNIT_CODE[unit]
@@ -267,7 +265,7 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict
     if not packed:
         return None
     rare = [x for x in lexemes if x not in packed]
-    if sum(df.get(x, 0) for x in rare) > RARE_LIMIT:
+    if sum(stats.df.get(x, 0) for x in rare) > RARE_LIMIT:
         return None
     # the units scored by SQL, exactly (their ids are left out of the packed ranking)
     exact: dict[int, tuple[list[int], float]] = {}
@@ -277,7 +275,7 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict
         if extra:
             where.append(extra)
             args.extend(extra_args)
-        for ids, score, uid in arm._scored_rows(unit, plan, lexemes, idf, avg, where, args, depth):
+        for ids, score, uid in arm._scored_rows(unit, plan, lexemes, stats, where, args, depth):
             exact[uid] = (ids, score)
 
     if rare:
@@ -292,9 +290,17 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], idf: dict
             scored(plan.match, "c.agent_tsv IS NOT NULL")
     # every other unit: BM25 over the packed lexemes it holds, in the SQL scorer's arithmetic
     scores = np.zeros(len(base.ids))
-    norm = K1 * ((1 - B) + B * base.lens / avg)
+    norm = K1 * ((1 - B) + B * base.lens / np.array([stats.avg[f] for f in FIELDS]))
     for x, (ords, tfs) in packed.items():
-        scores[ords] += plan.scored[x] * idf[x] * (tfs * (K1 + 1)) / (tfs + norm[ords])
+        if x in plan.flat:
+            scores[ords] += plan.scored[x] * 1.0
+            continue
+        part = np.zeros(len(ords))
+        for i, (f, w) in enumerate(zip(FIELDS, stats.idfs(x))):
+            if w is not None:
+                tf = tfs[:, i]
+                part += np.where(tf > 0, FIELD_BOOST[f] * w * (tf * (K1 + 1)) / (tf + norm[ords, i]), 0.0)
+        scores[ords] += plan.scored[x] * part
     out_of = [uid for uid in exact if uid <= base.max_id] + shown
     if out_of:
         at = np.searchsorted(base.ids, np.asarray(out_of, dtype=np.int64))

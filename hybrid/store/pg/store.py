@@ -275,14 +275,14 @@ class PgStore:
             embeds = {i: (h, t) for i, h, t in entries(rows, agent_rows, header)}
             with self.conn.transaction():
                 for r, a in zip(rows, agent_rows):
-                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s, agent_len=%s, agent_embed_hash=%s, "
+                    self.query("UPDATE hybrid_chunks SET agent_tsv=%s, agent_lens=%s, agent_embed_hash=%s, "
                                "agent_embed_text=%s WHERE id=%s",
                                (*((None, None) if a is r else tsvector_of(a, self.stem)),
                                 *embeds.get(r.id, (None, None)), r.id))
                 for run, arun in section_pairs(rows, agent_rows):
                     same = all(a is r for a, r in zip(arun, run))
                     shown = (None, None) if same else tsvector_of(arun[0], self.stem, arun)
-                    self.query("UPDATE hybrid_sections SET agent_tsv=%s, agent_len=%s WHERE file_id=%s "
+                    self.query("UPDATE hybrid_sections SET agent_tsv=%s, agent_lens=%s WHERE file_id=%s "
                                "AND chunk_ids=%s::bigint[]", (*shown, fid, [r.id for r in run]))
                 self.query("UPDATE hybrid_files SET agent_fp=%s WHERE id=%s", (fingerprint, fid))
         if todo:

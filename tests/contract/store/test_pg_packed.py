@@ -142,8 +142,8 @@ def test_the_packed_postings_give_the_sql_scorers_ranking(team, monkeypatch):
 
 
 def test_the_packed_rows_equal_a_recount(team):
-    """Each packed posting is its unit's weighted tf as the SQL scorer computes it
-    (2·ts_rank_cd), the base's ids and lengths are its units', every common lexeme is packed."""
+    """Each packed posting is its unit's term frequency per field as the SQL scorer computes
+    it, the base's ids and field lengths are its units', every common lexeme is packed."""
     h, _, _ = team
     store = open_store(h.config.vault("v"))
     try:
@@ -156,16 +156,16 @@ def test_the_packed_rows_equal_a_recount(team):
 def packed_recount(store) -> int:
     """The base's ids and lengths are its units', every lexeme held by MIN_DF units is packed,
     and each posting equals a recount (helpers.packed_consistent)."""
-    from hybrid.store.pg.tsv import UNIT_CODE, UNIT_TABLE
+    from hybrid.store.pg.tsv import FIELDS, UNIT_CODE, UNIT_TABLE
     for unit, table in UNIT_TABLE.items():
         code = UNIT_CODE[unit]
         max_id, n, ids, lens = store.query(
             "SELECT max_id, n, ids, lens FROM hybrid_packed_base WHERE vault=%s AND unit=%s",
             (store.vault_id, code)).fetchone()
-        want = store.query(f"SELECT id, len FROM {table} WHERE vault=%s AND id <= %s ORDER BY id",
+        want = store.query(f"SELECT id, lens FROM {table} WHERE vault=%s AND id <= %s ORDER BY id",
                            (store.vault_id, max_id)).fetchall()
         assert np.frombuffer(ids, ">i8").tolist() == [r[0] for r in want] and n == len(want)
-        assert np.frombuffer(lens, ">i4").tolist() == [r[1] for r in want]
+        assert np.frombuffer(lens, ">i4").reshape(-1, len(FIELDS)).tolist() == [r[1] for r in want]
         rows = {r[0] for r in store.query("SELECT lexeme FROM hybrid_packed WHERE vault=%s AND unit=%s",
                                           (store.vault_id, code))}
         common = {r[0] for r in store.query("SELECT lexeme FROM hybrid_terms WHERE vault=%s AND unit=%s AND "
