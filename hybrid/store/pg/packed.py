@@ -289,17 +289,20 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: St
         if shown:
             scored(plan.match, "c.agent_tsv IS NOT NULL")
     # every other unit: BM25 over the packed lexemes it holds, in the SQL scorer's arithmetic
+    # (its fields added in order); each field over the postings holding the lexeme there only
+    # (the title and headings hold few of a word's postings)
     scores = np.zeros(len(base.ids))
-    norm = K1 * ((1 - B) + B * base.lens / np.array([stats.avg[f] for f in FIELDS]))
     for x, (ords, tfs) in packed.items():
         if x in plan.flat:
             scores[ords] += plan.scored[x] * 1.0
             continue
         part = np.zeros(len(ords))
         for i, (f, w) in enumerate(zip(FIELDS, stats.idfs(x))):
-            if w is not None:
-                tf = tfs[:, i]
-                part += np.where(tf > 0, FIELD_BOOST[f] * w * (tf * (K1 + 1)) / (tf + norm[ords, i]), 0.0)
+            if w is None:
+                continue
+            at = np.flatnonzero(tfs[:, i])
+            tf, lens = tfs[at, i], base.lens[ords[at], i]
+            part[at] += FIELD_BOOST[f] * w * (tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * lens / stats.avg[f]))
         scores[ords] += plan.scored[x] * part
     out_of = [uid for uid in exact if uid <= base.max_id] + shown
     if out_of:
