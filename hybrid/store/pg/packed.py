@@ -197,8 +197,10 @@ class PackedReader:
             else:
                 wanted.append(x)
         if wanted:
-            found = {r[0]: (np.frombuffer(r[1], dtype=">i4").astype(np.intp),
-                            np.frombuffer(r[2], dtype=">i2").astype(np.float64).reshape(-1, len(FIELDS)))
+            # kept as integers (12 bytes a posting): as float64 a common lexeme at 1M units took
+            # 36 MB and the cache held two or three of them
+            found = {r[0]: (np.frombuffer(r[1], dtype=">i4").astype(np.int32),
+                            np.frombuffer(r[2], dtype=">i2").astype(np.int16).reshape(-1, len(FIELDS)))
                      for r in self.store.query(
                          "SELECT lexeme, ords, tfs FROM hybrid_packed WHERE vault=%s AND unit=%s AND build=%s "
                          "AND lexeme = ANY(%s)", (self.store.vault_id, code, base.build, wanted))}
@@ -301,7 +303,7 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: St
             if w is None:
                 continue
             at = np.flatnonzero(tfs[:, i])
-            tf, lens = tfs[at, i], base.lens[ords[at], i]
+            tf, lens = tfs[at, i].astype(np.float64), base.lens[ords[at], i]
             part[at] += FIELD_BOOST[f] * w * (tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * lens / stats.avg[f]))
         scores[ords] += plan.scored[x] * part
     out_of = [uid for uid in exact if uid <= base.max_id] + shown
