@@ -8,14 +8,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hybrid.app import reader
+from hybrid.app import reader, remote
 from hybrid.app.reader import NoteText
 from hybrid.app.refs import Ref
 from hybrid.app.registry import Registry
 from hybrid.app.status import VaultStatus, vault_status
 from hybrid.core.config import Config, Vault, load_config, override
 from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultError
-from hybrid.embedders import Embedder, make_embedder, make_reranker, spec_id
+from hybrid.embedders import Embedder, Options, make_embedder, make_reranker, options_from, spec_id
+from hybrid.embedders.remote import destinations
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.context import with_context
@@ -131,10 +132,14 @@ class Hybrid(Registry):
                 if self._embedder_factory is not None:
                     self._embedders[key] = self._embedder_factory(spec)
                 else:
-                    s = self.config.settings
-                    self._embedders[key] = make_embedder(spec, ollama_host=s.ollama_host,
-                                                         batch_size=s.batch_size)
+                    remote.require(self.config, destinations(spec, self._options()))
+                    self._embedders[key] = make_embedder(spec, options=self._options())
             return self._embedders[key]
+
+    def _options(self) -> Options:
+        """The model factories' options: the settings, and the redactor for text a model server
+        elsewhere is sent (:mod:`hybrid.embedders.remote`)."""
+        return options_from(self.config.settings, redact=agent_view.agent_redactor().redact)
 
     # --- indexing -------------------------------------------------------------------------
     def index(self, vaults: Sequence[str] | None = None, *, reembed: bool = False, wait: float = 0,
@@ -321,7 +326,9 @@ class Hybrid(Registry):
         if given is not None and hasattr(given, "scores") and not isinstance(given, type):
             return given  # an instance, not a factory
         spec, host = self.config.settings.rerank_model, self.config.settings.ollama_host
-        factory = given or (lambda s: make_reranker(s, ollama_host=host))
+        factory = given or (lambda s: make_reranker(s, options=self._options()))
+        if given is None:
+            remote.require(self.config, destinations(spec, self._options(), rerank=True))
         key = f"{spec} at {host}" if spec.startswith("ollama:") else spec
         with self._lock:
             if key not in self._rerankers:
@@ -424,7 +431,14 @@ class Hybrid(Registry):
         """One row per vault. With ``agent``: as an agent sees it (counts of the notes it may
         see; nothing about the others, nor the size on disk)."""
         counts = (lambda v: self.agent_counts(v.name)) if agent else None
-        return [vault_status(v, self.settings, agent_counts=counts) for v in self.vaults]
+        vaults = self.vaults
+        rows = [vault_status(v, self.settings, agent_counts=counts) for v in vaults]
+        if not agent:
+            for row, v in zip(rows, vaults):
+                found = remote.vault_destinations(self.config, v)
+                pending = set(remote.unconfirmed(self.config, found))
+                row.sends_to = [remote.describe(d, d in pending) for d in found]
+        return rows
 
     def agent_hidden(self, name: str) -> dict[str, list[str]]:
         """The notes of vault ``name`` hidden from agents, by why (see

@@ -39,6 +39,8 @@ class VaultStatus:
     # they share, and so the embeddings (and cached vectors) saved: shared_chunks - shared_texts
     shared_chunks: int = 0
     shared_texts: int = 0
+    # the model servers its text is sent to (hybrid.app.remote): "URL (what, where[, not confirmed])"
+    sends_to: list[str] = field(default_factory=list)
 
     @property
     def embeddings_saved(self) -> int:

@@ -29,6 +29,26 @@ def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa:
                                             "empty_ok": empty_ok, "hint": hint})
 
 
+def _http_url(value: str) -> bool:
+    """An http(s) URL with a host and no user or password in it (a key belongs in the
+    environment), or empty."""
+    from urllib.parse import urlsplit
+    if value == "":
+        return True
+    try:
+        parts = urlsplit(value)
+        return (parts.scheme in ("http", "https") and bool(parts.hostname)
+                and not parts.username and not parts.password)
+    except ValueError:
+        return False
+
+
+def _env_name(value: str) -> bool:
+    """An environment variable's name (so a key pasted in its place is refused), or empty."""
+    import re
+    return value == "" or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", value) is not None
+
+
 # the fusion settings whose default a store kind's fit may replace (hybrid.retrieval.fitted)
 _FITTED = (" Where a fit for a vault's store kind is shipped (hybrid/data/fitted.json; none is today) it "
            "replaces this while this is at its default.")
@@ -47,9 +67,39 @@ class Settings:
         "`use-multilingual` (16 languages alone), `mix:<spec>,<spec>` (any two), `e5-small` "
         "(multilingual-e5-small, ~100 languages), `minilm-int8` (MiniLM quantized), "
         "`minilm-torch` / `e5-small-torch` (the same vectors on torch; `pip install "
-        "'hybrid[torch]'`), `ollama:<model>`, `st:<directory>` (a local sentence-transformers "
+        "'hybrid[torch]'`), `ollama:<model>`, `openai:<model>` (any OpenAI-compatible "
+        "embeddings API: see `openai_base_url`), `st:<directory>` (a local sentence-transformers "
         "model; the torch extra), `hash:<dim>` (tests only).")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
+    openai_base_url: str = _setting(
+        "", "Base URL of the OpenAI-compatible API that `embedder = \"openai:<model>\"` calls "
+            "(`…/v1`: OpenAI, vLLM, llama.cpp's server, LM Studio, TEI); empty = $OPENAI_BASE_URL, "
+            "else https://api.openai.com/v1.", empty_ok=True, check=_http_url,
+        hint="an http(s) URL without a user or password, like http://127.0.0.1:8000/v1")
+    openai_api_key_env: str = _setting(
+        "OPENAI_API_KEY", "Name of the environment variable holding that API's key (the key "
+                          "itself never goes in the config); empty = send no key.",
+        empty_ok=True, check=_env_name, hint="a variable name like OPENAI_API_KEY, never the key")
+    rerank_base_url: str = _setting(
+        "", "Base URL of the `/rerank` API that `rerank_model = \"rerank:<model>\"` calls (TEI: "
+            "http://127.0.0.1:8080, Jina: https://api.jina.ai/v1, Cohere: "
+            "https://api.cohere.com/v2, vLLM); empty = $RERANK_BASE_URL.", empty_ok=True,
+        check=_http_url, hint="an http(s) URL without a user or password, like http://127.0.0.1:8080")
+    rerank_api_key_env: str = _setting(
+        "RERANK_API_KEY", "Name of the environment variable holding the `/rerank` API's key; "
+                          "empty = send no key.",
+        empty_ok=True, check=_env_name, hint="a variable name like JINA_API_KEY, never the key")
+    remote_timeout: float = _setting(
+        60, "Seconds one request to a model server (`openai:`, `rerank:`) may take before it is "
+            "retried.", check=lambda v: v > 0, hint="a number of seconds, more than 0")
+    remote_retries: int = _setting(
+        4, "How often a request to a model server is retried after a 429, a 5xx or a dropped "
+           "connection (with exponential backoff, honouring Retry-After).")
+    redact_outbound: str = _setting(
+        "remote", "Which text sent to model servers goes through the secrets redactor first: "
+                  "`remote` (text for another machine) or `always` (also a server on this "
+                  "machine's loopback address, such as an SSH tunnel to a GPU box).",
+        choices=("remote", "always"))
     store: str = _setting(
         "", "Where vaults registered without `--store` keep their index: empty for local files, "
             "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
@@ -125,7 +175,8 @@ class Settings:
              "0 = off.", check=lambda v: 0 <= v <= 1)
     rerank_model: str = _setting(
         "", "Reranker for `--rerank`: `late` (late interaction over the bundled MiniLM; works "
-            "offline after install), `ollama:<model>` (an LLM on the Ollama server), or a "
+            "offline after install), `ollama:<model>` (an LLM on the Ollama server), "
+            "`rerank:<model>` (a `/rerank` API: see `rerank_base_url`), or a "
             "cross-encoder: a local directory or a model name already in the Hugging Face cache "
             "(empty = none).", empty_ok=True)
     rerank_top_n: int = _setting(30, "How many fused candidates the cross-encoder rescores.")
@@ -243,7 +294,8 @@ def _checked(f: dataclasses.Field, value: Any) -> Any:
         shown = list(default) if isinstance(default, tuple) else default
         hint = meta["hint"] or (f"one of {', '.join(meta['choices'])}" if meta["choices"]
                                 else f"like {shown!r}")
-        raise ConfigError(f"setting {f.name!r} must be {hint}, got {value!r}")
+        got = "a value that is not one" if f.name.endswith("_key_env") else repr(value)  # a pasted key stays unsaid
+        raise ConfigError(f"setting {f.name!r} must be {hint}, got {got}")
     return value
 
 

@@ -17,6 +17,10 @@ Specs (the ``embedder`` setting):
 - ``st:<directory>``: any sentence-transformers model saved in a local directory.
 - ``ollama:<model>``: a model served by a local Ollama (``nomic-embed-text`` gets its
   ``search_document:`` / ``search_query:`` prefixes).
+- ``openai:<model>``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM,
+  llama.cpp's server, LM Studio, TEI; ``hybrid.embedders.openai``). Text bound for another
+  machine is redacted first, and where each spec sends text is :func:`destinations`
+  (``hybrid.embedders.remote``).
 - ``hash:<dim>``: deterministic bag-of-words hashing, no semantics; for tests of logic only.
 
 A spec is either an exact name (``minilm``) or a kind with an argument (``st:<directory>``; the
@@ -28,7 +32,9 @@ loading anything, so it must agree with the built embedder's ``id``.
 The reranker of the ``rerank`` stage (setting ``rerank_model``) is built by
 :func:`make_reranker`: ``late`` / ``late:<embedder spec>`` (MaxSim over an embedder's token
 embeddings, the bundled MiniLM by default, offline; ``hybrid.embedders.late``), ``ollama:<model>`` (an
-LLM asked for a yes/no relevance judgement; ``hybrid.embedders.ollama_rerank``), or anything else
+LLM asked for a yes/no relevance judgement; ``hybrid.embedders.ollama_rerank``),
+``rerank:<model>`` (the ``/rerank`` API of TEI, Jina, Cohere or vLLM;
+``hybrid.embedders.rerank_api``), or anything else
 as a cross-encoder: a local directory or a model name in the Hugging Face cache.
 
 torch, sentence-transformers, ONNX Runtime and the Ollama client are imported on first use,
@@ -50,6 +56,7 @@ from hybrid.embedders.registry import (
     Options,
     UnknownSpec,
     make_embedder,
+    options_from,
     register,
     spec_id,
 )
@@ -78,15 +85,17 @@ __all__ = [
     "DEFAULT_OLLAMA_HOST", "MINILM_ID", "CrossEncoderReranker", "Embedder", "HashEmbedder",
     "OllamaEmbedder", "OnnxEmbedder", "Options", "Reranker", "SentenceTransformerEmbedder",
     "UnknownSpec", "WordPieceCounter", "make_embedder", "make_reranker", "minilm_path",
-    "normalize", "offline_hf", "register", "resolve_model", "spec_id",
+    "normalize", "offline_hf", "options_from", "register", "resolve_model", "spec_id",
 ]
 
 def make_reranker(spec: str, *, batch_size: int = 16,
-                  ollama_host: str = DEFAULT_OLLAMA_HOST) -> Reranker:
+                  ollama_host: str = DEFAULT_OLLAMA_HOST, options: Options | None = None) -> Reranker:
     """The reranker for ``rerank_model``: ``late`` or ``late:<embedder spec>`` (late interaction
     over an embedder's token embeddings, the bundled minilm by default), ``ollama:<model>``
     (an LLM on the Ollama server at ``ollama_host``), else a cross-encoder (a local directory or
-    a model name already in the Hugging Face cache). A bad spec fails here (ConfigError, or
+    a model name already in the Hugging Face cache), ``rerank:<model>`` (a ``/rerank`` API at
+    ``options.rerank_base_url``). ``options`` (:func:`options_from`) replaces ``ollama_host``
+    and carries the redactor for text bound elsewhere. A bad spec fails here (ConfigError, or
     ModelUnavailable naming the setting when it resolves to nothing); weights load, and Ollama
     is first contacted, on the first scoring."""
     kind, _, arg = spec.partition(":")
@@ -98,7 +107,14 @@ def make_reranker(spec: str, *, batch_size: int = 16,
             raise ConfigError(f"`rerank_model = {spec!r}` names no model: use `ollama:<model>`, "
                               f"e.g. `ollama:qwen2.5:0.5b` (after `ollama pull qwen2.5:0.5b`)")
         from hybrid.embedders.ollama_rerank import OllamaReranker
-        return OllamaReranker(arg.strip(), ollama_host)
+        o = options or Options(ollama_host=ollama_host)
+        return OllamaReranker(arg.strip(), o.ollama_host, options=o)
+    if kind == "rerank":
+        if not arg.strip():
+            raise ConfigError(f"`rerank_model = {spec!r}` names no model: use `rerank:<model>`, "
+                              f"e.g. `rerank:BAAI/bge-reranker-base`")
+        from hybrid.embedders.rerank_api import RerankAPIReranker
+        return RerankAPIReranker(arg.strip(), options or Options(ollama_host=ollama_host))
     from hybrid.embedders.cross_encoder import CrossEncoderReranker
     return CrossEncoderReranker(spec, batch_size=batch_size)
 
@@ -135,7 +151,7 @@ def _ollama(arg: str, o: Options) -> Embedder:
     if not arg:
         raise UnknownSpec
     from hybrid.embedders.ollama import OllamaEmbedder
-    return OllamaEmbedder(arg, o.ollama_host, o.batch_size)
+    return OllamaEmbedder(arg, o.ollama_host, o.batch_size, options=o)
 
 
 def _hash(arg: str, o: Options) -> Embedder:
@@ -173,6 +189,8 @@ register("use-multilingual", lambda arg, o: import_module(f"{__name__}.use_multi
 register("st", _st, exact=False, spec_id=lambda arg: f"st:{Path(arg).expanduser().resolve()}",
          usage="st:<directory>")
 register("ollama", _ollama, exact=False, usage="ollama:<model>")
+register("openai", lambda arg, o: import_module(f"{__name__}.openai").build(arg, o), exact=False,
+         spec_id=lambda arg: f"openai:{arg.strip()}", usage="openai:<model>")
 register("hash", _hash, exact=False, usage="hash:<dim>")
 register("mix", lambda arg, o: import_module(f"{__name__}.mix").build(arg, o), exact=False,
          spec_id=lambda arg: import_module(f"{__name__}.mix").build_id(arg), usage="mix:<spec>,<spec>")

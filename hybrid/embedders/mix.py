@@ -58,8 +58,7 @@ def mix_id(ids: Sequence[str]) -> str:
 
 def build(arg: str, options: Options) -> MixEmbedder:
     a, b = split_spec(arg)
-    first, second = (make_embedder(s, ollama_host=options.ollama_host, batch_size=options.batch_size)
-                     for s in (a, b))
+    first, second = (make_embedder(s, options=options) for s in (a, b))
     return MixEmbedder(first, second)
 
 

@@ -7,32 +7,30 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import ModelUnavailable
-from hybrid.embedders.base import WordPieceCounter, minilm_path, normalize
+from hybrid.embedders.base import normalize
+from hybrid.embedders.registry import Options
+from hybrid.embedders.remote import ServedEmbedder, outbound
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(ServedEmbedder):
     """Embeddings from a local Ollama server (``/api/embed``) through the ``ollama`` client."""
 
     PREFIXES = {"nomic-embed-text": ("search_query: ", "search_document: ")}
 
-    def __init__(self, model: str, host: str, batch_size: int = 32):
+    def __init__(self, model: str, host: str, batch_size: int = 32, options: Options | None = None):
+        super().__init__()  # nomic-embed-text and most Ollama embedders use BERT's uncased WordPiece
         self.model_name = model
+        self.options = options or Options(ollama_host=host)  # its redactor, for a host elsewhere
         self.host = host
         self.id = f"ollama:{model}"
         self.batch_size = batch_size
         base = model.split(":")[0]
         self.query_prefix, self.document_prefix = self.PREFIXES.get(base, ("", ""))
         self.max_tokens = 2040
-        self._dim: int | None = None
         self._client: Any = None
-        self._counter: WordPieceCounter | None
-        try:  # nomic-embed-text and most Ollama embedders use BERT's uncased WordPiece vocabulary
-            self._counter = WordPieceCounter(minilm_path() / "tokenizer.json")
-        except ModelUnavailable:
-            self._counter = None
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
@@ -43,6 +41,7 @@ class OllamaEmbedder:
                 raise ModelUnavailable("the Ollama embedder needs the client: `pip install ollama`") from None
             self._client = ollama.Client(host=self.host, timeout=120)
         import ollama
+        texts = outbound(texts, self.host, self.options)
         out = []
         for i in range(0, len(texts), self.batch_size):
             try:
@@ -66,17 +65,6 @@ class OllamaEmbedder:
             raise ModelUnavailable(f"Ollama returned {arr.shape[0]} embeddings for {len(texts)} texts")
         self._dim = arr.shape[1]
         return arr
-
-    @property
-    def dim(self) -> int:
-        if self._dim is None:
-            self._embed(["dimension probe"])
-        return self._dim  # type: ignore[return-value]
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        if self._counter is not None:
-            return self._counter(texts)
-        return [int(len(t.split()) * 1.3) + 1 for t in texts]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([self.document_prefix + t for t in texts])

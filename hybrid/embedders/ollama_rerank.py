@@ -40,6 +40,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.registry import Options
+from hybrid.embedders.remote import outbound
 
 log = logging.getLogger("hybrid")
 
@@ -91,8 +93,9 @@ class OllamaReranker:
     ``hybrid.embedders``). Nothing is contacted before the first scoring."""
 
     def __init__(self, model: str, host: str, *, workers: int = WORKERS, timeout: float = TIMEOUT,
-                 max_chars: int = MAX_PASSAGE_CHARS):
+                 max_chars: int = MAX_PASSAGE_CHARS, options: Options | None = None):
         self.model_name = model
+        self.options = options or Options(ollama_host=host)  # its redactor, for a host elsewhere
         self.host = host
         self.id = f"ollama:{model}"
         self.workers = max(1, int(workers))
@@ -160,7 +163,8 @@ class OllamaReranker:
     def scores(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
-        query = query[:MAX_QUERY_CHARS]
+        query, *passages = outbound([query[:MAX_QUERY_CHARS], *(p[:self.max_chars] for p in passages)],
+                                    self.host, self.options)
         deadline = time.monotonic() + self.timeout
         pool = ThreadPoolExecutor(max_workers=min(self.workers, len(passages)),
                                   thread_name_prefix="hybrid-ollama-rerank")

@@ -6,19 +6,41 @@ that builds another embedder (late interaction) can use the registry without a c
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import ConfigError
 from hybrid.embedders.base import Embedder
+
+if TYPE_CHECKING:
+    from hybrid.core.settings import Settings
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 
 @dataclass(frozen=True)
 class Options:
-    """The settings a factory may read; every factory gets all of them."""
+    """The settings a factory may read; every factory gets all of them. ``redact`` is the
+    secrets redactor (:mod:`hybrid.store.agent.redact`, a layer above this one) that model
+    servers' backends pass text through before it leaves the machine: without it they refuse
+    to send text anywhere but this machine (see :mod:`hybrid.embedders.remote`)."""
     ollama_host: str = DEFAULT_OLLAMA_HOST
     batch_size: int = 32
+    openai_base_url: str = ""
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    rerank_base_url: str = ""
+    rerank_api_key_env: str = "RERANK_API_KEY"
+    remote_timeout: float = 60.0
+    remote_retries: int = 4
+    redact_outbound: str = "remote"
+    redact: Callable[[str], str] | None = None
+
+
+def options_from(settings: Settings, redact: Callable[[str], str] | None = None) -> Options:
+    """The factories' options from a handle's settings (every field of Options but ``redact``
+    is a setting of the same name)."""
+    values: dict[str, Any] = {f.name: getattr(settings, f.name) for f in fields(Options) if f.name != "redact"}
+    return Options(**values, redact=redact)
 
 
 Factory = Callable[[str, Options], Embedder]  # (argument after the colon, or "" for exact names)
@@ -72,15 +94,16 @@ def _unknown(spec: str) -> ConfigError:
 
 
 def make_embedder(spec: str, *, ollama_host: str = DEFAULT_OLLAMA_HOST,
-                  batch_size: int = 32) -> Embedder:
+                  batch_size: int = 32, options: Options | None = None) -> Embedder:
     """Build an embedder from its spec string (see the module docstring). Loads no model: the
-    backends load weights on their first embedding."""
+    backends load weights on their first embedding. ``options`` (see :func:`options_from`)
+    replaces ``ollama_host`` and ``batch_size``."""
     found = _lookup(spec)
     if found is None:
         raise _unknown(spec)
     backend, arg = found
     try:
-        return backend.factory(arg, Options(ollama_host=ollama_host, batch_size=batch_size))
+        return backend.factory(arg, options or Options(ollama_host=ollama_host, batch_size=batch_size))
     except UnknownSpec:
         raise _unknown(spec) from None
 

@@ -25,7 +25,7 @@ from typing import Any
 from hybrid.app.api import open as open_hybrid
 from hybrid.core.errors import HybridError, ModelUnavailable
 from hybrid.core.settings import Settings, replace
-from hybrid.embedders import make_embedder, make_reranker
+from hybrid.embedders import make_embedder, make_reranker, options_from
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.eval.uncertainty import Comparison, compare, interval
 
@@ -344,12 +344,13 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
     if not queries:
         raise HybridError("no query has judgements on notes in the vault; nothing to evaluate "
                           "(see the warnings above)")
-    cached = CachingEmbedder(embedder or make_embedder(
-        settings.embedder, ollama_host=settings.ollama_host, batch_size=settings.batch_size),
-        reuse=reuse_embeddings)
+    from hybrid.store.agent.view import agent_redactor
+    options = options_from(settings, redact=agent_redactor().redact)  # text sent elsewhere: redacted
+    cached = CachingEmbedder(embedder or make_embedder(settings.embedder, options=options),
+                             reuse=reuse_embeddings)
     if any(c.mode == "rerank" for c in configs) and reranker is None:
         try:
-            reranker = make_reranker(settings.rerank_model, ollama_host=settings.ollama_host)
+            reranker = make_reranker(settings.rerank_model, options=options)
         except ModelUnavailable as exc:
             log.warning("rerank skipped: %s", exc)
             result.skipped_modes.append("rerank")

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hybrid.core.errors import EmbedderMismatch
 from hybrid.core.faults import checkpoint
 from hybrid.indexing.report import Estimate
 
@@ -48,6 +49,8 @@ class EmbedQueue:
         self.expect = (expect_bytes, expect_files)
         self.got = [0, 0]    # bytes and files read so far
         self.shown: int | None = None  # the last total reported
+        # what the index holds, when it holds this model's vectors (0: none yet, or an upgrade)
+        self.dim = int(store.catalog.get_meta("dim") or 0) if store.embedder_id == embedder.id else 0
 
     def read(self, size: int) -> None:
         """One more file read (whatever came of it), ``size`` bytes: refines the estimate."""
@@ -125,6 +128,7 @@ class EmbedQueue:
         known = self._known_parts([h for h, _ in group])
         vecs = (self.embedder.embed_documents(texts, known)  # type: ignore[call-arg]  # a mix's
                 if known else self.embedder.embed_documents(texts))
+        self._check_dim(vecs.shape[1] if vecs.ndim == 2 else 0)
         self.store.catalog.put_embeddings(self.embedder.id, [(h, v.tobytes()) for (h, _), v in zip(group, vecs)])
         self.report.chunks_embedded += len(group)
         self.busy += time.perf_counter() - t
@@ -132,6 +136,17 @@ class EmbedQueue:
             self.shown = self.total()
             self.progress("embed", self.report.chunks_embedded, self.shown)
         checkpoint("after-embed-batch")
+
+    def _check_dim(self, dim: int) -> None:
+        """EmbedderMismatch when a model server's vectors are not the dimension the index
+        holds (the model behind a name such as ``openai:<model>`` was changed): they are never
+        mixed in. The first vectors of a new index set it."""
+        if self.dim and dim != self.dim:
+            raise EmbedderMismatch(
+                f"{self.embedder.id} now returns {dim}-dimensional vectors where vault "
+                f"{self.report.vault!r}'s index holds {self.dim}: the model behind that name "
+                f"changed; run `hybrid index --vault {self.report.vault} --reembed`")
+        self.dim = dim
 
     def _known_parts(self, hashes: list[str]) -> list[dict] | None:
         """For an embedder made of parts (:class:`hybrid.embedders.mix.MixEmbedder`): each

@@ -14,7 +14,14 @@ import click
 
 from hybrid.core.settings import Settings, replace
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
-from hybrid.faces.cli.support import LazyGroup, open_handle, print_json, progress_bar
+from hybrid.faces.cli.support import (
+    LazyGroup,
+    confirm_destinations,
+    open_handle,
+    print_json,
+    progress_bar,
+    yes_option,
+)
 from hybrid.sources import KINDS
 
 
@@ -104,10 +111,11 @@ you about pooled hits. More: docs/evaluation.md.
               help="Search only documents of this kind (repeatable: any), as `query --source`.")
 @click.option("--no-report", is_flag=True, help="Write no report folder (scripted runs that read --json).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON only.")
+@yes_option
 @click.pass_context
 def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, chunk_tokens, chunk_overlap,
              context_header, rrf_k, weights, metrics, significance, rerank_model, embedder, limit, split, out,
-             store, sources, no_report, as_json):
+             store, sources, no_report, as_json, yes):
     from click.core import ParameterSource
 
     from hybrid.eval.advice import advise
@@ -127,6 +135,10 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
     h = open_handle(ctx)
     changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
     settings = replace(h.settings, **changes)
+    from hybrid.embedders import options_from
+    from hybrid.embedders.remote import destinations
+    confirm_destinations(h, destinations(settings.embedder, options_from(settings))
+                         + destinations(settings.rerank_model, options_from(settings), rerank=True), yes=yes)
     problems = Problems()
     vault_path, include, exclude, queries, qrels = _labelled_set(
         h, settings, vault_ref, queries_path, qrels_path, (beir, beir_split), limit, split, problems)

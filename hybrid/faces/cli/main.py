@@ -15,6 +15,7 @@ from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
     TextCommand,
+    confirm_remote,
     open_handle,
     print_json,
     progress_bar,
@@ -22,6 +23,7 @@ from hybrid.faces.cli.support import (
     setup_logging,
     slow_query_hint,
     watcher_state,
+    yes_option,
 )
 from hybrid.sources import include_help
 
@@ -129,8 +131,9 @@ def vault_move(ctx, name, path):
               "(and those that failed before) and index their main text. Goes online; pages "
               "fetched once are never fetched again unless --refetch.")
 @click.option("--refetch", is_flag=True, help="Bookmarks sources: fetch every page again.")
+@yes_option
 @click.pass_context
-def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
+def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch, yes):
     """Index all vaults (or PATH, registering it first). Re-runs are incremental."""
     h = open_handle(ctx)
     if path:
@@ -139,6 +142,7 @@ def index(ctx, path, name, vaults, reembed, wait, as_json, fetch, refetch):
         v = same[0] if same and name in (None, same[0].name) else h.add_vault(path, name)
         vaults = (v.name,)
     h.refresh()
+    confirm_remote(h, vaults, yes=yes)
     reports = []
     with progress_bar(sys.stderr.isatty()) as progress:
         for v in h.config.select(vaults or None):  # one at a time, so each vault has its own bars
@@ -206,8 +210,9 @@ def search_options(command):
 @click.option("--local", is_flag=True, help="Search in this process even when a server is running.")
 @click.option("--as-agent", is_flag=True, help="See exactly what an agent would: no private notes, "
                                                 "secrets redacted (settings agent_exclude, private_tags).")
+@yes_option
 @click.pass_context
-def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, as_agent, **search):
+def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, as_agent, yes, **search):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
     and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
     or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
@@ -236,6 +241,8 @@ def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, 
     request = from_options(" ".join(text), search, rerank=search["rerank"] or bool(rerank_model))
     if rerank_model:
         h.override(rerank_model=rerank_model)
+    if mode != "lexical":
+        confirm_remote(h, search.get("vaults"), yes=yes)
 
     def run(request):
         if not rerank_model and not local and not as_agent:
@@ -324,6 +331,9 @@ def status(ctx, as_json, list_skipped):
                        f"last indexed {r.last_indexed}{size}")
             if r.vector_index:
                 click.echo(f"  vectors: {r.vector_index}")
+        if not r.error:
+            click.echo("  text sent to: " + "; ".join(r.sends_to) if r.sends_to
+                       else "  text sent to: nowhere (its models run in this process)")
             if r.server:
                 click.echo(f"  server: {r.server}")
             if r.shared_chunks:  # identical sections: one embedding each (hybrid.indexing.shared)
@@ -398,10 +408,12 @@ def _warm_up(h) -> None:
 @click.option("--watch", is_flag=True, help="Keep the vaults' indexes in sync with their folders.")
 @click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
               help="With --watch: seconds of quiet before re-indexing.")
+@yes_option
 @click.pass_context
-def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce):
+def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce, yes):
     """Run the MCP server: stdio (what Claude Desktop / Claude Code launch) or HTTP."""
     h = open_handle(ctx)
+    confirm_remote(h, yes=yes, ask=False)  # stdin may be the MCP client's: never asked here
     if http_:
         from hybrid.faces.http_guard import is_loopback
         if not is_loopback(host) and not token:  # before anything starts or is announced

@@ -302,3 +302,44 @@ def watcher_state(h) -> str:
     if not live:
         return "no watcher running (notes edited now are indexed by the next `hybrid index`)"
     return "; ".join(f"watcher running (pid {w['pid']}: {', '.join(w['vaults']) or 'no vaults'})" for w in live)
+
+
+def yes_option(command):
+    """``--yes``: confirm, for scripts, sending text to the model servers on other machines the
+    settings name (asked once otherwise; :mod:`hybrid.app.remote`)."""
+    return click.option("--yes", "-y", "yes", is_flag=True,
+                        help="Confirm sending text to a model server on another machine (the "
+                             "embedder or reranker the settings name); asked once otherwise.")(command)
+
+
+def confirm_remote(h, names=None, *, yes: bool, ask: bool = True) -> None:
+    """Before text of vaults ``names`` (default: all) may go to a server on another machine that
+    nobody confirmed: see :func:`confirm_destinations`."""
+    from hybrid.app import remote
+    if not h.config.vaults:
+        return
+    found = [d for v in h.config.select(names or None) for d in remote.vault_destinations(h.config, v)]
+    confirm_destinations(h, found, yes=yes, ask=ask)
+
+
+def confirm_destinations(h, found, *, yes: bool, ask: bool = True) -> None:
+    """For the servers of ``found`` on other machines that nobody confirmed: record ``--yes``,
+    or ask on a terminal (``ask``), or stop with the one-line error that says how to confirm."""
+    from hybrid.app import remote
+    missing = remote.unconfirmed(h.config, found)
+    if not missing:
+        return
+    if not yes and ask and sys.stdin.isatty() and sys.stderr.isatty():
+        for d in missing:
+            click.echo(f"hybrid would send text (notes and queries, secrets redacted) to {remote.describe(d)}.",
+                       err=True)
+        yes = click.confirm("Send text there from now on?", default=False, err=True)
+        if not yes:
+            raise click.ClickException("nothing sent; choose a model that runs here "
+                                       "(`hybrid config set embedder minilm`) or confirm with --yes")
+    if yes:
+        remote.confirm(h.config, [d.url for d in missing])
+        for d in missing:
+            click.echo(f"confirmed: text may be sent to {remote.describe(d)}", err=True)
+        return
+    remote.require(h.config, missing)

@@ -20,7 +20,7 @@ def test_missing_models_and_bad_specs_are_one_line(tmp_path):
     with pytest.raises(ModelUnavailable, match="no sentence-transformers model"):
         make_embedder(f"st:{tmp_path}")
     with pytest.raises(ConfigError, match="unknown embedder"):
-        make_embedder("openai:text-embedding-3")
+        make_embedder("voyage:voyage-3")
 
 
 @pytest.mark.slow

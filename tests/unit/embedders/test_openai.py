@@ -1,0 +1,231 @@
+"""`openai:<model>` against small servers on 127.0.0.1 that speak the OpenAI embeddings API and
+check what they are sent: batch sizes, headers, retries after 429/5xx, wrong answers (too few
+vectors, another dimension), keys never shown, secrets redacted, and the user's yes before text
+goes to another machine."""
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+from helpers import JsonHandler, local_server
+
+import hybrid
+from hybrid.app.remote import RemoteNotConfirmed, confirmed
+from hybrid.core.errors import ConfigError, ModelUnavailable
+from hybrid.embedders import HashEmbedder, make_embedder
+from hybrid.embedders import remote as remote_mod
+from hybrid.embedders.registry import Options
+
+KEY = "sk-test-0123456789abcdefXYZ"
+SECRET = "AKIAIOSFODNN7EXAMPLQ"  # an AWS access key id's shape
+
+
+class FakeOpenAI(JsonHandler):
+    """``POST /v1/embeddings``. Class attributes steer it: ``script`` is a list of status codes
+    to answer before serving (429 with Retry-After 0, 503...), ``dims`` the dimension per
+    request (cycled), ``short`` drops the last vector."""
+    inner = HashEmbedder(48)
+    seen: list = []
+    auth: list = []
+    script: list = []
+    short = False
+    dims: list = []
+    lock = threading.Lock()
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with FakeOpenAI.lock:
+            FakeOpenAI.auth.append(self.headers.get("Authorization"))
+            if FakeOpenAI.script:
+                code = FakeOpenAI.script.pop(0)
+                if code == 401:
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})
+                self.send_response(code)
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+                return
+            if self.path != "/v1/embeddings":
+                return self._send(404, {"error": {"message": "no such route"}})
+            texts = body["input"]
+            assert body["model"] == "emb-small" and isinstance(texts, list)
+            FakeOpenAI.seen.append(list(texts))
+            vecs = self.inner.embed_documents(texts).tolist()
+            if FakeOpenAI.dims:
+                d = FakeOpenAI.dims[(len(FakeOpenAI.seen) - 1) % len(FakeOpenAI.dims)]
+                vecs = [v[:d] for v in vecs]
+            if FakeOpenAI.short:
+                vecs = vecs[:-1]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vecs)]
+        data.reverse()  # servers may answer out of order: the index says which is which
+        self._send(200, {"object": "list", "data": data, "model": body["model"]})
+
+
+@pytest.fixture
+def server(monkeypatch):
+    FakeOpenAI.seen, FakeOpenAI.auth, FakeOpenAI.script, FakeOpenAI.dims = [], [], [], []
+    FakeOpenAI.short = False
+    monkeypatch.setattr(remote_mod, "BACKOFF", 0.01)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with local_server(FakeOpenAI) as s:
+        yield s.url + "/v1"
+
+
+def handle(url, **kw):
+    return hybrid.open(embedder="openai:emb-small", openai_base_url=url, **kw)
+
+
+def test_index_and_search_in_batches_with_the_key(server, vault):
+    h = handle(server, batch_size=3)
+    h.add_vault(vault, "vault")
+    r = h.index()[0]
+    assert r.chunks_embedded == r.chunks > 3
+    sizes = [len(b) for b in FakeOpenAI.seen]
+    assert max(sizes) == 3 and sum(sizes) == r.chunks
+    assert set(FakeOpenAI.auth) == {f"Bearer {KEY}"}
+    assert h.search("tomatoes sun", mode="vector")[0].path == "home/garden.md"
+    assert FakeOpenAI.seen[-1] == ["tomatoes sun"]
+    st = h.status()[0]
+    assert st.embedder == "openai:emb-small" and st.dim == 48
+    assert st.sends_to == [f"{server} (embeddings (openai:emb-small), this machine)"]
+
+
+def test_no_key_variable_sends_no_authorization(server, vault, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    emb = make_embedder("openai:emb-small", options=Options(openai_base_url=server))
+    assert emb.embed_query("x").shape == (48,)
+    assert FakeOpenAI.auth == [None]
+
+
+def test_retries_after_429_and_5xx(server):
+    FakeOpenAI.script = [429, 503, 500]
+    emb = make_embedder("openai:emb-small", options=Options(openai_base_url=server, remote_retries=3))
+    assert emb.embed_documents(["a", "b"]).shape == (2, 48)
+    assert len(FakeOpenAI.auth) == 4 and FakeOpenAI.seen == [["a", "b"]]
+
+
+def test_gives_up_after_the_retries_in_one_line_without_the_key(server, vault):
+    h = handle(server)
+    h.add_vault(vault, "vault")
+    h.index()
+    (vault / "new.md").write_text("# New\n\nfresh words\n")
+    FakeOpenAI.script = [503] * 10
+    down = handle(server, remote_retries=2)
+    with pytest.raises(ModelUnavailable) as err:
+        down.index()
+    msg = str(err.value)
+    assert "HTTP 503" in msg and "after 3 tries" in msg and server in msg and "\n" not in msg
+    assert len(FakeOpenAI.auth) - 1 - len(FakeOpenAI.seen) == 2  # 3 tries, no more
+    FakeOpenAI.script = []
+    assert [x.path for x in down.search("tomatoes", mode="lexical")] == ["home/garden.md"]
+    assert h.index()[0].added == 1
+
+
+def test_a_401_names_the_endpoint_never_the_key(server):
+    FakeOpenAI.script = [401]
+    emb = make_embedder("openai:emb-small", options=Options(openai_base_url=server))
+    with pytest.raises(ModelUnavailable) as err:
+        emb.embed_query("x")
+    msg = str(err.value)
+    assert KEY not in msg and "[key]" in msg and "HTTP 401" in msg and server in msg
+    assert len(FakeOpenAI.auth) == 1  # a 401 is not retried
+
+
+@pytest.mark.parametrize("fault, words", [("short", "2 embeddings for 3 texts"),
+                                          ("dims", "different dimensions")])
+def test_wrong_answers_are_refused_and_lose_nothing(server, vault, fault, words):
+    h = handle(server, batch_size=3)
+    h.add_vault(vault, "vault")
+    h.index()
+    for i in range(3):
+        (vault / f"more{i}.md").write_text(f"# More {i}\n\nextra words number {i}\n")
+    if fault == "short":
+        FakeOpenAI.short = True
+    else:
+        FakeOpenAI.dims = [48, 32]
+    with pytest.raises(ModelUnavailable, match=words) as err:
+        handle(server, batch_size=2 if fault == "dims" else 3).index()
+    assert "\n" not in str(err.value)
+    FakeOpenAI.short, FakeOpenAI.dims = False, []
+    assert h.search("tomatoes sun", mode="vector")[0].path == "home/garden.md"
+
+
+def test_a_model_that_changes_dimension_is_not_mixed_into_the_index(server, vault):
+    h = handle(server)
+    h.add_vault(vault, "vault")
+    h.index()
+    (vault / "new.md").write_text("# New\n\nfresh words\n")
+    FakeOpenAI.dims = [32]
+    with pytest.raises(Exception, match="32") as err:
+        handle(server).index()
+    assert "\n" not in str(err.value)
+    FakeOpenAI.dims = []
+    assert h.search("tomatoes sun", mode="vector")[0].path == "home/garden.md"
+
+
+def test_secrets_are_redacted_before_they_leave(server, vault):
+    (vault / "keys.md").write_text(f"# Keys\n\nThe deploy key is {SECRET} for the bucket.\n")
+    h = handle(server, redact_outbound="always")
+    h.add_vault(vault, "vault")
+    h.index()
+    sent = " ".join(t for batch in FakeOpenAI.seen for t in batch)
+    assert SECRET not in sent and "[redacted secret]" in sent and "deploy key" in sent
+    h.search(f"where is {SECRET}", mode="vector")
+    assert SECRET not in FakeOpenAI.seen[-1][0]
+    # text for this machine is sent as it is by default (nothing leaves it)
+    FakeOpenAI.seen = []
+    local = handle(server)
+    local.search(f"where is {SECRET}", mode="vector")
+    assert FakeOpenAI.seen == [[f"where is {SECRET}"]]
+
+
+def test_another_machine_needs_a_yes_first(vault, monkeypatch):
+    far = "http://192.0.2.1:9/v1"  # TEST-NET-1: never reached here
+    h = handle(far, remote_timeout=0.3, remote_retries=0)
+    h.add_vault(vault, "vault")
+    assert h.status()[0].sends_to == [f"{far} (embeddings (openai:emb-small), another machine, "
+                                      f"not confirmed yet)"]
+    with pytest.raises(RemoteNotConfirmed, match="hybrid index --yes") as err:
+        h.index()
+    assert "\n" not in str(err.value) and far in str(err.value)
+    assert confirmed(h.config) == {}
+
+
+def test_cli_asks_once_and_yes_records_it(vault, tmp_path, monkeypatch):
+    from hybrid.cli import main
+    far = "http://192.0.2.1:9/v1"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        f'[settings]\nembedder = "openai:emb-small"\nopenai_base_url = "{far}"\nremote_timeout = 0.3\n'
+        f'remote_retries = 0\n\n[vaults.v]\npath = "{vault}"\n')
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    runner = CliRunner()
+    out = runner.invoke(main, ["index"])
+    assert out.exit_code == 1 and "hybrid index --yes" in out.output and "not confirmed" in out.output
+    out = runner.invoke(main, ["status"])
+    assert f"text sent to: {far} (embeddings (openai:emb-small), another machine, not confirmed yet)" in out.output
+    out = runner.invoke(main, ["serve"])  # never asks (stdin may be an MCP client): refuses to start
+    assert out.exit_code == 1 and "hybrid index --yes" in out.output
+    out = runner.invoke(main, ["index", "--yes"])
+    assert "confirmed: text may be sent to" in out.output
+    assert "cannot connect" in out.output or "no answer within" in out.output  # it did try, once confirmed
+    out = runner.invoke(main, ["status"])
+    assert "not confirmed" not in out.output and far in out.output
+
+
+def test_key_settings_take_names_never_keys():
+    with pytest.raises(ConfigError) as err:
+        hybrid.open(openai_api_key_env=KEY)
+    assert KEY not in str(err.value) and "never the key" in str(err.value)
+    with pytest.raises(ConfigError, match="without a user or password"):
+        hybrid.open(openai_base_url="https://me:pw@api.example.com/v1")
+
+
+def test_environment_gives_the_base_url(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server)
+    emb = make_embedder("openai:emb-small", options=Options())
+    assert emb.embed_query("x").shape == (48,) and FakeOpenAI.seen == [["x"]]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert make_embedder("openai:emb-small", options=Options()).base_url == "https://api.openai.com/v1"
