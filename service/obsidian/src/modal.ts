@@ -164,7 +164,7 @@ export class SearchModal extends Modal {
       } else if (this.entries[this.selected]) {
         void this.choose(this.entries[this.selected].passage);
       }
-    } else if (e.key === "b" && (e.altKey || e.metaKey || e.ctrlKey) && this.entries[this.selected]) {
+    } else if (e.altKey && (e.code === "KeyB" || e.key === "b") && this.entries[this.selected]) {
       e.preventDefault();
       const { el, passage } = this.entries[this.selected];
       const button = el.querySelector<HTMLElement>(".hybrid-why");

@@ -86,7 +86,7 @@ export class HybridSettingTab extends PluginSettingTab {
       }));
 
     new Setting(containerEl).setName("Vault in hybrid")
-      .setDesc("hybrid's name for this vault (see `hybrid vaults`), to search only it. Empty: every vault the server has.")
+      .setDesc("hybrid's name for this vault (`hybrid vault list`), to search only it. Empty: every vault the server has.")
       .addText((t) => t.setValue(s.vault).onChange(async (v) => {
         s.vault = v.trim();
         await this.host.saveSettings();

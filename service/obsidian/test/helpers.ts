@@ -10,8 +10,9 @@ export const configured = new Set<string>(); // the server URLs the tests set, b
 // Files the stub vault holds besides the indexed ones: a note hybrid has not indexed.
 export const UNINDEXED = "drafts/not indexed yet.md";
 
-export async function makePlugin(settings: Partial<HybridSettings> = {}) {
-  const app = new App(servers.vaultFolder, [...servers.notes, UNINDEXED]);
+// vaultName: the folder name of the vault open in the app (the server's is servers.vaultFolder)
+export async function makePlugin(settings: Partial<HybridSettings> = {}, vaultName = servers.vaultFolder) {
+  const app = new App(vaultName, [...servers.notes, UNINDEXED]);
   const plugin = new HybridPlugin(app as never, { id: "hybrid" } as never);
   await plugin.onload();
   configure(plugin, settings);

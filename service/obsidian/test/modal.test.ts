@@ -98,6 +98,22 @@ describe("search modal", () => {
     button.click();
     expect(dl.classList.contains("hybrid-hidden")).toBe(true);
     expect(button.getAttribute("aria-expanded")).toBe("false");
+    // Alt+B on the selected passage (the first): shown again, still one breakdown
+    modal.inputEl.dispatchEvent(new KeyboardEvent("keydown", { key: "∫", code: "KeyB", altKey: true }));
+    expect(dl.classList.contains("hybrid-hidden")).toBe(false);
+    expect(modal.resultsEl.querySelectorAll(".hybrid-breakdown").length).toBe(1);
+  });
+
+  it("marks hits of another of hybrid's vaults, and does not open them", async () => {
+    const { plugin } = await makePlugin({}, "another-vault"); // the server's vault is not the one open
+    const modal = plugin.openSearch();
+    await search(modal, "restic backup");
+    const note = notesOf(modal)[0];
+    expect(note.querySelector(".hybrid-note-path")!.textContent).toBe("sample:home-lab/backups.md (another vault)");
+    note.querySelector<HTMLElement>(".hybrid-passage")!.click();
+    await until(() => log.notices.length);
+    expect(log.notices[0]).toContain("is in another vault");
+    expect(log.opened).toEqual([]);
   });
 
   it("debounces typing: one request for a burst of keystrokes", async () => {
