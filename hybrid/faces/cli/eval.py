@@ -14,6 +14,7 @@ import click
 
 from hybrid.core.settings import Settings, replace
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import LazyGroup, open_handle, print_json, progress_bar
 from hybrid.sources import KINDS
 
@@ -69,7 +70,8 @@ you about pooled hits. More: docs/evaluation.md.
 
 @click.group("eval", cls=LazyGroup, invoke_without_command=True, help=EVAL_HELP,
              lazy_commands={"judge": ".judge:judge_cmd"})
-@click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
+@click.option("--vault", "vault_ref", shell_complete=complete_vault,
+              help="Vault folder or registered name (default: the bundled sample vault).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
               help="Queries: TSV or JSONL.")
 @click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str),
