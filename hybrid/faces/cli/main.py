@@ -31,7 +31,7 @@ from hybrid.sources import include_help
              lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
                             "proposals": ".proposals:proposals_cmd", "tags": ".tags:tags_cmd",
                             "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd",
-                            "related": ".related:related_cmd",
+                            "related": ".related:related_cmd", "config": ".config_cmd:config_cmd",
                             "completion": ".complete:completion_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
