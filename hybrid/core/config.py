@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid.core.errors import ConfigError, VaultError
-from hybrid.core.settings import SETTINGS, Setting, Settings
+from hybrid.core.settings import NAMES, SETTINGS, Setting, Settings
 
 __all__ = ["SETTINGS", "Setting", "Settings", "Config", "Vault", "load_config", "override"]
 
@@ -50,6 +50,10 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
 
 
 VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind"}
+# the settings a vault's table may hold: `include`, `embedder` and `store` replace the setting for
+# that vault, `exclude` and `agent_exclude` add to it (see Config.vault)
+VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store")
+ADDS_TO_SETTING = ("exclude", "agent_exclude")
 # where a vault's documents come from (hybrid.sources): a folder, a bookmarks export, a Slack export
 VAULT_KINDS = ("notes", "bookmarks", "slack")
 
@@ -111,6 +115,7 @@ class Config:
     path: Path = field(default_factory=config_path)
     data: Path = field(default_factory=data_dir)
     loaded_stat: tuple[int, int] | None = None
+    file_keys: set[str] = field(default_factory=set)  # the settings the file's [settings] holds
 
     def vault(self, name: str) -> Vault:
         if name not in self.vaults:
@@ -279,21 +284,146 @@ class Config:
             lock.release()
 
     def save(self) -> None:
-        import tomli_w
-        changed = self.settings.changed()
-        doc: dict[str, Any] = {}
-        if changed:
-            doc["settings"] = changed
-        if self.vaults:
-            doc["vaults"] = self.vaults
+        """Write the settings and vaults into the config file, editing the file as it stands
+        (tomlkit): the user's comments, blank lines, key order and formatting are kept, and
+        only what differs is written. A setting is written when the file held it (see
+        ``file_keys``) or when it differs from its default."""
+        import tomlkit
+        text = ""
+        if self.path.exists():
+            try:
+                text = self.path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"{self.path}: cannot read the config ({exc.strerror or exc})") from None
+        try:
+            doc = tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError as exc:
+            raise ConfigError(f"{self.path}: not valid TOML ({exc}); fix or delete the file") from None
+        current, defaults = self.settings.as_dict(), Settings().as_dict()
+        _merge(doc, "settings", {k: v for k, v in current.items()
+                                 if k in self.file_keys or v != defaults[k]})
+        _merge(doc, "vaults", self.vaults)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(tomli_w.dumps(doc))
+            text = tomlkit.dumps(doc)
+            # a table removed from the end leaves the blank line that parted it from the one before
+            fh.write(text.rstrip("\n") + "\n" if text.strip() else "")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
         self.loaded_stat = file_stat(self.path)
+
+    # --- editing the settings (`hybrid config`): each checked by the settings table ---------
+    def set_setting(self, name: str, value: Any) -> None:
+        """Set ``name`` in the file's [settings] (ConfigError naming the rule for a bad value)."""
+        self.settings = Settings.from_mapping({name: value}, str(self.path), self.settings)
+        if name == "store" and value:  # as `vault add --store` checks it: no password in the file
+            from hybrid.core.store_url import check_store_value
+            self.settings = Settings.from_mapping({name: check_store_value(value)}, str(self.path),
+                                                  self.settings)
+        self.file_keys.add(name)
+
+    def unset_setting(self, name: str) -> bool:
+        """Remove ``name`` from [settings]: its default applies again. Whether the file held it."""
+        default = SETTINGS[NAMES.index(name)].default if name in NAMES else None
+        self.settings = Settings.from_mapping({name: default}, str(self.path), self.settings)
+        held = name in self.file_keys
+        self.file_keys.discard(name)
+        return held
+
+    def set_vault_key(self, name: str, key: str, value: Any) -> None:
+        """Set ``key`` (one of :data:`VAULT_SETTINGS`) in vault ``name``'s table, checked by the
+        same rules as the setting of that name."""
+        self.vault(name)  # VaultError naming the known ones
+        check_vault_key(key)
+        checked = Settings.from_mapping({key: value}, f"{self.path}: vault {name!r}")
+        value = checked.as_dict()[key]
+        if key == "store" and value:
+            from hybrid.core.store_url import check_store_value
+            value = check_store_value(value)
+        self.vaults[name] = {**self.vaults[name], key: value}
+
+    def unset_vault_key(self, name: str, key: str) -> bool:
+        """Remove ``key`` from vault ``name``'s table (the setting applies to it again).
+        Whether the table held it."""
+        self.vault(name)
+        check_vault_key(key)
+        held = key in self.vaults[name]
+        self.vaults[name] = {k: v for k, v in self.vaults[name].items() if k != key}
+        return held
+
+
+def check_vault_key(key: str) -> str:
+    """``key`` if a vault's table may hold it as a setting, else ConfigError saying what does."""
+    if key == "path":
+        raise ConfigError("a vault's folder is changed with `hybrid vault move NAME PATH` (the index "
+                          "is kept)")
+    if key == "kind":
+        raise ConfigError("a vault's kind is fixed when it is registered (`hybrid vault add`, "
+                          "`hybrid source add`)")
+    if key not in VAULT_SETTINGS:
+        raise ConfigError(f"{key!r} is not a per-vault setting; a vault may hold "
+                          f"{', '.join(sorted(VAULT_SETTINGS))}")
+    return key
+
+
+def _merge(doc: Any, name: str, wanted: dict[str, Any]) -> None:
+    """Make ``doc[name]`` (a tomlkit table, nested tables for the vaults) hold ``wanted``,
+    touching only what differs: a key whose value is unchanged keeps its line, comment and
+    formatting; a table that is not wanted goes; a new one is added (see :func:`_add_table`)."""
+    import tomlkit
+    table = doc.get(name)
+    if table is None and not wanted:
+        return
+    new = table is None
+    if new:
+        table = tomlkit.table(is_super_table=name == "vaults")
+    for key in [k for k in table if k not in wanted]:
+        del table[key]
+    for key, value in wanted.items():
+        if isinstance(value, dict):
+            _merge(table, key, value)
+        elif key in table:
+            if _unwrap(table[key]) != value:
+                table[key] = value
+        else:
+            _add_key(table, key, value)
+    if new:
+        _add_table(doc, name, table)
+
+
+def _add_key(table: Any, key: str, value: Any) -> None:
+    """Add ``key`` below the table's last key, above the blank lines and comments that close it
+    (those belong to what follows: a comment heading the next table)."""
+    from tomlkit.items import AoT, Table
+    body: list[Any] = getattr(getattr(table, "value", None), "body", None) or []
+    last = next(
+        (i for i in range(len(body) - 1, -1, -1)
+         if body[i][0] is not None and not isinstance(body[i][1], (Table, AoT))), None)
+    if last is None or last == len(body) - 1:
+        table[key] = value
+        return
+    import tomlkit
+    table.value._insert_at(last + 1, key, tomlkit.item(value))  # tomlkit: no public way either
+
+
+def _add_table(doc: Any, name: str, table: Any) -> None:
+    """Add [settings] above the file's first table (where people look for it), anything else at
+    the end."""
+    from tomlkit.items import AoT, Table
+    first = None if name != "settings" else \
+        next((i for i, (_, item) in enumerate(doc.body) if isinstance(item, (Table, AoT))), None)
+    if first is None:
+        doc[name] = table
+        return
+    import tomlkit
+    table.add(tomlkit.nl())
+    doc._insert_at(first, name, table)  # tomlkit has no public way to insert before an item
+
+
+def _unwrap(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def file_stat(path: Path) -> tuple[int, int] | None:
@@ -328,6 +458,7 @@ def load_config(home: Path | None = None, data: Path | None = None) -> Config:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [settings] must be a table of settings")
     cfg.settings = Settings.from_mapping(table, str(path))
+    cfg.file_keys = set(table)
     vaults = doc.get("vaults") or {}
     if not isinstance(vaults, dict):
         raise ConfigError(f"{path}: [vaults] must be a table of vaults")

@@ -24,9 +24,35 @@ SPELL_LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "nl", "ar", "eu", "
 
 def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
              check: Callable[[Any], bool] | None = None, empty_ok: bool = False,
-             hint: str = "") -> Any:
+             hint: str = "", reindex: str = "") -> Any:
     return field(default=default, metadata={"help": help, "choices": choices, "check": check,
-                                            "empty_ok": empty_ok, "hint": hint})
+                                            "empty_ok": empty_ok, "hint": hint, "reindex": reindex})
+
+
+# What a change of a setting asks of the indexes (a field's ``reindex``; none: nothing, the next
+# query or run uses it), as `hybrid config set` says it. ``{scope}`` is the vaults it touches,
+# ``{vault}`` the `--vault NAME` option naming them. Found from what the indexer records and
+# reacts to: the embedder id and the chunking parameters in each vault's catalog
+# (hybrid.indexing.indexer), the vector layout (hybrid.store.local.vector.needs_rebuild), the
+# limits a skipped file was judged under (hybrid.indexing.skipped), the agent view's fingerprint
+# (hybrid.store.agent.view).
+REINDEX = {
+    "reembed": "{scope} must be embedded again: run `hybrid index{vault} --reembed` (until then "
+               "indexing refuses; a `mix:` holding the model already indexed is an upgrade that "
+               "plain `hybrid index` makes)",
+    "rechunk": "the next `hybrid index` re-reads and re-chunks every note of {scope} (only chunks "
+               "whose text changed are embedded)",
+    "files": "the next `hybrid index` adds and removes files of {scope} to match",
+    "limits": "applies to the files the next `hybrid index` reads in {scope}: those skipped under "
+              "the old value are tried again, files already indexed stay until they change",
+    "vectors": "the next `hybrid index` rebuilds the vector index of {scope} from the stored "
+               "vectors where this changes its layout (no re-embedding)",
+    "ann_build": "applies when an approximate (IVF) vector index is next built; those built keep "
+                 "their calibration",
+    "agents": "agents see it at once; the agents' index of {scope} is rebuilt from the catalog by "
+              "the next agent query or `hybrid index` (no re-embedding)",
+    "store": "applies to vaults registered from now on; registered vaults keep theirs",
+}
 
 
 def _http_url(value: str) -> bool:
@@ -69,7 +95,7 @@ class Settings:
         "`minilm-torch` / `e5-small-torch` (the same vectors on torch; `pip install "
         "'hybrid[torch]'`), `ollama:<model>`, `openai:<model>` (any OpenAI-compatible "
         "embeddings API: see `openai_base_url`), `st:<directory>` (a local sentence-transformers "
-        "model; the torch extra), `hash:<dim>` (tests only).")
+        "model; the torch extra), `hash:<dim>` (tests only).", reindex="reembed")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
     openai_base_url: str = _setting(
         "", "Base URL of the OpenAI-compatible API that `embedder = \"openai:<model>\"` calls "
@@ -105,33 +131,33 @@ class Settings:
             "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
             "postgresql://USER@HOST/DB URL without a password (team mode).", empty_ok=True,
         check=lambda v: v in ("", "postgresql", "postgres") or v.startswith(("postgresql://", "postgres://")),
-        hint="empty, `postgresql`, or a postgresql:// URL")
+        hint="empty, `postgresql`, or a postgresql:// URL", reindex="store")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "
-             "the model reads.")
+             "the model reads.", reindex="rechunk")
     chunk_overlap: int = _setting(
         32, "Tokens of trailing context repeated at the start of the next chunk when a long "
-            "section is split.")
-    context_header: bool = _setting(True, "Prefix each embedded chunk with `title > heading path`.")
+            "section is split.", reindex="rechunk")
+    context_header: bool = _setting(True, "Prefix each embedded chunk with `title > heading path`.", reindex="rechunk")
     batch_size: int = _setting(32, "Texts per embedding batch.")
     max_file_bytes: int = _setting(5_000_000, "Larger notes (and text or HTML files) are skipped "
-                                              "with a warning.")
+                                              "with a warning.", reindex="limits")
     max_pdf_bytes: int = _setting(200_000_000, "Larger PDFs are skipped with a warning (a PDF is "
-                                               "read page by page, never whole into memory).")
+                                               "read page by page, never whole into memory).", reindex="limits")
     convert_max_memory_mb: int = _setting(
         1024, "Memory (address space, in MB) the separate process that reads PDFs and web pages "
               "may use for one document; a document that needs more (a decompression bomb) is "
               "skipped with a warning. Enforced on Linux; elsewhere only `convert_timeout` applies.",
-        check=lambda v: v >= 128, hint="a number of MB, at least 128")
+        check=lambda v: v >= 128, hint="a number of MB, at least 128", reindex="limits")
     convert_timeout: float = _setting(
         120, "Seconds one PDF or web page may take to be read; a slower one is skipped with a "
              "warning (its converter process is stopped and started again).",
-        check=lambda v: v > 0, hint="a number of seconds, more than 0")
+        check=lambda v: v > 0, hint="a number of seconds, more than 0", reindex="limits")
     include: tuple[str, ...] = _setting(
         ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm"),
         "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
-        "(text per page), plain text and saved web pages (their main text) are read.")
-    exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.")
+        "(text per page), plain text and saved web pages (their main text) are read.", reindex="files")
+    exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.", reindex="files")
     fetch_private: bool = _setting(
         False, "Let `hybrid index --fetch` fetch bookmarked pages (or follow redirects) to loopback, "
                "private-network and other non-public addresses; link-local and cloud metadata "
@@ -172,7 +198,8 @@ class Settings:
         0.7, "Fold a hit into a better one whose text it resembles at least this much (Jaccard "
              "over 3-word shingles, 0-1): it is listed under that hit's `also_in` instead of "
              "taking a place of its own. 1 = only identical text (whitespace and case aside); "
-             "0 = off.", check=lambda v: 0 <= v <= 1)
+             "0 = off.", check=lambda v: 0 <= v <= 1,
+        hint="like 0.7 (a fraction from 0 to 1)")
     rerank_model: str = _setting(
         "", "Reranker for `--rerank`: `late` (late interaction over the bundled MiniLM; works "
             "offline after install), `ollama:<model>` (an LLM on the Ollama server), "
@@ -182,48 +209,53 @@ class Settings:
     rerank_top_n: int = _setting(30, "How many fused candidates the cross-encoder rescores.")
     ann_threshold: int = _setting(
         50_000, "Vectors per vault at which an approximate FAISS IVF index replaces the exact flat "
-                "one (0 = always exact). Rebuilt automatically when the vault crosses it.")
+                "one (0 = always exact). Rebuilt automatically when the vault crosses it.", reindex="vectors")
     ann_recall: float = _setting(
         0.99, "Recall@10 against exact search that the IVF index's nprobe is calibrated to reach "
               "when it is built, as a fraction of what the stored codes allow (sq8 codes alone "
-              "reach ~0.98); higher = slower queries.", check=lambda v: 0 < v <= 1)
+              "reach ~0.98); higher = slower queries.", check=lambda v: 0 < v <= 1,
+        hint="like 0.99 (a fraction above 0, at most 1)", reindex="ann_build")
     vector_storage: str = _setting(
         "float32", "How FAISS stores vectors: `float32`, `float16` (half the memory) or `sq8` "
                    "(8-bit scalar quantization, a quarter). Changing it rebuilds the vector index "
-                   "from the catalog, without re-embedding.", choices=("float32", "float16", "sq8"))
+                   "from the catalog, without re-embedding.", choices=("float32", "float16", "sq8"), reindex="vectors")
 
     agent_exclude: tuple[str, ...] = _setting(
         (), "Globs (vault-relative, like `exclude`) of notes that agents never see: not in MCP or "
             "HTTP API search hits, `get_note`, counts or snippets. The owner's CLI still shows them "
-            "(`--as-agent` shows what an agent sees). A vault may add its own.")
+            "(`--as-agent` shows what an agent sees). A vault may add its own.", reindex="agents")
     private_tags: tuple[str, ...] = _setting(
         ("private",), "Notes carrying one of these tags (or a nested child: `private/health`) are "
-                      "never shown to agents; frontmatter `private: true` does the same for one note.")
+                      "never shown to agents; frontmatter `private: true` does the same for one note.",
+        reindex="agents")
     redact_secrets: bool = _setting(
         True, "Replace credentials (cloud keys, tokens, private keys, passwords in URLs, "
-              "`password: …` lines) with `[redacted secret]` in all text shown to agents.")
+              "`password: …` lines) with `[redacted secret]` in all text shown to agents.", reindex="agents")
     proposals_folder: str = _setting(
         "", "Vault-relative folder where agents may write new notes with the MCP tool "
             "`propose_note`, and nowhere else (empty = agents cannot write). `hybrid proposals` "
             "reviews them.", check=lambda v: _safe_folder(v), empty_ok=True,
-            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)")
+            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)", reindex="agents")
     agents_see_proposals: bool = _setting(
         False, "Let agents search and read unreviewed proposals (by default they never see them, "
-               "so an agent never cites its own unreviewed text).")
+               "so an agent never cites its own unreviewed text).", reindex="agents")
     proposal_max_chars: int = _setting(20_000, "Largest proposal an agent may write, in characters.",
-                                       check=lambda v: v >= 1)
+                                       check=lambda v: v >= 1,
+                                       hint="like 20000 (a whole number, at least 1)")
     audit_log: bool = _setting(
         True, "Append every agent call (tool, arguments, client, returned citations) to "
               "`audit.jsonl` in the data dir; `hybrid audit` shows it.")
     audit_max_mb: float = _setting(10, "Size at which the audit log rotates, in MB.",
-                                   check=lambda v: v > 0)
+                                   check=lambda v: v > 0, hint="like 10 (a number of MB, more than 0)")
     audit_keep: int = _setting(5, "How many rotated audit logs to keep.")
     http_header_timeout: float = _setting(
         10, "Seconds a client of `hybrid serve --http` has to send a request's head (from connecting, "
-            "or from the previous answer); then its connection is closed.", check=lambda v: v > 0)
+            "or from the previous answer); then its connection is closed.", check=lambda v: v > 0,
+        hint="like 10 (a number of seconds, more than 0)")
     http_body_timeout: float = _setting(
         30, "Seconds a client of `hybrid serve --http` has to send a request's body, once its head "
-            "is in; then it gets 408 and its connection is closed.", check=lambda v: v > 0)
+            "is in; then it gets 408 and its connection is closed.", check=lambda v: v > 0,
+        hint="like 30 (a number of seconds, more than 0)")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -270,6 +302,12 @@ def replace(settings: Settings, **changes: Any) -> Settings:
     return Settings.from_mapping(changes, "override", settings)
 
 
+# the rule a value of each type obeys, named in the error when the field has no hint of its own
+# (by the field's annotation: "float" for rrf_k although its default is written 10)
+_RULE = {"bool": "true or false", "int": "a whole number, 0 or more", "float": "a number, 0 or more",
+         "tuple": "a list of strings", "str": "a non-empty string"}
+
+
 def _checked(f: dataclasses.Field, value: Any) -> Any:
     """``value`` as field ``f`` stores it (a list becomes a tuple, an integral float an int),
     or ConfigError naming the rule."""
@@ -293,7 +331,7 @@ def _checked(f: dataclasses.Field, value: Any) -> Any:
     if not ok:
         shown = list(default) if isinstance(default, tuple) else default
         hint = meta["hint"] or (f"one of {', '.join(meta['choices'])}" if meta["choices"]
-                                else f"like {shown!r}")
+                                else f"like {shown!r} ({_RULE[str(f.type).split('[')[0]]})")
         got = "a value that is not one" if f.name.endswith("_key_env") else repr(value)  # a pasted key stays unsaid
         raise ConfigError(f"setting {f.name!r} must be {hint}, got {got}")
     return value

@@ -14,6 +14,7 @@ import click
 
 from hybrid.core.settings import Settings, replace
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import (
     LazyGroup,
     confirm_destinations,
@@ -76,7 +77,8 @@ you about pooled hits. More: docs/evaluation.md.
 
 @click.group("eval", cls=LazyGroup, invoke_without_command=True, help=EVAL_HELP,
              lazy_commands={"judge": ".judge:judge_cmd"})
-@click.option("--vault", "vault_ref", help="Vault folder or registered name (default: the bundled sample vault).")
+@click.option("--vault", "vault_ref", shell_complete=complete_vault,
+              help="Vault folder or registered name (default: the bundled sample vault).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
               help="Queries: TSV or JSONL.")
 @click.option("--qrels", "qrels_path", type=click.Path(dir_okay=False, path_type=str),
@@ -137,7 +139,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
     settings = replace(h.settings, **changes)
     from hybrid.embedders import options_from
     from hybrid.embedders.remote import destinations
-    confirm_destinations(h, destinations(settings.embedder, options_from(settings))
+    confirm_destinations(h.config, destinations(settings.embedder, options_from(settings))
                          + destinations(settings.rerank_model, options_from(settings), rerank=True), yes=yes)
     problems = Problems()
     vault_path, include, exclude, queries, qrels = _labelled_set(

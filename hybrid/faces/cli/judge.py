@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from hybrid.core.settings import replace
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import open_handle, progress_bar, terminal_text
 
 ANSWERS = ("y", "2", "n", "s", "q")
@@ -22,7 +23,8 @@ PROMPT = "relevant? y = yes, 2 = highly (the answer), n = no, s = skip question,
               help="Judge the questions agents asked (the audit log's search calls), newest first.")
 @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
               help="With --from-audit: the newest N distinct questions (0 = all).")
-@click.option("--vault", "vault_ref", help="Registered vault (its index is used as is) or folder "
+@click.option("--vault", "vault_ref", shell_complete=complete_vault,
+              help="Registered vault (its index is used as is) or folder "
                                            "(indexed into a temporary folder); default: the sample vault.")
 @click.option("--depth", type=click.IntRange(1, 50), default=5, show_default=True,
               help="Notes taken from each mode's top (lexical, vector, hybrid), then pooled.")

@@ -11,6 +11,7 @@ import time
 import click
 
 from hybrid.core.errors import HybridError
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import (
     Group,
     LazyGroup,
@@ -32,7 +33,8 @@ from hybrid.sources import include_help
              lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
                             "proposals": ".proposals:proposals_cmd", "tags": ".tags:tags_cmd",
                             "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd",
-                            "related": ".related:related_cmd"})
+                            "related": ".related:related_cmd", "config": ".config_cmd:config_cmd",
+                            "completion": ".complete:completion_cmd"})
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context
@@ -85,7 +87,7 @@ def vault_list(ctx, as_json):
 
 
 @vault.command("remove")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_vault)
 @click.option("--keep-index", is_flag=True, help="Leave the index files on disk.")
 @click.option("--wait", type=float, default=10, show_default=True,
               help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
@@ -97,7 +99,7 @@ def vault_remove(ctx, name, keep_index, wait):
 
 
 @vault.command("rename")
-@click.argument("old")
+@click.argument("old", shell_complete=complete_vault)
 @click.argument("new")
 @click.option("--wait", type=float, default=10, show_default=True,
               help="Seconds to wait for an indexer (a watcher, say) working on this vault.")
@@ -109,7 +111,7 @@ def vault_rename(ctx, old, new, wait):
 
 
 @vault.command("move")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_vault)
 @click.argument("path", type=click.Path(file_okay=False, path_type=str))
 @click.pass_context
 def vault_move(ctx, name, path):
@@ -122,7 +124,8 @@ def vault_move(ctx, name, path):
 @main.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=str))
 @click.option("--name", help="With PATH: the name to register it under.")
-@click.option("--vault", "vaults", multiple=True, help="Index only this vault (repeatable).")
+@click.option("--vault", "vaults", shell_complete=complete_vault,
+              multiple=True, help="Index only this vault (repeatable).")
 @click.option("--reembed", is_flag=True, help="Drop the vault's index and rebuild it with the configured embedder.")
 @click.option("--wait", type=float, default=0, show_default=True,
               help="Seconds to wait for another indexer holding the vault's lock.")
@@ -177,6 +180,8 @@ def search_options(command):
             continue
         default = getattr(SearchRequest, opt.name, None)
         kw: dict = {"help": option_help(opt, "cli")}
+        if opt.name == "vaults":
+            kw["shell_complete"] = complete_vault
         if opt.type == "int":
             kw.update(type=click.IntRange(int(opt.low or 0), int(opt.high or 0)), default=default, show_default=True)
         elif opt.type == "float":
@@ -266,7 +271,7 @@ main.add_command(query, "search")  # the same command under the name agents and 
 
 @main.command()
 @click.argument("ref")
-@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several are registered).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--as-agent", is_flag=True, help="Read it as an agent would (refused if private; secrets redacted).")
 @click.option("--links", "show_links", is_flag=True,
@@ -357,7 +362,7 @@ def status(ctx, as_json, list_skipped):
 
 
 @main.command()
-@click.option("--vault", "vaults", multiple=True, help="Only this vault (repeatable).")
+@click.option("--vault", "vaults", shell_complete=complete_vault, multiple=True, help="Only this vault (repeatable).")
 @click.option("--wait", type=float, default=10, show_default=True,
               help="Seconds to wait for an indexer working on a vault.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -439,7 +444,8 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce, yes):
 
 
 @main.command()
-@click.option("--vault", "vaults", multiple=True, help="Watch only this vault (repeatable).")
+@click.option("--vault", "vaults", shell_complete=complete_vault,
+              multiple=True, help="Watch only this vault (repeatable).")
 @click.option("--debounce", default=0.5, show_default=True, type=click.FloatRange(0, 60),
               help="Seconds of quiet before re-indexing.")
 @click.pass_context

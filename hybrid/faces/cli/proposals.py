@@ -23,6 +23,7 @@ from hybrid.app.proposals import (
     reject,
 )
 from hybrid.core.config import Vault
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import Group, open_handle, print_json, terminal_text
 
 HINT = ("review: `hybrid proposals show NAME`, `hybrid proposals accept NAME --to FOLDER`, "
@@ -89,7 +90,8 @@ def _cut(text: str, width: int) -> str:
 
 
 @click.group("proposals", cls=Group, invoke_without_command=True)
-@click.option("--vault", help="Only this vault (default: all; also the default of the subcommands).")
+@click.option("--vault", shell_complete=complete_vault,
+              help="Only this vault (default: all; also the default of the subcommands).")
 @click.option("--json", "as_json", is_flag=True, help="Bare: print the list as JSON.")
 @click.pass_context
 def proposals_cmd(ctx: click.Context, vault: str | None, as_json: bool) -> None:
@@ -102,7 +104,7 @@ def proposals_cmd(ctx: click.Context, vault: str | None, as_json: bool) -> None:
 
 
 @proposals_cmd.command("list")
-@click.option("--vault", help="Only this vault (default: all).")
+@click.option("--vault", shell_complete=complete_vault, help="Only this vault (default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def list_cmd(ctx: click.Context, vault: str | None = None, as_json: bool = False) -> None:
@@ -141,7 +143,7 @@ def list_cmd(ctx: click.Context, vault: str | None = None, as_json: bool = False
 
 @proposals_cmd.command("show")
 @click.argument("name")
-@click.option("--vault", help="Vault name (needed when several hold that name).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several hold that name).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the proposal and its text.")
 @click.pass_context
 def show_cmd(ctx, name, vault, as_json):
@@ -160,7 +162,7 @@ def show_cmd(ctx, name, vault, as_json):
 @click.argument("name")
 @click.option("--to", "to_folder", required=True,
               help="Vault-relative folder to move it to ('.' = the vault's top level).")
-@click.option("--vault", help="Vault name (needed when several hold that name).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several hold that name).")
 @click.option("--no-index", is_flag=True, help="Do not re-index the vault afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the accepted note as JSON.")
 @click.pass_context
@@ -183,7 +185,7 @@ def accept_cmd(ctx, name, to_folder, vault, no_index, as_json):
 
 @proposals_cmd.command("reject")
 @click.argument("name")
-@click.option("--vault", help="Vault name (needed when several hold that name).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several hold that name).")
 @click.option("--no-index", is_flag=True, help="Do not re-index the vault afterwards.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deleted proposal as JSON.")

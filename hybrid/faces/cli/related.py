@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import open_handle, print_json, terminal_text
 from hybrid.retrieval.related import MAX_TOP_K
 
 
 @click.command("related")
 @click.argument("ref")
-@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several are registered).")
 @click.option("-n", "--top-k", "top_k", type=click.IntRange(1, MAX_TOP_K), default=10, show_default=True,
               help="How many related notes.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

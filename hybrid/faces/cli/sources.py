@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import Group, open_handle, print_json
 from hybrid.sources import SOURCES
 
@@ -55,7 +56,7 @@ def source_list(ctx, as_json):
 
 
 @source_cmd.command("remove")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_vault)
 @click.option("--wait", type=float, default=10, show_default=True,
               help="Seconds to wait for an indexer working on this source.")
 @click.pass_context

@@ -319,14 +319,15 @@ def confirm_remote(h, names=None, *, yes: bool, ask: bool = True) -> None:
     if not h.config.vaults:
         return
     found = [d for v in h.config.select(names or None) for d in remote.vault_destinations(h.config, v)]
-    confirm_destinations(h, found, yes=yes, ask=ask)
+    confirm_destinations(h.config, found, yes=yes, ask=ask)
 
 
-def confirm_destinations(h, found, *, yes: bool, ask: bool = True) -> None:
+def confirm_destinations(config, found, *, yes: bool, ask: bool = True, refuse: bool = True) -> None:
     """For the servers of ``found`` on other machines that nobody confirmed: record ``--yes``,
-    or ask on a terminal (``ask``), or stop with the one-line error that says how to confirm."""
+    or ask on a terminal (``ask``), or stop with the one-line error that says how to confirm
+    (with ``refuse``; else say so and go on: nothing is sent until someone confirms)."""
     from hybrid.app import remote
-    missing = remote.unconfirmed(h.config, found)
+    missing = remote.unconfirmed(config, found)
     if not missing:
         return
     if not yes and ask and sys.stdin.isatty() and sys.stderr.isatty():
@@ -334,12 +335,16 @@ def confirm_destinations(h, found, *, yes: bool, ask: bool = True) -> None:
             click.echo(f"hybrid would send text (notes and queries, secrets redacted) to {remote.describe(d)}.",
                        err=True)
         yes = click.confirm("Send text there from now on?", default=False, err=True)
-        if not yes:
+        if not yes and refuse:
             raise click.ClickException("nothing sent; choose a model that runs here "
                                        "(`hybrid config set embedder minilm`) or confirm with --yes")
     if yes:
-        remote.confirm(h.config, [d.url for d in missing])
+        remote.confirm(config, [d.url for d in missing])
         for d in missing:
             click.echo(f"confirmed: text may be sent to {remote.describe(d)}", err=True)
         return
-    remote.require(h.config, missing)
+    if refuse:
+        remote.require(config, missing)
+    for d in missing:
+        click.echo(f"note: text would be sent to {remote.describe(d, True)}; nothing is sent until "
+                   f"you confirm (`hybrid index` asks once, or `--yes`)", err=True)

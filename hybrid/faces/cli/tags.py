@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from hybrid.faces.cli.complete import complete_vault
 from hybrid.faces.cli.support import Group, open_handle, print_json, terminal_text
 
 
@@ -42,7 +43,7 @@ def tags_cmd(ctx: click.Context) -> None:
 @click.argument("note", required=False)
 @click.option("--all", "every", is_flag=True, help="Every note of the vault.")
 @click.option("--untagged", is_flag=True, help="With --all: only the notes that have no tag.")
-@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several are registered).")
 @click.option("-n", "--limit", type=click.IntRange(1, 10), default=5, show_default=True,
               help="Tags to suggest per note.")
 @click.option("--llm", metavar="ollama:MODEL", help="Also ask an LLM served by a local Ollama "
@@ -83,7 +84,7 @@ def suggest_cmd(ctx, note, every, untagged, vault, limit, llm, new_tags, as_json
 
 
 @tags_cmd.command("list")
-@click.option("--vault", help="Only this vault (default: all).")
+@click.option("--vault", shell_complete=complete_vault, help="Only this vault (default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def list_cmd(ctx, vault=None, as_json=False):
@@ -104,7 +105,7 @@ def list_cmd(ctx, vault=None, as_json=False):
 @tags_cmd.command("accept")
 @click.argument("note")
 @click.argument("tags", nargs=-1, required=True)
-@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several are registered).")
 @click.option("--no-index", is_flag=True, help="Do not re-index the vault afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
@@ -124,7 +125,7 @@ def accept_cmd(ctx, note, tags, vault, no_index, as_json):
 @tags_cmd.command("reject")
 @click.argument("note")
 @click.argument("tags", nargs=-1, required=True)
-@click.option("--vault", help="Vault name (needed when several are registered).")
+@click.option("--vault", shell_complete=complete_vault, help="Vault name (needed when several are registered).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def reject_cmd(ctx, note, tags, vault, as_json):
@@ -138,7 +139,7 @@ def reject_cmd(ctx, note, tags, vault, as_json):
 
 
 @tags_cmd.command("review")
-@click.option("--vault", help="Only this vault (default: all).")
+@click.option("--vault", shell_complete=complete_vault, help="Only this vault (default: all).")
 @click.option("--no-index", is_flag=True, help="Do not re-index afterwards.")
 @click.pass_context
 def review_cmd(ctx, vault, no_index):

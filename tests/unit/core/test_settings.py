@@ -25,7 +25,7 @@ def test_settings_are_frozen():
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"rrf_k": -1}, "setting 'rrf_k' must be like 10, got -1"),
+    ({"rrf_k": -1}, "setting 'rrf_k' must be like 10 (a number, 0 or more), got -1"),
     ({"fuzzy": "yes"}, "setting 'fuzzy' must be like True"),
     ({"chunk_tokens": 12.5}, "setting 'chunk_tokens' must be like 128"),
     ({"vector_storage": "int4"}, "must be one of float32, float16, sq8"),

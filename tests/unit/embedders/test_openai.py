@@ -229,3 +229,21 @@ def test_environment_gives_the_base_url(server, monkeypatch):
     assert emb.embed_query("x").shape == (48,) and FakeOpenAI.seen == [["x"]]
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert make_embedder("openai:emb-small", options=Options()).base_url == "https://api.openai.com/v1"
+
+
+def test_choosing_a_far_model_in_config_asks_once(vault, tmp_path, monkeypatch):
+    from hybrid.cli import main
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'# my settings\n[settings]\nopenai_base_url = "http://192.0.2.1:9/v1"\n\n'
+                                      f'[vaults.v]\npath = "{vault}"\n')
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    runner = CliRunner()
+    out = runner.invoke(main, ["config", "set", "embedder", "openai:emb-small"])
+    assert out.exit_code == 0, out.output
+    assert "nothing is sent until you confirm" in out.output and "192.0.2.1" in out.output
+    assert confirmed(hybrid.open().config) == {}
+    out = runner.invoke(main, ["config", "set", "rerank_model", "rerank:bge", "--yes"])
+    assert out.exit_code == 0 and "confirmed: text may be sent to http://192.0.2.1:9/v1" in out.output
+    assert list(confirmed(hybrid.open().config)) == ["http://192.0.2.1:9/v1"]
+    assert (home / "config.toml").read_text().startswith("# my settings\n")
