@@ -56,6 +56,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     from hybrid.indexing.indexer import chunking_meta
     from hybrid.indexing.reading import content_hash, size_limit
     from hybrid.sources import markdown as notes_mod
+    from hybrid.sources.daily import name_dates
     from hybrid.store import open_store
     from hybrid.store.agent.view import AgentView
     if not vault.is_folder:
@@ -68,7 +69,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
         return None  # never indexed, or unreadable: `hybrid index` says which
     try:
         known = store.catalog.files()
-        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings))
+        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings, name_dates(vault.path)))
         skips = skipped.load(store.catalog)
     finally:
         store.close()

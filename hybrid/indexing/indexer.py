@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hybrid.core.config import Vault
+from hybrid.core.dates import NameDates
 from hybrid.core.errors import EmbedderMismatch, VaultError
 from hybrid.core.faults import checkpoint
 from hybrid.core.settings import Settings
@@ -29,6 +30,7 @@ from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import SOURCES
 from hybrid.sources import markdown as notes_mod
+from hybrid.sources.daily import name_dates
 from hybrid.sources.sandbox import shutdown as shutdown_converters
 from hybrid.store import backend
 from hybrid.store.agent.vectors import embed_missing
@@ -88,12 +90,17 @@ class _Job:
     def redactor(self):
         return agent_redactor() if self.view.redact else None
 
+    @functools.cached_property
+    def names(self) -> NameDates | None:
+        """How a folder vault names its daily notes (read once a run)."""
+        return name_dates(self.vault.path) if self.vault.is_folder else None
+
     @property
     def chunking(self) -> str:
-        return chunking_meta(self.settings)
+        return chunking_meta(self.settings, self.names)
 
 
-def chunking_meta(s: Settings) -> str:
+def chunking_meta(s: Settings, names: NameDates | None = None) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
     any script and a front block that cannot be read recorded, both for the agent view;
@@ -102,10 +109,14 @@ def chunking_meta(s: Settings) -> str:
     character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
     tantivy or PostgreSQL, is written again; version 7: each note's links recorded for the
     link graph, :mod:`hybrid.retrieval.graph`; version 8: every chunk records its text's hash,
-    and identical sections share one vector, :mod:`hybrid.indexing.shared`. The re-read costs
-    no embedding, the chunks being the same.)"""
-    return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 8})
+    and identical sections share one vector, :mod:`hybrid.indexing.shared`; version 9: a note
+    without a frontmatter date dated by its file name, :class:`hybrid.core.dates.NameDates`,
+    whose vault's own daily-note formats (``names``) are recorded too, so changing them re-reads
+    every note. The re-read costs no embedding, the chunks being the same.)"""
+    meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
+            "version": 9}
+    own = names.fingerprint if names is not None else []
+    return json.dumps({**meta, "names": own} if own else meta)
 
 
 @dataclass
@@ -244,7 +255,8 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                       s.chunk_overlap, s.context_header)
     embedding = EmbedQueue(store, job.embedder, report, job.progress,
                            expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
-    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
+    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips,
+                       names=job.names)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
     keeps_text = store.catalog.keeps_text

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from hybrid.core.dates import NameDates
 from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
@@ -35,10 +36,14 @@ def file_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def modified_of(note: notes_mod.Note, mtime_ns: int) -> float:
+def modified_of(note: notes_mod.Note, mtime_ns: int, names: NameDates | None = None) -> float:
     """The note's own date (its frontmatter's, :func:`hybrid.core.dates.note_date`) when it
-    has one, else the file's mtime."""
-    return note.date if note.date is not None else mtime_ns / 1e9
+    has one, else the date its file name holds (a daily note's, read by ``names``: given for a
+    folder vault's files), else the file's mtime."""
+    if note.date is not None:
+        return note.date
+    named = names.date(note.path) if names is not None else None
+    return named if named is not None else mtime_ns / 1e9
 
 
 class ReadStatus(enum.Enum):
@@ -56,13 +61,16 @@ class ReadResult:
 
 
 def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
-          force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None) -> ReadResult:
+          force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
+          names: NameDates | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
     or an exception while decoding, parsing or chunking it) is one warning naming it and counts
     in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
     stream and read page by page, never whole into memory. ``skips`` (the ledger's skipped
-    files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read."""
+    files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read.
+    ``names``: how the vault names notes by their day (a folder vault's, from its files; None:
+    a source's documents, dated by their text)."""
     skips = {} if skips is None else skips
     bounds = bounds_of(settings, entry.path)
 
@@ -101,7 +109,8 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
         skips[entry.path] = Skip(entry.size, entry.mtime_ns, known.reason, bounds, digest)
         return ReadResult(ReadStatus.SKIPPED)
     try:
-        record = _record(entry, data, digest, chunker, report, clock, settings)
+        record = _record(entry, data, digest, chunker, report, clock, settings,
+                         names if entry.load is None else None)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
@@ -118,7 +127,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
-            report: IndexReport, clock: Stopwatch, settings: Settings) -> NoteRecord:
+            report: IndexReport, clock: Stopwatch, settings: Settings,
+            names: NameDates | None = None) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
     stores. Whatever it raises is caught by ``_read`` and costs only this document."""
     note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
@@ -132,7 +142,7 @@ def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker
     return NoteRecord(
         path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
         tags=note.tags, aliases=note.aliases, properties=note.properties, created=note.created,
-        modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns),
+        modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns, names),
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],
         embed_texts=[c.embed_text for c in chunks], links=note.links, text="\n".join(note.lines),
@@ -174,11 +184,12 @@ class ReadAhead:
     the taker; :meth:`close` (or leaving the loop early) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0):
+                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0,
+                 names: NameDates | None = None):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, skips)
+        self._args = (chunker, settings, report, force, clock, skips, names)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)

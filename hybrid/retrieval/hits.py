@@ -35,8 +35,8 @@ class Hit:
     # calibrated estimate (0..1) that this passage's note answers the query; see hybrid/retrieval/confidence.py
     confidence: float | None = None
     tags: list[str] = field(default_factory=list)
-    modified: str = ""        # the note's date: its frontmatter's (see date_source), else the file's mtime
-    date_source: str = ""     # where ``modified`` came from: "frontmatter:FIELD" or "mtime"
+    modified: str = ""        # the note's date: its frontmatter's (see date_source), its name's, else its mtime
+    date_source: str = ""     # where ``modified`` came from: "frontmatter:FIELD", "name" or "mtime"
     uri: str = ""
     chunk_id: int = 0
     text: str = ""

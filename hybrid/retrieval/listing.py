@@ -17,6 +17,7 @@ from hybrid.core.dates import date_source
 from hybrid.retrieval.excerpt import readable
 from hybrid.retrieval.hits import Hit, snippet, source_fields
 from hybrid.retrieval.result import SearchResult
+from hybrid.sources.daily import vault_name_dates
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -85,7 +86,8 @@ def _hits(targets: Sequence[tuple[Vault, Searchable]], notes: list[tuple[float, 
             vault=name, path=path, title=row.title, heading_path=[], start_line=span[1],
             end_line=span[2], snippet=snippet(readable(row.text), [], snippet_chars), score=0.0, tags=row.tags,
             modified=dt.datetime.fromtimestamp(row.modified).isoformat(timespec="seconds"),
-            date_source=date_source(row.properties, row.modified), chunk_id=row.id, text=row.text, **fields))
+            date_source=date_source(row.properties, row.modified, path, vault_name_dates(vault)),
+            chunk_id=row.id, text=row.text, **fields))
     return hits
 
 

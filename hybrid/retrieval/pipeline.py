@@ -29,6 +29,7 @@ from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
 from hybrid.retrieval.result import SearchResult, apply_corrections
 from hybrid.retrieval.spelling import Spelling, repair
+from hybrid.sources.daily import vault_name_dates
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import LexicalQuery
 
@@ -432,6 +433,7 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
     lex_rank, lex_score = fuse.ranks([k for k, _ in arms.lexical]), dict(arms.lexical)
     vec_rank, vec_score = fuse.ranks([k for k, _ in arms.vector]), dict(arms.vector)
     folder_names = {v.name: v.path.name for v, _ in targets}
+    names = {v.name: vault_name_dates(v) for v, _ in targets}
     hits = []
     for key, score in ranked:
         r = rows[key]
@@ -446,7 +448,7 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
             rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),
             recency_penalty=arms.demoted.get(key), tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
-            date_source=date_source(r.properties, r.modified), chunk_id=r.id, text=r.text,
+            date_source=date_source(r.properties, r.modified, r.path, names[key[0]]), chunk_id=r.id, text=r.text,
             **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))
     return hits
 

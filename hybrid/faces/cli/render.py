@@ -334,9 +334,12 @@ def arms_long(h: Hit, look: Look) -> str:
 
 
 def date_words(source: str) -> str:
-    """``frontmatter created`` or ``file mtime``: where a hit's date came from, in words."""
+    """``frontmatter created``, ``file name`` or ``file mtime``: where a hit's date came from,
+    in words."""
     if source.startswith("frontmatter:"):
         return "frontmatter " + source.split(":", 1)[1]
+    if source == "name":
+        return "file name"
     return "file mtime" if source == "mtime" else source or "file mtime"
 
 
