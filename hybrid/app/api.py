@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hybrid.app import reader, remote
+from hybrid.app.coverage import FileCoverage, file_coverage
 from hybrid.app.reader import NoteText
 from hybrid.app.refs import Ref
 from hybrid.app.registry import Registry
@@ -439,6 +440,11 @@ class Hybrid(Registry):
                 pending = set(remote.unconfirmed(self.config, found))
                 row.sends_to = [remote.describe(d, d in pending) for d in found]
         return rows
+
+    def files(self, name: str) -> Iterator[FileCoverage]:
+        """Every file of vault ``name`` and what became of it, streamed (the owner's view:
+        :func:`hybrid.app.coverage.file_coverage`)."""
+        return file_coverage(self.config.vault(name), self.settings)
 
     def agent_hidden(self, name: str) -> dict[str, list[str]]:
         """The notes of vault ``name`` hidden from agents, by why (see

@@ -48,56 +48,94 @@ class Changes:
         return out
 
 
-def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
-    """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
-    be told (the folder is missing, or the vault was never indexed)."""
+@dataclass
+class Ledger:
+    """What a vault's index records of its files, read once: the rows (by path), whether the
+    next run reads every note again (the chunking changed), the skipped files and failures
+    (:mod:`hybrid.indexing.skipped`) and, when asked, each file's chunks (by file id)."""
+    known: dict
+    rechunk_all: bool
+    skips: dict
+    chunks: dict[int, int] = field(default_factory=dict)
+
+
+def read_ledger(vault: Vault, settings: Settings, chunks: bool = False) -> Ledger | None:
+    """The ledger of ``vault``'s index; None when it was never indexed (or cannot be read)."""
     from hybrid.core.errors import HybridError
     from hybrid.indexing import skipped
     from hybrid.indexing.indexer import chunking_meta
-    from hybrid.indexing.reading import content_hash, size_limit
-    from hybrid.sources import markdown as notes_mod
-    from hybrid.sources.daily import name_dates
+    from hybrid.sources.daily import vault_name_dates
     from hybrid.store import open_store
-    from hybrid.store.agent.view import AgentView
-    if not vault.is_folder:
-        return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
-    if not vault.path.is_dir():
-        return None
     try:
         store = open_store(vault)
     except HybridError:
         return None  # never indexed, or unreadable: `hybrid index` says which
     try:
-        known = store.catalog.files()
-        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings, name_dates(vault.path)))
-        skips = skipped.load(store.catalog)
+        cat = store.catalog
+        rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings, vault_name_dates(vault)))
+        return Ledger(cat.files(), rechunk_all, skipped.load(cat), cat.chunks_per_file() if chunks else {})
     finally:
         store.close()
+
+
+def judge(entry, ledger: Ledger, settings: Settings, failures: bool = False) -> tuple[str, str]:
+    """(verdict, detail) on one listed file, as the indexer's plan would judge it: ``unchanged``,
+    ``skipped`` (a skip the ledger remembers, still holding; detail: its reason), ``too_large``
+    (no run met it yet; detail: why), ``new``, ``reread`` (the chunking changed), ``changed``,
+    ``same`` (touched, the same content), ``vanished`` or ``unreadable`` (detail: the error);
+    with ``failures``, ``failed`` (the last run failed on it as it is now; detail: the error).
+    Only a file whose stat differs from the record is read (hashed)."""
+    from hybrid.indexing.reading import content_hash, size_limit
+    row, skip = ledger.known.get(entry.path), ledger.skips.get(entry.path)
+    fresh = row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns)
+    if fresh and not ledger.rechunk_all:
+        return "unchanged", ""
+    if skip is not None and skip.holds(entry, settings):
+        return "skipped", skip.reason  # what the indexer would do: pass it over, quietly
+    if failures and skip is not None and skip.failed and (skip.size, skip.mtime_ns) == (entry.size, entry.mtime_ns):
+        return "failed", skip.reason
+    limit, setting = size_limit(settings, entry.path)
+    if entry.size > limit:
+        return "too_large", f"{entry.path}: {entry.size:,} bytes is over {setting} ({limit:,}); skipped"
+    if row is None:
+        return "new", ""
+    if ledger.rechunk_all:
+        return "reread", ""  # the chunking settings changed: every note is chunked again
+    try:
+        same = content_hash(entry) == row.hash
+    except FileNotFoundError:
+        return "vanished", ""  # gone since it was listed
+    except OSError as exc:
+        return "unreadable", f"{entry.path}: cannot read ({exc.strerror or exc}); kept its previous chunks"
+    return ("same" if same else "changed"), ""
+
+
+def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
+    """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
+    be told (the folder is missing, or the vault was never indexed)."""
+    from hybrid.sources import markdown as notes_mod
+    from hybrid.store.agent.view import AgentView
+    if not vault.is_folder:
+        return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
+    if not vault.path.is_dir():
+        return None
+    ledger = read_ledger(vault, settings)
+    if ledger is None:
+        return None
     out = Changes()
     present: set[str] = set()
     for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
                                     link_exclude=AgentView.of(vault, settings).exclude_patterns):
         present.add(entry.path)
-        row, skip = known.get(entry.path), skips.get(entry.path)
-        fresh = row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns)
-        if skip is not None and not (fresh and not rechunk_all) and skip.holds(entry, settings):
-            out.skipped += 1  # what the indexer would do: pass it over, quietly
-            out.skipped_files.append({"path": entry.path, "reason": skip.reason})
-            continue
-        if entry.size > size_limit(settings, entry.path)[0]:
-            continue  # the indexer skips it (with a warning): nothing it would do
-        if row is None:
+        verdict, detail = judge(entry, ledger, settings)
+        if verdict == "skipped":
+            out.skipped += 1
+            out.skipped_files.append({"path": entry.path, "reason": detail})
+        elif verdict == "new":
             out.new += 1
-        elif rechunk_all:
-            out.changed += 1  # the chunking settings changed: every note is chunked again
-        elif row.size != entry.size or row.mtime_ns != entry.mtime_ns:
-            try:
-                same = content_hash(entry) == row.hash
-            except FileNotFoundError:
-                present.discard(entry.path)  # gone since it was listed
-                continue
-            except OSError:
-                continue  # unreadable: the indexer keeps its previous chunks
-            out.changed += not same
-    out.deleted = sum(1 for p in known if p not in present)
+        elif verdict in ("reread", "changed"):
+            out.changed += 1
+        elif verdict == "vanished":
+            present.discard(entry.path)
+    out.deleted = sum(1 for p in ledger.known if p not in present)
     return out

@@ -17,7 +17,7 @@ from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
-from hybrid.indexing.skipped import Skip, bounds_of, size_limit
+from hybrid.indexing.skipped import FAILED, Skip, bounds_of, size_limit
 from hybrid.sources import KIND, kind_of
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
@@ -75,10 +75,10 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
     bounds = bounds_of(settings, entry.path)
 
     def skip(reason: str, digest: str | None = None, remember: bool = True) -> ReadResult:
+        # a failure is recorded too (for `status --files`), under bounds no run holds to
         report.skipped += 1
         report.warn(reason)
-        if remember:
-            skips[entry.path] = Skip(entry.size, entry.mtime_ns, reason, bounds, digest)
+        skips[entry.path] = Skip(entry.size, entry.mtime_ns, reason, bounds if remember else FAILED, digest)
         return ReadResult(ReadStatus.SKIPPED)
 
     limit, setting = size_limit(settings, entry.path)

@@ -6,9 +6,11 @@ backends) keeps its size and mtime, the limits it was judged under and, when it 
 content hash. While the file and those limits stay the same, later runs (the watcher's too)
 pass it over without reading or warning again, and ``hybrid status`` counts it as skipped, not
 as new. A file that changes is tried again; one that then indexes, or leaves the vault, leaves
-the record. A file that could not be read at all (permissions, I/O) is not recorded: fixing
-that changes no mtime, so it is tried on every run; nor is one that raised an error nobody
-foresaw (it may be hybrid's own, gone with an upgrade).
+the record. A file that could not be read at all (permissions, I/O) is tried on every run:
+fixing that changes no mtime; so is one that raised an error nobody foresaw (it may be
+hybrid's own, gone with an upgrade). Such a failure is recorded too, with the error, for
+``hybrid status --files`` alone: its ``bounds`` are :data:`FAILED`, which no limits equal, so
+it never :meth:`Skip.holds` and the next run reads the file again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from hybrid.sources.markdown import FileEntry
 
 SKIPPED_META = "skipped"
+FAILED = "failed"  # the bounds of a failure's record: tried again on every run
 
 
 @dataclass
@@ -34,6 +37,11 @@ class Skip:
     reason: str             # the warning it was skipped with (names the file)
     bounds: str             # the limits it was judged under (see :func:`bounds_of`)
     hash: str | None = None  # its content hash, when it was read
+
+    @property
+    def failed(self) -> bool:
+        """A failure (an unreadable file, an unforeseen error), not a skip: tried every run."""
+        return self.bounds == FAILED
 
     def holds(self, entry: FileEntry, settings: Settings) -> bool:
         """Whether ``entry`` is still the file skipped, judged under the same limits (its

@@ -82,16 +82,26 @@ def target_allowed(abspath: str, real_root: Path, exclude: list[re.Pattern[str]]
     return not hidden(rel) and not any(r.match(rel) for r in exclude)
 
 
+# ``passed_over(path, why, detail, size)``: a file the walk did not yield, and why
+PassedOver = Callable[[str, str, "str | None", "int | None"], None]
+
+
 def discover(root: Path, include: list[str], exclude: list[str],
-             link_exclude: Sequence[re.Pattern[str]] = ()) -> Iterator[FileEntry]:
+             link_exclude: Sequence[re.Pattern[str]] = (),
+             passed_over: PassedOver | None = None) -> Iterator[FileEntry]:
     """Yield the vault's matching files. Hidden folders (``.obsidian``, ``.trash``, ``.git`` …)
     and hidden files are skipped; symlinks are followed only while they stay inside the vault,
     and a file reached through one only when the file it really is would be indexed itself
     (``target_allowed``; ``link_exclude`` are further patterns the file it really is must not
     match: the agent view's, so no link can show an agent-excluded note under another name);
-    a folder reached twice (a symlink loop) is walked once."""
+    a folder reached twice (a symlink loop) is walked once. ``passed_over(path, why, detail,
+    size)`` (given: ``hybrid status --files``) hears of each file not yielded, in walk order:
+    ``hidden`` (a hidden folder once, its path ending in ``/``), ``not_included``, ``excluded``
+    (``detail``: the glob), ``outside``, ``link_target``, ``broken_link`` or ``unlistable``
+    (a folder; ``detail``: the error)."""
     inc = [glob_to_regex(p) for p in include]
     exc = [glob_to_regex(p) for p in exclude]
+    tell = passed_over
     real_root = root.resolve()
     seen: set[tuple[int, int]] = set()
     stack = [(root, "", False)]
@@ -105,20 +115,28 @@ def discover(root: Path, include: list[str], exclude: list[str],
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc_:
             log.warning("%s: cannot list folder (%s); skipped", folder, exc_.strerror or exc_)
+            if tell is not None and rel:
+                tell(rel, "unlistable", str(exc_.strerror or exc_), None)
             continue
         subdirs = []
         for entry in entries:
             if entry.name.startswith("."):
+                if tell is not None:
+                    tell(f"{rel}{entry.name}{'/' if _is_dir(entry) else ''}", "hidden", None, None)
                 continue
             relpath = f"{rel}{entry.name}"
             try:
                 is_link = entry.is_symlink()
                 if is_link and not Path(entry.path).resolve().is_relative_to(real_root):
                     log.info("%s: symlink leads outside the vault; skipped", relpath)
+                    if tell is not None:
+                        tell(relpath, "outside", None, None)
                     continue
                 st = entry.stat()  # follows symlinks
-            except (OSError, RuntimeError):
-                continue  # dangling link or a loop the resolver gave up on
+            except (OSError, RuntimeError) as why:
+                if tell is not None:  # dangling link or a loop the resolver gave up on
+                    tell(relpath, "broken_link", str(getattr(why, "strerror", None) or why), None)
+                continue
             if stat.S_ISDIR(st.st_mode):
                 subdirs.append((Path(entry.path), relpath + "/", linked or is_link))
             elif stat.S_ISREG(st.st_mode):
@@ -126,9 +144,22 @@ def discover(root: Path, include: list[str], exclude: list[str],
                     if (linked or is_link) and not target_allowed(entry.path, real_root,
                                                                   [*exc, *link_exclude]):
                         log.info("%s: links to a hidden or excluded file; skipped", relpath)
+                        if tell is not None:
+                            tell(relpath, "link_target", None, st.st_size)
                         continue
                     yield FileEntry(relpath, entry.path, st.st_size, st.st_mtime_ns)
+                elif tell is not None:
+                    glob = next((g for g, r in zip(exclude, exc) if r.match(relpath)), None)
+                    included = any(r.match(relpath) for r in inc)
+                    tell(relpath, "excluded" if included else "not_included", glob if included else None, st.st_size)
         stack.extend(reversed(subdirs))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 @dataclass

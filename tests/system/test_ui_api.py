@@ -53,6 +53,7 @@ PRIVATE = [("POST", "/ui/api/search", {"query": "orders"}),
            ("POST", "/ui/api/read", {"vault": "vault", "path": "work/orders.md", "start_line": 1, "end_line": 2}),
            ("POST", "/ui/api/related", {"note": "work/orders.md"}),
            ("GET", "/ui/api/status", None), ("GET", "/ui/api/facets", None),
+           ("GET", "/ui/api/files?vault=vault", None),
            ("POST", "/ui/api/reindex", {"vault": "vault"}), ("GET", "/ui/api/jobs", None)]
 
 
@@ -703,6 +704,29 @@ def test_status_counts_changes_on_disk(signed, vault):
     (vault / "home/garden.md").unlink()
     changes = signed.get("/ui/api/status").json()["vaults"][0]["changes"]
     assert changes["new"] == 1 and changes["deleted"] == 1
+
+
+def test_files_lists_every_file_with_what_became_of_it(signed, vault):
+    """The owner's file listing (`hybrid status --files`): counts over all, rows of one state."""
+    write(vault, "new.md", "# New\n\nfresh.\n")
+    write(vault, "photo.png", "not a note")
+    write(vault, ".obsidian/app.json", "{}")
+    r = signed.get("/ui/api/files?vault=vault")
+    assert r.status_code == 200
+    check_security_headers(r)
+    data = r.json()
+    assert data["counts"] == {"indexed": NOTES_IN_VAULT, "pending": 1, "skipped": 0, "failed": 0, "excluded": 2}
+    assert data["total"] == NOTES_IN_VAULT + 3 and not data["truncated"] and not data["from_index"]
+    rows = {f["path"]: (f["state"], f["why"]) for f in data["files"]}
+    assert rows["new.md"] == ("pending", "new") and rows["photo.png"] == ("excluded", "not_included")
+    assert rows[".obsidian/"] == ("excluded", "hidden") and rows["work/orders.md"] == ("indexed", "")
+    one = signed.get("/ui/api/files?vault=vault&state=indexed&limit=2").json()
+    assert [f["state"] for f in one["files"]] == ["indexed", "indexed"] and one["truncated"]
+    assert one["counts"] == data["counts"]
+    for bad in ("state=lost", "limit=0", "limit=x", "limit=999999"):
+        one_line_error(signed.get(f"/ui/api/files?vault=vault&{bad}"), 400)
+    one_line_error(signed.get("/ui/api/files"), 400)
+    assert "unknown vault" in one_line_error(signed.get("/ui/api/files?vault=nope"), 422)
 
 
 # --- 11. re-index jobs -------------------------------------------------------------------------

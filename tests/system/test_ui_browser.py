@@ -295,6 +295,28 @@ def test_status_view_and_reindex_with_progress(small, open_page):
         assert "Charlie" in page.locator("#hit-0 h3").inner_text()
 
 
+def test_status_view_lists_the_files_of_a_vault(small, open_page):
+    h, root = small
+    write(root, "c.md", "# Charlie\n\nCharlie keeps bees.\n")
+    write(root, "photo.png", "not a note")
+    with app_server(h, owner_key=OWNER) as url:
+        p = open_page(url)
+        page = p.sign_in()
+        page.click("#nav-status")
+        card = page.locator(".vault[data-vault='notes']")
+        card.locator("button.list-files").click()
+        table = card.locator(".files table")
+        table.wait_for()
+        assert "4 files: 2 indexed, 1 pending, 0 skipped, 0 failed, 1 excluded" in card.locator(".files").inner_text()
+        rows = {r.locator("td.path").inner_text(): r.locator("td").first.inner_text()
+                for r in table.locator("tbody tr").all()}
+        assert rows == {"a.md": "indexed", "b.md": "indexed", "c.md": "pending", "photo.png": "excluded"}
+        card.locator(".files select").select_option("pending")
+        page.wait_for_function("() => document.querySelectorAll('.files tbody tr').length === 1")
+        assert table.locator("td.path").inner_text() == "c.md"
+        assert not p.errors
+
+
 def test_token_sign_in_form_and_cookie(small, open_page):
     h, _ = small
     with app_server(h, token="tok-123", owner_key=OWNER) as url:

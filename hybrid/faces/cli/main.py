@@ -17,6 +17,7 @@ from hybrid.faces.cli.support import (
     LazyGroup,
     TextCommand,
     confirm_remote,
+    list_vault_files,
     open_handle,
     print_json,
     progress_bar,
@@ -300,12 +301,22 @@ def get(ctx, ref, vault, as_json, as_agent, show_links):
 @click.option("--skipped", "list_skipped", is_flag=True,
               help="List the files index runs skipped (a scanned or damaged PDF, a file over a size "
                    "limit, ...) and why; they are tried again when they change.")
+@click.option("--files", "list_files", is_flag=True,
+              help="List every file each vault holds and what became of it: indexed (chunks), pending "
+                   "(new, changed, deleted), skipped (why), failed (the error), excluded (which glob, "
+                   "set where). With --json: one JSON object a line.")
+@click.option("--vault", "vaults", shell_complete=complete_vault, multiple=True, help="Only this vault (repeatable).")
 @click.pass_context
-def status(ctx, as_json, list_skipped):
+def status(ctx, as_json, list_skipped, list_files, vaults):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files
-    new, changed or deleted on disk since (what `hybrid index` would do now) or skipped."""
+    new, changed or deleted on disk since (what `hybrid index` would do now) or skipped.
+    --files lists every file instead (docs/configuration.md, "Which files are indexed")."""
     h = open_handle(ctx)
-    rows = h.status()
+    if list_files:
+        list_vault_files(h, h.config.select(vaults), as_json)
+        return
+    names = {v.name for v in h.config.select(vaults)} if vaults else None
+    rows = [r for r in h.status() if names is None or r.name in names]
     agent = {r.name: h.agent_counts(r.name)[0] for r in rows if r.indexed and not r.error}
     hidden = {name: h.agent_hidden(name) for name in agent}
     if as_json:

@@ -188,6 +188,29 @@ def print_json(data) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+def list_vault_files(h, vaults, as_json: bool) -> None:
+    """`hybrid status --files`: each file of ``vaults`` and what became of it, printed as it
+    is found (a large vault is never held whole); with ``as_json``, one JSON object a line
+    (its ``vault`` named), else a line a file and each vault's counts at its end."""
+    from hybrid.app.coverage import STATES
+    for v in vaults:
+        counts = dict.fromkeys(STATES, 0)
+        if not as_json:
+            click.echo(f"{v.name}: {terminal_text(str(v.path), one_line=True)}")
+        told = False
+        for row in h.files(v.name):
+            counts[row.state] += 1
+            if as_json:
+                click.echo(json.dumps({"vault": v.name, **row.to_dict()}, ensure_ascii=False))
+                continue
+            if row.from_index and not told:
+                told = True
+                click.echo("  (the folder is not here, or is a source's export: what the index records)")
+            click.echo("  " + terminal_text(row.line, one_line=True))
+        if not as_json:
+            click.echo(f"  {sum(counts.values())} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+
+
 # What `hybrid index`'s progress stages (hybrid.indexing.report.PROGRESS_STAGES) are called on screen;
 # any other stage (`hybrid eval`'s) is shown under its own name.
 STAGE_LABELS = {"scan": "reading notes", "load": "loading model", "embed": "embedding chunks",

@@ -7,6 +7,7 @@ this browser); ``POST /ui/api/ticket`` takes the owner key.
 
 Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the server has one):
 ``POST /ui/api/search``, ``POST /ui/api/read``, ``POST /ui/api/related``, ``GET /ui/api/status``,
+``GET /ui/api/files?vault=NAME[&state=S][&limit=N]`` (every file and what became of it),
 ``GET /ui/api/facets``, ``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
 owner's view: every note, no redaction, no audit record (the audit log is of what agents were
 shown). A wrong token, in the header or the sign-in form, counts against the client's address
@@ -246,6 +247,12 @@ class _Routes:
             return answer(await anyio.to_thread.run_sync(
                 lambda: status_data(h, self.watcher, jobs, self.started)))
 
+        @route("/ui/api/files", ["GET"], auth=True)
+        async def files(request):
+            q = request.query_params
+            return answer(await anyio.to_thread.run_sync(
+                lambda: files_data(h, q.get("vault", ""), q.get("state", ""), q.get("limit", ""))))
+
         @route("/ui/api/facets", ["GET"], auth=True)
         async def facets(request):
             return answer(await anyio.to_thread.run_sync(lambda: facet_data(h)))
@@ -360,6 +367,38 @@ def status_data(h: Hybrid, watcher, jobs: IndexJobs, started: float) -> dict:
             "server": {"pid": os.getpid(), "uptime_s": round(time.time() - started, 1),
                        "version": version(), "watching": watcher is not None,
                        "rerank_model": s.rerank_model, "embedder": s.embedder}}
+
+
+FILES_SHOWN = 1000      # rows of a vault's file listing the page gets by default
+FILES_SHOWN_MAX = 20_000
+
+
+def files_data(h: Hybrid, vault: str, state: str = "", limit: str = "") -> dict:
+    """Vault ``vault``'s files and what became of each (`hybrid status --files`, the owner's
+    view): the count of each state over all of them, and the first ``limit`` rows (of
+    ``state`` only, when given) in walk order."""
+    from hybrid.app.coverage import STATES
+    if not vault:
+        raise _Refused(400, "vault (a name) is required")
+    if state and state not in STATES:
+        raise _Refused(400, f"state must be one of {', '.join(STATES)}")
+    try:
+        most = int(limit) if limit else FILES_SHOWN
+    except ValueError:
+        raise _Refused(400, "limit must be a whole number") from None
+    if not 1 <= most <= FILES_SHOWN_MAX:
+        raise _Refused(400, f"limit must be between 1 and {FILES_SHOWN_MAX:,}")
+    counts = dict.fromkeys(STATES, 0)
+    rows: list[dict] = []
+    from_index = False
+    for row in h.files(vault):
+        counts[row.state] += 1
+        from_index = from_index or row.from_index
+        if (not state or row.state == state) and len(rows) < most:
+            rows.append(row.to_dict())
+    matching = counts[state] if state else sum(counts.values())
+    return {"vault": vault, "counts": counts, "files": rows, "total": sum(counts.values()),
+            "truncated": matching > len(rows), "from_index": from_index}
 
 
 def facet_data(h: Hybrid) -> dict:

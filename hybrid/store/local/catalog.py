@@ -205,6 +205,10 @@ class Catalog(EmbeddingCache):
     def file_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM files WHERE deleted=0").fetchone()[0]
 
+    def chunks_per_file(self) -> dict[int, int]:
+        """{live file id: its live chunks} (a file with none is absent)."""
+        return dict(self.db.execute("SELECT file_id, count(*) FROM chunks WHERE dead=0 GROUP BY file_id"))
+
     def data_version(self) -> int:
         """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
         return self.db.execute("PRAGMA data_version").fetchone()[0]

@@ -267,6 +267,11 @@ class PgCatalog:
     def file_count(self) -> int:
         return self.q("SELECT count(*) FROM hybrid_files WHERE vault=%s", (self.vault_id,)).fetchone()[0]
 
+    def chunks_per_file(self) -> dict[int, int]:
+        """{file id: its chunks} (a file with none is absent)."""
+        return dict(self.q("SELECT file_id, count(*) FROM hybrid_chunks WHERE vault=%s GROUP BY file_id",
+                           (self.vault_id,)).fetchall())
+
     def data_version(self) -> int:
         """Changes with every committed change to the vault (from any machine)."""
         return self.q("SELECT generation FROM hybrid_vaults WHERE id=%s", (self.vault_id,)).fetchone()[0]

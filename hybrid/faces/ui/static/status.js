@@ -52,10 +52,42 @@ function vaultCard(v) {
   if (v.error) add("Problem", v.error);
   const button = el("button", { type: "button", class: "primary reindex", "data-vault": v.name,
                                 text: `Re-index ${v.name}`, onclick: () => reindex(v.name) });
+  const files = el("div", { class: "files", id: `files-${v.name}` });
+  const listing = el("button", { type: "button", class: "list-files", "data-vault": v.name, "aria-controls": files.id,
+                                 text: "Files", onclick: () => showFiles(v.name, files) });
   return el("section", { class: "vault", "aria-labelledby": `vault-${v.name}`, "data-vault": v.name },
-    el("h3", { id: `vault-${v.name}`, text: v.name }), dl, button,
-    el("div", { class: "job", id: `job-${v.name}`, role: "status", "aria-live": "polite" }));
+    el("h3", { id: `vault-${v.name}`, text: v.name }), dl, button, listing,
+    el("div", { class: "job", id: `job-${v.name}`, role: "status", "aria-live": "polite" }), files);
 }
+
+const FILE_STATES = ["indexed", "pending", "skipped", "failed", "excluded"];
+
+// Every file of a vault and what became of it (`hybrid status --files`), of one state or all.
+const showFiles = guard(async (name, box, state = "") => {
+  let data;
+  try {
+    data = await api(`/ui/api/files?vault=${encodeURIComponent(name)}${state ? `&state=${state}` : ""}`);
+  } catch (err) {
+    if (err instanceof SignedOut) throw err;
+    box.replaceChildren(el("p", { class: "error", text: err.message }));
+    return;
+  }
+  const pick = el("select", { "aria-label": `Files of ${name} to show`,
+                              onchange: () => showFiles(name, box, pick.value) },
+    el("option", { value: "", text: `all (${data.total})` }),
+    ...FILE_STATES.map((s) => el("option", { value: s, text: `${s} (${data.counts[s]})` })));
+  pick.value = state;
+  const rows = data.files.map((f) => el("tr", { class: `file-${f.state}` },
+    el("td", { text: f.state }), el("td", { class: "path", text: f.path }), el("td", { text: f.detail })));
+  const table = el("table", { class: "file-list" },
+    el("thead", {}, el("tr", {}, el("th", { text: "State" }), el("th", { text: "File" }), el("th", { text: "Why" }))),
+    el("tbody", {}, ...rows));
+  box.replaceChildren(
+    el("p", { text: `${data.total} files: ` + FILE_STATES.map((s) => `${data.counts[s]} ${s}`).join(", ")
+                    + (data.from_index ? " (what the index records: the folder is not here)" : "") }),
+    pick, table,
+    data.truncated ? el("p", { class: "hint", text: `The first ${data.files.length} shown: \`hybrid status --files\` lists them all.` }) : null);
+});
 
 const reindex = guard(async (name) => {
   try {
