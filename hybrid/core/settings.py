@@ -190,7 +190,7 @@ class Settings:
         True, "In hybrid mode, chunks containing every literal of the query (identifiers like "
               "`orders-created`, codes like `K7QX2M`) rank first, in fused order (BM25 order when "
               "the query is only literals).")
-    recency_months: float = _setting(0, "Demote notes whose date (frontmatter, else mtime) is older "
+    recency_months: float = _setting(0, "Demote notes whose date (frontmatter, else file name, else mtime) is older "
                                         "than this many months (0 = off).")
     recency_penalty: float = _setting(0.1, "Fraction of the fused score taken off stale notes.")
     snippet_chars: int = _setting(300, "Length of the snippet shown with each hit.")

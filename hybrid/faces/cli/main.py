@@ -310,7 +310,7 @@ def get(ctx, ref, vault, as_json, as_agent, show_links):
 def status(ctx, as_json, list_skipped, list_files, vaults):
     """Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files
     new, changed or deleted on disk since (what `hybrid index` would do now) or skipped.
-    --files lists every file instead (docs/configuration.md, "Which files are indexed")."""
+    --files lists every file instead (docs/sources.md, "What became of each file")."""
     h = open_handle(ctx)
     if list_files:
         list_vault_files(h, h.config.select(vaults), as_json)
