@@ -68,7 +68,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
         return None  # never indexed, or unreadable: `hybrid index` says which
     try:
         known = store.catalog.files()
-        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings))
+        rechunk_all = store.catalog.get_meta("chunking") not in (None, chunking_meta(settings, vault))
         skips = skipped.load(store.catalog)
     finally:
         store.close()

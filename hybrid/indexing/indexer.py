@@ -30,6 +30,7 @@ from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import SOURCES
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.sandbox import shutdown as shutdown_converters
+from hybrid.sources.sections import LeaveOut
 from hybrid.store import backend
 from hybrid.store.agent.vectors import embed_missing
 from hybrid.store.agent.view import AgentView, agent_redactor
@@ -90,10 +91,14 @@ class _Job:
 
     @property
     def chunking(self) -> str:
-        return chunking_meta(self.settings)
+        return chunking_meta(self.settings, self.vault)
+
+    @functools.cached_property
+    def leave_out(self) -> LeaveOut:
+        return LeaveOut.of(self.vault)
 
 
-def chunking_meta(s: Settings) -> str:
+def chunking_meta(s: Settings, vault: Vault | None = None) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
     any script and a front block that cannot be read recorded, both for the agent view;
@@ -103,9 +108,12 @@ def chunking_meta(s: Settings) -> str:
     tantivy or PostgreSQL, is written again; version 7: each note's links recorded for the
     link graph, :mod:`hybrid.retrieval.graph`; version 8: every chunk records its text's hash,
     and identical sections share one vector, :mod:`hybrid.indexing.shared`. The re-read costs
-    no embedding, the chunks being the same.)"""
+    no embedding, the chunks being the same.) What ``vault``'s notes leave out
+    (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change
+    of it re-chunks every note."""
+    rule = LeaveOut.of(vault).meta() if vault is not None else {}
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 8})
+                       "header": s.context_header, "version": 8, **rule})
 
 
 @dataclass
@@ -244,7 +252,8 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                       s.chunk_overlap, s.context_header)
     embedding = EmbedQueue(store, job.embedder, report, job.progress,
                            expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
-    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips)
+    reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips,
+                       leave_out=job.leave_out)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
     keeps_text = store.catalog.keeps_text

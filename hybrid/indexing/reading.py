@@ -17,10 +17,11 @@ from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
 from hybrid.indexing.skipped import Skip, bounds_of, size_limit
-from hybrid.sources import KIND, kind_of
+from hybrid.sources import KIND, kind_of, sections
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.sandbox import ConvertError, convert_limits
+from hybrid.sources.sections import NOTHING, LeaveOut
 from hybrid.store.base import NewChunk, NoteRecord
 
 log = logging.getLogger("hybrid")
@@ -56,13 +57,16 @@ class ReadResult:
 
 
 def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
-          force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None) -> ReadResult:
+          force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
+          leave_out: LeaveOut = NOTHING) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
     or an exception while decoding, parsing or chunking it) is one warning naming it and counts
     in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
     stream and read page by page, never whole into memory. ``skips`` (the ledger's skipped
-    files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read."""
+    files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read.
+    ``leave_out``: what the vault's markdown notes leave out
+    (:mod:`hybrid.sources.sections`; their markers apply always)."""
     skips = {} if skips is None else skips
     bounds = bounds_of(settings, entry.path)
 
@@ -101,7 +105,7 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
         skips[entry.path] = Skip(entry.size, entry.mtime_ns, known.reason, bounds, digest)
         return ReadResult(ReadStatus.SKIPPED)
     try:
-        record = _record(entry, data, digest, chunker, report, clock, settings)
+        record = _record(entry, data, digest, chunker, report, clock, settings, leave_out)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
@@ -118,10 +122,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
-            report: IndexReport, clock: Stopwatch, settings: Settings) -> NoteRecord:
+            report: IndexReport, clock: Stopwatch, settings: Settings,
+            leave_out: LeaveOut = NOTHING) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
-    stores. Whatever it raises is caught by ``_read`` and costs only this document."""
-    note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
+    stores. Whatever it raises is caught by ``_read`` and costs only this document. What
+    ``leave_out`` leaves out is blanked before chunking, in the chunks and in the text a store
+    keeps alike."""
+    note = sections.leave_out(to_note(entry.path, data, entry.abspath, convert_limits(settings)),
+                              leave_out)
     for w in note.warnings:
         report.warn(w)
     with clock("chunk"):
@@ -174,11 +182,12 @@ class ReadAhead:
     the taker; :meth:`close` (or leaving the loop early) stops the thread."""
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
-                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0):
+                 clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0,
+                 leave_out: LeaveOut = NOTHING):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, skips)
+        self._args = (chunker, settings, report, force, clock, skips, leave_out)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)
