@@ -72,7 +72,7 @@ def read_ledger(vault: Vault, settings: Settings, chunks: bool = False) -> Ledge
         return None  # never indexed, or unreadable: `hybrid index` says which
     try:
         cat = store.catalog
-        rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings, vault_name_dates(vault)))
+        rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings, vault_name_dates(vault), vault))
         return Ledger(cat.files(), rechunk_all, skipped.load(cat), cat.chunks_per_file() if chunks else {})
     finally:
         store.close()

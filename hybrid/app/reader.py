@@ -5,7 +5,8 @@ A path is refused unless it lies inside the vault after symlinks, has no hidden 
 by the vault's include globs and none of its excludes, and is not over ``max_file_bytes``.
 
 For an agent (:class:`AgentCheck`) the note must also be in the index and visible in the
-agent view (:mod:`hybrid.store.agent.view`), and its text is redacted before the lines are cut. Every
+agent view (:mod:`hybrid.store.agent.view`), the sections the vault leaves out of its notes are
+blank lines (:mod:`hybrid.sources.sections`), and its text is redacted before the lines are cut. Every
 refusal then reads the same, whether the note is private, excluded or absent, so an agent
 cannot learn that a private note exists by asking for it.
 """
@@ -23,6 +24,7 @@ from hybrid.app.refs import Ref, block_lines, parse_ref, section_lines
 from hybrid.core.errors import PathRefused
 from hybrid.sources import KIND, SOURCES, kind_of
 from hybrid.sources.convert import judged_fields
+from hybrid.sources.sections import LeaveOut, kept_text
 
 if TYPE_CHECKING:
     from hybrid.app.links import LinkedNote, NoteLinks
@@ -120,6 +122,8 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
         rel, text = _source_text(v, ref.path, agent, catalog)
     if agent is not None and not agent.allows_text(rel, text):
         raise _agent_refusal(v, ref.path)
+    if agent is not None:  # the sections the index leaves out, left out for agents too (blank lines)
+        text = kept_text(rel, text, LeaveOut.of(v))
     if agent is not None and agent.redactor is not None:
         text = agent.redactor.redact(text)  # the whole note, so no secret is cut in two
     lines = text.split("\n")
@@ -193,6 +197,7 @@ def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Catalog, max_file_b
                              max_pdf_bytes=max_pdf_bytes).text
         except PathRefused:
             return None
+        text = kept_text(p, text, LeaveOut.of(v))  # a link is one of what was indexed
         return redactor.redact(text) if redactor is not None else text
     return note_links(graph, path, read_text, hidden)
 

@@ -49,11 +49,15 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
     return name
 
 
-VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind"}
+VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind",
+              "exclude_sections", "exclude_blocks"}
 # the settings a vault's table may hold: `include`, `embedder` and `store` replace the setting for
-# that vault, `exclude` and `agent_exclude` add to it (see Config.vault)
-VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store")
-ADDS_TO_SETTING = ("exclude", "agent_exclude")
+# that vault, the others add to it (see Config.vault)
+VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store", "exclude_sections",
+                  "exclude_blocks")
+ADDS_TO_SETTING = ("exclude", "agent_exclude", "exclude_sections", "exclude_blocks")
+# the vault keys whose values are checked by the setting's rule when the file is read
+CHECKED_VAULT_KEYS = ("exclude_sections", "exclude_blocks")
 # where a vault's documents come from (hybrid.sources): a folder, a bookmarks export, a Slack export
 VAULT_KINDS = ("notes", "bookmarks", "slack")
 
@@ -101,6 +105,10 @@ class Vault:
     # other vaults whose folders overlap this one's, as (name, prefix, inside, their
     # agent_exclude): see hybrid.store.agent.view.Reach
     agent_reach: list[tuple[str, str, bool, tuple[str, ...]]] = field(default_factory=list)
+    # headings and code block languages left out of its notes (the settings' and the vault's
+    # own): see hybrid.sources.sections
+    exclude_sections: list[str] = field(default_factory=list)
+    exclude_blocks: list[str] = field(default_factory=list)
 
     @property
     def is_folder(self) -> bool:
@@ -134,6 +142,8 @@ class Config:
             store=str(raw["store"]) if raw.get("store") else None,
             kind=str(raw.get("kind") or "notes"),
             agent_reach=self._reach(name),
+            exclude_sections=list(self.settings.exclude_sections) + list(raw.get("exclude_sections") or []),
+            exclude_blocks=list(self.settings.exclude_blocks) + list(raw.get("exclude_blocks") or []),
         )
 
     def _reach(self, name: str) -> list[tuple[str, str, bool, tuple[str, ...]]]:
@@ -475,6 +485,9 @@ def load_config(home: Path | None = None, data: Path | None = None) -> Config:
         if raw.get("kind", "notes") not in VAULT_KINDS:
             raise ConfigError(f"{path}: vault {name!r} has kind {raw.get('kind')!r} (known: "
                               f"{', '.join(VAULT_KINDS)})")
+        checked = {k: raw[k] for k in CHECKED_VAULT_KEYS if k in raw}
+        if checked:  # read by the settings' own rule: a string is not a list of one heading
+            Settings.from_mapping(checked, f"{path}: vault {name!r}")
         cfg.vaults[name] = raw
     return cfg
 

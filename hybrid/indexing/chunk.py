@@ -18,9 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hybrid.sources.markdown import FENCE_RE, Note, context_header, heading_text
+from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, context_header, heading_text
 
-HEADING_RE = re.compile(r"\s{0,3}(#{1,6})\s+(.*)")  # the text is then cut by heading_text
 LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
 TABLE_RE = re.compile(r"^\s*\|")
 

@@ -32,6 +32,7 @@ from hybrid.sources import SOURCES
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.daily import name_dates
 from hybrid.sources.sandbox import shutdown as shutdown_converters
+from hybrid.sources.sections import LeaveOut
 from hybrid.store import backend
 from hybrid.store.agent.vectors import embed_missing
 from hybrid.store.agent.view import AgentView, agent_redactor
@@ -97,10 +98,14 @@ class _Job:
 
     @property
     def chunking(self) -> str:
-        return chunking_meta(self.settings, self.names)
+        return chunking_meta(self.settings, self.names, self.vault)
+
+    @functools.cached_property
+    def leave_out(self) -> LeaveOut:
+        return LeaveOut.of(self.vault)
 
 
-def chunking_meta(s: Settings, names: NameDates | None = None) -> str:
+def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | None = None) -> str:
     """The chunking parameters as recorded in the catalog: a change re-chunks every note.
     (Version 3: every lexical document carries its kind for ``--source``; version 4: tags in
     any script and a front block that cannot be read recorded, both for the agent view;
@@ -112,11 +117,14 @@ def chunking_meta(s: Settings, names: NameDates | None = None) -> str:
     and identical sections share one vector, :mod:`hybrid.indexing.shared`; version 9: a note
     without a frontmatter date dated by its file name, :class:`hybrid.core.dates.NameDates`,
     whose vault's own daily-note formats (``names``) are recorded too, so changing them re-reads
-    every note. The re-read costs no embedding, the chunks being the same.)"""
+    every note. The re-read costs no embedding, the chunks being the same.) What ``vault``'s
+    notes leave out (:mod:`hybrid.sources.sections`) is recorded too, only when there is
+    something: a change of it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
             "version": 9}
     own = names.fingerprint if names is not None else []
-    return json.dumps({**meta, "names": own} if own else meta)
+    rule = LeaveOut.of(vault).meta() if vault is not None else {}
+    return json.dumps({**meta, **({"names": own} if own else {}), **rule})
 
 
 @dataclass
@@ -256,7 +264,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
     embedding = EmbedQueue(store, job.embedder, report, job.progress,
                            expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
     reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips,
-                       names=job.names)
+                       names=job.names, leave_out=job.leave_out)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
     keeps_text = store.catalog.keeps_text

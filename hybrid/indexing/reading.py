@@ -18,10 +18,11 @@ from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
 from hybrid.indexing.skipped import FAILED, Skip, bounds_of, size_limit
-from hybrid.sources import KIND, kind_of
+from hybrid.sources import KIND, kind_of, sections
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.sandbox import ConvertError, convert_limits
+from hybrid.sources.sections import NOTHING, LeaveOut
 from hybrid.store.base import NewChunk, NoteRecord
 
 log = logging.getLogger("hybrid")
@@ -62,7 +63,7 @@ class ReadResult:
 
 def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
-          names: NameDates | None = None) -> ReadResult:
+          names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
     or an exception while decoding, parsing or chunking it) is one warning naming it and counts
@@ -70,7 +71,8 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
     stream and read page by page, never whole into memory. ``skips`` (the ledger's skipped
     files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read.
     ``names``: how the vault names notes by their day (a folder vault's, from its files; None:
-    a source's documents, dated by their text)."""
+    a source's documents, dated by their text). ``leave_out``: what the vault's markdown notes
+    leave out (:mod:`hybrid.sources.sections`; their markers apply always)."""
     skips = {} if skips is None else skips
     bounds = bounds_of(settings, entry.path)
 
@@ -110,7 +112,7 @@ def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: S
         return ReadResult(ReadStatus.SKIPPED)
     try:
         record = _record(entry, data, digest, chunker, report, clock, settings,
-                         names if entry.load is None else None)
+                         names if entry.load is None else None, leave_out)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
@@ -128,10 +130,13 @@ def _first_line(exc: BaseException) -> str:
 
 def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch, settings: Settings,
-            names: NameDates | None = None) -> NoteRecord:
+            names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
-    stores. Whatever it raises is caught by ``_read`` and costs only this document."""
-    note = to_note(entry.path, data, entry.abspath, convert_limits(settings))
+    stores. Whatever it raises is caught by ``_read`` and costs only this document. What
+    ``leave_out`` leaves out is blanked before chunking, in the chunks and in the text a store
+    keeps alike."""
+    note = sections.leave_out(to_note(entry.path, data, entry.abspath, convert_limits(settings)),
+                              leave_out)
     for w in note.warnings:
         report.warn(w)
     with clock("chunk"):
@@ -185,11 +190,11 @@ class ReadAhead:
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
                  clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0,
-                 names: NameDates | None = None):
+                 names: NameDates | None = None, leave_out: LeaveOut = NOTHING):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, skips, names)
+        self._args = (chunker, settings, report, force, clock, skips, names, leave_out)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)

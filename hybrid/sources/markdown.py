@@ -32,6 +32,7 @@ MDLINK_RE = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:)<?([^()<>\s#]+?\.md)(?:
 H1_RE = re.compile(r"#\s+(.*)")
 CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")  # an inline code span: `[[x]]`, ``a ` b``
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+HEADING_RE = re.compile(r"\s{0,3}(#{1,6})\s+(.*)")  # as the chunker reads one; text cut by heading_text
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:

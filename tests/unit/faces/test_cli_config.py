@@ -100,7 +100,7 @@ def test_every_vault_setting_round_trips(hybrid_home, notes, name):
     row = json.loads(run("config", "get", name, "--vault", "notes", "--json").stdout)
     vault = load_config().vault("notes")
     want = {"include": value, "exclude": value, "agent_exclude": value, "embedder": value,
-            "store": value}[name]
+            "store": value, "exclude_sections": value, "exclude_blocks": value}[name]
     assert row == want and getattr(vault, name) == (value if name != "include" else value)
     listed = {r["key"]: r for r in json.loads(run("config", "list", "--vault", "notes", "--json").stdout)}
     assert listed[name]["source"] == "vault" and listed[name]["value"] == want
@@ -118,6 +118,17 @@ def test_a_vaults_exclude_adds_to_the_setting(hybrid_home, notes):
     run("config", "set", "exclude", '["archive/**"]', "--vault", "notes")
     assert json.loads(run("config", "get", "exclude", "--vault", "notes", "--json").stdout) == \
         ["drafts/**", "archive/**"] == load_config().vault("notes").exclude
+
+
+def test_a_vaults_exclude_sections_add_to_the_setting(hybrid_home, notes):
+    run("vault", "add", str(notes), "--name", "notes")
+    run("config", "set", "exclude_sections", "Journal prompts, Template*")
+    out = run("config", "set", "exclude_sections", "Habit tracker", "--vault", "notes")
+    assert "re-chunks every note" in out.stderr
+    assert json.loads(run("config", "get", "exclude_sections", "--vault", "notes", "--json").stdout) == \
+        ["Journal prompts", "Template*", "Habit tracker"] == load_config().vault("notes").exclude_sections
+    bad = run("config", "set", "exclude_blocks", "two words", "--vault", "notes", ok=False)
+    assert bad.exit_code == 1 and "one word each" in bad.output
 
 
 def test_list_shows_each_source(hybrid_home, notes):

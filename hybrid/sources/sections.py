@@ -1,0 +1,222 @@
+"""Leaving noisy parts of a note out of the index, before anything is chunked or embedded.
+
+Three ways, all applied to markdown notes (``.md``) only and only to the body (the front block
+is always read):
+
+- **By heading** (setting ``exclude_sections``, a vault adds its own): a heading whose text
+  matches a pattern is left out with its section, subsections included, up to the next heading
+  of the same or a higher level. A pattern is the heading's text, compared without regard to
+  case or runs of spaces (``journal prompts`` matches ``## Journal  Prompts``); ``*`` stands
+  for any run of characters and ``?`` for one (``Journal prompts*``); nothing else is special.
+- **By code block language** (setting ``exclude_blocks``, a vault adds its own): a fenced block
+  whose info string's first word matches (same patterns: ``dataview*`` covers ``dataviewjs``),
+  fences included: embedded ``query``, ``dataview`` or ``tasks`` blocks.
+- **By marker in the note**, always honoured, written as Obsidian comments (``%% … %%``, which
+  Obsidian does not render), each alone on its line::
+
+      %% hybrid: skip %%           leave out from here …
+      %% hybrid: end %%            … to here (both marker lines included)
+      %% hybrid: skip-section %%   leave out the section this line is in: from its heading
+                                   (subsections included) to the next heading of the same or a
+                                   higher level; above the first heading, the lines before it
+
+A marker or heading inside a code fence is an example, not a rule. Bad input is warned about,
+naming the file and line, and never leaks: a ``skip`` that no ``end`` closes leaves out the rest
+of the note; an ``end`` with no ``skip`` before it and a marker of an unknown kind (a typo,
+``%% hybrid: skp %%``) are ignored with a warning.
+
+Left-out lines become empty lines rather than disappearing, so every line number left (a
+chunk's range, a citation, ``get_note``'s lines) still points at the same line of the file. The
+note's front block, tags and title are read from the whole file (a ``#private`` tag anywhere
+still hides the note from agents); its links only from what is kept, as a backlink's line must
+be one an agent may read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from hybrid.sources import kind_of
+from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, front_block, heading_text, note_links
+
+if TYPE_CHECKING:
+    from hybrid.core.config import Vault
+
+log = logging.getLogger("hybrid")
+
+MARKER = "hybrid"
+MARKER_RE = re.compile(r"\s{0,3}%%\s*hybrid\s*:\s*(\S*?)\s*%%\s*", re.I)
+MARKER_KINDS = ("skip", "end", "skip-section")
+LEAD_LEVEL = 7  # the lines above the first heading: any heading ends them
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def pattern_regex(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching (whole) a normalised text that any of ``patterns`` matches; None for
+    no pattern. ``*`` is any run of characters, ``?`` one, everything else itself."""
+    parts = []
+    for p in patterns:
+        key = _key(p)
+        if key:
+            parts.append("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in key))
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.S) if parts else None
+
+
+@dataclass(frozen=True)
+class LeaveOut:
+    """What to leave out of a vault's notes (besides what their markers say)."""
+    sections: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+    _headings: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _blocks: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_headings", pattern_regex(self.sections))
+        object.__setattr__(self, "_blocks", pattern_regex(self.blocks))
+
+    @classmethod
+    def of(cls, vault: Vault) -> LeaveOut:
+        """The rule of ``vault``: the settings' patterns and the vault's own (kept in that order)."""
+        return cls(tuple(dict.fromkeys(vault.exclude_sections)), tuple(dict.fromkeys(vault.exclude_blocks)))
+
+    def __bool__(self) -> bool:
+        return self._headings is not None or self._blocks is not None
+
+    def meta(self) -> dict[str, list[str]]:
+        """The rule as the catalog records it with the chunking parameters (nothing when
+        empty, so an index made before these settings existed is not re-chunked)."""
+        out = {}
+        if self._headings is not None:
+            out["leave_out_sections"] = sorted({_key(p) for p in self.sections if _key(p)})
+        if self._blocks is not None:
+            out["leave_out_blocks"] = sorted({_key(p) for p in self.blocks if _key(p)})
+        return out
+
+    def heading(self, text: str) -> bool:
+        return self._headings is not None and self._headings.fullmatch(_key(text)) is not None
+
+    def block(self, info: str) -> bool:
+        words = info.split()
+        return self._blocks is not None and bool(words) and \
+            self._blocks.fullmatch(_key(words[0])) is not None
+
+
+NOTHING = LeaveOut()
+
+
+def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut,
+             path: str = "") -> tuple[list[tuple[int, int]], list[str]]:
+    """The 0-based, end-exclusive line ranges of ``lines`` (a note's, its body from 1-based
+    ``body_start``) that ``rule`` and the note's markers leave out, in order, and warnings
+    naming ``path`` and the line for markers that do not make sense (see the module
+    docstring)."""
+    out: list[tuple[int, int]] = []
+    warnings: list[str] = []
+    first = body_start - 1
+    if not rule and not any("%%" in line for line in lines[first:]):
+        return out, warnings  # the common case: one cheap scan
+    fence: str | None = None        # the opening fence's backticks or tildes, inside one
+    fence_at, fence_out = 0, False  # where it opened, whether it is left out
+    skip_at: int | None = None      # an open `skip` marker's line
+    section: tuple[int, int] | None = None  # (first line, level) of a section left out, open
+    heading = (first, LEAD_LEVEL)   # (line, level) of the section each line is in
+    for i in range(first, len(lines)):
+        line = lines[i]
+        opens = FENCE_RE.match(line)
+        if fence is not None:
+            if opens and opens.group(1)[0] == fence[0] and len(opens.group(1)) >= len(fence) \
+                    and not line.strip()[len(opens.group(1)):].strip():
+                if fence_out:
+                    out.append((fence_at, i + 1))
+                fence = None
+            continue
+        if opens:
+            fence, fence_at = opens.group(1), i
+            fence_out = rule.block(line.strip()[len(fence):])
+            continue
+        if "%%" in line and (marker := MARKER_RE.fullmatch(line)):
+            kind = marker.group(1).lower()
+            if skip_at is not None and kind != "end":
+                continue  # inside a region left out, only its end counts
+            if kind == "skip":
+                skip_at = i
+            elif kind == "end":
+                if skip_at is None:
+                    warnings.append(f"{path}: line {i + 1}: `%% hybrid: end %%` with no "
+                                    "`%% hybrid: skip %%` before it; ignored")
+                else:
+                    out.append((skip_at, i + 1))
+                    skip_at = None
+            elif kind == "skip-section":
+                if section is None:
+                    section = heading
+            else:
+                warnings.append(f"{path}: line {i + 1}: unknown marker `{line.strip()[:80]}` "
+                                f"(known: {', '.join(f'hybrid: {k}' for k in MARKER_KINDS)}); "
+                                "ignored, the text around it is indexed")
+            continue
+        m = HEADING_RE.match(line)
+        if m:
+            level = len(m.group(1))
+            if section is not None and level <= section[1]:
+                out.append((section[0], i))
+                section = None
+            heading = (i, level)
+            if section is None and rule.heading(heading_text(m.group(2))):
+                section = heading
+    end = len(lines)
+    if fence is not None and fence_out:  # a fence never closed runs to the end, as the chunker reads it
+        out.append((fence_at, end))
+    if skip_at is not None:
+        warnings.append(f"{path}: line {skip_at + 1}: `%% hybrid: skip %%` is never closed by "
+                        "`%% hybrid: end %%`; the rest of the note is left out")
+        out.append((skip_at, end))
+    if section is not None:
+        out.append((section[0], end))
+    return sorted(out), warnings
+
+
+def _blanked(lines: list[str], ranges: list[tuple[int, int]]) -> list[str]:
+    kept = list(lines)
+    for a, b in ranges:
+        kept[a:b] = [""] * (b - a)
+    return kept
+
+
+def applies(path: str) -> bool:
+    """Whether leaving out applies to the document at ``path``: markdown notes only (a PDF's
+    page headings or a web page's are not the owner's)."""
+    return kind_of(path) == "note"
+
+
+def leave_out(note: Note, rule: LeaveOut) -> Note:
+    """``note`` with what ``rule`` and its markers leave out blanked (same number of lines),
+    its links taken from what is kept, and a warning for each marker that makes no sense."""
+    if not applies(note.path):
+        return note
+    ranges, warnings = left_out(note.lines, note.body_start, rule, note.path)
+    if not ranges and not warnings:
+        return note
+    lines = _blanked(note.lines, ranges)
+    links = note_links(lines[note.body_start - 1:], note.properties) if ranges else note.links
+    return replace(note, lines=lines, links=links, warnings=[*note.warnings, *warnings])
+
+
+def kept_text(path: str, text: str, rule: LeaveOut) -> str:
+    """``text`` (the document ``path`` as read) with what ``rule`` and its markers leave out
+    blanked: what an agent may read of it, line for line as indexed."""
+    if not applies(path):
+        return text
+    lines = text.split("\n")
+    _, body_start, _ = front_block(lines)
+    ranges, warnings = left_out(lines, body_start, rule, path)
+    for w in warnings:
+        log.debug("%s", w)
+    return "\n".join(_blanked(lines, ranges)) if ranges else text
