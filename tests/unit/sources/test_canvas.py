@@ -10,6 +10,8 @@ from helpers import link_graph, write
 from hybrid.sources import kind_of
 from hybrid.sources.canvas import CARDS_PROPERTY, canvas_note, card_at
 
+STORES = ("local", "postgresql")
+
 SHIP = "a3f9c2e17b04d5e8"
 DOCS = "0c44e1aa96b3f270"
 LINK = "5b7e2d09c1f4a836"
