@@ -102,10 +102,12 @@ def chunking_meta(s: Settings) -> str:
     character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
     tantivy or PostgreSQL, is written again; version 7: each note's links recorded for the
     link graph, :mod:`hybrid.retrieval.graph`; version 8: every chunk records its text's hash,
-    and identical sections share one vector, :mod:`hybrid.indexing.shared`. The re-read costs
-    no embedding, the chunks being the same.)"""
+    and identical sections share one vector, :mod:`hybrid.indexing.shared`; version 9: an
+    Excalidraw drawing, ``*.excalidraw.md``, is its own kind, read as its text elements and
+    links, :mod:`hybrid.sources.excalidraw`. The re-read costs no embedding where the chunks
+    are the same.)"""
     return json.dumps({"tokens": s.chunk_tokens, "overlap": s.chunk_overlap,
-                       "header": s.context_header, "version": 8})
+                       "header": s.context_header, "version": 9})
 
 
 @dataclass

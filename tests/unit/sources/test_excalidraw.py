@@ -153,3 +153,21 @@ def test_a_private_drawing_is_hidden_from_agents(sketches):
     assert h.search("event sourcing", mode="lexical")[0].title == "System design"
     with pytest.raises(Exception, match="not a note you can read"):
         h.get("sketches/System design.excalidraw.md", agent=True)
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_drawings_indexed_as_notes_before_are_read_again(tmp_path, fake, monkeypatch):
+    from helpers import set_chunking_version
+
+    from hybrid.sources import convert
+    root = tmp_path / "vault"
+    write(root, "Board.excalidraw.md", DRAWING)
+    fake.add_vault(root, "v")
+    with monkeypatch.context() as m:  # as an index made before drawings were a kind of their own
+        m.setitem(convert.READERS, "excalidraw", convert.READERS["note"])
+        fake.index()
+    assert fake.search("switch MORE OPTIONS menu", mode="lexical")[0].title == "Excalidraw Data"
+    set_chunking_version(fake.config.vault("v"), 8)
+    assert fake.index()[0].updated == 1  # the upgrade re-reads it
+    assert fake.search("switch MORE OPTIONS menu", mode="lexical") == []
+    assert fake.search("event sourcing", mode="lexical")[0].title == "Board"
