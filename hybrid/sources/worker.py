@@ -1,4 +1,4 @@
-"""The converter worker: PDFs and web pages are parsed in a separate process, under a memory
+"""The converter worker: PDFs, web pages and Word files are parsed in a separate process, under a memory
 and a time bound, so that one hostile or broken document costs one warning, never the run.
 
 A 1.4 MB PDF whose content stream inflates to 400 MB (a decompression bomb) made PDFium take
@@ -8,7 +8,8 @@ memory and time. Both now run in a child process that
 - is started with ``subprocess`` running this file by path (``python worker.py MB``), not
   ``-m hybrid.sources.worker`` and never by fork: the parent holds ONNX Runtime threads and
   loaded models, and ``hybrid/__init__`` imports the whole API; this file imports nothing of
-  hybrid, and the child imports pypdfium2 or trafilatura only when a document needs them;
+  hybrid, and the child imports pypdfium2, trafilatura or python-docx only when a document
+  needs them;
 - limits its own address space (``RLIMIT_AS``, ``convert_max_memory_mb``: the whole process,
   interpreter and libraries included; PDFium aborts when an allocation fails, Python raises
   MemoryError) and, as a backstop for a parent that died mid-document, its CPU time
