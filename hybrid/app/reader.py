@@ -222,13 +222,14 @@ def _cut(note: NoteText, lines: list[str], max_chars: int) -> NoteText:
 
 def _file_text(v: Vault, target: Path, rel: str, asked: str, limits: Limits | None = None) -> str:
     """The text of a vault's file as the indexer reads it (markdown and plain text as they
-    are; a web page's main text; a PDF's pages: both converted by the converter worker, under
-    ``limits``, by default those of the default settings)."""
+    are; a web page's main text, a PDF's pages, a Word document: converted by the converter
+    worker, under ``limits``, by default those of the default settings; a canvas's cards and a
+    drawing's text as our own readers render them)."""
     from hybrid.sources.markdown import BinaryFile, decode
     from hybrid.sources.sandbox import ConvertError
     kind = KIND[kind_of(rel)]
     try:
-        if kind.converted:  # read as the indexer reads it; a PDF page by page from its file
+        if kind.converted or kind.rendered:  # read as the indexer reads it; a PDF page by page
             from hybrid.sources.convert import to_note
             data = None if kind.paged else target.read_bytes()
             return "\n".join(to_note(rel, data, str(target), limits).lines)

@@ -154,9 +154,10 @@ class Settings:
              "warning (its converter process is stopped and started again).",
         check=lambda v: v > 0, hint="a number of seconds, more than 0", reindex="limits")
     include: tuple[str, ...] = _setting(
-        ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm"),
+        ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm", "**/*.canvas", "**/*.docx"),
         "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
-        "(text per page), plain text and saved web pages (their main text) are read.", reindex="files")
+        "(text per page), plain text, saved web pages (their main text), canvases (card by card), "
+        "Excalidraw drawings (their text) and Word files (by heading) are read.", reindex="files")
     exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.", reindex="files")
     exclude_sections: tuple[str, ...] = _setting(
         (), "Headings whose sections (subsections included) are left out of markdown notes before "

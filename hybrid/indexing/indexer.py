@@ -117,9 +117,11 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     and identical sections share one vector, :mod:`hybrid.indexing.shared`; version 9: a note
     without a frontmatter date dated by its file name, :class:`hybrid.core.dates.NameDates`,
     whose vault's own daily-note formats (``names``) are recorded too, so changing them re-reads
-    every note. The re-read costs no embedding, the chunks being the same.) What ``vault``'s
-    notes leave out (:mod:`hybrid.sources.sections`) is recorded too, only when there is
-    something: a change of it re-chunks every note."""
+    every note; and an Excalidraw drawing, ``*.excalidraw.md``, is its own kind, read as its
+    text elements and links, :mod:`hybrid.sources.excalidraw`. The re-read costs no embedding
+    where the chunks are the same.) What ``vault``'s notes leave out
+    (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
+    it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
             "version": 9}
     own = names.fingerprint if names is not None else []

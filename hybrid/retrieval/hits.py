@@ -40,8 +40,11 @@ class Hit:
     uri: str = ""
     chunk_id: int = 0
     text: str = ""
-    source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark, slack
+    source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark,
+                              # slack, canvas, excalidraw, docx
     page: int | None = None   # a PDF hit's page (1-based)
+    card: str = ""            # a canvas hit's card (its id in the canvas; its heading is the last
+                              # of heading_path, its text this passage)
     url: str = ""             # a bookmark hit's page address
     marks: list[str] = field(default_factory=list)  # its words that answer the query, lower case
                                                     # (hybrid.retrieval.excerpt.Marker): what doors highlight
@@ -96,16 +99,21 @@ def confidence_label(confidence: float | None) -> str:
     return "strong" if confidence >= STRONG else "fair" if confidence >= FAIR else "weak"
 
 
-def source_fields(path: str, heading: str, properties: Any, vault_folder: str) -> dict[str, Any]:
+def source_fields(path: str, heading: str, properties: Any, vault_folder: str,
+                  start_line: int | None = None) -> dict[str, Any]:
     """The fields of a hit that depend on its document's kind: ``source``, ``page`` (a PDF's
-    section ``Page N``), ``url`` (a bookmark's) and ``uri``, what opens it: Obsidian for a file
-    of a vault, the page itself for a bookmark, nothing for a Slack day."""
+    section ``Page N``), ``card`` (the canvas card whose section holds ``start_line``), ``url``
+    (a bookmark's) and ``uri``, what opens it: Obsidian for a file of a vault (a canvas, a
+    drawing, a Word file too), the page itself for a bookmark, nothing for a Slack day."""
     from hybrid.sources import KIND, kind_of
     kind = KIND[kind_of(path)]
     out: dict[str, Any] = {"source": kind.name}
     if kind.paged:
         from hybrid.sources.pdf import page_of
         out["page"] = page_of(heading.split(" > ", 1)[0])
+    if kind.carded and start_line is not None:
+        from hybrid.sources.canvas import card_at
+        out["card"] = card_at(properties() if callable(properties) else properties, start_line)
     if kind.opens == "url":
         props = properties() if callable(properties) else properties
         url = props.get("url") if isinstance(props, dict) else None

@@ -449,7 +449,8 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
             recency_penalty=arms.demoted.get(key), tags=r.tags,
             modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
             date_source=date_source(r.properties, r.modified, r.path, names[key[0]]), chunk_id=r.id, text=r.text,
-            **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]])))
+            **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]],
+                            r.start_line)))
     return hits
 
 

@@ -9,11 +9,14 @@ is how ``--source`` filters and ``hybrid status`` counts work without a column o
     pdf       ``.pdf``       text per page; each page is a section ``Page N`` (citations ``#page=N``)
     text      ``.txt``       plain text, line for line
     web       ``.html/.htm`` a saved page reduced to its main text (trafilatura)
+    canvas    ``.canvas``    an Obsidian canvas (JSON Canvas): each card a section (hits carry ``card``)
+    excalidraw ``.excalidraw.md`` an Excalidraw drawing: its text elements and link targets
+    docx      ``.docx``      a Word document, its headings as sections (python-docx)
     bookmark  ``.bookmark``  one browser bookmark (title, folder path, tags, URL, fetched text)
     slack     ``.slack``     one channel's messages of one day, grouped by thread
 
-A vault's ``kind`` says where its documents come from: ``notes`` (a folder: the first four
-kinds), ``bookmarks`` (a browser's export file) or ``slack`` (a Slack export, zip or folder).
+A vault's ``kind`` says where its documents come from: ``notes`` (a folder: every kind
+but the last two), ``bookmarks`` (a browser's export file) or ``slack`` (a Slack export, zip or folder).
 The last two have no file per document: their documents are :class:`VirtualDoc` s.
 """
 
@@ -33,14 +36,18 @@ class Kind:
     help: str                          # one line: the --source choice, the MCP argument
     aliases: tuple[str, ...] = ()      # other names accepted for it (``md``, ``html``)
     converted: bool = False            # parsed by third-party code in the converter worker
+    rendered: bool = False             # its text is rendered from the file by our own reader (not
+                                       # the file's lines): ``hybrid get`` shows that text
     owner_fields: bool = False         # its tags and frontmatter are the owner's (the agent view reads them)
     opens: str = "obsidian"            # what a hit's ``uri`` opens: ``obsidian``, its ``url``, or nothing
     paged: bool = False                # its sections are pages (a hit carries ``page``)
+    carded: bool = False               # its sections are canvas cards (a hit carries ``card``)
     streamed: bool = False             # read from its file piece by piece, under max_pdf_bytes
 
 
 # The registry of document kinds, in the order they are listed (``note`` first: a path no
-# other kind claims is read as markdown).
+# other kind claims is read as markdown; the longest suffix a path ends with decides, so
+# ``.excalidraw.md`` is a drawing, not a note).
 KIND_LIST = (
     Kind("note", (".md",), "markdown notes", ("notes", "md", "markdown"), owner_fields=True),
     Kind("pdf", (".pdf",), "PDFs, page by page (hits carry `page`)", converted=True, paged=True,
@@ -50,6 +57,11 @@ KIND_LIST = (
     Kind("bookmark", (".bookmark",), "browser bookmarks (hits carry `url`)", ("bookmarks",),
          owner_fields=True, opens="url"),
     Kind("slack", (".slack",), "Slack messages, one channel's day", owner_fields=True, opens=""),
+    Kind("canvas", (".canvas",), "Obsidian canvases, card by card (hits carry `card`)", ("canvases",),
+         rendered=True, carded=True),
+    Kind("excalidraw", (".excalidraw.md",), "Excalidraw drawings, their text and links",
+         ("drawing", "drawings"), owner_fields=True, rendered=True),
+    Kind("docx", (".docx",), "Word documents, by heading", ("word",), converted=True),
 )
 KIND = {k.name: k for k in KIND_LIST}
 KINDS = tuple(KIND)
@@ -74,7 +86,8 @@ class Source:
 
 
 SOURCES: dict[str, Source] = {s.name: s for s in (
-    Source("notes", ("note", "pdf", "text", "web"), "a folder of notes (markdown, PDFs, text, saved pages)"),
+    Source("notes", ("note", "pdf", "text", "web", "canvas", "excalidraw", "docx"),
+           "a folder of notes (markdown, PDFs, text, saved pages, canvases, drawings, Word files)"),
     Source("bookmarks", ("bookmark",), "a browser's bookmarks export (HTML or JSON file)", ".bookmark",
            export_is_file=True, fetches=True),
     Source("slack", ("slack",), "a Slack export (zip or folder)", ".slack"),
@@ -83,8 +96,10 @@ VAULT_KINDS: dict[str, tuple[str, ...]] = {s.name: s.kinds for s in SOURCES.valu
 
 
 def folder_globs() -> tuple[str, ...]:
-    """The include globs that take every kind a folder of notes may hold (``**/*.md``, …)."""
-    return tuple(f"**/*{suffix}" for kind in SOURCES["notes"].kinds for suffix in KIND[kind].suffixes)
+    """The include globs that take every kind a folder of notes may hold (``**/*.md``, …); a
+    suffix that another one already takes (``.excalidraw.md``: ``**/*.md``) adds no glob."""
+    suffixes = [s for kind in SOURCES["notes"].kinds for s in KIND[kind].suffixes]
+    return tuple(f"**/*{s}" for s in suffixes if not any(s != o and s.endswith(o) for o in suffixes))
 
 
 def include_help() -> str:
@@ -140,13 +155,18 @@ class FetchedPage:
 
 
 
+# (suffix, kind) from the longest suffix to the shortest: the first a path ends with is its kind
+_BY_SUFFIX = sorted(((s, k.name) for k in KIND_LIST for s in k.suffixes), key=lambda x: -len(x[0]))
+
+
 def kind_of(path: str) -> str:
     """The document kind of a vault-relative path (``note`` for anything unknown: a vault's
-    include globs decide what is indexed, markdown is the default reading)."""
+    include globs decide what is indexed, markdown is the default reading). The longest
+    suffix it ends with decides: ``sketch.excalidraw.md`` is a drawing."""
     low = path.lower()
-    for kind in KIND_LIST:
-        if low.endswith(kind.suffixes):
-            return kind.name
+    for suffix, kind in _BY_SUFFIX:
+        if low.endswith(suffix):
+            return kind
     return "note"
 
 

@@ -3,13 +3,16 @@
 Markdown, bookmarks and Slack days (both rendered as markdown by their sources) are parsed as
 notes; plain text keeps its lines as they are; a saved web page is reduced to its main text as
 markdown by trafilatura (Apache-2.0), so its headings become sections; a PDF is read page by page
-(:mod:`hybrid.sources.pdf`). Line numbers in citations count lines of this text, which is also
-what ``hybrid get`` shows for the document.
+(:mod:`hybrid.sources.pdf`); a canvas card by card (:mod:`hybrid.sources.canvas`); an Excalidraw
+drawing as its text elements and links (:mod:`hybrid.sources.excalidraw`); a Word document by
+heading (:mod:`hybrid.sources.docx`). Line numbers in citations count lines of this text, which
+is also what ``hybrid get`` shows for the document.
 
-PDFs and web pages are parsed by third-party code (PDFium, lxml) in the converter worker
+PDFs, web pages and Word documents are parsed by third-party code (PDFium, lxml, python-docx)
+in the converter worker
 (:mod:`hybrid.sources.worker`), under ``convert_max_memory_mb`` and ``convert_timeout``; a
-document over either bound raises :class:`ConvertError` naming it and the bound. Markdown and
-plain text are parsed here, by our own bounded parser.
+document over either bound raises :class:`ConvertError` naming it and the bound. Markdown,
+plain text, canvases (JSON) and drawings are parsed here, by our own bounded parsers.
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hybrid.sources import KIND, KINDS, kind_of
+from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
+
+# (vault-relative path, its bytes or None, its file's absolute path, the converter's bounds)
+Reader = Callable[[str, bytes | None, str | None, Limits | None], Note]
 
 __all__ = ["to_note", "text_note", "html_note", "main_text", "judged_fields"]
 
@@ -43,18 +50,25 @@ def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | No
     return html_note(path, _given(path, data), limits)
 
 
-def _markdown(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
-    text, warnings = decode(_given(path, data), path)
-    note = parse_note(path, text)
-    note.warnings[:0] = warnings
-    return note
+def _decoded(parse: Callable[[str, str], Note]) -> Reader:
+    """The reader of a kind kept as text: its bytes decoded (invalid UTF-8 replaced and
+    reported among the note's warnings), then ``parse`` d."""
+    def read(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+        text, warnings = decode(_given(path, data), path)
+        note = parse(path, text)
+        note.warnings[:0] = warnings
+        return note
+    return read
 
 
-def _text(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
-    text, warnings = decode(_given(path, data), path)
-    note = text_note(path, text)
-    note.warnings[:0] = warnings
-    return note
+def _canvas(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    from hybrid.sources.canvas import canvas_note
+    return canvas_note(path, _given(path, data))
+
+
+def _docx(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    from hybrid.sources.docx import docx_note
+    return docx_note(path, _given(path, data), limits)
 
 
 def _given(path: str, data: bytes | None) -> bytes:
@@ -63,10 +77,14 @@ def _given(path: str, data: bytes | None) -> bytes:
     return data
 
 
+_markdown = _decoded(lambda path, text: parse_note(path, text))  # looked up at each call
+
 # How each document kind (hybrid.sources.KIND) is read: bookmarks and Slack days are rendered
 # as markdown by their sources.
-READERS: dict[str, Callable[[str, bytes | None, str | None, Limits | None], Note]] = {
-    "note": _markdown, "pdf": _pdf, "text": _text, "web": _web, "bookmark": _markdown, "slack": _markdown,
+READERS: dict[str, Reader] = {
+    "note": _markdown, "pdf": _pdf, "text": _decoded(lambda p, t: text_note(p, t)), "web": _web,
+    "bookmark": _markdown, "slack": _markdown, "canvas": _canvas, "excalidraw": _decoded(drawing_note),
+    "docx": _docx,
 }
 if set(READERS) != set(KINDS):
     raise RuntimeError(f"hybrid.sources.convert.READERS must read every kind: {sorted(set(KINDS) ^ set(READERS))}")
@@ -119,7 +137,8 @@ def _page(html: str, name: str, limits: Limits | None) -> tuple[str, str, list[s
 def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
     """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
     them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
-    notes; other kinds carry none."""
+    notes, and so is a drawing (its front block is the owner's: kept as written in the text it
+    is indexed as); other kinds carry none."""
     if not KIND[kind_of(rel)].owner_fields:
         return [], {}
     note = parse_note(rel, text)

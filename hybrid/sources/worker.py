@@ -1,4 +1,4 @@
-"""The converter worker: PDFs and web pages are parsed in a separate process, under a memory
+"""The converter worker: PDFs, web pages and Word files are parsed in a separate process, under a memory
 and a time bound, so that one hostile or broken document costs one warning, never the run.
 
 A 1.4 MB PDF whose content stream inflates to 400 MB (a decompression bomb) made PDFium take
@@ -8,7 +8,8 @@ memory and time. Both now run in a child process that
 - is started with ``subprocess`` running this file by path (``python worker.py MB``), not
   ``-m hybrid.sources.worker`` and never by fork: the parent holds ONNX Runtime threads and
   loaded models, and ``hybrid/__init__`` imports the whole API; this file imports nothing of
-  hybrid, and the child imports pypdfium2 or trafilatura only when a document needs them;
+  hybrid, and the child imports pypdfium2, trafilatura or python-docx only when a document
+  needs them;
 - limits its own address space (``RLIMIT_AS``, ``convert_max_memory_mb``: the whole process,
   interpreter and libraries included; PDFium aborts when an allocation fails, Python raises
   MemoryError) and, as a backstop for a parent that died mid-document, its CPU time
@@ -217,7 +218,136 @@ def _too_deep(html: str) -> int:
     return 0
 
 
-_OPS = {"pdf": _pdf, "html": _html}
+_MD_SPECIAL = re.compile(r"^\s{0,3}(#|```|~~~)")
+_HEADING_STYLE = re.compile(r"^heading (\d)$")
+_LIST_ITEM = re.compile(r"^\s*- ")
+_LIST_STYLE = re.compile(r"^list.*?(\d)?$")
+
+
+def _docx(header: dict, payload: bytes) -> dict:
+    """A Word document's body as markdown (see :mod:`hybrid.sources.docx`) and its title
+    (its properties' title, else its first paragraph in the Title style);
+    ``{"ok": False, "kind": "damaged"}`` for a file that is no Word document."""
+    import io
+    import zipfile
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as z:
+            names = set(z.namelist())
+    except (zipfile.BadZipFile, ValueError, OSError):  # not a zip, or a damaged one
+        return {"ok": False, "kind": "damaged", "message": "not a zip file"}
+    if "[Content_Types].xml" not in names or not any(n.startswith("word/") for n in names):
+        return {"ok": False, "kind": "damaged", "message": "a zip of something else"}
+    import docx
+    from docx.table import Table
+    try:
+        document = docx.Document(io.BytesIO(payload))
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - python-docx raises many kinds for a broken file
+        why = str(exc).strip()
+        return {"ok": False, "kind": "damaged", "message": why.splitlines()[0][:120] if why else type(exc).__name__}
+    max_chars = int(header.get("max_chars") or 0)
+    lines: list[str] = []
+    chars, cut, title = 0, False, ""
+    for block in document.iter_inner_content():
+        new = _docx_table(block) if isinstance(block, Table) else _docx_paragraph(block)
+        if not new:
+            continue
+        if not title and not isinstance(block, Table) and _docx_style(block) == "title":
+            title = block.text.strip()
+        size = sum(len(x) + 1 for x in new)
+        if max_chars and chars + size > max_chars:
+            cut = True
+            break
+        chars += size
+        if lines and _LIST_ITEM.match(new[0]) and len(lines) > 1 and _LIST_ITEM.match(lines[-2]):
+            lines.pop()  # the items of one list stay one block
+        lines += [*new, ""]
+    core = (document.core_properties.title or "").strip()
+    return {"ok": True, "text": "\n".join(lines), "title": (core or title)[:2000], "cut": cut}
+
+
+def _docx_style(paragraph) -> str:
+    try:
+        style = paragraph.style
+    except Exception:  # noqa: BLE001 - a style the document names but does not define
+        return ""
+    return (style.name or "").strip().lower() if style is not None else ""
+
+
+def _docx_level(paragraph) -> int:
+    """The heading level of a paragraph (1-6; Title is 1), else 0: by its style's name
+    (``Heading N``), else by the outline level set on it or on its style (Word's own heading
+    styles in other languages carry one)."""
+    name = _docx_style(paragraph)
+    if name == "title":
+        return 1
+    m = _HEADING_STYLE.match(name)
+    if m:
+        return min(6, max(1, int(m.group(1))))
+    from docx.oxml.ns import qn
+    elements = [paragraph._p]
+    try:
+        style = paragraph.style
+        for _ in range(10):  # a style and the styles it is based on
+            if style is None:
+                break
+            elements.append(style.element)
+            style = style.base_style
+    except Exception:  # noqa: BLE001
+        pass
+    for el in elements:
+        ppr = el.find(qn("w:pPr"))
+        lvl = ppr.find(qn("w:outlineLvl")) if ppr is not None else None
+        if lvl is not None:
+            val = lvl.get(qn("w:val"))
+            return min(6, int(val) + 1) if val is not None and val.isdigit() and int(val) < 9 else 0
+    return 0
+
+
+def _docx_paragraph(paragraph) -> list[str]:
+    """A paragraph as markdown lines: a heading, a list item (``-``, indented by its level)
+    or text (a line markdown would read as a heading or a fence escaped with ``\\``)."""
+    text = paragraph.text.replace("\r", "\n").strip()
+    if not text:
+        return []
+    level = _docx_level(paragraph)
+    if level:
+        return [f"{'#' * level} {' '.join(text.split())}"]
+    from docx.oxml.ns import qn
+    ppr = paragraph._p.find(qn("w:pPr"))
+    num = ppr.find(qn("w:numPr")) if ppr is not None else None
+    out = ["\\" + x.lstrip() if _MD_SPECIAL.match(x) else x for x in text.split("\n")]
+    listed = _LIST_STYLE.match(_docx_style(paragraph))
+    if num is not None or listed:
+        ilvl = num.find(qn("w:ilvl")) if num is not None else None
+        val = (ilvl.get(qn("w:val")) or "") if ilvl is not None else ""
+        # the level set on the item, else the one its style names (``List Bullet 2``)
+        depth = int(val) if val.isdigit() else max(0, int(listed.group(1)) - 1) if listed and listed.group(1) else 0
+        out = ["  " * min(depth, 8) + "- " + out[0]] + ["  " * min(depth + 1, 9) + x for x in out[1:]]
+    return out
+
+
+def _docx_table(table) -> list[str]:
+    """A table as markdown rows (its first row as the header); a merged cell once per row."""
+    rows: list[str] = []
+    width = 0
+    for row in table.rows:
+        cells, seen = [], set()
+        for cell in row.cells:
+            if id(cell._tc) in seen:
+                continue
+            seen.add(id(cell._tc))
+            cells.append(" ".join(cell.text.split()).replace("|", "\\|"))
+        if any(cells):
+            width = width or len(cells)
+            rows.append("| " + " | ".join(cells) + " |")
+    if len(rows) > 1:
+        rows.insert(1, "|" + " --- |" * width)
+    return rows
+
+
+_OPS = {"pdf": _pdf, "html": _html, "docx": _docx}
 
 
 def _serve(memory_mb: int) -> None:

@@ -1,0 +1,189 @@
+"""Excalidraw drawings (``*.excalidraw.md``, as the Obsidian Excalidraw plugin writes them) as notes.
+
+The plugin keeps a drawing in a markdown file: a front block (``excalidraw-plugin: parsed``,
+often ``tags: [excalidraw]``), then maybe the owner's own markdown (the "back of the card"),
+a banner line (``==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu of this document.
+⚠==`` …), and its data: ``# Excalidraw Data`` with ``## Text Elements`` (each text element
+followed by `` ^id``), ``## Element Links`` and ``## Embedded Files`` (``id: [[Note]]``, or an
+address), and, between ``%%`` lines, ``## Drawing``: a ```` ```json```` block, or a
+```` ```compressed-json```` one (LZ-String base64, :mod:`hybrid.sources.lzstring`). Older
+files put ``# Text Elements`` and ``# Drawing`` at the top level, with no banner.
+
+Indexed as markdown (``hybrid get`` shows it too): the front block as written (its tags and
+properties are the owner's, and the agent view reads them), the owner's markdown, then under
+a heading naming the drawing its text elements (without their ``^id``; a line that markdown
+would read as a heading or a fence escaped with ``\\``) and its link targets (``[[Note]]``,
+addresses), one line each. Never the banner, the data headings or the drawing's JSON. The
+title is the file name without ``.excalidraw.md``. With no ``Text Elements`` section the text
+elements are read from the drawing itself; a drawing that does not decompress or parse is one
+warning, and the rest of the file is still indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from hybrid.sources.lzstring import Undecodable, decompress_base64
+from hybrid.sources.markdown import FENCE_RE, Note, front_block, heading_text, parse_note
+
+SUFFIX = ".excalidraw.md"
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
+_BLOCK_ID = re.compile(r"(?:^|\s+)\^[A-Za-z0-9_-]{1,64}\s*$")
+_LINK_LINE = re.compile(r"^[^\s:]+:\s*(.+)$")
+_DATA = "excalidraw data"
+_SECTIONS = {"text elements", "element links", "embedded files", "drawing", "embeddable links"}
+_ESCAPE = re.compile(r"^\s{0,3}(#|```|~~~)")
+
+
+def is_banner(line: str) -> bool:
+    """The plugin's warning to switch views, on a line of its own."""
+    return line.lstrip().startswith("==⚠") and "EXCALIDRAW VIEW" in line.upper()
+
+
+def drawing_note(path: str, text: str) -> Note:
+    """The note of the drawing whose file holds ``text`` (decoded)."""
+    lines = text.split("\n")
+    fm, body_start, _ = front_block(lines)
+    head = lines[:body_start - 1] if fm is not None else []
+    own, sections = _split(lines[len(head):])
+    warnings: list[str] = []
+    texts = [_clean(x) for x in sections.get("text elements", [])]
+    if "text elements" not in sections and sections.get("drawing"):
+        texts = _from_drawing(path, sections["drawing"], warnings)
+    links = _targets(sections.get("element links", []) + sections.get("embedded files", []))
+    title = path.rsplit("/", 1)[-1]
+    title = title[:-len(SUFFIX)] if title.lower().endswith(SUFFIX) else title
+    body = list(own)
+    while body and not body[-1].strip():
+        body.pop()
+    drawn = _paragraphs(texts) + ([""] if texts and links else []) + links
+    if drawn:
+        body += ([""] if body else []) + [f"# {title}", ""] + drawn
+    note = parse_note(path, "\n".join(head + body))
+    note.title = title
+    note.warnings += warnings
+    return note
+
+
+def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """(the owner's own lines, {data section name: its lines}) of a drawing's body. The data
+    starts at ``# Excalidraw Data``, or at the first data heading of an older file; the
+    banner and ``%%`` lines are dropped."""
+    own: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    fence: str | None = None
+    for line in lines:
+        f = FENCE_RE.match(line)
+        if fence is not None:  # inside the drawing's block: its JSON, whatever it holds
+            current.append(line)  # type: ignore[union-attr]
+            if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = None
+            continue
+        if f and current is not None and current is sections.get("drawing"):
+            fence = f.group(1)
+            current.append(line)
+            continue
+        if is_banner(line) or line.strip() == "%%":
+            continue
+        name = _data_heading(line)
+        if name == _DATA:
+            current = sections.setdefault("", [])
+            continue
+        if name is not None:
+            current = sections.setdefault(name, [])
+            continue
+        (own if current is None else current).append(line)
+    sections.pop("", None)
+    return own, sections
+
+
+def _data_heading(line: str) -> str | None:
+    """The name of a data heading (``# Excalidraw Data``, ``## Text Elements`` …), else None.
+    A text element that looks like one carries its ``^id``, so it never is one."""
+    m = _HEADING.match(line)
+    if m is None:
+        return None
+    name = " ".join(heading_text(m.group(2)).split()).lower()
+    return name if name == _DATA or name in _SECTIONS else None
+
+
+def _clean(line: str) -> str:
+    """A line of the Text Elements: its ``^id`` dropped, and escaped where markdown would read
+    it as a heading or a fence (a drawing's text is text, not structure)."""
+    line = _BLOCK_ID.sub("", line)
+    return "\\" + line.lstrip() if _ESCAPE.match(line) else line
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """Lines without runs of blank lines at either end or twice in a row."""
+    out: list[str] = []
+    for line in lines:
+        if line.strip() or (out and out[-1].strip()):
+            out.append(line if line.strip() else "")
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def _targets(lines: list[str]) -> list[str]:
+    """The link targets of the Element Links and Embedded Files sections (``id: [[Note]]``,
+    ``id: https://…``), once each."""
+    found = [m.group(1).strip() for line in lines if (m := _LINK_LINE.match(line.strip()))]
+    return list(dict.fromkeys(t for t in found if t))
+
+
+def _from_drawing(path: str, lines: list[str], warnings: list[str]) -> list[str]:
+    """The text elements of the drawing's JSON (its ```` ```json```` or ```` ```compressed-json````
+    block), in reading order; none and one warning when it cannot be read."""
+    kind, payload = _block(lines)
+    if kind is None:
+        return []
+    try:
+        raw = decompress_base64(payload) if kind == "compressed-json" else payload
+        drawing = json.loads(raw)
+    except (Undecodable, ValueError, RecursionError) as exc:
+        what = "does not decompress" if isinstance(exc, Undecodable) else "is not valid JSON"
+        warnings.append(f"{path}: its drawing {what} ({str(exc)[:120]}); indexed the rest of the "
+                        "file without the drawing's text")
+        return []
+    return _drawn_text(drawing)
+
+
+def _block(lines: list[str]) -> tuple[str | None, str]:
+    """(``json`` or ``compressed-json``, the block's text) of the Drawing section's first fenced
+    block, or (None, "") when it has none."""
+    start = next((i for i, x in enumerate(lines) if FENCE_RE.match(x)), None)
+    if start is None:
+        return None, ""
+    kind = lines[start].strip().lstrip("`~").strip().lower()
+    end = next((i for i in range(start + 1, len(lines)) if FENCE_RE.match(lines[i])), len(lines))
+    return ("compressed-json" if kind == "compressed-json" else "json"), "\n".join(lines[start + 1:end])
+
+
+def _drawn_text(drawing: Any) -> list[str]:
+    """The text of a drawing's live text elements (top to bottom, then left to right), one
+    paragraph each, and the links elements carry."""
+    elements = drawing.get("elements") if isinstance(drawing, dict) else None
+    found: list[tuple[float, float, str]] = []
+    links: list[str] = []
+    for e in elements if isinstance(elements, list) else ():
+        if not isinstance(e, dict) or e.get("isDeleted") is True:
+            continue
+        if isinstance(e.get("link"), str) and e["link"].strip():
+            links.append(e["link"].strip())
+        if e.get("type") != "text":
+            continue
+        text = e.get("originalText") if isinstance(e.get("originalText"), str) else e.get("text")
+        if isinstance(text, str) and text.strip():
+            found.append((_coordinate(e.get("y")), _coordinate(e.get("x")), text))
+    out: list[str] = []
+    for _, _, text in sorted(found, key=lambda t: (t[0], t[1])):
+        out += [_clean(x) for x in text.replace("\r\n", "\n").split("\n")] + [""]
+    return out + list(dict.fromkeys(links))
+
+
+def _coordinate(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
