@@ -21,7 +21,7 @@ from hybrid.embedders.remote import destinations
 from hybrid.indexing.indexer import index_vault
 from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.context import with_context
-from hybrid.retrieval.filters import check_filters
+from hybrid.retrieval.filters import check_filters, resolve_props
 from hybrid.retrieval.graph import GraphCache, LinkGraph
 from hybrid.retrieval.listing import list_notes
 from hybrid.retrieval.pipeline import run_search
@@ -216,8 +216,10 @@ class Hybrid(Registry):
         self.refresh()  # a long-lived server sees vaults registered since it started
         targets: list[tuple[Vault, Searchable]] = [(v, self._agent_store(v) if agent else self._store(v))
                                                    for v in self.config.select(request.vaults)]
-        # a folder, tag or date filter that no note passes says so (NoMatchingNotes), rather
-        # than an empty list that reads as "nothing relevant"
+        # words that read as property filters (status:done) are filters where some note has
+        # the property; a folder, tag, date or property filter that no note passes says so
+        # (NoMatchingNotes), rather than an empty list that reads as "nothing relevant"
+        request = resolve_props(request, [s for _, s in targets])
         check_filters([s for _, s in targets], request.filters)
         if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
             with self._lock:

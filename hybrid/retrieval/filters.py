@@ -1,14 +1,16 @@
 """Filters that match no note say so, with what is near, instead of an empty result.
 
-A ``--folder`` with a typo, a tag nobody uses or a ``since`` in the future would otherwise end
-in "no hits", which reads as "nothing relevant". :func:`check_filters` runs only when a search
-has a folder, tag or date filter, and costs one indexed query per vault when the filter matches
-something (the usual case). The names it suggests come from the notes the caller may see: an
-agent is never told a private folder or tag exists.
+A ``--folder`` with a typo, a tag nobody uses, a ``since`` in the future or a property no note
+has (:mod:`hybrid.retrieval.properties`) would otherwise end in "no hits", which reads as
+"nothing relevant". :func:`check_filters` runs only when a search has a filter, and costs one
+indexed query per vault when the filter matches something (the usual case). The names it
+suggests come from the notes the caller may see: an agent is never told a private folder, tag
+or property exists.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 from collections.abc import Iterable, Sequence
@@ -17,12 +19,13 @@ from typing import TYPE_CHECKING
 from hybrid.core.errors import HybridError
 
 if TYPE_CHECKING:
-    from hybrid.retrieval.request import Filters
+    from hybrid.retrieval.request import Filters, SearchRequest
     from hybrid.store.port import Searchable
+    from hybrid.store.props import PropFilter
 
 
 class NoMatchingNotes(HybridError):
-    """A search filter (folder, tag, date) that no note passes."""
+    """A search filter (folder, tag, date, kind, property) that no note passes."""
 
 
 def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
@@ -31,7 +34,7 @@ def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
     if not filters.narrows:
         return
     f = filters
-    if _exists(stores, f.folders, f.tags, f.since, f.sources):
+    if _exists(stores, f.folders, f.tags, f.since, f.sources, f.props):
         return
     if f.sources and not _exists(stores, (), (), None, f.sources):
         raise NoMatchingNotes(f"no {' or '.join(f.sources)} document is indexed"
@@ -48,12 +51,43 @@ def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
         when = _day(f.since)
         last = f" (the newest was modified {_day(newest)})" if newest else ""
         raise NoMatchingNotes(f"no note was modified since {when}{last}")
+    for pf in f.props:
+        if not _exists(stores, (), (), None, (), (pf,)):
+            from hybrid.retrieval.properties import problem
+            raise NoMatchingNotes(problem(stores, pf))
     parts = [f"folder {', '.join(f.folders)}" if f.folders else "",
              f"tag{'s' if len(f.tags) > 1 else ''} {', '.join(f.tags)}" if f.tags else "",
              f"modified since {_day(f.since)}" if f.since is not None else "",
-             f"source {', '.join(f.sources)}" if f.sources else ""]
+             f"source {', '.join(f.sources)}" if f.sources else "",
+             f"propert{'ies' if len(f.props) > 1 else 'y'} {', '.join(map(str, f.props))}" if f.props else ""]
     raise NoMatchingNotes(f"no note matches all of: {'; '.join(p for p in parts if p)} "
                           f"(each alone matches notes; drop one)")
+
+
+def resolve_props(request: SearchRequest, stores: Sequence[Searchable]) -> SearchRequest:
+    """``request`` with the query's property-shaped words that name a property of a visible
+    note made filters (QuerySyntaxError for such a word that cannot be tested: ``rating>=abc``).
+    NoMatchingNotes for one whose property no note has while a near name exists."""
+    from hybrid.retrieval.properties import NEAR_KEY, known, near_keys
+    parsed = request.parsed
+    if not parsed.maybe_props:
+        return request
+    terms, props = list(parsed.terms), list(parsed.props)
+    for words, pf in parsed.maybe_props:
+        if known(stores, pf.key):
+            props.append(pf.check())
+            for w in words:
+                terms.remove(w)
+            continue
+        near = near_keys(stores, pf.key, NEAR_KEY)
+        if near:
+            shown = " ".join(words)
+            raise NoMatchingNotes(f"no note has property {pf.key!r}; properties near it: {', '.join(near)} "
+                                  f'(to search for the words, quote them: "{shown}")')
+    if not terms and not parsed.phrases and parsed.excludes:
+        from hybrid.core.errors import QuerySyntaxError
+        raise QuerySyntaxError("query has only exclusions: add a word or phrase to search for")
+    return request.with_parsed(dataclasses.replace(parsed, terms=terms, props=props, maybe_props=[]))
 
 
 def _day(epoch: float) -> str:
@@ -66,10 +100,10 @@ def _day(epoch: float) -> str:
 
 
 def _exists(stores: Sequence[Searchable], folders: Sequence[str], tags: Sequence[str], since: float | None,
-            sources: Sequence[str] = ()) -> bool:
+            sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> bool:
     """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
     notes itself); stops at the first."""
-    return any(next(iter(store.catalog.note_ids(folders, tags, since, sources)), None) is not None
+    return any(next(iter(store.catalog.note_ids(folders, tags, since, sources, props)), None) is not None
                for store in stores)
 
 

@@ -41,7 +41,7 @@ class BadSearchArgs(HybridError, ValueError):
 
 def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
                  rerank=False, exclude_folders=(), min_score=0.0, sources=(), passages=False,
-                 context=0, max_top_k: int = MAX_TOP_K) -> None:
+                 context=0, props=(), max_top_k: int = MAX_TOP_K) -> None:
     """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
     has the documented type and range. Explicit checks, because a wrong type that slips
     through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
@@ -57,7 +57,7 @@ def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags
     if vaults is not None:
         _check_strings("vaults", vaults)
     for name, value in (("folders", folders), ("tags", tags), ("exclude_folders", exclude_folders),
-                        ("sources", sources)):
+                        ("sources", sources), ("props", props)):
         _check_strings(name, value)
     from hybrid.sources import check_kinds
     try:

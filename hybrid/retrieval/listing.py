@@ -50,7 +50,7 @@ def _passing(store: Searchable, filters: Filters) -> list[tuple[int, str, float]
     store's reader may see."""
     catalog = store.ledger
     ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since,  # an agent's: visible only
-                                      filters.sources))
+                                      filters.sources, filters.props))
     out = []
     for note in catalog.notes(ids):
         if not any(note.path.startswith(f + "/") for f in filters.exclude_folders):

@@ -176,7 +176,7 @@ def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: 
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes, typos=list(typos))
     opts: dict[str, Any] = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
                 since=filters.since, stopwords=settings.stopwords,
-                exclude_folders=filters.exclude_folders, sources=filters.sources)
+                exclude_folders=filters.exclude_folders, sources=filters.sources, props=filters.props)
     lists = []
     # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
     # not the section that repeats it most
@@ -268,7 +268,7 @@ def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
         if hits is not None:
             return hits
     allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
-                                        sources=filters.sources)
+                                        sources=filters.sources, props=filters.props)
                if filters.narrows else None)
     if parsed.phrases:
         must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
@@ -285,7 +285,8 @@ def few_notes_pass(store: Searchable, filters: Filters) -> bool:
     oversampled unfiltered searches of :func:`post_filtered` would find too few of them anyway
     (measured at 100k chunks: a tag on 28 notes spent 35 ms there before the list was made)."""
     from itertools import islice
-    passing = store.catalog.note_ids(filters.folders, filters.tags, filters.since, filters.sources)
+    passing = store.catalog.note_ids(filters.folders, filters.tags, filters.since, filters.sources,
+                                     filters.props)
     return sum(1 for _ in islice(passing, FEW_NOTES + 1)) <= FEW_NOTES
 
 
@@ -300,6 +301,7 @@ def post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
     for wide in (10 * depth, 40 * depth):
         cand = store.vector.search(qvec, wide, None, banned)
         keep = store.catalog.filter_ids(filters.folders, filters.tags, filters.since, sources=filters.sources,
+                                        props=filters.props,
                                         among=[i for i, _ in cand])
         got = [(i, s) for i, s in cand if i in keep]
         if len(got) >= depth:

@@ -50,6 +50,7 @@ class SearchRequest:
     sources: Sequence[str] = ()              # document kinds: note, pdf, text, web, bookmark, slack
     passages: bool = False                   # top_k passages, not top_k notes (hybrid.retrieval.notes)
     context: int = 0                         # tokens of context around the hits, in all (hybrid.retrieval.context)
+    props: Sequence[str] = ()                # property filters, KEY:VALUE or KEY>=VALUE (hybrid.store.props)
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
@@ -57,7 +58,7 @@ class SearchRequest:
                      folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
                      exclude_folders=self.exclude_folders, min_score=self.min_score,
                      sources=self.sources, passages=self.passages, context=self.context,
-                     max_top_k=max_top_k)
+                     props=self.props, max_top_k=max_top_k)
         from hybrid.sources.markdown import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
@@ -69,6 +70,12 @@ class SearchRequest:
         set_(self, "tags", tuple(normalize_tag(t) for t in self.tags))
         from hybrid.sources import check_kinds
         set_(self, "sources", check_kinds(self.sources))
+        from hybrid.core.errors import QuerySyntaxError
+        from hybrid.store.props import parse_prop
+        try:
+            set_(self, "props", tuple(str(parse_prop(p)) for p in self.props))
+        except QuerySyntaxError as exc:
+            raise BadSearchArgs(f"props: {exc}") from None
         if self.since is not None:
             from hybrid.core.dates import check_since
             from hybrid.core.errors import QuerySyntaxError
@@ -85,21 +92,31 @@ class SearchRequest:
         (QuerySyntaxError for an empty query, an open quote, a bad date). No text at all with a
         folder, tag or date filter is a listing (``ParsedQuery.listing``), as ``tag:x`` is."""
         if not self.query.strip() and (self.folders or self.tags or self.since is not None
-                                       or self.sources):
+                                       or self.sources or self.props):
             return ParsedQuery()
         return parse_query(self.query)
 
     @property
     def filters(self) -> Filters:
         """The request's filters and the query's inline ones together; an inline ``since:``
-        wins over the argument."""
+        wins over the argument. Words that read as property filters count once
+        :func:`hybrid.retrieval.filters.resolve_props` has made them filters."""
+        from hybrid.store.props import parse_prop
         p = self.parsed
         since = p.since if p.since is not None else self.since
         assert not isinstance(since, str)  # parsed in __post_init__
         return Filters(folders=tuple(self.folders) + tuple(p.folders),
                        tags=tuple(self.tags) + tuple(p.tags), since=since,
                        exclude_folders=tuple(self.exclude_folders),
-                       sources=tuple(dict.fromkeys((*self.sources, *p.sources))))
+                       sources=tuple(dict.fromkeys((*self.sources, *p.sources))),
+                       props=tuple(dict.fromkeys((*(parse_prop(x) for x in self.props), *p.props))))
+
+    def with_parsed(self, parsed: ParsedQuery) -> SearchRequest:
+        """This request with its query read as ``parsed`` (its property words resolved)."""
+        import copy
+        out = copy.copy(self)
+        out.__dict__["parsed"] = parsed
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The JSON body of ``POST /api/search`` for this request."""
@@ -229,10 +246,19 @@ OPTIONS: tuple[Option, ...] = (
            agent_help="Also return the text around the hits (neighbouring paragraphs, the section's start, "
                       "the parent section's intro, sibling sections), each block with its line range, up to "
                       "this many tokens in all (e.g. 1000; 0: off): saves a get_note call per hit."),
+    Option("props", "texts", "Only notes whose frontmatter passes each of these property filters: KEY:VALUE "
+           "(equal, ignoring case; a list property: contains it), KEY>=VALUE, KEY<=VALUE, KEY>VALUE, "
+           "KEY<VALUE (numbers, or dates YYYY-MM-DD).", ("--prop",), agent="props",
+           cli_help="Only notes whose property passes KEY:VALUE or KEY>=VALUE (<=, >, <) (repeatable: all).",
+           agent_help="Frontmatter property filters, all must hold: \"status:done\" (equal, ignoring case; a "
+                      "list property: contains), \"rating>=4\", \"due<2026-01-01\" (>=, <=, >, <: numbers "
+                      "or dates YYYY-MM-DD). The query may hold them too (status:done)."),
 )
 QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quoted phrases" are required, '
-              f"-word excludes a word; identifiers match verbatim. Filters alone (tag:NAME, folder:PATH, or "
-              f"an empty query with tags/folder/since) list the notes passing them, newest first.")
+              f"-word excludes a word; identifiers match verbatim. tag:NAME, folder:PATH, since:DATE filter; "
+              f"so does a frontmatter property some note has: status:done, rating>=4, due<2026-01-01 (or "
+              f"prop:KEY=VALUE). Filters alone (or an empty query with tags/folder/since/props) list the notes "
+              f"passing them, newest first.")
 
 
 def option_help(option: Option, door: str, **values: Any) -> str:

@@ -93,7 +93,7 @@ class SearchResult(list[Hit]):
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
-                "fusion": self.fusion}
+                "fusion": self.fusion, "props": [str(p) for p in self.parsed.props]}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -109,6 +109,8 @@ class SearchResult(list[Hit]):
         fusion = {str(k): v for k, v in fusion.items()
                   if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
         grouped = isinstance(data.get("notes"), list)
+        props = data.get("props")
+        parsed = as_filters(parsed, {str(p) for p in props} if isinstance(props, list) else set())
         out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
@@ -128,6 +130,20 @@ def answer_passages(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
 def fix_words(text: str, fixes: Mapping[str, str]) -> str:
     """``text`` with every whole word of letters found in ``fixes`` (by its lower case) replaced."""
     return WORD_RE.sub(lambda m: fixes.get(m.group(0).lower(), m.group(0)), text)
+
+
+def as_filters(parsed: ParsedQuery, props: set[str]) -> ParsedQuery:
+    """``parsed`` with the words that read as the property filters ``props`` (as a server
+    resolved them: :func:`hybrid.retrieval.filters.resolve_props`) made filters."""
+    made = [(words, pf) for words, pf in parsed.maybe_props if str(pf) in props]
+    if not made:
+        return parsed
+    terms = list(parsed.terms)
+    for words, _ in made:
+        for w in words:
+            terms.remove(w)
+    return replace(parsed, terms=terms, props=parsed.props + [pf for _, pf in made],
+                   maybe_props=[m for m in parsed.maybe_props if m not in made])
 
 
 def apply_corrections(parsed: ParsedQuery, fixes: Mapping[str, str]) -> ParsedQuery:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from hybrid.core.settings import Settings
+    from hybrid.store.props import PropFilter
 
 # Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
 # for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
@@ -197,11 +198,12 @@ class NoteFilter:
     since: float | None = None              # modified at or after (epoch seconds)
     exclude_folders: tuple[str, ...] = ()   # none of these folders
     sources: tuple[str, ...] = ()           # any of these document kinds (hybrid.sources)
+    props: tuple[PropFilter, ...] = ()      # every one of these frontmatter property filters
 
     @property
     def narrows(self) -> bool:
-        """Whether a note must pass a folder, tag, date or kind test (exclusions aside)."""
-        return bool(self.folders or self.tags or self.since is not None or self.sources)
+        """Whether a note must pass a folder, tag, date, kind or property test (exclusions aside)."""
+        return bool(self.folders or self.tags or self.since is not None or self.sources or self.props)
 
 
 @dataclass(frozen=True)

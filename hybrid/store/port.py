@@ -34,13 +34,14 @@ if TYPE_CHECKING:
         VectorSpec,
     )
     from hybrid.store.lexicon import LexicalQuery
+    from hybrid.store.props import PropFilter
 
 T = TypeVar("T")
 
 
 class LexicalArm(Protocol):
     """BM25 over chunks and whole sections (:mod:`hybrid.store.lexicon`), filtered inside the
-    query by folder, tag, date and kind; ``fuzzy`` lets misspelled words match one edit away
+    query by folder, tag, date, kind and frontmatter property; ``fuzzy`` lets misspelled words match one edit away
     (the query's ``typos``, else each word of 5+ letters the vault does not hold),
     ``scored=False`` skips scoring, ``stopwords=False`` keeps stopwords as terms."""
 
@@ -66,21 +67,24 @@ class LexicalArm(Protocol):
     def search(self, q: LexicalQuery, limit: int, *, fuzzy: bool = True, folders: Sequence[str] = (),
                tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
                stopwords: bool = True, exclude_folders: Sequence[str] = (),
-               sources: Sequence[str] = ()) -> list[tuple[int, float]]:
+               sources: Sequence[str] = (),
+               props: Sequence[PropFilter] = ()) -> list[tuple[int, float]]:
         """(chunk id, score) of the best chunks, best first."""
         ...
 
     def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
                      folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
                      scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                     sources: Sequence[str] = ()) -> list[tuple[list[int], float]]:
+                     sources: Sequence[str] = (),
+               props: Sequence[PropFilter] = ()) -> list[tuple[list[int], float]]:
         """(chunk ids of a unit, score) of the best ``unit`` s (``chunk`` or ``section``)."""
         ...
 
     def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, *, fuzzy: bool = True,
                      folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
                      scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                     sources: Sequence[str] = ()) -> set[int]:
+                     sources: Sequence[str] = (),
+               props: Sequence[PropFilter] = ()) -> set[int]:
         """The chunk ids that match ``q`` at all (unranked)."""
         ...
 
@@ -124,13 +128,15 @@ class Reading(Protocol):
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = ()) -> set[int]:
+                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
         """Chunk ids of the notes passing the filters (only those in ``among`` when given)."""
         ...
 
     def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
-        """File ids of the live notes passing the filters, lazily."""
+                 since: float | None = None, sources: Sequence[str] = (),
+                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
+        """File ids of the live notes passing the filters, lazily (``props``: every one of
+        these frontmatter property filters, :mod:`hybrid.store.props`)."""
         ...
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -183,6 +189,12 @@ class Catalog(Reading, Protocol):
     # named queries
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]: ...
     def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None: ...
+    def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """``{file id: frontmatter as indexed}`` of the live notes ``file_ids``."""
+        ...
+    def property_keys(self) -> set[str]:
+        """The frontmatter property names (lower case) some live note has."""
+        ...
     def file_paths(self, live: bool = True) -> Iterator[tuple[int, str]]: ...
     def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
                          live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]: ...

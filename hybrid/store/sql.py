@@ -1,12 +1,15 @@
-"""SQL that both SQL backends share (SQLite's catalog, PostgreSQL's): escaping a LIKE pattern,
-and the condition that a path is a document of some kinds. No SQL is written above the store:
-the layers above ask the catalog's named queries (:class:`hybrid.store.port.Catalog`)."""
+"""SQL that both SQL backends share (SQLite's catalog, PostgreSQL's): escaping a LIKE pattern, the
+condition that a path is a document of some kinds, and that a note passes property filters. No
+SQL is written above the store: the layers above ask the catalog's named queries
+(:class:`hybrid.store.port.Catalog`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from hybrid.sources import KIND_SUFFIXES
+from hybrid.store.props import HAS, PropFilter
 
 
 def like_escape(text: str) -> str:
@@ -53,3 +56,37 @@ def mention_condition(keys: Sequence[str], tags: Sequence[str], placeholder: str
         where.append(f"f.tags LIKE {placeholder}{escape}")
         args.append("%\\\\u%")
     return " OR ".join(where), args
+
+
+def prop_condition(pf: PropFilter, id_column: str, table: str, placeholder: str) -> tuple[str, list[Any]]:
+    """A SQL condition (SQLite or PostgreSQL) that the note ``id_column`` (its file id) has a row
+    in ``table`` (``file_id, key, val, num, day``) passing ``pf``, and its arguments."""
+    p = placeholder
+    if pf.op == HAS:
+        return f"{id_column} IN (SELECT file_id FROM {table} WHERE key = {p})", [pf.key]
+    if pf.op == ":":
+        tests, args = [f"val = {p}"], [pf.text]  # type: list[str], list[Any]
+        if pf.number is not None:
+            tests.append(f"num = {p}")
+            args.append(pf.number)
+        if pf.day is not None:
+            tests.append(f"day = {p}")
+            args.append(pf.day)
+        test = "(" + " OR ".join(tests) + ")"
+    elif pf.number is not None:
+        test, args = f"num {pf.op} {p}", [pf.number]
+    else:
+        test, args = f"day {pf.op} {p}", [pf.day]
+    return (f"{id_column} IN (SELECT file_id FROM {table} WHERE key = {p} AND {test})", [pf.key, *args])
+
+
+def props_condition(props: Sequence[PropFilter], id_column: str, table: str,
+                    placeholder: str) -> tuple[list[str], list[Any]]:
+    """WHERE terms for every filter of ``props`` (all must hold)."""
+    where: list[str] = []
+    args: list[Any] = []
+    for pf in props:
+        cond, more = prop_condition(pf, id_column, table, placeholder)
+        where.append(cond)
+        args.extend(more)
+    return where, args

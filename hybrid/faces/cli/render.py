@@ -362,8 +362,9 @@ def explain_lines(result: SearchResult, request: SearchRequest, look: Look) -> l
     if result.suggestions:
         rows.append(("maybe", ", ".join(f"{a} → {b}" for a, b in result.suggestions.items())
                      + " (searched as typed, near spellings included)"))
+    props = dict.fromkeys([*map(str, f.props), *map(str, p.props)])  # the server's resolved ones too
     filters = ([f"folder {x}" for x in f.folders] + [f"tag {x}" for x in f.tags]
-               + [f"source {x}" for x in f.sources])
+               + [f"source {x}" for x in f.sources] + [f"property {x}" for x in props])
     if f.since is not None:
         filters.append("since " + dt.datetime.fromtimestamp(f.since).strftime("%Y-%m-%d"))
     filters += [f"exclude {x}" for x in f.exclude_folders] + [f"vault {x}" for x in request.vaults or ()]

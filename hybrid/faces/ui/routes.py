@@ -302,6 +302,7 @@ def search_call(h: Hybrid, body: dict) -> dict:
             "suggested_query": result.suggested_query if result.suggestions else "",
             "parsed": {"terms": p.terms, "phrases": p.phrases, "excludes": p.excludes,
                        "folders": p.folders, "tags": p.tags, "sources": p.sources,
+                       "props": [str(x) for x in p.props],
                        "since": p.since, "listing": p.listing},
             "took_ms": took}
 

@@ -36,9 +36,9 @@ class AgentStore:
         self.ledger: Catalog = store.catalog
         self.hidden_files: Collection[int] = hidden.files
         lexical, vector = store.agent_arms(hidden.files, view)
-        self.lexical = _AgentLexical(lexical, hidden)
         self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
                                      hidden.rows, disk)
+        self.lexical = _AgentLexical(lexical, hidden, self.catalog)
         self.vector = _AgentVector(vector, hidden, self.catalog)
 
 
@@ -98,9 +98,15 @@ class _AgentLexical:
     """The agent index, its results also checked against the current hidden set (empty unless
     the settings changed since it was built: then nothing hidden gets out meanwhile)."""
 
-    def __init__(self, lex: LexicalArm, hidden: Hidden):
-        self._lex, self._hidden = lex, hidden.chunks
+    def __init__(self, lex: LexicalArm, hidden: Hidden, catalog: _AgentCatalog):
+        self._lex, self._hidden, self._catalog = lex, hidden.chunks, catalog
         self.stem, self.store_kind = lex.stem, lex.store_kind
+
+    def _out(self, opts) -> Collection[int]:
+        """Hidden chunks, and those of notes passing a property filter only by a value agents
+        are not shown (a secret)."""
+        props = opts.get("props")
+        return self._hidden | self._catalog.unshown_chunks(props) if props else self._hidden
 
     def known(self, words):
         return self._lex.known(words)
@@ -109,14 +115,16 @@ class _AgentLexical:
         return self._lex.corrections(words)
 
     def search(self, q, limit, **opts):
-        return [(i, s) for i, s in self._lex.search(q, limit, **opts) if i not in self._hidden]
+        out = self._out(opts)
+        return [(i, s) for i, s in self._lex.search(q, limit, **opts) if i not in out]
 
     def search_units(self, q, limit, unit="chunk", **opts):
+        out = self._out(opts)
         return [(ids, s) for ids, s in self._lex.search_units(q, limit, unit=unit, **opts)
-                if not self._hidden.intersection(ids)]
+                if not any(i in out for i in ids)]
 
     def matching_ids(self, q, limit=1_000_000, **opts):
-        return self._lex.matching_ids(q, limit, **opts) - self._hidden
+        return self._lex.matching_ids(q, limit, **opts) - set(self._out(opts))
 
 
 class _AgentVector:
@@ -148,6 +156,8 @@ class _AgentVector:
         if where is not None and not all(self._catalog.shows(t) for t in where.tags):
             return []  # a tag that is a secret is never shown, so no note carries it for agents
         out = set(banned) | self._hidden | red.ids
+        if where is not None and where.props:
+            out |= self._catalog.unshown_chunks(where.props)
         got = self._vector.search(query, k, allowed, out, where=where)
         if red.ids:  # a PostgreSQL arm leaves out whole notes too (hidden ones, stale ones)
             got += red.scores(query, self._passing(red.ids, allowed, where), set(banned) | self._hidden,
@@ -160,7 +170,7 @@ class _AgentVector:
         if where is None:
             return allowed
         among = sorted(ids)
-        keep = self._catalog.filter_ids(where.folders, where.tags, where.since, among, where.sources)
+        keep = self._catalog.filter_ids(where.folders, where.tags, where.since, among, where.sources, where.props)
         if where.exclude_folders:
             keep -= self._catalog.filter_ids(folders=where.exclude_folders, among=among)
         return keep if allowed is None else keep & set(allowed)
@@ -171,21 +181,47 @@ class _AgentCatalog:
                  disk: OnDisk | None = None):
         self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
         self._cache, self._disk = cache, disk
+        self._unshown: dict[tuple, frozenset[int]] = {}
 
     def shows(self, text: str) -> bool:
         """Whether ``text`` (a tag, a name) is shown to agents as it is: no secret in it."""
         return self._redactor is None or self._redactor.redact(text) == text
 
-    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=()) -> set[int]:
+    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=(), props=()) -> set[int]:
         if not all(self.shows(t) for t in tags):
             return set()  # a tag that is a secret is never shown, so no note carries it for agents
-        return self._catalog.filter_ids(folders, tags, since, among, sources) - self._hidden.chunks
+        out = self._catalog.filter_ids(folders, tags, since, among, sources, props) - self._hidden.chunks
+        return out - self.unshown_chunks(props) if props else out
 
-    def note_ids(self, folders=(), tags=(), since=None, sources=()) -> Iterator[int]:
+    def note_ids(self, folders=(), tags=(), since=None, sources=(), props=()) -> Iterator[int]:
         if not all(self.shows(t) for t in tags):
             return iter(())
-        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources)
-                if fid not in self._hidden.files)
+        out = self.unshown_files(props) if props else frozenset()
+        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources, props)
+                if fid not in self._hidden.files and fid not in out)
+
+    def unshown_files(self, props) -> frozenset[int]:
+        """The visible notes that pass ``props`` in the ledger but not on the values agents are
+        shown: a property value that is a secret (the redactor would change it) never matches,
+        so no filter, comparison included, can find out what it is."""
+        if self._redactor is None or not props:
+            return frozenset()
+        key = (tuple(props), self._catalog.data_version())
+        got = self._unshown.get(key)
+        if got is None:
+            from hybrid.store.props import raw_values
+            ids = [f for f in self._catalog.note_ids(props=props) if f not in self._hidden.files]
+            got = frozenset(fid for fid, fm in self._catalog.note_properties(ids).items()
+                            if not all(pf.matches([r for r, raw in raw_values(fm)
+                                                   if self.shows(raw) and self.shows(r[0])]) for pf in props))
+            if len(self._unshown) > 32:
+                self._unshown.clear()
+            self._unshown[key] = got
+        return got
+
+    def unshown_chunks(self, props) -> set[int]:
+        files = self.unshown_files(props)
+        return self._catalog.chunk_ids_of(files) if files else set()
 
     def data_version(self) -> int:
         return self._catalog.data_version()

@@ -33,15 +33,24 @@ from hybrid.store.base import (
 )
 from hybrid.store.local.cache import EmbeddingCache
 from hybrid.store.local.db import Connection, Transaction
-from hybrid.store.local.schema import BODY_INDEX, CHUNK_COLUMNS, MIGRATIONS, SCHEMA, SCHEMA_VERSION, chunk_row
-from hybrid.store.sql import kind_condition, like_escape, mention_condition
+from hybrid.store.local.props import PropertyRows
+from hybrid.store.local.schema import (
+    BODY_INDEX,
+    CHUNK_COLUMNS,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    chunk_row,
+)
+from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 log = logging.getLogger("hybrid")
 WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
 
 
 
-class Catalog(EmbeddingCache):
+class Catalog(EmbeddingCache, PropertyRows):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
         self.fresh = False  # True when this open created the schema (an empty or new file)
@@ -64,6 +73,8 @@ class Catalog(EmbeddingCache):
                 version = str(self._migrate(int(version), readonly))
             self.has_links = version is None or int(version) >= 3  # schema 3 added files.links
             self.has_tag_sets = version is None or int(version) >= 5  # schema 5 added file_tags
+            self.has_props = version is None or int(version) >= 6  # schema 6 added file_props
+            self._legacy_props: int | None = None  # data_version the temporary copy was made at
             if not readonly:
                 self.db.execute(BODY_INDEX)
                 self._relabel_legacy_model()
@@ -85,7 +96,8 @@ class Catalog(EmbeddingCache):
             return version
         with self.transaction():
             for v in range(version, SCHEMA_VERSION):
-                self.db.execute(MIGRATIONS[v])
+                step = MIGRATIONS[v]
+                step(self.db) if callable(step) else self.db.execute(step)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
         log.info("%s: index schema %d migrated to %d", self.path, version, SCHEMA_VERSION)
         return SCHEMA_VERSION
@@ -169,8 +181,11 @@ class Catalog(EmbeddingCache):
                         "properties=?, created=?, modified=?, indexed_at=?, links=?, deleted=0 WHERE id=?",
                         (*values, file_id))
                     self.db.execute("DELETE FROM file_tags WHERE file_id=?", (file_id,))
+                    self.db.execute("DELETE FROM file_props WHERE file_id=?", (file_id,))
                 self.db.executemany("INSERT OR IGNORE INTO file_tags(tag, file_id) VALUES (?, ?)",
                                     [(t, file_id) for t in tag_set(n.tags)])
+                self.db.executemany("INSERT INTO file_props(file_id, key, val, num, day) VALUES (?,?,?,?,?)",
+                                    [(file_id, *r) for r in prop_rows(n.properties)])
                 for ord_, c in enumerate(n.chunks):
                     cur = self.db.execute(
                         "INSERT INTO chunks(file_id, ord, heading, start_line, end_line, text, embed_hash,"
@@ -261,30 +276,39 @@ class Catalog(EmbeddingCache):
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = ()) -> set[int]:
+                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
         """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
-        also matches its nested children), was modified at or after ``since`` and is a
-        document of one of ``sources`` (kinds); only those in ``among`` when given (a cheap
-        membership test for a few candidates)."""
+        also matches its nested children), was modified at or after ``since``, is a
+        document of one of ``sources`` (kinds) and passes every property filter of ``props``;
+        only those in ``among`` when given (a cheap membership test for a few candidates)."""
         if among is not None:
             out: set[int] = set()
             ids = list(among)
             for i in range(0, len(ids), 900):
-                out |= self._filter_ids(folders, tags, since, ids[i:i + 900], sources)
+                out |= self._filter_ids(folders, tags, since, ids[i:i + 900], sources, props)
             return out
-        return self._filter_ids(folders, tags, since, None, sources)
+        return self._filter_ids(folders, tags, since, None, sources, props)
 
     def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
+                 since: float | None = None, sources: Sequence[str] = (),
+                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
         """Live file ids of the notes that pass the filters (as :meth:`filter_ids`), lazily:
         a caller asking whether any does stops at the first."""
-        where, args = _note_filter(folders, tags, since, sources, self.has_tag_sets)
+        where, args = self._where(folders, tags, since, sources, props)
         sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *where])
         for (fid,) in self.db.execute(sql, args):
             yield fid
 
-    def _filter_ids(self, folders, tags, since, _in, sources=()) -> set[int]:
+    def _where(self, folders, tags, since, sources, props) -> tuple[list[str], list[Any]]:
         where, args = _note_filter(folders, tags, since, sources, self.has_tag_sets)
+        if props:
+            more, more_args = props_condition(props, "f.id", self._props_table(), "?")
+            where += more
+            args += more_args
+        return where, args
+
+    def _filter_ids(self, folders, tags, since, _in, sources=(), props=()) -> set[int]:
+        where, args = self._where(folders, tags, since, sources, props)
         if _in is not None:  # a few chunks: each one's note is looked up
             where.append(f"c.id IN ({','.join('?' * len(_in))})")
             args.extend(_in)

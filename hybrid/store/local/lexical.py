@@ -26,8 +26,9 @@ import logging
 import re
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hybrid.core.errors import HybridError, IndexCorrupt
 from hybrid.core.tokens import (
@@ -55,6 +56,9 @@ from hybrid.store.lexicon import (
 )
 from hybrid.store.local.db import disk_full, is_disk_full
 
+if TYPE_CHECKING:
+    from hybrid.store.props import PropFilter
+
 log = logging.getLogger("hybrid")
 SECTIONS = "sections"  # the section index's folder, inside the chunk index's
 # The files tantivy writes in its folder: segment files are named by a 32-hex segment id.
@@ -68,6 +72,10 @@ UNREADABLE_HINTS = ("IO error", "corrupt", "Failed to open", "Footer", "magic", 
 
 class LexicalIndex:
     store_kind = "local"  # tantivy's BM25: the parameters the settings ship with (hybrid.retrieval.fitted)
+
+    # the chunk ids of the notes passing property filters (the catalog's filter_ids, set by the
+    # store): property filters are tested on the catalog, then given to tantivy as those ids
+    prop_ids: Callable[[Sequence[PropFilter]], set[int]] | None = None
 
     def __init__(self, directory: Path, create: bool = True):
         import tantivy
@@ -310,7 +318,7 @@ class LexicalIndex:
     def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
                     tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
                     stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                    sources: Sequence[str] = ()):
+                    sources: Sequence[str] = (), props: Sequence[PropFilter] = ()):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         parts = []
         should = []
@@ -334,7 +342,7 @@ class LexicalIndex:
             clauses = self._text_clause(ex, phrase=True)
             if clauses:
                 parts.append((Occur.MustNot, Q.boolean_query([(Occur.Should, c) for c in clauses])))
-        filters = self._filters(folders, tags, since, sources)
+        filters = self._filters(folders, tags, since, sources, props)
         if filters is not None:
             parts.append((Occur.Must, filters))
         for f in exclude_folders:
@@ -356,9 +364,13 @@ class LexicalIndex:
                 and not self._holds(searcher, w)]
 
     def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
-                 sources: Sequence[str] = ()):
+                 sources: Sequence[str] = (), props: Sequence[PropFilter] = ()):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         must = []
+        if props:
+            if self.prop_ids is None:
+                raise RuntimeError("a property filter needs LexicalIndex.prop_ids (set by the store)")
+            must.append(Q.term_set_query(s, "chunk_id", sorted(self.prop_ids(props))))
         if folders:
             must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f))
                                          for f in folders]))

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hybrid.store.base import ChunkRow
+from hybrid.store.props import stored_rows
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+
+
+def fill_props(db: sqlite3.Connection, table: str = "file_props") -> None:
+    """Each live note's property rows (:func:`hybrid.store.props.prop_rows`) into ``table``,
+    from the frontmatter the catalog keeps (no note is read again)."""
+    rows = [(fid, *r) for fid, props in db.execute("SELECT id, properties FROM files WHERE deleted=0").fetchall()
+            for r in stored_rows(props)]
+    db.executemany(f"INSERT INTO {table}(file_id, key, val, num, day) VALUES (?,?,?,?,?)", rows)
+
+
 # Migrations from version N to N+1, run by a writer when it opens an older catalog (a reader of
-# an older one reads it as it is: no links).
-MIGRATIONS: dict[int, str] = {
+# an older one reads it as it is: no links): SQL, or a function given the connection.
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     2: "ALTER TABLE files ADD COLUMN links TEXT NOT NULL DEFAULT '[]'",  # issue #30: the link graph
     3: "ALTER TABLE chunks ADD COLUMN body_hash TEXT",  # issue #30: duplicates (hybrid.indexing.shared)
     # issue #31: each note's tag set (the table comes with SCHEMA), computed from its tags as
@@ -22,6 +34,8 @@ MIGRATIONS: dict[int, str] = {
         SELECT file_id, coalesce(tag || '/', '') || substr(rest, 1, instr(rest, '/') - 1),
                substr(rest, instr(rest, '/') + 1) FROM t WHERE rest <> '')
     INSERT OR IGNORE INTO file_tags(tag, file_id) SELECT tag, file_id FROM t WHERE tag IS NOT NULL""",
+    # issue #33: each note's frontmatter properties as rows (the table comes with SCHEMA)
+    5: fill_props,
 }
 # made by a writer once the schema is current (its column may come from a migration)
 BODY_INDEX = "CREATE INDEX IF NOT EXISTS chunks_body ON chunks(body_hash) WHERE body_hash IS NOT NULL"
@@ -64,6 +78,19 @@ CREATE TABLE IF NOT EXISTS file_tags (
     PRIMARY KEY (tag, file_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS file_tags_file ON file_tags(file_id);
+-- each note's frontmatter properties, one row per value (hybrid.store.props.prop_rows): what a
+-- property filter (status:done, rating>=4) looks up
+CREATE TABLE IF NOT EXISTS file_props (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,           -- lower case
+    val TEXT NOT NULL,           -- the value as matched: case-folded text, a number's shortest form
+    num REAL,                    -- the value as a number, when it is one
+    day TEXT                     -- its date YYYY-MM-DD, when it is a date
+);
+CREATE INDEX IF NOT EXISTS file_props_val ON file_props(key, val);
+CREATE INDEX IF NOT EXISTS file_props_num ON file_props(key, num) WHERE num IS NOT NULL;
+CREATE INDEX IF NOT EXISTS file_props_day ON file_props(key, day) WHERE day IS NOT NULL;
+CREATE INDEX IF NOT EXISTS file_props_file ON file_props(file_id);
 -- A rowid table: as WITHOUT ROWID, 1.5 KB vector blobs took about three times their size.
 CREATE TABLE IF NOT EXISTS embeddings (
     id INTEGER PRIMARY KEY,

@@ -224,6 +224,11 @@ class VaultStore:
         return self._agent_lexical
 
     def _open_lexical(self, name: str = "lexical") -> LexicalIndex:
+        lex = self._open_tantivy(name)
+        lex.prop_ids = lambda props: self.catalog.filter_ids(props=props)
+        return lex
+
+    def _open_tantivy(self, name: str) -> LexicalIndex:
         path = self.directory / name
         if not self.writable:
             return LexicalIndex(path, create=name == "lexical")

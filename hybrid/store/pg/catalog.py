@@ -24,7 +24,8 @@ from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, Note
 from hybrid.store.lexicon import units
 from hybrid.store.pg import shared
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
-from hybrid.store.sql import kind_condition, like_escape, mention_condition
+from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 if TYPE_CHECKING:
     import numpy as np
@@ -187,6 +188,11 @@ class PgCatalog:
                                      lens, agent_tsv, agent_lens))
         self._put_texts(notes, fids_of)
         cur = self.conn.cursor()
+        self.q("DELETE FROM hybrid_props WHERE file_id = ANY(%s)", (fids_of,))
+        with cur.copy("COPY hybrid_props (file_id, key, val, num, day) FROM STDIN") as cp:
+            for fid, n in zip(fids_of, notes):
+                for prow in prop_rows(n.properties):
+                    cp.write_row((fid, *prow))
         with cur.copy("COPY hybrid_chunks (id, vault, file_id, ord, heading, start_line, end_line, "
                       "text, embed_hash, path, tag_set, modified, tsv, lens, agent_tsv, agent_lens, "
                       "agent_embed_hash, agent_embed_text, body_hash) FROM STDIN") as cp:
@@ -306,8 +312,8 @@ class PgCatalog:
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = ()) -> set[int]:
-        where, args = note_filter(folders, tags, since, "c", sources)
+                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
+        where, args = note_filter(folders, tags, since, "c", sources, props)
         if among is not None:
             where.append("c.id = ANY(%s)")
             args.append(list(among))
@@ -315,8 +321,9 @@ class PgCatalog:
         return {r[0] for r in self.q(sql, (self.vault_id, *args))}
 
     def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = ()) -> Iterator[int]:
-        where, args = note_filter(folders, tags, since, "f", sources)
+                 since: float | None = None, sources: Sequence[str] = (),
+                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
+        where, args = note_filter(folders, tags, since, "f", sources, props)
         sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *where])
         for (fid,) in self.q(sql, (self.vault_id, *args)):
             yield fid
@@ -324,6 +331,20 @@ class PgCatalog:
     def shows(self, text: str) -> bool:
         """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
         return True
+
+    def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """``{file id: frontmatter}`` of the notes ``file_ids``, as indexed."""
+        out: dict[int, dict[str, Any]] = {}
+        for fid, props in self.q("SELECT id, properties FROM hybrid_files WHERE vault=%s AND id = ANY(%s)",
+                                 (self.vault_id, list(file_ids))):
+            value = json.loads(props)
+            out[fid] = value if isinstance(value, dict) else {}
+        return out
+
+    def property_keys(self) -> set[str]:
+        """The property names (lower case) some note has."""
+        return {r[0] for r in self.q("SELECT DISTINCT p.key FROM hybrid_props p JOIN hybrid_files f ON "
+                                     "f.id = p.file_id WHERE f.vault=%s", (self.vault_id,))}
 
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
@@ -517,10 +538,11 @@ VECTORS_FROM_CACHE = ("INSERT INTO hybrid_vectors(id, vault, file_id, embedding,
 
 
 def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
-                alias: str, sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
+                alias: str, sources: Sequence[str] = (),
+                props: Sequence[PropFilter] = ()) -> tuple[list[str], list[Any]]:
     """WHERE terms (over ``hybrid_chunks c``, ``hybrid_vectors v`` or ``hybrid_files f``) for
     notes in one of ``folders``, with every tag of ``tags`` (or a nested child), modified at or
-    after ``since`` and of one of the kinds ``sources``."""
+    after ``since``, of one of the kinds ``sources`` and passing every filter of ``props``."""
     where: list[str] = []
     args: list[Any] = []
     if folders:
@@ -536,4 +558,9 @@ def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None
         cond, kargs = kind_condition(tuple(sources), f"{alias}.path", "%s")
         where.append(cond)
         args.extend(kargs)
+    if props:
+        more, more_args = props_condition(props, "f.id" if alias == "f" else f"{alias}.file_id",
+                                          "hybrid_props", "%s")
+        where += more
+        args += more_args
     return where, args

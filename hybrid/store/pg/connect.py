@@ -13,7 +13,7 @@ from hybrid.core.store_url import ENV_URL
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, field_lengths, summed_lengths
 
 log = logging.getLogger("hybrid")
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 CONNECT_TIMEOUT = 10
 # each document's text, as `get` shows it (hybrid.app.reader): a table of its own keeps
 # hybrid_files narrow for the scans that read every note's fields
@@ -51,8 +51,35 @@ CREATE INDEX IF NOT EXISTS hybrid_files_tags ON hybrid_files USING gin (tag_set)
 CREATE INDEX IF NOT EXISTS hybrid_files_path ON hybrid_files (vault, path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS hybrid_files_modified ON hybrid_files (vault, modified);
 """
-# Migrations from version N to N+1 (SQL run in one transaction, by the indexer).
-MIGRATIONS: dict[int, str] = {
+# each note's frontmatter properties, one row per value (hybrid.store.props.prop_rows): what a
+# property filter (status:done, rating>=4) looks up
+PROPS_TABLE = """
+CREATE TABLE IF NOT EXISTS hybrid_props (
+    file_id bigint NOT NULL REFERENCES hybrid_files(id) ON DELETE CASCADE,
+    key text NOT NULL, val text NOT NULL, num double precision, day text
+);
+CREATE INDEX IF NOT EXISTS hybrid_props_val ON hybrid_props (key, val);
+CREATE INDEX IF NOT EXISTS hybrid_props_num ON hybrid_props (key, num) WHERE num IS NOT NULL;
+CREATE INDEX IF NOT EXISTS hybrid_props_day ON hybrid_props (key, day) WHERE day IS NOT NULL;
+CREATE INDEX IF NOT EXISTS hybrid_props_file ON hybrid_props (file_id);
+"""
+
+
+def fill_props(conn: Any) -> None:
+    """9 -> 10 (issue #33): the properties table, filled from the frontmatter each note's row
+    keeps (no note is read again)."""
+    from hybrid.store.props import stored_rows
+    conn.execute(PROPS_TABLE)
+    rows = [(fid, *r) for fid, props in conn.execute("SELECT id, properties FROM hybrid_files").fetchall()
+            for r in stored_rows(props)]
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO hybrid_props(file_id, key, val, num, day) VALUES (%s,%s,%s,%s,%s)", rows)
+
+
+# Migrations from version N to N+1 (SQL, or a function given the connection, run in one
+# transaction, by the indexer).
+MIGRATIONS: dict[int, Any] = {
     # 1 -> 2: what is embedded for a chunk an agent is shown redacted (hybrid.store.agent.vectors); the
     # notes that hold one are marked stale, so they stay hidden from agents until redone
     1: """
@@ -156,6 +183,7 @@ DELETE FROM hybrid_packed;
 DELETE FROM hybrid_packed_base;
 UPDATE hybrid_files SET hash = '', mtime_ns = -1;
 """,
+    9: fill_props,
 }
 
 SCHEMA = """
@@ -252,7 +280,7 @@ CREATE TABLE IF NOT EXISTS hybrid_embeddings (
     model text NOT NULL, text_hash text NOT NULL, vec vector NOT NULL,
     PRIMARY KEY (vault, model, text_hash)
 );
-""" + TEXTS_TABLE + PACKED_TABLES + SECTION_FILTERS + FILE_FILTERS
+""" + TEXTS_TABLE + PACKED_TABLES + SECTION_FILTERS + FILE_FILTERS + PROPS_TABLE
 
 
 def _where(url: str) -> str:
@@ -370,7 +398,8 @@ def ensure_schema(conn: Any, where: str, writer: bool) -> None:
                 log.info("created hybrid's tables in %s", where)
             else:
                 while version < SCHEMA_VERSION:
-                    conn.execute(MIGRATIONS[version])
+                    step = MIGRATIONS[version]
+                    step(conn) if callable(step) else conn.execute(step)
                     version += 1
                     conn.execute("UPDATE hybrid_schema SET version=%s", (version,))
                     log.info("migrated hybrid's tables in %s to schema %d", where, version)

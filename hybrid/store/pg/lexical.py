@@ -62,7 +62,8 @@ from hybrid.store.pg.tsv import (
     quote,
     tf_weights,
 )
-from hybrid.store.sql import like_escape
+from hybrid.store.props import PropFilter
+from hybrid.store.sql import like_escape, props_condition
 
 
 class PgLexical:
@@ -205,7 +206,7 @@ class PgLexical:
 
     def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str],
                since: float | None, exclude_folders: Sequence[str],
-               sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]:
+               sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> tuple[list[str], list[Any]]:
         where, args = ["c.vault = %s"], [self.store.vault_id]
         if plan.match is not None:
             where.append("c.tsv @@ %s::tsquery")
@@ -233,6 +234,10 @@ class PgLexical:
             cond, kargs = kind_condition(tuple(sources), "c.path", "%s")
             where.append(cond)
             args.extend(kargs)
+        if props:
+            more, more_args = props_condition(props, "c.file_id", "hybrid_props", "%s")
+            where += more
+            args += more_args
         if self.agent and self.hidden:
             where.append("NOT c.file_id = ANY(%s)")
             args.append(self.hidden)
@@ -245,17 +250,17 @@ class PgLexical:
     def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
                      folders: Sequence[str] = (), tags: Sequence[str] = (),
                      since: float | None = None, scored: bool = True, stopwords: bool = True,
-                     exclude_folders: Sequence[str] = (),
-                     sources: Sequence[str] = ()) -> list[tuple[list[int], float]]:
+                     exclude_folders: Sequence[str] = (), sources: Sequence[str] = (),
+                     props: Sequence[PropFilter] = ()) -> list[tuple[list[int], float]]:
         """Top ``limit`` units of kind ``unit`` as (chunk ids, BM25 score)."""
         self.answered = ""
         plan = self.plan(q, fuzzy=fuzzy, stopwords=stopwords)
         if plan.match is None and not (plan.excludes or folders or tags or since is not None
-                                       or exclude_folders or sources):
+                                       or exclude_folders or sources or props):
             return []
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        filters = (folders, tags, since, exclude_folders, sources)
+        filters = (folders, tags, since, exclude_folders, sources, props)
         where, args = self._where(plan, *filters)
         if plan.match is None or not plan.scored:
             sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(where)} "
@@ -396,6 +401,6 @@ class PgLexical:
             return set()
         where, args = self._where(plan, opts.get("folders", ()), opts.get("tags", ()),
                                   opts.get("since"), opts.get("exclude_folders", ()),
-                                  opts.get("sources", ()))
+                                  opts.get("sources", ()), opts.get("props", ()))
         sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
         return {r[0] for r in self.store.query(sql, (*args, limit))}

@@ -33,7 +33,7 @@ def test_each_store_kind_names_its_fit():
     from hybrid.store.pg.lexical import PgLexical
     assert LexicalIndex.store_kind == "local" and PgLexical.store_kind == "postgresql"
     inner = SimpleNamespace(stem=None, store_kind="postgresql")
-    assert _AgentLexical(inner, SimpleNamespace(chunks=set())).store_kind == "postgresql"  # the agent view too
+    assert _AgentLexical(inner, SimpleNamespace(chunks=set()), None).store_kind == "postgresql"  # the agent view too
 
 
 def test_postgresql_vaults_take_its_fit_local_ones_the_defaults(pg_fit):

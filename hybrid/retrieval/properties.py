@@ -1,0 +1,87 @@
+"""Property filters against the vaults searched: which query words are filters
+(:func:`hybrid.retrieval.filters.resolve_props`), and what to say when one matches no note.
+
+A word shaped like a property filter (``status:done``, ``rating>=4``:
+:func:`hybrid.retrieval.query.property_shaped`) is a filter when some note the caller may see
+has that property; when none has it but one has a property of a near name (``stauts``), the
+search stops and says so (:class:`NoMatchingNotes`, with the names near it); otherwise it stays
+a word (``re:invent``, ``TODO:fix``, ``Vec<String>``). What is looked at and suggested comes
+from the notes the caller may see: an agent is never told of a property or value that only
+hidden notes have, nor of a value that is a secret.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from hybrid.store.props import PropFilter, Row, has_key, raw_values
+
+if TYPE_CHECKING:
+    from hybrid.store.port import Searchable
+
+NEAR_KEY = 0.8  # difflib ratio from which an unknown key counts as a misspelling of a known one
+
+
+def known(stores: Sequence[Searchable], key: str) -> bool:
+    """Whether some note the stores' reader may see has property ``key``."""
+    return any(next(iter(s.catalog.note_ids(props=(has_key(key),))), None) is not None for s in stores)
+
+
+def near_keys(stores: Sequence[Searchable], key: str, cutoff: float = 0.6) -> list[str]:
+    """The property names of visible notes nearest ``key`` (spelling neighbours, or names that
+    hold it as a part), at most four."""
+    names = sorted({k for s in stores for k in s.ledger.property_keys()})
+    picks = [k for k in names if len(key) >= 3 and key in k.replace("_", "-").split("-")]
+    picks += difflib.get_close_matches(key, names, n=4, cutoff=cutoff)
+    return [k for k in dict.fromkeys(picks) if k != key and known(stores, k)][:4]
+
+
+def visible_rows(stores: Sequence[Searchable], key: str) -> list[tuple[Row, str]]:
+    """The rows of property ``key`` (with each value as written) of the notes the stores' reader
+    may see, values that reader is not shown left out."""
+    out: list[tuple[Row, str]] = []
+    for store in stores:
+        shows = store.catalog.shows
+        ids = list(store.catalog.note_ids(props=(has_key(key),)))
+        for fm in store.ledger.note_properties(ids).values():
+            out += [(r, raw) for r, raw in raw_values(fm) if r[0] == key and shows(raw) and shows(key)]
+    return out
+
+
+def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
+    """Why no note passes ``pf`` alone, in one line, with what is near."""
+    if not known(stores, pf.key):
+        near = near_keys(stores, pf.key)
+        if near:
+            return f"no note has property {pf.key!r}; properties near it: {', '.join(near)}"
+        anything = any(s.ledger.property_keys() for s in stores)
+        return f"no note has property {pf.key!r}" + ("" if anything else " (no note has properties at all)")
+    rows = visible_rows(stores, pf.key)
+    if pf.op == ":":
+        values = {r[1]: raw for r, raw in rows if r[1]}
+        picks = [v for v in values if pf.text and pf.text in v and len(pf.text) >= 3]
+        picks = list(dict.fromkeys(picks + difflib.get_close_matches(pf.text, sorted(values), n=4, cutoff=0.6)))[:4]
+        hint = f"; values near it: {', '.join(values[p] for p in picks)}" if picks else \
+            f"; its values include: {', '.join(_some(values.values()))}" if values else ""
+        return f"no note has {pf.key} {pf.value.strip()!r}{hint}"
+    what = pf.compares()
+    have = [x for r, _ in rows if (x := (r[2] if what == "numbers" else r[3])) is not None]
+    if not have:
+        holds = "numbers" if any(r[2] is not None for r, _ in rows) else \
+            "dates" if any(r[3] is not None for r, _ in rows) else "text"
+        example = {"numbers": "a number (rating>=4)", "dates": "a date (due<2026-01-01)"}.get(holds)
+        fix = f"compare it with {example}" if example else f"match a value with {pf.key}:VALUE"
+        return f"property {pf.key!r} holds {holds}, not {what}: {fix}"
+    low, high = min(have), max(have)
+    shown = [_num(x) if isinstance(x, float) else x for x in (low, high)]
+    return f"no note has {pf} (its {what} run from {shown[0]} to {shown[1]})"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if x.is_integer() else str(x)
+
+
+def _some(values: Iterable[str], n: int = 4) -> list[str]:
+    return sorted(set(values))[:n]
