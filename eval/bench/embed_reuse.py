@@ -14,7 +14,7 @@ from hybrid.core.settings import Settings
 from hybrid.embedders import make_embedder
 from hybrid.eval.inputs import Problems, load_qrels, load_queries, reconcile, sample_set
 from hybrid.eval.run import grid, run_eval
-from hybrid.sources.markdown import discover
+from hybrid.sources.walk import discover
 
 
 def main() -> None:

@@ -55,7 +55,7 @@ def main() -> None:
     from hybrid.embedders import make_embedder
     from hybrid.eval.inputs import Problems, load_qrels, load_queries, reconcile
     from hybrid.eval.run import CachingEmbedder, grid, run_eval
-    from hybrid.sources.markdown import discover
+    from hybrid.sources.walk import discover
     base = hybrid.open().settings
     model = CachingEmbedder(make_embedder("minilm"))
     rows = []

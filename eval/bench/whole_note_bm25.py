@@ -22,7 +22,8 @@ from pathlib import Path
 def build(vault: Path, title_boost: float):
     import tantivy
 
-    from hybrid.sources.markdown import decode, discover, parse_note
+    from hybrid.sources.markdown import decode, parse_note
+    from hybrid.sources.walk import discover
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("title", tokenizer_name="en_stem")
     sb.add_text_field("body", tokenizer_name="en_stem")

@@ -94,7 +94,7 @@ def file_coverage(vault: Vault, settings: Settings) -> Iterator[FileCoverage]:
 
 
 def _walk(vault: Vault, settings: Settings, ledger: Ledger) -> Iterator[FileCoverage]:
-    from hybrid.sources import markdown as notes_mod
+    from hybrid.sources import walk
     from hybrid.store.agent.view import AgentView
     passed: list[FileCoverage] = []
     include_set = "settings" if list(vault.include) == list(settings.include) else "vault"
@@ -112,7 +112,7 @@ def _walk(vault: Vault, settings: Settings, ledger: Ledger) -> Iterator[FileCove
         passed.append(row)
 
     present: set[str] = set()
-    for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
+    for entry in walk.discover(vault.path, vault.include, vault.exclude,
                                     link_exclude=AgentView.of(vault, settings).exclude_patterns,
                                     passed_over=tell):
         yield from passed  # those the walk met before this one

@@ -113,7 +113,7 @@ def judge(entry, ledger: Ledger, settings: Settings, failures: bool = False) -> 
 def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
     """What an index run of ``vault`` would add, re-read and remove now; None when that cannot
     be told (the folder is missing, or the vault was never indexed)."""
-    from hybrid.sources import markdown as notes_mod
+    from hybrid.sources import walk
     from hybrid.store.agent.view import AgentView
     if not vault.is_folder:
         return None  # a source's export is read whole by `hybrid index`; nothing cheap to tell
@@ -124,7 +124,7 @@ def changes_on_disk(vault: Vault, settings: Settings) -> Changes | None:
         return None
     out = Changes()
     present: set[str] = set()
-    for entry in notes_mod.discover(vault.path, vault.include, vault.exclude,
+    for entry in walk.discover(vault.path, vault.include, vault.exclude,
                                     link_exclude=AgentView.of(vault, settings).exclude_patterns):
         present.add(entry.path)
         verdict, detail = judge(entry, ledger, settings)

@@ -439,7 +439,7 @@ def note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int]) -> tup
     ``max_file_bytes``: the limit, or (the limit, a PDF's limit)."""
     if isinstance(max_file_bytes, tuple):
         max_file_bytes = max_file_bytes[1] if KIND[kind_of(path)].streamed else max_file_bytes[0]
-    from hybrid.sources.markdown import glob_to_regex, target_allowed
+    from hybrid.sources.walk import glob_to_regex, target_allowed
     rel = _check_syntax(v, path)
     root = v.path.resolve()
     target = (root / rel).resolve()

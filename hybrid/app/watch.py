@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from hybrid.sources.markdown import glob_to_regex
+from hybrid.sources.walk import glob_to_regex
 
 if TYPE_CHECKING:
     from hybrid.app.api import Hybrid

@@ -28,8 +28,7 @@ from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.indexing.reading import ReadAhead, ReadStatus
 from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
-from hybrid.sources import SOURCES
-from hybrid.sources import markdown as notes_mod
+from hybrid.sources import SOURCES, walk
 from hybrid.sources.daily import name_dates
 from hybrid.sources.sandbox import shutdown as shutdown_converters
 from hybrid.sources.sections import LeaveOut
@@ -134,7 +133,7 @@ class _Plan:
     """The folder compared with the catalog: which files to read, which are still there."""
     known: dict[str, Any]
     present: set[str]
-    to_read: list[tuple[notes_mod.FileEntry, Any]]
+    to_read: list[tuple[walk.FileEntry, Any]]
     rechunk_all: bool
     skips: dict[str, skipped.Skip] = field(default_factory=dict)  # the ledger's skipped files
     skips_before: str | None = None  # … as the ledger held them
@@ -221,7 +220,7 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
     vault, known = job.vault, store.catalog.files()
     rechunk_all = store.catalog.get_meta("chunking") not in (None, job.chunking) or bool(report.upgraded)
     if vault.is_folder:
-        entries = list(notes_mod.discover(vault.path, vault.include, vault.exclude,
+        entries = list(walk.discover(vault.path, vault.include, vault.exclude,
                                           link_exclude=job.view.exclude_patterns))
     else:
         from hybrid.sources.entries import fetch_bookmarks, source_entries

@@ -18,7 +18,7 @@ from hybrid.core.timing import Stopwatch
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.report import IndexReport
 from hybrid.indexing.skipped import FAILED, Skip, bounds_of, size_limit
-from hybrid.sources import KIND, kind_of, sections
+from hybrid.sources import KIND, kind_of, sections, walk
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.sandbox import ConvertError, convert_limits
@@ -61,7 +61,7 @@ class ReadResult:
     record: NoteRecord | None = None
 
 
-def read_document(entry: notes_mod.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
+def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
           names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
@@ -128,7 +128,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
 
 
-def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
+def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch, settings: Settings,
             names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
@@ -154,14 +154,14 @@ def _record(entry: notes_mod.FileEntry, data: bytes | None, digest: str, chunker
     )
 
 
-def read_bytes(entry: notes_mod.FileEntry) -> bytes:
+def read_bytes(entry: walk.FileEntry) -> bytes:
     if entry.load is not None:
         return entry.load()
     with open(entry.abspath, "rb") as fh:
         return fh.read()
 
 
-def content_hash(entry: notes_mod.FileEntry) -> str:
+def content_hash(entry: walk.FileEntry) -> str:
     """:func:`file_hash` of a document, reading a file in blocks (a large PDF never whole)."""
     if entry.load is not None:
         return file_hash(entry.load())
@@ -175,7 +175,7 @@ def content_hash(entry: notes_mod.FileEntry) -> str:
 class Read(NamedTuple):
     """One document as the read-ahead hands it over: its entry, the ledger's row of it (None:
     new) and what reading it gave."""
-    entry: notes_mod.FileEntry
+    entry: walk.FileEntry
     row: object
     result: ReadResult
 

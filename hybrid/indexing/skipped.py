@@ -23,7 +23,7 @@ from hybrid.sources import KIND, kind_of
 
 if TYPE_CHECKING:
     from hybrid.core.settings import Settings
-    from hybrid.sources.markdown import FileEntry
+    from hybrid.sources.walk import FileEntry
 
 SKIPPED_META = "skipped"
 FAILED = "failed"  # the bounds of a failure's record: tried again on every run

@@ -1,7 +1,7 @@
 """The documents of a source vault (bookmarks, Slack) as the indexer lists them, and fetching
 a bookmarks source's pages on request.
 
-Each :class:`hybrid.sources.VirtualDoc` becomes a :class:`hybrid.sources.markdown.FileEntry` whose
+Each :class:`hybrid.sources.VirtualDoc` becomes a :class:`hybrid.sources.walk.FileEntry` whose
 ``mtime_ns`` is the document's stamp, so an unchanged bookmark or Slack day is skipped on the
 size-and-stamp check without being rendered again, exactly like an unchanged file.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hybrid.sources import SOURCES, FetchedPage, VirtualDoc
-from hybrid.sources.markdown import FileEntry
+from hybrid.sources.walk import FileEntry
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault

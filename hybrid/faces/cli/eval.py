@@ -223,7 +223,7 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path,
     import tempfile
 
     from hybrid.eval.inputs import beir_qrels_file, load_beir, load_qrels, load_queries, reconcile, sample_set
-    from hybrid.sources.markdown import discover
+    from hybrid.sources.walk import discover
 
     include, exclude = list(settings.include), list(settings.exclude)
     beir, beir_split = beir_set

@@ -79,7 +79,7 @@ def _reindex(h, vault: Vault, no_index: bool) -> str:
 
 
 def _indexed(vault: Vault, rel: str) -> bool:
-    from hybrid.sources.markdown import glob_to_regex
+    from hybrid.sources.walk import glob_to_regex
     return any(glob_to_regex(g).match(rel) for g in vault.include) \
         and not any(glob_to_regex(g).match(rel) for g in vault.exclude)
 

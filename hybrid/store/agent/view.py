@@ -252,7 +252,7 @@ def _difference(own: AgentView, shared: AgentView) -> str:
 def _patterns(globs: Iterable[str]) -> list[re.Pattern[str]]:
     """Agent-exclude globs as regexes over :func:`fold`-ed paths; a bare folder name hides the
     folder."""
-    from hybrid.sources.markdown import glob_to_regex
+    from hybrid.sources.walk import glob_to_regex
     out: list[re.Pattern[str]] = []
     for g in globs:
         g = g.strip().lstrip("./").rstrip("/") if g.strip() not in ("**", "*") else g.strip()

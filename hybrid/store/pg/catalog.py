@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from hybrid.core.faults import checkpoint
 from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
-from hybrid.store.base import EMBED_CACHE_MIN, ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, tag_set, widen_span
+from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, tag_set, widen_span
 from hybrid.store.lexicon import units
-from hybrid.store.pg import shared
+from hybrid.store.pg.cache import PgEmbeddingCache
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
 from hybrid.store.props import PropFilter, prop_rows
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 log = logging.getLogger("hybrid")
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
@@ -40,7 +40,7 @@ def _chunk_row(r: Sequence[Any]) -> ChunkRow:
                     r[9], r[10], False, r[12], r[13])
 
 
-class PgCatalog:
+class PgCatalog(PgEmbeddingCache):
     def __init__(self, store: Any):
         self.store = store
         self.conn, self.vault_id = store.conn, store.vault_id
@@ -449,77 +449,9 @@ class PgCatalog:
                                   (self.vault_id, gone))
         return len(gone)
 
-    # --- embeddings -----------------------------------------------------------------------
-    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]:
-        return {r[0] for r in self.q("SELECT text_hash FROM hybrid_embeddings WHERE vault=%s AND model=%s "
-                                     "AND text_hash = ANY(%s)", (self.vault_id, model, list(set(hashes))))}
-
-    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-        return {h: as_array(v).tobytes() for h, v in self.q(
-            "SELECT text_hash, vec FROM hybrid_embeddings WHERE vault=%s AND model=%s AND text_hash = ANY(%s)",
-            (self.vault_id, model, list(set(hashes))))}
-
-    def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
-        import numpy as np
-        rows = [(self.vault_id, model, h, np.frombuffer(v, dtype=np.float32)) for h, v in items]
-        with self.store.guarded(), self.conn.transaction(), self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO hybrid_embeddings(vault, model, text_hash, vec) VALUES "
-                            "(%s,%s,%s,%s) ON CONFLICT (vault, model, text_hash) DO UPDATE "
-                            "SET vec = EXCLUDED.vec", rows)
-
-    def shared_texts(self, model: str, body_hashes: Iterable[str]) -> dict[str, str]:
-        return shared.shared_texts(self.q, self.vault_id, model, body_hashes)
-
-    def sharing(self) -> tuple[int, int]:
-        return shared.sharing(self.q, self.vault_id)
-
-    # --- the agent view's redacted chunks (hybrid.store.agent.vectors) ---------------------------
-    def redacted_ids(self) -> set[int]:
-        return {r[0] for r in self.q("SELECT id FROM hybrid_chunks WHERE vault=%s AND (agent_tsv IS NOT "
-                                     "NULL OR agent_embed_hash IS NOT NULL)", (self.vault_id,))}
-
-    def redacted_missing(self, model: str) -> list[tuple[str, str]]:
-        return self.q("SELECT DISTINCT c.agent_embed_hash, c.agent_embed_text FROM hybrid_chunks c "
-                      "WHERE c.vault=%s AND c.agent_embed_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
-                      "hybrid_embeddings e WHERE e.vault=c.vault AND e.model=%s AND e.text_hash="
-                      "c.agent_embed_hash)", (self.vault_id, model)).fetchall()
-
-    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]:
-        rows = self.q("SELECT c.id, c.file_id, e.vec FROM hybrid_chunks c JOIN hybrid_embeddings e ON "
-                      "e.vault=c.vault AND e.model=%s AND e.text_hash=c.agent_embed_hash WHERE c.vault=%s",
-                      (model, self.vault_id))
-        return [(i, f, as_array(v).tobytes()) for i, f, v in rows]
-
-    def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]:
-        rows = self.q("SELECT id, embedding FROM hybrid_vectors WHERE id = ANY(%s)", (list(chunk_ids),))
-        return [(i, as_array(v).tobytes()) for i, v in rows]
-
-    def reclaim_embeddings(self, model: str, force: bool = False) -> int:
-        """Delete this vault's cached vectors no chunk uses under ``model`` once they may exceed
-        max(EMBED_CACHE_MIN, live chunks), or always with ``force``."""
-        v = self.vault_id
-        live = self.chunk_count()
-        rows = self.q("SELECT count(*) FROM hybrid_embeddings WHERE vault=%s", (v,)).fetchone()[0]
-        if not force and rows - live <= max(EMBED_CACHE_MIN, live):
-            return 0
-        cur = self.q("DELETE FROM hybrid_embeddings e WHERE e.vault=%s AND (e.model != %s OR NOT EXISTS "
-                     "(SELECT 1 FROM hybrid_chunks c WHERE c.vault=%s AND (c.embed_hash = e.text_hash "
-                     "OR c.agent_embed_hash = e.text_hash)))", (v, model, v))
-        deleted = max(0, cur.rowcount)
-        if deleted:
-            log.info("%s: reclaimed %d unused cached embeddings", self.store.name, deleted)
-        return deleted
-
     def vacuum(self) -> None:
         for table in ("hybrid_chunks", "hybrid_sections", "hybrid_terms", "hybrid_embeddings", "hybrid_files"):
             self.q(f"VACUUM (ANALYZE) {table}")
-
-
-def as_array(value: Any) -> np.ndarray:
-    """A vector read back from PostgreSQL as float32 (pgvector's adapter gives a ``Vector``)."""
-    import numpy as np
-    got = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(got, dtype=np.float32)
 
 
 def section_pairs(rows: list[ChunkRow], agent_rows: list[ChunkRow]):

@@ -121,7 +121,7 @@ class PgVector:
         import numpy as np
 
         from hybrid.store.base import CALIBRATION_QUERIES, calibration_queries
-        from hybrid.store.pg.catalog import as_array
+        from hybrid.store.pg.cache import as_array
         rows = self.store.query(f"SELECT embedding FROM hybrid_vectors WHERE {self._predicate(dim)} "
                                 f"ORDER BY md5(id::text) LIMIT %s", (CALIBRATION_QUERIES * 4,)).fetchall()
         vecs = np.stack([as_array(r[0]) for r in rows])

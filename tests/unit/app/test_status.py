@@ -92,3 +92,19 @@ def test_status_changes_follow_chunking_settings_and_a_missing_folder(tmp_path):
     h = hybrid.open(tmp_path / "home", embedder="hash:64")
     assert h.status()[0].changes is None and not h.status()[0].exists
     h.close()
+
+
+def test_status_of_a_vault_never_indexed(tmp_path, monkeypatch):
+    """A registered vault not yet indexed: its line, where its text would go, and nothing about
+    agents (there is no index to count)."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nalpha\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[settings]\nembedder = "hash:64"\n\n'
+                                      f'[vaults.n]\npath = "{tmp_path / "notes"}"\n')
+    monkeypatch.setenv("HYBRID_HOME", str(home))
+    result = CliRunner().invoke(main, ["status"])
+    assert result.exit_code == 0, result.output
+    assert "(not indexed" in result.output and "text sent to: nowhere" in result.output
+    assert "agents see" not in result.output

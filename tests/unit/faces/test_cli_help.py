@@ -5,7 +5,7 @@ from click.testing import CliRunner
 from hybrid.core.settings import Settings
 from hybrid.faces.cli.main import main
 from hybrid.sources import KIND, SOURCES
-from hybrid.sources.markdown import glob_to_regex
+from hybrid.sources.walk import glob_to_regex
 
 
 def test_vault_add_help_names_every_kind_a_folder_indexes():

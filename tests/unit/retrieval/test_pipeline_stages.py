@@ -13,7 +13,7 @@ from hybrid.indexing.report import STAGES, IndexReport
 from hybrid.retrieval import fitted, fuse
 from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
 from hybrid.retrieval.query import parse_query
-from hybrid.sources.markdown import FileEntry
+from hybrid.sources.walk import FileEntry
 from hybrid.store.base import ChunkRow
 
 A, B, C = ("v", 1), ("v", 2), ("v", 3)

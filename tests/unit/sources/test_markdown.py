@@ -3,7 +3,8 @@ import os
 import pytest
 from helpers import write
 
-from hybrid.sources.markdown import BinaryFile, decode, discover, glob_to_regex, parse_note
+from hybrid.sources.markdown import BinaryFile, decode, parse_note
+from hybrid.sources.walk import discover, glob_to_regex
 
 
 def test_frontmatter_forms_and_inline_tags():
