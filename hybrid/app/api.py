@@ -328,14 +328,15 @@ class Hybrid(Registry):
         given = self._reranker
         if given is not None and hasattr(given, "scores") and not isinstance(given, type):
             return given  # an instance, not a factory
-        spec, host = self.config.settings.rerank_model, self.config.settings.ollama_host
-        factory = given or (lambda s: make_reranker(s, options=self._options()))
-        if given is None:
-            remote.require(self.config, destinations(spec, self._options(), rerank=True))
-        key = f"{spec} at {host}" if spec.startswith("ollama:") else spec
+        spec = self.config.settings.rerank_model
+        options = self._options()
+        found = destinations(spec, options, rerank=True)  # from the settings alone: no I/O
+        key = " ".join([spec, *(d.url for d in found)])  # another server, another reranker
         with self._lock:
             if key not in self._rerankers:
-                self._rerankers[key] = factory(spec)
+                if given is None:
+                    remote.require(self.config, found)
+                self._rerankers[key] = (given or (lambda s: make_reranker(s, options=options)))(spec)
             return self._rerankers[key]
 
     def get(self, ref: str | Ref, vault: str | None = None, start: int | None = None,

@@ -144,6 +144,14 @@ def api_key(env_name: str) -> str:
     return os.environ.get(env_name, "").strip() if env_name else ""
 
 
+class EndpointError(ModelUnavailable):
+    """A model server's refusal, with its HTTP status (0: no answer)."""
+
+    def __init__(self, text: str, status: int = 0):
+        super().__init__(text)
+        self.status = status
+
+
 class Endpoint:
     """JSON over HTTP to one model server, with retries; see the module docstring."""
 
@@ -161,11 +169,11 @@ class Endpoint:
             self._client = httpx.Client(timeout=self.timeout, follow_redirects=False)
         return self._client
 
-    def _fail(self, path: str, why: str, key: str) -> ModelUnavailable:
+    def _fail(self, path: str, why: str, key: str, status: int = 0) -> EndpointError:
         text = f"{self.label} at {self.base_url}{path} failed: {why}"
         if key:
             text = text.replace(key, "[key]")
-        return ModelUnavailable(" ".join(text.split()))
+        return EndpointError(" ".join(text.split()), status)
 
     def post(self, path: str, body: dict) -> Any:
         """The decoded JSON answer to ``body`` posted at ``path``; ModelUnavailable (one line)
@@ -197,7 +205,7 @@ class Endpoint:
                     why += (f" (set ${self.key_env} to the server's key)" if self.key_env and not key
                             else " (check the key)")
                 if resp.status_code not in RETRY_STATUS:
-                    raise self._fail(path, why, key)
+                    raise self._fail(path, why, key, resp.status_code)
                 wait = _retry_after(resp.headers.get("Retry-After"))
             if attempt >= self.retries:
                 tries = f" after {attempt + 1} tries" if attempt else ""

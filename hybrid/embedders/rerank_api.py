@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from hybrid.core.errors import ModelUnavailable
 from hybrid.embedders.registry import Options
-from hybrid.embedders.remote import Endpoint, outbound, rerank_url
+from hybrid.embedders.remote import Endpoint, EndpointError, outbound, rerank_url
 
 MAX_PASSAGE_CHARS = 2_000  # a chunk with its heading line; servers truncate to their model anyway
 
@@ -48,8 +48,8 @@ class RerankAPIReranker:
                 return self.endpoint.post("/rerank", {"model": self.model_name, "query": query,
                                                       "documents": docs, "top_n": len(docs),
                                                       "return_documents": False})
-            except ModelUnavailable as exc:
-                if "HTTP 422" not in str(exc):
+            except EndpointError as exc:
+                if exc.status != 422:
                     raise
                 self.shape = "tei"
         return self.endpoint.post("/rerank", {"query": query, "texts": docs, "raw_scores": True})
