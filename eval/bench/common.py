@@ -95,6 +95,18 @@ def embedded_pg(pgdata: Path, keep: bool = False):
         server.cleanup()
 
 
+def vector_table(conn, dim: int, rows) -> None:
+    """Table ``v (id, e)`` on ``conn`` (autocommit, pgvector registered) holding the unit
+    vectors ``rows`` yields, ids from 0, analyzed: what the HNSW benches build their graphs on."""
+    conn.execute("DROP TABLE IF EXISTS v")
+    conn.execute(f"CREATE TABLE v (id bigint PRIMARY KEY, e vector({int(dim)}))")
+    with conn.cursor().copy("COPY v (id, e) FROM STDIN WITH (FORMAT BINARY)") as cp:
+        cp.set_types(["int8", "vector"])
+        for i, x in enumerate(rows):
+            cp.write_row((i, x))
+    conn.execute("VACUUM ANALYZE v")
+
+
 def answer_passages(answer: dict) -> list[dict]:
     """The passages of an ``/api/search`` answer, from servers before answers came by note
     (``hits``) and after (``notes``, each with its ``passages``): benches A/B both."""

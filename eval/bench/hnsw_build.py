@@ -31,15 +31,12 @@ def main() -> None:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(conn)
-            conn.execute("DROP TABLE IF EXISTS v")
-            conn.execute(f"CREATE TABLE v (id bigint PRIMARY KEY, e vector({args.dim}))")
             rng = np.random.default_rng(7)
-            with conn.cursor().copy("COPY v (id, e) FROM STDIN WITH (FORMAT BINARY)") as cp:
-                cp.set_types(["int8", "vector"])
-                for i in range(args.vectors):
-                    x = rng.standard_normal(args.dim).astype(np.float32)
-                    cp.write_row((i, x / np.linalg.norm(x)))
-            conn.execute("VACUUM ANALYZE v")
+
+            def unit(x):
+                return x / np.linalg.norm(x)
+            common.vector_table(conn, args.dim, (unit(rng.standard_normal(args.dim).astype(np.float32))
+                                                 for _ in range(args.vectors)))
             out = {"vectors": args.vectors, "dim": args.dim}
             for name, mem in (("default", None), ("sized", build_memory_mb(args.vectors, args.dim))):
                 conn.execute("DROP INDEX IF EXISTS v_hnsw")

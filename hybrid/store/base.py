@@ -212,10 +212,13 @@ class VectorSpec:
     storage: str = "float32"
     ann_threshold: int = 50_000   # vectors at which IVF replaces flat; 0 = always flat
     ann_recall: float = 0.99      # recall@10 target for the nprobe calibration
+    graph: tuple[int, int] = (16, 64)  # PostgreSQL's HNSW graph: m, ef_construction
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VectorSpec:
-        return cls(settings.vector_storage, int(settings.ann_threshold), float(settings.ann_recall))
+        m = int(settings.hnsw_m)
+        return cls(settings.vector_storage, int(settings.ann_threshold), float(settings.ann_recall),
+                   (m, max(2 * m, int(settings.hnsw_ef_construction))))
 
     def wants_ivf(self, n: int) -> bool:
         return bool(self.ann_threshold) and n >= self.ann_threshold

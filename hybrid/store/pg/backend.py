@@ -59,9 +59,10 @@ class PgBackend:
             ts = cat.get_meta("last_indexed")
             facts.last_indexed = dt.datetime.fromtimestamp(float(ts)).isoformat(timespec="seconds") if ts else None
             hnsw = json.loads(cat.get_meta("hnsw") or "{}")
-            facts.vector_index = ((f"approximate (pgvector HNSW, ef_search {hnsw.get('ef_search')}, calibrated "
-                                   f"recall@10 {hnsw.get('recall')})") if store.vector.has_index()
-                                  else "exact (pgvector scan)") if facts.chunks else ""
+            graph = store.vector.graph()
+            facts.vector_index = ((f"approximate (pgvector HNSW, m {graph[0]}, ef_construction {graph[1]}, "
+                                   f"ef_search {hnsw.get('ef_search')}, calibrated recall@10 {hnsw.get('recall')})")
+                                  if graph else "exact (pgvector scan)") if facts.chunks else ""
             facts.documents = list(cat.files())
             facts.server = server_state(store)
             facts.shared_chunks, facts.shared_texts = cat.sharing()

@@ -32,16 +32,17 @@ MAX_SCAN_TUPLES = 20_000
 # (eval/reports/issue31-vecfilter.md)
 EXACT_BELOW = 15_000
 
-HNSW_M = 16                 # pgvector's default neighbours per layer
+HNSW_M = 16                 # pgvector's default neighbours per layer (`hnsw_m`)
+HNSW_EF_CONSTRUCTION = 64   # and its default candidates while building (`hnsw_ef_construction`)
 BUILD_MEMORY_MAX_MB = 8192  # at most this for one build (1M vectors of 384 dimensions need ~2.2 GB)
 
 
-def build_memory_mb(vectors: int, dim: int) -> int:
+def build_memory_mb(vectors: int, dim: int, m: int = HNSW_M) -> int:
     """maintenance_work_mem (MB) an HNSW build of ``vectors`` needs to keep its graph in memory:
     each element holds its vector (4 bytes a dimension) and its neighbour lists (2·m on the
     ground layer plus ~m above, 6-byte item pointers) and ~100 bytes of overhead; a quarter
     more for the build's own bookkeeping."""
-    per = dim * 4 + (3 * HNSW_M) * 6 + 100
+    per = dim * 4 + (3 * m) * 6 + 100
     return min(BUILD_MEMORY_MAX_MB, max(64, int(vectors * per * 1.25 / 2**20) + 1))
 
 
@@ -86,30 +87,55 @@ class PgVector:
         return self.store.query("SELECT count(*) FROM hybrid_vectors WHERE vault=%s",
                                 (self.store.vault_id,)).fetchone()[0]
 
+    def graph(self) -> tuple[int, int] | None:
+        """(m, ef_construction) of the vault's HNSW index, None without one (an index built
+        before they were recorded has pgvector's defaults, which it was built with)."""
+        if not self.has_index():
+            return None
+        got = json.loads(self.store.catalog.get_meta("hnsw") or "{}")
+        return int(got.get("m", HNSW_M)), int(got.get("ef_construction", HNSW_EF_CONSTRUCTION))
+
     def ensure_index(self) -> bool:
         """Build the vault's HNSW index once it holds ``ann_threshold`` vectors (below that an
-        exact scan is fast, and exact: the same rule as the local store's flat/IVF switch);
-        whether it was built."""
+        exact scan is fast, and exact: the same rule as the local store's flat/IVF switch), or
+        again when ``hnsw_m`` / ``hnsw_ef_construction`` changed; whether it was built. A
+        rebuild makes the new graph beside the old one, which answers searches meanwhile, and
+        swaps them in one transaction."""
         dim = self.dim
-        if not dim or self.has_index():
+        if not dim:
+            return False
+        want = self.store.spec.graph
+        have = self.graph()
+        if have == want:
             return False
         n = self.count()
-        if not self.store.spec.wants_ivf(n):
+        if have is None and not self.store.spec.wants_ivf(n):
             return False
+        m, efc = want
+        name = self._index_name(dim)
+        building = f"{name}_new" if have else name
         t = time.perf_counter()
         with self.store.conn.transaction():
             # pgvector builds the graph in memory while it fits in maintenance_work_mem (64 MB by
             # default: ~30k vectors of 384 dimensions) and inserts the rest on disk one by one,
             # several times slower; ask for what this graph needs, never less than the server's own
-            mem = build_memory_mb(n, dim)
+            mem = build_memory_mb(n, dim, m)
             if mem > megabytes(self.store.query("SHOW maintenance_work_mem").fetchone()[0]):
                 self.store.query(f"SET LOCAL maintenance_work_mem = '{mem}MB'")
-            self.store.query(f"CREATE INDEX IF NOT EXISTS {self._index_name(dim)} ON hybrid_vectors USING hnsw "
-                             f"((embedding::vector({dim})) vector_cosine_ops) WHERE {self._predicate(dim)}")
+            self.store.query(f"DROP INDEX IF EXISTS {name}_new")  # left by a build cut short
+            self.store.query(f"CREATE INDEX {building} ON hybrid_vectors USING hnsw "
+                             f"((embedding::vector({dim})) vector_cosine_ops) "
+                             f"WITH (m = {int(m)}, ef_construction = {int(efc)}) WHERE {self._predicate(dim)}")
+        if have:
+            with self.store.conn.transaction():
+                self.store.query(f"DROP INDEX {name}")
+                self.store.query(f"ALTER INDEX {building} RENAME TO {name}")
         ef, recall = self.calibrate(dim, self.store.spec.ann_recall)
-        self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall}))
-        log.info("%s: HNSW index built in %.1f s (ef_search %d, calibrated recall@10 %.3f)",
-                 self.store.name, time.perf_counter() - t, ef, recall)
+        self.store.catalog.set_meta("hnsw", json.dumps({"ef_search": ef, "recall": recall, "m": m,
+                                                        "ef_construction": efc}))
+        log.info("%s: HNSW index %s in %.1f s (m %d, ef_construction %d; ef_search %d, calibrated "
+                 "recall@10 %.3f)", self.store.name, "rebuilt" if have else "built",
+                 time.perf_counter() - t, m, efc, ef, recall)
         return True
 
     def calibrate(self, dim: int, target: float, k: int = 10) -> tuple[int, float]:
@@ -166,8 +192,9 @@ class PgVector:
         """Drop the vault's HNSW indexes of other dimensions than the current (left by a
         re-embed that changed the dimension)."""
         keep = self._index_name(self.dim) if self.dim else None
+        prefix = like_escape(f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_")
         rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND "
-                                "indexname LIKE %s", (f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_%",))
+                                "indexname LIKE %s", (prefix + "%",))
         for (name,) in rows.fetchall():
             if name != keep:
                 self.store.query(f"DROP INDEX IF EXISTS {name}")
