@@ -463,7 +463,7 @@ def test_the_hnsw_build_asks_for_the_memory_its_graph_needs(tmp_path, pg_url, mo
 
     from hybrid.store.pg import vector
     asked: list[str] = []
-    monkeypatch.setattr(vector, "build_memory_mb", lambda n, dim: asked.append(f"{n}x{dim}") or 96)
+    monkeypatch.setattr(vector, "build_memory_mb", lambda n, dim, m: asked.append(f"{n}x{dim}, m {m}") or 96)
     seen: list[str] = []
     real = vector.PgVector.ensure_index
 
@@ -482,10 +482,10 @@ def test_the_hnsw_build_asks_for_the_memory_its_graph_needs(tmp_path, pg_url, mo
     monkeypatch.setattr(vector.PgVector, "ensure_index", spy)
     with caplog.at_level(logging.INFO, logger="hybrid"):
         h = indexed_vault(tmp_path, NOTES, "team", store="postgresql", embedder="hash:64", ann_threshold=1)
-    assert asked and asked[0].endswith("x64")
+    assert asked and asked[0].endswith("x64, m 16")
     assert seen[0] == "SHOW maintenance_work_mem"
     assert seen[1] == "SET LOCAL maintenance_work_mem = '96MB'"
-    assert seen[2].startswith("CREATE INDEX IF NOT EXISTS hybrid_vectors_hnsw_")
+    assert seen[2].startswith("CREATE INDEX hybrid_vectors_hnsw_")
     with psycopg.connect(pg_url) as conn:  # SET LOCAL: the server's own value is untouched
         assert conn.execute("SHOW maintenance_work_mem").fetchone()[0] == "64MB"
     assert any("HNSW index built" in r.getMessage() for r in caplog.records)
