@@ -91,9 +91,7 @@ def main() -> None:
             for pair in args.graphs.split(","):
                 m, efc = (int(x) for x in pair.split(":"))
                 conn.execute("DROP INDEX IF EXISTS v_hnsw")
-                # the memory the default graph asks for, scaled by its neighbour lists
-                mem = int(build_memory_mb(args.vectors, args.dim) * (args.dim * 4 + 18 * m + 100)
-                          / (args.dim * 4 + 18 * 16 + 100)) + 1
+                mem = build_memory_mb(args.vectors, args.dim, m)  # what hybrid asks for this graph
                 with conn.transaction():
                     conn.execute(f"SET LOCAL maintenance_work_mem = '{mem}MB'")
                     t = time.perf_counter()

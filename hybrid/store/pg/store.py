@@ -28,8 +28,7 @@ from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
 from hybrid.store.pg.packed import PackedReader, maintain
 from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
-from hybrid.store.pg.vector import PgVector
-from hybrid.store.sql import like_escape
+from hybrid.store.pg.vector import PgVector, vault_indexes
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
@@ -342,9 +341,7 @@ def drop_vault(store: str, name: str) -> None:
         if row is None:
             return
         vid = int(row[0])
-        prefix = like_escape(f"hybrid_vectors_hnsw_{vid}_")  # not vault 31's from vault 3
-        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' "
-                                     "AND indexname LIKE %s", (prefix + "%",)).fetchall():
+        for index in vault_indexes(conn.execute, vid):
             conn.execute(f"DROP INDEX IF EXISTS {index}")
         with conn.transaction():
             conn.execute("DELETE FROM hybrid_terms WHERE vault=%s", (vid,))

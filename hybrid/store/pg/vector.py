@@ -37,6 +37,21 @@ HNSW_EF_CONSTRUCTION = 64   # and its default candidates while building (`hnsw_e
 BUILD_MEMORY_MAX_MB = 8192  # at most this for one build (1M vectors of 384 dimensions need ~2.2 GB)
 
 
+def index_name(vault_id: int, dim: int) -> str:
+    """The name of a vault's HNSW index over its vectors of ``dim`` dimensions."""
+    return f"hybrid_vectors_hnsw_{int(vault_id)}_{int(dim)}"
+
+
+def vault_indexes(execute: Any, vault_id: int) -> list[str]:
+    """Names of every HNSW index of vault ``vault_id``, any dimension, a rebuild's ``_new``
+    too; ``execute(sql, params)`` runs a statement (a connection's or a store's). The prefix is
+    LIKE-escaped: ``_`` matches any character, and vault 3's pattern took vault 31's index."""
+    prefix = like_escape(f"hybrid_vectors_hnsw_{int(vault_id)}_")
+    rows = execute("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND indexname LIKE %s",
+                   (prefix + "%",)).fetchall()
+    return [name for (name,) in rows]
+
+
 def build_memory_mb(vectors: int, dim: int, m: int = HNSW_M) -> int:
     """maintenance_work_mem (MB) an HNSW build of ``vectors`` needs to keep its graph in memory:
     each element holds its vector (4 bytes a dimension) and its neighbour lists (2·m on the
@@ -70,7 +85,7 @@ class PgVector:
         return int(row[0]) if row else None
 
     def _index_name(self, dim: int) -> str:
-        return f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_{int(dim)}"
+        return index_name(self.store.vault_id, dim)
 
     def has_index(self, dim: int | None = None) -> bool:
         dim = dim or self.dim
@@ -192,10 +207,7 @@ class PgVector:
         """Drop the vault's HNSW indexes of other dimensions than the current (left by a
         re-embed that changed the dimension)."""
         keep = self._index_name(self.dim) if self.dim else None
-        prefix = like_escape(f"hybrid_vectors_hnsw_{int(self.store.vault_id)}_")
-        rows = self.store.query("SELECT indexname FROM pg_indexes WHERE tablename='hybrid_vectors' AND "
-                                "indexname LIKE %s", (prefix + "%",))
-        for (name,) in rows.fetchall():
+        for name in vault_indexes(self.store.query, self.store.vault_id):
             if name != keep:
                 self.store.query(f"DROP INDEX IF EXISTS {name}")
 
