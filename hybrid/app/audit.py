@@ -328,14 +328,68 @@ def _loads(line: bytes) -> dict | None:
 
 def record_call(data_dir: Path, settings, record: dict, started: float) -> str | None:
     """Append an agent call's ``record`` with its duration since ``started`` (``perf_counter``)
-    to the log ``settings`` configure. None when it is written (or the log is off); else the
-    one-line refusal the caller answers with instead of the result (and logs it), since a
-    call that cannot be recorded must not be served."""
+    to the log ``settings`` configure, what agents are shown redacted redacted in it
+    (:func:`shown_record`). None when it is written (or the log is off); else the one-line
+    refusal the caller answers with instead of the result (and logs it), since a call that
+    cannot be recorded must not be served."""
     import logging
     record["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    if getattr(settings, "redact_secrets", True):
+        from hybrid.store.agent.view import agent_redactor
+        record = shown_record(record, agent_redactor())
     try:
         AuditLog.from_settings(data_dir, settings).append(record)
     except AuditError as exc:
         logging.getLogger("hybrid").error("%s", exc)
         return f"refused: this call could not be recorded in the audit log ({exc})"
     return None
+
+
+def shown_record(record: dict, redactor: Any) -> dict:
+    """``record`` as the log keeps it: no value an agent is shown redacted in clear. Every
+    string of its arguments and error is redacted, and the value of each property filter it
+    names (``props``, a query's ``prop:KEY=VALUE`` and ``KEY:VALUE`` words) that the agent view
+    hides (judged with its key: :func:`hybrid.store.agent.values.hides_value`) is replaced
+    wherever it occurs, so a guess at a secret, right or wrong, is not written down."""
+    from hybrid.store.agent.redact import REDACTED
+    args = record.get("args")
+    hidden = sorted(_hidden_filter_values(args if isinstance(args, dict) else {}, redactor), key=len, reverse=True)
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, str):
+            for h in hidden:
+                value = value.replace(h, REDACTED)
+            return redactor.redact(value)
+        if isinstance(value, list):
+            return [shown(x) for x in value]
+        if isinstance(value, dict):
+            return {k: shown(v) for k, v in value.items()}
+        return value
+    out = dict(record)
+    for key in ("args", "error"):
+        if out.get(key) is not None:
+            out[key] = shown(out[key])
+    return out
+
+
+def _hidden_filter_values(args: dict, redactor: Any) -> set[str]:
+    """The values of the property filters in ``args`` that agents are shown redacted."""
+    from hybrid.retrieval.query import parse_query
+    from hybrid.store.agent.values import hides_value
+    from hybrid.store.props import parse_prop
+    filters = []
+    props = args.get("props")
+    for text in props if isinstance(props, list) else []:
+        try:
+            filters.append(parse_prop(text))
+        except QuerySyntaxError:
+            continue
+    query = args.get("query")
+    if isinstance(query, str) and query.strip():
+        try:
+            parsed = parse_query(query)
+        except QuerySyntaxError:
+            parsed = None
+        if parsed is not None:
+            filters += list(parsed.props) + [pf for _, pf in parsed.maybe_props]
+    return {v for pf in filters if (v := pf.value.strip()) and hides_value(redactor, pf.key, v)}

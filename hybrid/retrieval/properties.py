@@ -7,7 +7,8 @@ has that property; when none has it but one has a property of a near name (``sta
 search stops and says so (:class:`NoMatchingNotes`, with the names near it); otherwise it stays
 a word (``re:invent``, ``TODO:fix``, ``Vec<String>``). What is looked at and suggested comes
 from the notes the caller may see: an agent is never told of a property or value that only
-hidden notes have, nor of a value that is a secret.
+hidden notes have, nor of a value it is shown redacted (judged with its key:
+:func:`hybrid.store.agent.values.hides_value`).
 """
 
 from __future__ import annotations
@@ -35,18 +36,19 @@ def near_keys(stores: Sequence[Searchable], key: str, cutoff: float = 0.6) -> li
     names = sorted({k for s in stores for k in s.ledger.property_keys()})
     picks = [k for k in names if len(key) >= 3 and key in k.replace("_", "-").split("-")]
     picks += difflib.get_close_matches(key, names, n=4, cutoff=cutoff)
-    return [k for k in dict.fromkeys(picks) if k != key and known(stores, k)][:4]
+    return [k for k in dict.fromkeys(picks)
+            if k != key and known(stores, k) and all(s.catalog.shows(k) for s in stores)][:4]
 
 
-def visible_rows(stores: Sequence[Searchable], key: str) -> list[tuple[Row, str]]:
+def visible_rows(stores: Sequence[Searchable], key: str, shown: bool = True) -> list[tuple[Row, str]]:
     """The rows of property ``key`` (with each value as written) of the notes the stores' reader
-    may see, values that reader is not shown left out."""
+    may see, values that reader is not shown left out (unless not ``shown``)."""
     out: list[tuple[Row, str]] = []
     for store in stores:
-        shows = store.catalog.shows
+        shows = store.catalog.shows_value
         ids = list(store.catalog.note_ids(props=(has_key(key),)))
         for fm in store.ledger.note_properties(ids).values():
-            out += [(r, raw) for r, raw in raw_values(fm) if r[0] == key and shows(raw) and shows(key)]
+            out += [(r, raw) for r, k, raw in raw_values(fm) if r[0] == key and (not shown or shows(k, raw))]
     return out
 
 
@@ -58,14 +60,21 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
             return f"no note has property {pf.key!r}; properties near it: {', '.join(near)}"
         anything = any(s.ledger.property_keys() for s in stores)
         return f"no note has property {pf.key!r}" + ("" if anything else " (no note has properties at all)")
+    from hybrid.store.agent.redact import REDACTED
+    # the filter as said back: a value the reader would be shown redacted is not echoed either
+    # (the answer is the same whether a guess was right, and the audit log keeps answers)
+    shown = all(s.catalog.shows_value(pf.key, pf.value.strip()) for s in stores)
+    said = str(pf) if shown else f"{pf.key}{pf.op}{REDACTED}"
     rows = visible_rows(stores, pf.key)
+    if not rows and visible_rows(stores, pf.key, shown=False):  # an agent, shown none of its values
+        return f"no note has {said} among the values shown (the values of {pf.key!r} are redacted secrets)"
     if pf.op == ":":
         values = {r[1]: raw for r, raw in rows if r[1]}
         picks = [v for v in values if pf.text and pf.text in v and len(pf.text) >= 3]
         picks = list(dict.fromkeys(picks + difflib.get_close_matches(pf.text, sorted(values), n=4, cutoff=0.6)))[:4]
         hint = f"; values near it: {', '.join(values[p] for p in picks)}" if picks else \
             f"; its values include: {', '.join(_some(values.values()))}" if values else ""
-        return f"no note has {pf.key} {pf.value.strip()!r}{hint}"
+        return f"no note has {pf.key} {pf.value.strip() if shown else REDACTED!r}{hint}"
     what = pf.compares()
     have = [x for r, _ in rows if (x := (r[2] if what == "numbers" else r[3])) is not None]
     if not have:
@@ -75,8 +84,8 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
         fix = f"compare it with {example}" if example else f"match a value with {pf.key}:VALUE"
         return f"property {pf.key!r} holds {holds}, not {what}: {fix}"
     low, high = min(have), max(have)
-    shown = [_num(x) if isinstance(x, float) else x for x in (low, high)]
-    return f"no note has {pf} (its {what} run from {shown[0]} to {shown[1]})"
+    ends = [_num(x) if isinstance(x, float) else x for x in (low, high)]
+    return f"no note has {said} (its {what} run from {ends[0]} to {ends[1]})"
 
 
 def _num(x: float) -> str:

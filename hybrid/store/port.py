@@ -126,6 +126,11 @@ class Reading(Protocol):
         """Whether ``text`` (a tag, a name) may be shown to this reader as it is."""
         ...
 
+    def shows_value(self, key: str, value: str) -> bool:
+        """Whether property ``key``'s ``value`` (both as written) may be shown to this reader as
+        it is, and so be matched, suggested or ranged for it."""
+        ...
+
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
                    sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:

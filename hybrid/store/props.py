@@ -109,9 +109,10 @@ def stored_rows(text: str) -> list[Row]:
     return prop_rows(value) if isinstance(value, dict) else []
 
 
-def raw_values(properties: dict[str, Any] | None) -> list[tuple[Row, str]]:
-    """Each row of :func:`prop_rows` with its value as written (what a redactor judges)."""
-    out: list[tuple[Row, str]] = []
+def raw_values(properties: dict[str, Any] | None) -> list[tuple[Row, str, str]]:
+    """Each row of :func:`prop_rows` with its key and value as written (what the agent view
+    judges: :func:`hybrid.store.agent.values.hides_value`)."""
+    out: list[tuple[Row, str, str]] = []
     for k, value in (properties or {}).items():
         key = str(k).strip().lower()
         if not key or key.startswith(RESERVED):
@@ -119,7 +120,7 @@ def raw_values(properties: dict[str, Any] | None) -> list[tuple[Row, str]]:
         for v in value if isinstance(value, list) else [value]:
             row = value_row(key, v)
             if row is not None:
-                out.append((row, str(v)))
+                out.append((row, str(k).strip(), str(v)))
     return out
 
 

@@ -90,7 +90,7 @@ REDACTED = "[redacted secret]"
 RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering (hybrid.store.agent.redact_rules) changes what is redacted (the rule file and the
 # kingfisher version are the other inputs; together they say when redacted text may differ).
-FILTER_REVISION = 3
+FILTER_REVISION = 4
 
 # --- kingfisher ---------------------------------------------------------------------------------
 
@@ -244,6 +244,9 @@ class Redactor:
                 if span and not any(r == rule and os <= s and e <= oe for r, os, oe, _ in scan.judged):
                     spans.append(span)
             found += [(view.original(s, end=False), view.original(e, end=True)) for s, e in spans]
+        if text.startswith("---"):  # a front block: each value judged with its key, as filters judge it
+            from hybrid.store.agent.values import front_spans
+            found += front_spans(text)
         return _merge(found)
 
     def redact(self, text: str) -> str:

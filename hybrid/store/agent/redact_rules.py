@@ -224,9 +224,9 @@ def table_spans(text: str, pos: int) -> list[tuple[int, int]]:
         return []
     columns = {}
     for i, (a, b) in enumerate(_cells(text, start, end)):
-        m = _HEADER_RE.fullmatch(text[a:b].strip(_CELL_MARKUP)) if b - a <= 60 else None
-        if m:
-            columns[i] = _STRICT if m["pw"] else _RANDOM
+        kind = column_kind(text[a:b]) if b - a <= 60 else None
+        if kind is not None:
+            columns[i] = kind
     sep_end = text.find("\n", end + 1)
     sep_end = len(text) if sep_end < 0 else sep_end
     if not columns or not _SEPARATOR_ROW_RE.fullmatch(text, end + 1, sep_end):
@@ -244,15 +244,31 @@ def table_spans(text: str, pos: int) -> list[tuple[int, int]]:
                     a += 1
                 while b > a and text[b - 1] in _CELL_MARKUP:
                     b -= 1
-                value = text[a:b]
-                if columns[i] == _STRICT:  # a password: any value but a stand-in (`1234` is one)
-                    keep = (value.isdigit() and len(value) >= 4) or not _is_placeholder(value, in_url=True)
-                else:
-                    keep = _secret_looking(value) and not _is_placeholder(value)
-                if keep:
+                if cell_is_secret(text[a:b], columns[i]):
                     out.append((a, b))
         row = row_end + 1
     return out
+
+
+def column_kind(name: str) -> str | None:
+    """How the values under ``name`` are judged when ``name`` heads them (a table column, a
+    frontmatter property): ``strict`` for a password word (``wifi_password``, ``Passwort``,
+    ``db_pass``), ``random`` for a secret or token word (``api_key``), None for anything else
+    (``password_hint``, ``compass``)."""
+    name = name.strip(_CELL_MARKUP)
+    m = _HEADER_RE.fullmatch(name) if len(name) <= 60 else None
+    if m is None:
+        return None
+    return _STRICT if m["pw"] else _RANDOM
+
+
+def cell_is_secret(value: str, kind: str) -> bool:
+    """Whether ``value``, under a name of :func:`column_kind` ``kind``, is a secret: under a
+    password word any value but a stand-in (``1234`` and ``sunshine`` are passwords there,
+    ``changeme`` and "see the vault" are not); under a secret or token word a random-looking one."""
+    if kind == _STRICT:
+        return (value.isdigit() and len(value) >= 4) or not _is_placeholder(value, in_url=True)
+    return _secret_looking(value) and not _is_placeholder(value)
 
 
 # --- The normalised copy: what a byte pattern would miss ----------------------------------------

@@ -200,20 +200,32 @@ class _AgentCatalog:
         return (fid for fid in self._catalog.note_ids(folders, tags, since, sources, props)
                 if fid not in self._hidden.files and fid not in out)
 
+    def shows_value(self, key: str, value: str) -> bool:
+        """Whether property ``key``'s ``value`` is shown to agents as it is: judged with its key
+        (:func:`hybrid.store.agent.values.hides_value`), so ``wifi_password: CorrectHorse42`` is not."""
+        if self._redactor is None:
+            return True
+        from hybrid.store.agent.values import hides_value
+        return not hides_value(self._redactor, key, value)
+
     def unshown_files(self, props) -> frozenset[int]:
         """The visible notes that pass ``props`` in the ledger but not on the values agents are
-        shown: a property value that is a secret (the redactor would change it) never matches,
-        so no filter, comparison included, can find out what it is."""
+        shown: a property value shown redacted never matches, so no filter, comparison
+        included, can confirm a guess of it."""
         if self._redactor is None or not props:
             return frozenset()
         key = (tuple(props), self._catalog.data_version())
         got = self._unshown.get(key)
         if got is None:
-            from hybrid.store.props import raw_values
+            from hybrid.store.props import HAS, prop_rows, raw_values
             ids = [f for f in self._catalog.note_ids(props=props) if f not in self._hidden.files]
+
+            def passes(fm: dict, pf) -> bool:
+                if pf.op == HAS:  # that the key exists is shown (get_note shows `key: [redacted secret]`)
+                    return pf.matches(prop_rows(fm))
+                return pf.matches([r for r, k, raw in raw_values(fm) if self.shows_value(k, raw)])
             got = frozenset(fid for fid, fm in self._catalog.note_properties(ids).items()
-                            if not all(pf.matches([r for r, raw in raw_values(fm)
-                                                   if self.shows(raw) and self.shows(r[0])]) for pf in props))
+                            if not all(passes(fm, pf) for pf in props))
             if len(self._unshown) > 32:
                 self._unshown.clear()
             self._unshown[key] = got

@@ -374,7 +374,9 @@ class RowCache:
 def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[ChunkRow]:
     """``rows`` with their text redacted as part of their whole note (a secret cut across two
     chunks is found in the note and removed from both), and their heading, title, aliases and
-    tags (``#ghp_…`` is a tag too)."""
+    tags (``#ghp_…`` is a tag too), and the values of their note's properties judged with their
+    keys (:func:`hybrid.store.agent.values.shown_properties`: a bookmark's ``url``, a date)."""
+    from hybrid.store.agent.values import shown_properties
     by_file: dict[int, list[ChunkRow]] = {}
     for r in rows:
         by_file.setdefault(r.file_id, []).append(r)
@@ -387,6 +389,13 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
             short[text] = redactor.redact(text)
         return short[text]
 
+    props: dict[str, str] = {}  # a note's rows share its properties
+
+    def properties(text: str) -> str:
+        if text not in props:
+            props[text] = shown_properties(text, redactor) if text != "{}" else text
+        return props[text]
+
     for fid, group in by_file.items():
         siblings = notes.get(fid, [])
         texts = dict(zip([i for i, _ in siblings], redactor.redact_parts([t for _, t in siblings])))
@@ -395,7 +404,8 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
             if text is None:  # replaced since the search ran: judged alone
                 text = redactor.redact(r.text)
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
-                                aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags])
+                                aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags],
+                                props=properties(r.props))
     return [out[r.id] for r in rows]
 
 

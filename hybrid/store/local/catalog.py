@@ -326,6 +326,10 @@ class Catalog(EmbeddingCache, PropertyRows):
         """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
         return True
 
+    def shows_value(self, key: str, value: str) -> bool:
+        """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
+        return True
+
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:
         """The live notes (only those of ``ids`` when given)."""

@@ -332,6 +332,10 @@ class PgCatalog(PgEmbeddingCache):
         """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
         return True
 
+    def shows_value(self, key: str, value: str) -> bool:
+        """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
+        return True
+
     def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """``{file id: frontmatter}`` of the notes ``file_ids``, as indexed."""
         out: dict[int, dict[str, Any]] = {}

@@ -1,0 +1,135 @@
+"""What an agent may learn about a property value (issue #47): a value it is shown redacted is
+never matched, suggested, ranged or audited in clear, and a value is judged with its key
+(``wifi_password: CorrectHorse42`` is a password although ``CorrectHorse42`` alone is a word),
+on both stores and through every door."""
+import json
+
+import anyio
+import pytest
+from conftest import store_settings
+from helpers import indexed_vault
+from mcp import Client
+
+from hybrid.faces.mcp import build_server
+from hybrid.retrieval.filters import NoMatchingNotes
+from hybrid.store.agent.redact import REDACTED, redactor
+from hybrid.store.agent.values import hides_value
+
+SECRETS = ("CorrectHorse42", "Tr0ub4dor&3", "12345678")
+NOTES = {
+    "home/wifi.md": "---\nwifi_password: CorrectHorse42\ndb_pass: Tr0ub4dor&3\npasscode: 12345678\n"
+                    "rating: 4\nstatus: done\n---\n# Home wifi\n\nThe router is in the hall.\n",
+    "home/garden.md": "---\nrating: 2\nstatus: open\n---\n# Garden\n\nThe beds need compost.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def h(tmp_path_factory, new_store):
+    handle = indexed_vault(tmp_path_factory.mktemp("propsecrets"), NOTES, **store_settings(new_store()))
+    yield handle
+    handle.close()
+
+
+def no_secret_in(text: str) -> bool:
+    return not any(s in text for s in SECRETS)
+
+
+@pytest.mark.parametrize("query", ["prop:wifi_password=x", "prop:db_pass=Tr0", "passcode<0", "passcode>=99999999",
+                                   "wifi_password:correcthors", "prop:db_pass=Tr0ub4dor"])
+def test_no_hint_names_or_ranges_a_secret_value(h, query):
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search(query, agent=True)
+    assert no_secret_in(str(exc.value)), str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("query", ["prop:wifi_password=CorrectHorse42", "prop:db_pass=Tr0ub4dor&3",
+                                   "prop:passcode=12345678", "passcode>=1", "passcode<99999999"])
+def test_a_guess_of_a_secret_value_is_never_confirmed(h, query):
+    assert [x.path for x in h.search(query, mode="lexical")] == ["home/wifi.md"]  # the owner's
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search(query, agent=True)
+    assert no_secret_in(str(exc.value))
+    assert [x.path for x in h.search("router", agent=True, props=["rating>=4"], mode="lexical")] == ["home/wifi.md"]
+    assert [x.path for x in h.search("status:done", agent=True)] == ["home/wifi.md"]  # its other properties
+
+
+def test_the_owner_still_hears_of_the_values(h):
+    with pytest.raises(NoMatchingNotes, match="CorrectHorse42"):
+        h.search("prop:wifi_password=x")
+    with pytest.raises(NoMatchingNotes, match="run from 12345678 to 12345678"):
+        h.search("passcode<0")
+
+
+def test_what_is_matched_is_what_get_note_shows(h):
+    text = h.get("home/wifi.md", agent=True).text
+    assert no_secret_in(text)
+    for key in ("wifi_password", "db_pass", "passcode"):
+        assert f"{key}: {REDACTED}" in text
+    assert "rating: 4" in text and "status: done" in text  # values that are no secret are shown
+    assert "CorrectHorse42" in h.get("home/wifi.md").text
+
+
+def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
+    from hybrid.faces.http import api_search_call
+
+    async def mcp():
+        async with Client(build_server(h)) as c:
+            a = await c.call_tool("search", {"query": "router", "props": ["db_pass=Tr0"]})
+            b = await c.call_tool("search", {"query": "router", "props": ["wifi_password=CorrectHorse42"]})
+            return a, b
+    a, b = anyio.run(mcp)
+    assert a.is_error and b.is_error
+    assert no_secret_in(a.content[0].text)
+    status, data = api_search_call(h, json.dumps({"query": "router", "props": ["passcode<0"]}).encode(), "test")
+    assert status == 422 and no_secret_in(data["error"])
+    status, data = api_search_call(h, json.dumps({"query": "router", "props": ["passcode=12345678"]}).encode(),
+                                   "test")
+    assert status == 422 and data.get("notes", []) == []
+    audit = (h.config.data / "audit.jsonl").read_text()
+    assert "passcode" in audit and "wifi_password" in audit  # the calls are recorded…
+    assert no_secret_in(audit), audit  # …the guesses and hints are not, in clear
+
+
+@pytest.mark.parametrize("key, value, hidden", [
+    ("wifi_password", "CorrectHorse42", True),   # a word alone, a password by its key
+    ("db_pass", "Tr0ub4dor&3", True),
+    ("passcode", "12345678", True),              # digits after a password key
+    ("Passwort", "Sonnenblume7", True),
+    ("пароль", "qwerty123", True),
+    ("api_key", "3f2a9c0d8e7b6a5f4e3d2c1b", True),
+    ("url", "https://example.org/hook?sig=Zq7vLk2pXr9wQ3mN8bV5", True),  # a secret in the value alone
+    ("status", "done", False),
+    ("rating", "4", False),
+    ("password", "see 1Password", False),       # a note about where it is, as in text
+    ("password", "changeme", False),            # a placeholder
+    ("password_hint", "the dog", False),         # a hint is no password
+    ("compass", "north", False),
+    ("private", "true", False),
+])
+def test_a_value_is_judged_with_its_key(key, value, hidden):
+    assert hides_value(redactor(), key, value) is hidden
+
+
+def test_an_agents_hit_carries_no_secret_from_its_notes_properties(tmp_path):
+    """A bookmark's address is a property its hit carries (``url``, ``uri``): a secret in it is
+    redacted for agents as the note's text is."""
+    from helpers import write
+
+    import hybrid
+    sig = "Zq7vLk2pXr9wQ3mN8bV5Xk9mP2vL7qZ"
+    export = write(tmp_path, "bookmarks.html", '<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n'
+                   f'<DT><A HREF="https://hooks.example.org/run?token={sig}" ADD_DATE="1710000000">Deploy hook</A>\n'
+                   '<DT><A HREF="https://example.org/bread" ADD_DATE="1710000000">Bread guide</A>\n</DL><p>\n')
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    try:
+        h.add_source("bookmarks", export, "reading")
+        h.index()
+        owner = h.search("deploy hook", mode="lexical")[0]
+        assert sig in owner.url
+        hit = h.search("deploy hook", mode="lexical", agent=True)[0]
+        assert hit.title == "Deploy hook" and sig not in hit.url and sig not in hit.uri
+        assert REDACTED in hit.url
+        assert h.search("bread guide", mode="lexical", agent=True)[0].url == "https://example.org/bread"
+    finally:
+        h.close()
