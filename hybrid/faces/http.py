@@ -233,9 +233,11 @@ def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
     info = server_file(h)
     # proxy_headers off: uvicorn would otherwise take the client address from X-Forwarded-For
     # on loopback connections, and a token guesser could name a fresh address per request
+    # use_colors off: its log lines go through the command's sanitiser (hybrid.faces.cli.term),
+    # which shows any escape sequence it did not make as text
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             http=protocol_class(h.settings.http_header_timeout), ws="none",
-                            proxy_headers=False)
+                            proxy_headers=False, use_colors=False)
     server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token, owner_key))
     try:
         with _graceful_signals(server):

@@ -45,6 +45,8 @@ def main(ctx: click.Context, verbose: int) -> None:
     hybrid get "home-lab/networking.md:12-40"
     """
     ctx.ensure_object(dict)
+    from hybrid.faces.cli.term import install
+    install(stdout=ctx.invoked_subcommand != "serve")  # MCP over stdio: stdout is the protocol
     setup_logging(verbose)
 
 

@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import textwrap
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hybrid.faces.cli.term import own, visible
 from hybrid.retrieval.excerpt import mark_spans, readable
 from hybrid.retrieval.hits import Hit, needle_hits, snippet
 
@@ -59,13 +61,20 @@ class Look:
         return cls(styled, links, max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns))
 
     def style(self, text: str, **styles: Any) -> str:
-        return click.style(text, **styles) if self.styled and text else text
+        """``text`` styled, its escape sequences marked as hybrid's own (:func:`hybrid.faces.cli.term.own`)."""
+        if not (self.styled and text):
+            return text
+        start, _, end = click.style("\x00", **styles).partition("\x00")
+        return own(start) + text + own(end)
 
     def link(self, text: str, uri: str) -> str:
-        """``text`` as an OSC 8 hyperlink to ``uri`` (plain ``text`` when links are off)."""
+        """``text`` as an OSC 8 hyperlink to ``uri`` (plain ``text`` when links are off). The
+        address is a hit's (a bookmark's as its page gave it): every character that is not
+        printable ASCII is percent-encoded, so it can neither end the sequence nor start another."""
         if not (self.links and uri):
             return text
-        return f"\x1b]8;;{uri}\x1b\\{text}\x1b]8;;\x1b\\"
+        uri = "".join(c if 0x20 < ord(c) < 0x7F else urllib.parse.quote(c, safe="") for c in uri)
+        return own(f"\x1b]8;;{uri}\x1b\\") + text + own("\x1b]8;;\x1b\\")
 
 
 # --- highlighting and text shapes ------------------------------------------------------------
@@ -280,9 +289,6 @@ def highlight(line: str, needles: Sequence[str], look: Look) -> str:
     return "".join(out) + line[last:]
 
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\]8;;.*?\x1b\\")
-
-
 def also_in_text(h: Hit) -> str:
     """``also in: PATH:LINES, …``: the near-identical passages folded into ``h``
     (:mod:`hybrid.retrieval.fold`), their vault named only when it is another one."""
@@ -291,7 +297,7 @@ def also_in_text(h: Hit) -> str:
 
 
 def visible_len(text: str) -> int:
-    return len(ANSI_RE.sub("", text))
+    return len(visible(text))
 
 
 def heading_text(h: Hit) -> str:

@@ -15,24 +15,13 @@ from hybrid.core.errors import HybridError
 
 
 def terminal_text(text: str, *, one_line: bool = False) -> str:
-    """``text`` safe to write to a terminal: control characters (ESC, C1 such as CSI U+009B,
-    DEL) and format characters (bidi overrides such as U+202E, zero-width ones) are shown as
-    ``\\uXXXX`` escapes, so text an agent wrote cannot move the cursor, recolour or reorder what
-    the owner reads. Newlines and tabs stay, unless ``one_line`` (then ``\\n``, ``\\t``)."""
-    if text.isprintable() and not one_line:
-        return text
-    import unicodedata
-    out = []
-    for c in text:
-        if c.isprintable() or c == " " or (c in "\n\t" and not one_line):
-            out.append(c)
-        elif c in "\n\r\t" and one_line:
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[c])
-        elif unicodedata.category(c) == "Zs":
-            out.append(" ")
-        else:
-            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-    return "".join(out)
+    """``text`` an agent wrote or a field that must stay on one line, shown strictly: every
+    non-printable character as a ``\\uXXXX`` escape (:func:`hybrid.faces.cli.term.escape`), so
+    it cannot move the cursor, recolour, hide or reorder what the owner reads. Newlines and tabs
+    stay, unless ``one_line`` (then ``\\n``, ``\\t``). All output is cleaned again on its way out
+    (:mod:`hybrid.faces.cli.term`)."""
+    from hybrid.faces.cli.term import escape
+    return escape(text, one_line=one_line, strict=True)
 
 
 class StderrFormatter(logging.Formatter):
@@ -275,9 +264,10 @@ def progress_bar(enabled: bool):
         TimeRemainingColumn,
     )
 
+    from hybrid.faces.cli.term import raw
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=Console(file=raw(sys.stderr)), transient=True) as bar:
         yield ProgressBars(bar)
 
 

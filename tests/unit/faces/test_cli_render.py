@@ -13,6 +13,7 @@ from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
 import hybrid
 from hybrid.faces.cli.main import main
 from hybrid.faces.cli.render import Look, QueryView, block_excerpt, structured_lines
+from hybrid.faces.cli.term import clean
 from hybrid.faces.http import api_search_call, remote_result, server_file
 from hybrid.faces.mcp import render_hits
 from hybrid.retrieval.hits import Hit
@@ -163,7 +164,8 @@ def test_links_fall_back_to_the_file(tmp_path):
     view = QueryView(look=Look(styled=True, links=True), roots={"v": tmp_path},
                      echo=lambda text="", err=False: lines.append(text))
     view.show(SearchResult([hit], query="text"), SearchRequest("text"))
-    assert OSC8 + (tmp_path / "dir" / "a b.md").resolve().as_uri() + "\x1b\\v:dir/a b.md:1-3" in lines[0]
+    shown = clean(lines[0])  # as the command's output stream writes it (hybrid.faces.cli.term)
+    assert OSC8 + (tmp_path / "dir" / "a b.md").resolve().as_uri() + "\x1b\\v:dir/a b.md:1-3" in shown
 
 
 # --- code fences and tables ----------------------------------------------------------------------
