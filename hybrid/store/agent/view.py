@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hybrid")
 META_KEY = "agent_view"           # catalog meta: the fingerprint the agent index was built with
 SETTINGS_KEY = "agent_settings"   # a shared ledger's meta: the view its indexer wrote (in_force)
-TRUE_WORDS = {"true", "yes", "on", "1"}
+FALSE_WORDS = {"", "false", "no", "off", "n", "0", "none", "null"}  # a `private` that says "not private"
 
 
 class AgentViewStale(HybridError):
@@ -73,7 +73,7 @@ class AgentViewStale(HybridError):
 
 # Bump when what :meth:`AgentView.hides` decides changes for the same settings (it feeds the
 # fingerprint: an index built under older rules is brought in step before an agent is served).
-PRIVACY_REVISION = 2
+PRIVACY_REVISION = 3
 
 
 def fold(text: str) -> str:
@@ -288,11 +288,21 @@ def agent_redactor():
 
 
 def _truthy(value: Any) -> bool:
+    """Whether a ``private`` property marks its note private. Only a clear no leaves it visible
+    (nothing, ``false``, ``no``, ``off``, ``n``, ``0``, a list of those); any other value —
+    ``true``, ``y``, ``[true]``, a list item ``- true``, ``maybe``, a mapping — hides it:
+    privacy that can't be read as "no" fails closed."""
+    if value is None:
+        return False
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
-        return value == 1
-    return isinstance(value, str) and value.strip().lower() in TRUE_WORDS
+        return value != 0
+    if isinstance(value, str):
+        return value.strip().lower() not in FALSE_WORDS
+    if isinstance(value, list):
+        return any(_truthy(x) for x in value)
+    return True
 
 
 # --- the hidden set --------------------------------------------------------------------------

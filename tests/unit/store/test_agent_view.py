@@ -488,6 +488,11 @@ MARKED = {  # path → text; each holds a unique word "<name>word"
     "fm/one.md": "---\nprivate: 1\n---\n# K\n\nkiloword here\n",
     "fm/on.md": "---\nprivate: on\n---\n# M\n\nmikeword here\n",
     "fm/spaces.md": "---\nprivate:   TRUE  \n---\n# R\n\nromeoword here\n",
+    "fm/list.md": "---\nprivate: [true]\n---\n# R1\n\nlistword here\n",
+    "fm/block-list.md": "---\nprivate:\n  - true\n---\n# R2\n\nblocklistword here\n",
+    "fm/y.md": "---\nprivate: y\n---\n# R3\n\nyletterword here\n",
+    "fm/unclear.md": "---\nprivate: maybe\n---\n# R4\n\nunclearword here\n",  # not a no: fail closed
+    "fm/mapping.md": "---\nprivate:\n  level: high\n---\n# R5\n\nmappingword here\n",
     "tags/scalar.md": "---\ntags: private\n---\n# D\n\ndeltaword here\n",
     "tags/hash.md": "---\ntags: \"#private\"\n---\n# E\n\nechoword here\n",
     "tags/capital.md": "---\nTags: [Private/Health]\n---\n# F\n\nfoxtrotword here\n",
@@ -504,6 +509,11 @@ MARKED = {  # path → text; each holds a unique word "<name>word"
 }
 NOT_MARKED = {  # look private to a careless reader, are not
     "fm/false.md": "---\nprivate: false\n---\n# S\n\nsierraword here\n",
+    "fm/no.md": "---\nprivate: no\n---\n# S1\n\nnoword here\n",
+    "fm/empty.md": "---\nprivate:\n---\n# S2\n\nemptyword here\n",
+    "fm/zero.md": "---\nprivate: 0\n---\n# S3\n\nzeroword here\n",
+    "fm/list-false.md": "---\nprivate: [false]\n---\n# S4\n\nlistfalseword here\n",
+    "fm/n.md": "---\nprivate: n\n---\n# S5\n\nnletterword here\n",
     "tags/prefix.md": "---\ntags: [privateer]\n---\n# T\n\ntangoword here\n",
     "tags/in-code.md": "# X\n\nxrayword here\n\n```\n#private\n```\n",
     "accepted.md": "---\nstatus: accepted\nproposed_by: bot\n---\n# Y\n\nyankeeword here\n",
