@@ -70,9 +70,12 @@ def _http_url(value: str) -> bool:
 
 
 def _env_name(value: str) -> bool:
-    """An environment variable's name (so a key pasted in its place is refused), or empty."""
+    """An environment variable's name that says it holds a key (``OPENAI_API_KEY``,
+    ``HF_TOKEN``), or empty: a key pasted in its place is refused, and so is a variable every
+    shell sets (``PATH``, ``HOME``), whose value would be sent to the server as the key."""
     import re
-    return value == "" or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", value) is not None
+    return value == "" or (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", value) is not None
+                           and re.search(r"KEY|TOKEN|SECRET|PASS|AUTH|CRED", value.upper()) is not None)
 
 
 # the fusion settings whose default a store kind's fit may replace (hybrid.retrieval.fitted)
@@ -105,7 +108,8 @@ class Settings:
     openai_api_key_env: str = _setting(
         "OPENAI_API_KEY", "Name of the environment variable holding that API's key (the key "
                           "itself never goes in the config); empty = send no key.",
-        empty_ok=True, check=_env_name, hint="a variable name like OPENAI_API_KEY, never the key")
+        empty_ok=True, check=_env_name,
+        hint="a variable name like OPENAI_API_KEY (with KEY, TOKEN, SECRET, PASS, AUTH or CRED in it), never the key")
     rerank_base_url: str = _setting(
         "", "Base URL of the `/rerank` API that `rerank_model = \"rerank:<model>\"` calls (TEI: "
             "http://127.0.0.1:8080, Jina: https://api.jina.ai/v1, Cohere: "
@@ -114,7 +118,8 @@ class Settings:
     rerank_api_key_env: str = _setting(
         "RERANK_API_KEY", "Name of the environment variable holding the `/rerank` API's key; "
                           "empty = send no key.",
-        empty_ok=True, check=_env_name, hint="a variable name like JINA_API_KEY, never the key")
+        empty_ok=True, check=_env_name,
+        hint="a variable name like JINA_API_KEY (with KEY, TOKEN, SECRET, PASS, AUTH or CRED in it), never the key")
     remote_timeout: float = _setting(
         60, "Seconds one request to a model server (`openai:`, `rerank:`) may take before it is "
             "retried.", check=lambda v: v > 0, hint="a number of seconds, more than 0")
@@ -311,10 +316,15 @@ class Settings:
 
 
 def _safe_folder(value: str) -> bool:
-    """A vault-relative folder with no way out: not absolute, no `..`, no hidden part."""
+    """A vault-relative folder with no way out (not absolute, no `..`, no hidden part) that
+    Obsidian can show and sync on every system: none of the characters it refuses in a file
+    name (`* " \\ < > : | ?`), no control character, no line or paragraph separator."""
+    import unicodedata
     parts = value.strip("/").split("/")
-    return value == "" or ("\\" not in value and not value.startswith("/") and ":" not in value
-                           and all(p and p not in (".", "..") and not p.startswith(".") for p in parts))
+    return value == "" or (not value.startswith("/") and not any(c in '*"\\<>:|?' for c in value)
+                           and not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value)
+                           and all(p and p not in (".", "..") and not p.startswith(".") and p == p.strip()
+                                   for p in parts))
 
 
 def _plain(value: Any) -> Any:

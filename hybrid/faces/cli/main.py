@@ -51,6 +51,12 @@ def main(ctx: click.Context, verbose: int) -> None:
 
 
 # --- vaults -------------------------------------------------------------------------------
+def _path(v) -> str:
+    """A vault's folder on one line (a newline or tab in a folder's name shown as ``\\n``, ``\\t``)."""
+    from hybrid.faces.cli.support import terminal_text
+    return terminal_text(str(v.path), one_line=True)
+
+
 @main.group(cls=Group)
 def vault() -> None:
     """Register, list and remove vaults."""
@@ -69,7 +75,7 @@ def vault() -> None:
 def vault_add(ctx, path, name, include, exclude, store):
     """Register the folder PATH as a vault."""
     v = open_handle(ctx).add_vault(path, name, include, exclude, store)
-    click.echo(f"registered vault {v.name!r} at {v.path}; run `hybrid index` to index it", err=True)
+    click.echo(f"registered vault {v.name!r} at {_path(v)}; run `hybrid index` to index it", err=True)
 
 
 @vault.command("list")
@@ -83,7 +89,7 @@ def vault_list(ctx, as_json):
                       "embedder": v.embedder, "kind": v.kind} for v in vaults])
         return
     for v in vaults:
-        click.echo(f"{v.name}\t{v.path}")
+        click.echo(f"{v.name}\t{_path(v)}")
 
 
 @vault.command("remove")
@@ -95,7 +101,7 @@ def vault_list(ctx, as_json):
 def vault_remove(ctx, name, keep_index, wait):
     """Unregister vault NAME and delete its index files (never the notes)."""
     v = open_handle(ctx).remove_vault(name, purge=not keep_index, wait=wait)
-    click.echo(f"removed vault {v.name!r}; the notes in {v.path} are untouched", err=True)
+    click.echo(f"removed vault {v.name!r}; the notes in {_path(v)} are untouched", err=True)
 
 
 @vault.command("rename")
@@ -117,7 +123,7 @@ def vault_rename(ctx, old, new, wait):
 def vault_move(ctx, name, path):
     """Point vault NAME at the folder PATH (the notes moved); the index is kept."""
     v = open_handle(ctx).move_vault(name, path)
-    click.echo(f"vault {v.name!r} now reads {v.path}; run `hybrid index` to catch up", err=True)
+    click.echo(f"vault {v.name!r} now reads {_path(v)}; run `hybrid index` to catch up", err=True)
 
 
 # --- indexing -----------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def valid_other(name):
         "int": lambda: [default + 1, default * 2, 7],
         "float": lambda: [default / 2, default * 2, default + 1.5, 0.5],
         "list": lambda: [["de"], ["x/**", "y/*.md"]],
-        "str": lambda: [*setting_text.choices(name), "hash:32", "postgresql", "agent_notes", "http://127.0.0.1:8000/v1"],
+        "str": lambda: [*setting_text.choices(name), "hash:32", "postgresql", "agent_notes", "http://127.0.0.1:8000/v1",
+                        "MY_API_KEY"],
     }[kind]()
     for value in candidates:
         try:
@@ -172,6 +173,10 @@ def test_values_are_read_by_type(hybrid_home, name, text, value):
     (["set", "embedder", ""], "setting 'embedder' must be like"),
     (["set", "store", "postgresql://me:hunter2@db/kb"], "holds a password"),
     (["set", "proposals_folder", "../out"], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox\n\"x"], "a folder inside the vault"),   # a newline and a quote
+    (["set", "proposals_folder", "in|box"], "a folder inside the vault"),
+    (["set", "openai_api_key_env", "PATH"], "a variable name like OPENAI_API_KEY"),  # $PATH sent as the key
+    (["set", "rerank_api_key_env", "HOME"], "a variable name like JINA_API_KEY"),
     (["set", "rrf_k", "3", "--vault", "notes"], "'rrf_k' is not a per-vault setting; a vault may hold"),
     (["set", "path", "/elsewhere", "--vault", "notes"], "`hybrid vault move NAME PATH` changes it"),
     (["set", "path", "/elsewhere"], "`hybrid vault move NAME PATH` changes it"),
