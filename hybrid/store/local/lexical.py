@@ -149,15 +149,17 @@ class LexicalIndex:
         return now
 
     def deleted_docs(self) -> int:
-        """Deleted documents still held in segments. tantivy counts them in BM25's statistics
-        (document count, document frequencies) until their segment merges, so scores drift from
-        a clean build's as they pile up."""
-        try:
-            meta = self._meta(self.directory)
-        except (OSError, ValueError):
-            return 0
-        return sum((seg.get("deletes") or {}).get("num_deleted_docs", 0)
-                   for seg in meta.get("segments", []))
+        """Deleted documents still held in segments, of the chunk and the section index both.
+        tantivy counts them in BM25's statistics (document frequencies, average field length)
+        until their segment merges, so scores drift from a clean build's as they pile up."""
+        out = 0
+        for folder in (self.directory, self.directory / SECTIONS):
+            try:
+                meta = self._meta(folder)
+            except (OSError, ValueError):
+                continue
+            out += sum((seg.get("deletes") or {}).get("num_deleted_docs", 0) for seg in meta.get("segments", []))
+        return out
 
     @staticmethod
     def _meta(directory: Path) -> dict:

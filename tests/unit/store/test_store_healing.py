@@ -431,3 +431,21 @@ def test_large_index_compacts_once_deletions_pass_the_bound(tmp_path, monkeypatc
         deleted, live = deleted_and_live(h)
         assert deleted <= store_base.LEXICAL_DRIFT * live
     consistent(h)
+
+
+def test_deleted_documents_of_the_section_index_count_too(tmp_path, monkeypatch):
+    """BM25 over sections drifts like BM25 over chunks: the compaction bound counts the deleted
+    documents of both indexes (it looked at the chunk index alone)."""
+    monkeypatch.setattr(store_base, "LEXICAL_EXACT_BELOW", 0)  # as for a vault of many chunks
+    vault = tmp_path / "vault"
+    for i in range(100):  # 200 chunks: one note's edit stays under the bound
+        write(vault, f"n{i}.md", f"# Note {i}\n\nfirst part {i}\n\n## Part\n\nsecond part {i}\n")
+    h = indexed(tmp_path, vault)
+    write(vault, "n0.md", "# Note 0\n\nfirst part edited\n\n## Part\n\nsecond part edited\n")
+    h.index()
+    store = VaultStore(index_dir(h), create=False)
+    try:
+        chunks = len(store.catalog.chunk_ids_of([fid for fid, p in store.catalog.file_paths(True) if p == "n0.md"]))
+        assert store.lexical.deleted_docs() == chunks + 2  # its chunks, and its two sections
+    finally:
+        store.close()
