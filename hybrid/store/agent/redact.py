@@ -78,6 +78,7 @@ from hybrid.store.agent.redact_rules import (
     HINT_INVISIBLE,
     HINT_TABLE,
     HINT_TOKEN_END,
+    REDACTED,
     RULE_KINDS,
     Scan,
     judge,
@@ -86,7 +87,6 @@ from hybrid.store.agent.redact_rules import (
     token_piece,
 )
 
-REDACTED = "[redacted secret]"
 RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering (hybrid.store.agent.redact_rules) changes what is redacted (the rule file and the
 # kingfisher version are the other inputs; together they say when redacted text may differ).

@@ -15,6 +15,8 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import NamedTuple
 
+REDACTED = "[redacted secret]"  # what a secret is replaced by
+
 # How the value a project rule captured is judged (:func:`judge`). Built-in rules match fixed
 # token shapes, and their findings are kept as they are.
 _KEYWORD = "keyword"          # after a credential name: kept unless a placeholder or a plain word

@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-from hybrid.store.agent.redact_rules import cell_is_secret, column_kind
+from hybrid.store.agent.redact_rules import REDACTED, cell_is_secret, column_kind
 
 _KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<key>[^\s:#\-\[{][^:]*?|\"[^\"]+\"|'[^']+')[ \t]*:"
                        r"(?:[ \t]+(?P<value>.*?))?[ \t]*$")
@@ -122,7 +122,6 @@ def shown_properties(props: str, redactor: Any) -> str:
     """A note's frontmatter (JSON, as rows carry it) as an agent is shown it: each value that
     :func:`hides_value` hides replaced by the redaction mark (a list's items one by one; a
     nested mapping's values under their own keys). The same text when nothing is hidden."""
-    from hybrid.store.agent.redact import REDACTED
     try:
         value = json.loads(props)
     except ValueError:
