@@ -9,13 +9,14 @@ cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` 
 browser cannot send it without a CORS preflight, which this server never grants. Bodies over
 ``limits.MAX_BODY_BYTES`` get 413 before they are read in full (on ``/mcp`` the cap leaves room
 for a ``proposal_max_chars`` proposal in any characters, and a refusal there is a JSON-RPC
-error the agent's client shows). With a token (``--token`` /
-``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` and the
-page's needs ``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session
-or that header themselves (:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client
-address, on every route and the sign-in form alike (:class:`~hybrid.faces.ui.session.Throttle`): an
-address that sent too many gets 429 with ``Retry-After``, its token unchecked, while other
-addresses, and requests carrying the owner key or a session, are served as before. The client
+error the agent's client shows). With a token (``--token`` / ``HYBRID_TOKEN``; required for a
+non-loopback bind) every request but ``/health`` and the page's needs ``Authorization: Bearer
+<token>`` (401); the page's routes need a signed-in session or that header themselves
+(:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client host (every loopback
+address is one) and for all clients together, on every route and the sign-in form alike
+(:class:`~hybrid.faces.ui.session.Throttle`): a host that sent too many, or any host not known
+to hold the token while all together sent too many, gets 429 with ``Retry-After``, its token
+unchecked; requests carrying the owner key or a session are served as before. The client
 address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one
 per request.
 

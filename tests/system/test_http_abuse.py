@@ -1,12 +1,14 @@
 """No way in over HTTP: each test a reproduction from the adversarial review of `hybrid serve
---http`. Token guessing is throttled per client address on every route that checks the token
-(the bearer header on /api/search, /ui/api/*, /mcp, and the sign-in form), never the owner at
-another address or with the owner key or a session; signing out ends the session on the server
+--http`. Token guessing is throttled per client host (every loopback address one host) on
+every route that checks the token (the bearer header on /api/search, /ui/api/*, /mcp, and the
+sign-in form), and for all clients together, never the owner at another address or with the
+owner key or a session, nor a client already in use; signing out ends the session on the server
 (one, or everywhere; across restarts; a damaged revocation file signs everyone out); slow
 clients are cut off (a request's head, its body) and the connections are capped; /health
 answers while searches hold the handle. In-process through Starlette's TestClient where the
 socket is not the point; real `hybrid serve --http` subprocesses, or uvicorn in a thread where
 a test patches the server, on 127.0.0.1 (slow)."""
+import contextlib
 import http.client
 import json
 import selectors
@@ -28,6 +30,7 @@ from hybrid.faces.http import build_app
 from hybrid.faces.http_guard import SHED_AFTER, protocol_class
 from hybrid.faces.ui import session as session_mod
 from hybrid.faces.ui.session import (
+    ALL_FAILURES,
     FAILURE_WINDOW,
     MAX_FAILURES,
     SESSION_DAYS,
@@ -168,11 +171,79 @@ def test_a_request_without_a_token_is_no_guess(server):
     assert ask(server, "/api/search", ATTACKER, TOKEN).status_code == 200
 
 
-def test_the_throttle_remembers_a_bounded_number_of_addresses():
-    t = Throttle(max_clients=64)
-    for i in range(10_000):  # an attacker with many addresses
+def test_the_throttle_remembers_a_bounded_number_of_clients():
+    now = [0.0]
+    t = Throttle(max_clients=64, clock=lambda: now[0])
+    for i in range(10_000):  # many addresses, each late enough for the bound on all to let it try
+        now[0] += FAILURE_WINDOW / ALL_FAILURES
         assert t.check(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", "guess", TOKEN) is False
-    assert t.clients == 64
+    assert 0 < t.clients <= 64
+
+
+def test_forgetting_clients_never_resets_a_guessers_count():
+    t = Throttle(max_clients=64)
+    for _ in range(MAX_FAILURES):
+        assert t.check(ATTACKER, "guess", TOKEN) is False
+    for i in range(10_000):  # guesses from other addresses, to push the guesser out of memory
+        with contextlib.suppress(Throttled):
+            t.check(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", "guess", TOKEN)
+    assert t.clients <= 64
+    with pytest.raises(Throttled):
+        t.check(ATTACKER, TOKEN, TOKEN)
+
+
+def test_every_loopback_address_is_one_client():
+    peers = ["127.0.0.1", "127.0.0.2", "127.200.1.9", "::1", "::ffff:127.0.0.3"]
+    assert len(peers) == MAX_FAILURES
+    t = Throttle()
+    for peer in peers:
+        assert t.check(peer, "guess", TOKEN) is False
+    with pytest.raises(Throttled) as exc:
+        t.check("127.9.9.9", TOKEN, TOKEN)  # a fresh loopback address is the same host: unchecked
+    assert not exc.value.everyone and "from your address" in str(exc.value)
+    assert client_key("127.1.2.3") == client_key("::1") == client_key("::ffff:127.0.0.1") == "loopback"
+    assert t.check("10.0.0.1", TOKEN, TOKEN)  # another host
+
+
+def test_rotating_addresses_meet_one_bound_for_all_clients():
+    now = [1000.0]
+    t = Throttle(clock=lambda: now[0])
+    assert t.check(OWNER_AT, TOKEN, TOKEN)  # a client in use before the flood (an MCP client)
+    outcomes: Counter = Counter()
+    for i in range(1000):
+        try:
+            outcomes[t.check(f"10.{i // 256}.{i % 256}.1", f"guess{i}", TOKEN)] += 1
+        except Throttled as exc:
+            assert exc.everyone and 1 <= exc.retry_after <= FAILURE_WINDOW
+            outcomes["throttled"] += 1
+    assert outcomes == {False: ALL_FAILURES, "throttled": 1000 - ALL_FAILURES}
+    with pytest.raises(Throttled) as exc:  # first seen during the flood: not checked, the right token neither
+        t.check(OTHER, TOKEN, TOKEN)
+    assert "sent to this server lately" in str(exc.value)
+    assert t.check(OWNER_AT, TOKEN, TOKEN)  # the client in use keeps working
+    assert t.check(OWNER_AT, "typo", TOKEN) is False  # its wrong tokens count, as anyone's
+    now[0] += 2 * FAILURE_WINDOW / ALL_FAILURES  # the typo's and one more guess's worth drain
+    assert t.check("10.99.0.1", "guess", TOKEN) is False
+    with pytest.raises(Throttled):
+        t.check("10.99.0.2", "guess", TOKEN)
+    now[0] += FAILURE_WINDOW  # a quiet minute: everyone's tokens are checked again
+    assert t.check(OTHER, TOKEN, TOKEN)
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_a_guesser_with_many_addresses_locks_out_no_one_in_use(server):
+    assert ask(server, "/mcp", OWNER_AT, TOKEN).status_code == 200  # an MCP client, before the flood
+    statuses = Counter(ask(server, "/api/search", f"2001:db8:{i:x}::1", f"guess{i}").status_code
+                       for i in range(ALL_FAILURES + 20))  # a fresh /64 each time
+    assert statuses == {401: ALL_FAILURES, 429: 20}
+    r = ask(server, "/api/search", "2001:db8:ffff::1", TOKEN)  # a new client's right token: unchecked
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert form(server, OTHER, TOKEN).status_code == 429  # the sign-in form shares the bound
+    for path in ROUTES:  # but the client in use, ...
+        assert ask(server, path, OWNER_AT, TOKEN).status_code == 200
+    assert ask(server, "/api/search", OTHER, TOKEN, **{"X-Hybrid-Owner": OWNER}).status_code == 200  # the owner key
+    sign_in(server)  # and a session (`hybrid ui`)
+    assert ask(server, "/ui/api/search", OTHER, "guess").status_code == 200
 
 
 def test_an_ipv6_host_gets_one_budget_for_its_whole_64():
@@ -303,21 +374,21 @@ def test_guessing_the_token_of_a_real_server(serve):
     statuses: Counter = Counter()
     for i in range(60):
         path = list(ROUTES)[i % len(ROUTES)]
-        # a fresh X-Forwarded-For each time: uvicorn would believe it from a loopback peer
-        status, headers, _ = raw(s.port, "POST", path, json.dumps(ROUTES[path]).encode(),
+        # a fresh source address each time (all of 127.0.0.0/8 is this host on Linux) and a fresh
+        # X-Forwarded-For (uvicorn would believe it from a loopback peer): one client all along
+        source = f"127.0.{i // 250}.{i % 250 + 2}" if sys.platform == "linux" else None
+        status, headers, _ = raw(s.port, "POST", path, json.dumps(ROUTES[path]).encode(), source,
                                  Authorization=f"Bearer guess{i}", **{"X-Forwarded-For": f"10.9.{i}.1"})
         statuses[status] += 1
         if status == 429:
             assert int(headers["retry-after"]) >= 1
     assert statuses == {401: MAX_FAILURES, 429: 60 - MAX_FAILURES}
-    owner_key = json.loads(s.info.read_text())["owner_key"]  # `hybrid query` from the same address
+    owner_key = json.loads(s.info.read_text())["owner_key"]  # `hybrid query` from the same host
     status, _, body = raw(s.port, "POST", "/api/search", b'{"query": "tailscale"}', Authorization=f"Bearer {TOKEN}",
                           **{"X-Hybrid-Owner": owner_key})
     assert status == 200 and answer_passages(json.loads(body))
-    if sys.platform == "linux":  # all of 127.0.0.0/8 is this host: a second client address
-        init = json.dumps(INIT).encode()
-        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization=f"Bearer {TOKEN}")[0] == 200
-        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization="Bearer typo")[0] == 401
+    # another local process with the right token is the same client: it waits too, unchecked
+    assert raw(s.port, "POST", "/mcp", json.dumps(INIT).encode(), Authorization=f"Bearer {TOKEN}")[0] == 429
 
 
 def wait_closed(socks: list[socket.socket], within: float) -> float:
