@@ -20,12 +20,13 @@ unchecked; requests carrying the owner key or a session are served as before. Th
 address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one
 per request.
 
-Slow or too many clients: a request's head must arrive within ``http_header_timeout`` seconds
-of connecting (or of the previous answer), its body within ``http_body_timeout`` (408), or the
-connection is closed. Past :data:`MAX_CONNECTIONS` open connections a new one closes the one
-that has waited longest between requests (never one being answered, nor one that connected a
-moment ago), or gets 503 when there is none. ``/health`` touches neither the index nor the
-handle's lock, so it answers while searches queue.
+Slow or too many clients: a request's head must arrive within ``http_header_timeout`` seconds of
+connecting (or of the previous answer), its body within ``http_body_timeout`` (408), or the
+connection is closed. Past :data:`MAX_CONNECTIONS` open connections a new one displaces the
+connection that has waited on its client longest (silent, half a head, half a body, an answer it
+does not read, idle between requests; never one being answered), or gets 503 when every other
+one is being answered. ``/health`` touches neither the index nor the handle's lock, so it
+answers while searches queue.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ import hmac
 import ipaddress
 import json
 import re
-import time
 from asyncio import TimerHandle
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from hybrid.core.errors import HybridError
@@ -48,7 +49,6 @@ WILDCARD_BINDS = {"0.0.0.0", "::"}
 _HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::(?P<port>[0-9]{1,5}))?$")
 _ORIGIN_RE = re.compile(r"^https?://(?P<host>[^/?#@]+)$")
 MAX_CONNECTIONS = 1000  # open connections (fewer when the process may open few files)
-SHED_AFTER = 1.0        # seconds a connection must have waited between requests before it is shed
 
 
 def normalize_host(value: str) -> str | None:
@@ -261,22 +261,36 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset
 def protocol_class(header_timeout: float, max_connections: int | None = None):
     """uvicorn's h11 protocol plus what uvicorn lacks: a deadline for each request's head (a
     client trickling header bytes, or sending none, gets 408 and its connection closed after
-    ``header_timeout`` seconds), and a cap on open connections that sheds the longest-waiting
-    connection between requests (silent, half a head, or idle keep-alive) before it refuses one.
+    ``header_timeout`` seconds), and a cap on open connections. Past the cap a newcomer
+    displaces the connection that has waited on its client longest, and is refused (503) only
+    when every other connection is being answered.
 
-    It relies on three things of ``H11Protocol`` (uvicorn 0.54; tests pin them): ``connections``
-    is the server's set of open protocols, ``cycle`` is replaced when a request's head has been
-    read, and ``cycle.response_complete`` says a response went out."""
+    Waiting on its client: connected and silent, half a request's head, a head read and its body
+    still arriving, an answer it does not read (the write buffer is full), or idle between
+    requests. Only a request read whole, until its answer went out, is being answered. A
+    flooder's half-sent requests so make room for every newcomer, and a real client's request is
+    displaced only if as many connections as the cap arrived between its connecting and its
+    head's arriving (there was once a second's grace for a fresh connection instead, and 1,100
+    half heads renewed each second kept every endpoint at 503).
+
+    It relies on these things of ``H11Protocol`` (uvicorn 0.54-0.55; tests pin them):
+    ``connections`` is the server's set of open protocols, ``cycle`` is replaced when a
+    request's head has been read, ``cycle.more_body`` says its body is still arriving,
+    ``cycle.response_complete`` that its answer went out, and ``flow.write_paused`` that the
+    transport holds more than it may until the client reads."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
     cap = max_connections or connection_cap()
+    # the connections waiting on their client, the one waiting longest first
+    waiting: OrderedDict[H11Protocol, None] = OrderedDict()
 
     class Protocol(H11Protocol):
         head_timer: TimerHandle | None = None
-        waiting_since = 0.0  # when it last became idle (monotonic): the longest-waiting go first
 
         def connection_made(self, transport):
             super().connection_made(transport)
+            self._track(anew=True)
             if len(self.connections) > cap and not self._shed():
+                waiting.pop(self, None)
                 transport.write(_BUSY)
                 transport.close()
                 return
@@ -292,12 +306,22 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
             if self.cycle is not cycle and self.head_timer is not None:  # its head was read
                 self.head_timer.cancel()
                 self.head_timer = None
+            self._track(anew=self.cycle is not cycle)
 
         def on_response_complete(self) -> None:
-            self.waiting_since = time.monotonic()
             super().on_response_complete()
+            self._track(anew=True)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._track(anew=True)  # its answer waits for the client to read what it was sent
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._track(anew=False)
 
         def connection_lost(self, exc: Exception | None) -> None:
+            waiting.pop(self, None)
             if self.head_timer is not None:
                 self.head_timer.cancel()
                 self.head_timer = None
@@ -307,8 +331,23 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
             """Between requests: none yet, or the last one answered."""
             return self.cycle is None or self.cycle.response_complete
 
+        def answering(self) -> bool:
+            """A request read whole (head and body) whose answer is being made or sent, and not
+            held up by a client that does not read it."""
+            return (self.cycle is not None and not self.cycle.response_complete and not self.cycle.more_body
+                    and not self.flow.write_paused)
+
+        def _track(self, anew: bool) -> None:
+            """Keep this connection in ``waiting`` exactly while it is not being answered;
+            ``anew``: it starts waiting now (connected, answered, a head read), so it goes last.
+            A head arriving in pieces keeps its place: the longest unfinished go first."""
+            if self.answering():
+                waiting.pop(self, None)
+            elif anew or self not in waiting:
+                waiting[self] = None
+                waiting.move_to_end(self)
+
         def _await_head(self) -> None:
-            self.waiting_since = time.monotonic()
             self.head_timer = self.loop.call_later(header_timeout, self._too_slow)
 
         def _too_slow(self) -> None:
@@ -318,15 +357,14 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
                 self.transport.close()
 
         def _shed(self) -> bool:
-            """Close the connection that has waited longest between requests, if for more than
-            :data:`SHED_AFTER` seconds (a fresh one's head may be on its way); False when there
-            is none such."""
-            since = time.monotonic() - SHED_AFTER
-            idle = [c for c in self.connections if c is not self and isinstance(c, Protocol)
-                    and c.idle() and c.waiting_since < since and not c.transport.is_closing()]
-            if not idle:
+            """Close the connection that has waited on its client longest (one already closing
+            makes the room by itself); False when all others are being answered."""
+            for victim in waiting:
+                if victim is not self:
+                    break
+            else:
                 return False
-            victim = min(idle, key=lambda c: c.waiting_since)
+            del waiting[victim]
             victim.transport.close()
             return True
     return Protocol
