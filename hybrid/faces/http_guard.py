@@ -8,17 +8,18 @@ one of those hosts (``Origin: null`` is refused): 403 otherwise, which defeats D
 cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` (415), so a
 browser cannot send it without a CORS preflight, which this server never grants. Bodies over
 ``limits.MAX_BODY_BYTES`` get 413 before they are read in full (on ``/mcp`` the cap leaves room
-for a ``proposal_max_chars`` proposal in any characters, and a refusal there is a JSON-RPC
-error the agent's client shows). With a token (``--token`` / ``HYBRID_TOKEN``; required for a
-non-loopback bind) every request but ``/health`` and the page's needs ``Authorization: Bearer
-<token>`` (401); the page's routes need a signed-in session or that header themselves
-(:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client host (every loopback
-address is one) and for all clients together, on every route and the sign-in form alike
-(:class:`~hybrid.faces.ui.session.Throttle`): a host that sent too many, or any host not known
-to hold the token while all together sent too many, gets 429 with ``Retry-After``, its token
-unchecked; requests carrying the owner key or a session are served as before. The client
-address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one
-per request.
+for a ``proposal_max_chars`` proposal in any characters, and a refusal there is a JSON-RPC error
+the agent's client shows); a JSON body holding a string that is not text (an unpaired surrogate)
+gets 400 naming where, whichever route it is for. With a token (``--token`` / ``HYBRID_TOKEN``;
+required for a non-loopback bind) every request but ``/health`` and the page's needs
+``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session or that
+header themselves (:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client host
+(every loopback address is one) and for all clients together, on every route and the sign-in
+form alike (:class:`~hybrid.faces.ui.session.Throttle`): a host that sent too many, or any host
+not known to hold the token while all together sent too many, gets 429 with ``Retry-After``, its
+token unchecked; requests carrying the owner key or a session are served as before. The client
+address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one per
+request.
 
 Slow or too many clients: a request's head must arrive within ``http_header_timeout`` seconds of
 connecting (or of the previous answer), its body within ``http_body_timeout`` (408), or the
@@ -42,7 +43,7 @@ from collections.abc import Iterable
 from hybrid.core.errors import HybridError
 from hybrid.faces.ui.routes import ui_path, with_security_headers
 from hybrid.faces.ui.session import Throttle, Throttled
-from hybrid.retrieval.limits import MAX_BODY_BYTES
+from hybrid.retrieval.limits import MAX_BODY_BYTES, BadSearchArgs, check_texts
 
 WILDCARD_BINDS = {"0.0.0.0", "::"}
 # host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it
@@ -139,6 +140,9 @@ class Guard:
                                 self.body_timeout)
         if body is None:
             return None
+        if not isinstance(body, tuple):
+            unreadable = _unreadable_json(body)
+            body = (400, unreadable) if unreadable else body
         if isinstance(body, tuple):
             # an MCP client shows a JSON-RPC error's message to the agent, anything else as
             # "Server returned an error response"
@@ -204,6 +208,28 @@ async def _receive_all(receive, limit: int) -> bytes | tuple | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+# JSON's escape of a UTF-16 surrogate: only then can a decoded string fail to be text
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _unreadable_json(body: bytes) -> str | None:
+    """The one-line refusal of a JSON body holding a string that is not text (an unpaired
+    surrogate, :func:`~hybrid.retrieval.limits.check_texts`), naming where; None otherwise.
+    Here, once for every route: each route's own code would fail on it somewhere else (a path,
+    the index, the answer's encoding). A body that is not JSON is left to its route to refuse."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        check_texts(parsed)
+    except BadSearchArgs as exc:
+        return str(exc)
+    return None
 
 
 def _too_large(limit: int) -> str:

@@ -25,7 +25,7 @@ from pydantic import Field
 from hybrid.core.errors import HybridError
 from hybrid.core.version import version
 from hybrid.retrieval.hits import confidence_label
-from hybrid.retrieval.limits import MAX_TOP_K_MCP, BadSearchArgs
+from hybrid.retrieval.limits import MAX_TOP_K_MCP, BadSearchArgs, check_texts
 from hybrid.retrieval.request import OPTIONS, QUERY_HELP, SearchRequest, from_options, option_help
 from hybrid.retrieval.result import answer_passages
 
@@ -149,6 +149,8 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
                               "args": {k: v for k, v in args.items() if v is not None}}
     started = time.perf_counter()
     try:
+        # one check for every tool: a string no UTF-8 text holds fails deep inside otherwise
+        check_texts(args)
         result = call()
     except (HybridError, ToolError) as exc:
         record.update(returned=[], count=0, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
