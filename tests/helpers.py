@@ -303,6 +303,35 @@ def app_server(h, token: str | None = None, owner_key: str = "OWNER-KEY", watche
         yield f"http://127.0.0.1:{port}"
 
 
+MCP_ACCEPT = "application/json, text/event-stream"  # what an MCP client sends
+
+
+def raw_http(port: int, method: str, path: str, body: bytes = b"", source: str | None = None,
+             **headers: str) -> tuple[int, dict[str, str], bytes]:
+    """One request to 127.0.0.1:``port`` on a connection of its own (from address ``source``
+    when given, e.g. another 127.x): (status, lower-cased headers, body). JSON and MCP's Accept
+    by default."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                      source_address=(source, 0) if source else None)
+    try:
+        conn.request(method, path, body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                                          "Accept": MCP_ACCEPT, **headers})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def health_ok(port: int, timeout: float = 30) -> float:
+    """Seconds ``GET /health`` took on 127.0.0.1:``port``, asserted to be a 200."""
+    import urllib.request
+    t0 = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=timeout) as resp:
+        assert resp.status == 200
+    return time.monotonic() - t0
+
+
 def hash_home(home: Path, vault: Path) -> Path:
     """A config whose default embedder is the hash embedder (so server subprocesses use it
     too), with ``vault`` indexed as ``vault``."""

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 
 class HybridError(Exception):
-    """Base class: a problem the user can fix. ``str(err)`` is a complete one-line message."""
+    """Base class: a problem the user can fix. ``str(err)`` is a complete one-line message.
+    ``for_agents``: the line an agent (MCP, ``/api/*`` without the owner key) is told instead,
+    when the message is for the owner only; None: the message itself."""
+
+    for_agents: str | None = None
 
 
 class ConfigError(HybridError):
@@ -17,7 +21,11 @@ class VaultError(HybridError):
 
 
 class ModelUnavailable(HybridError):
-    """The configured embedding model is not installed or not reachable."""
+    """The configured embedding model is not installed or not reachable. Its message may name a
+    server's address, quote its answer or name a path here: agents are told only this much."""
+
+    for_agents: str | None = ("a model this search needs is unavailable; the owner can see details in "
+                              "the server's log")
 
 
 class EmbedderMismatch(HybridError):

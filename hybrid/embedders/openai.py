@@ -35,7 +35,7 @@ class OpenAIEmbedder(ServedEmbedder):
         self.options = options
         self.base_url = openai_url(options)
         self.endpoint = Endpoint(self.base_url, options.openai_api_key_env, options.remote_timeout,
-                                 options.remote_retries, f"embeddings {self.id}")
+                                 options.remote_retries, f"embeddings {self.id}", role="embedding")
         self.batch_size = max(1, options.batch_size)
         self.max_tokens = MAX_TOKENS
 
@@ -57,7 +57,7 @@ class OpenAIEmbedder(ServedEmbedder):
         return vectors
 
     def _bad(self, what: str) -> ModelUnavailable:
-        return ModelUnavailable(f"embeddings {self.id} at {self.base_url}/embeddings returned {what}")
+        return self.endpoint.bad_answer("/embeddings", what)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np

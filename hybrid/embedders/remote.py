@@ -15,7 +15,10 @@ rules they share live here, once:
   refuses to send text off the machine: it fails closed.
 - **How.** :class:`Endpoint` posts JSON with a per-request timeout, retries 429 and 5xx
   answers and dropped connections with exponential backoff (honouring ``Retry-After``), and
-  fails with one line that names the endpoint and never the key. The key comes from an
+  fails with one line that names the endpoint and never the key: a server quoting it back, in
+  any letter case, whole or any :data:`MIN_ECHO` characters of it, is masked
+  (:func:`mask_key`). That line is the owner's (the CLI, the server's log); an agent is told
+  only which server is unavailable (``EndpointError.for_agents``). The key comes from an
   environment variable the settings name (``OPENAI_API_KEY`` by default), never from the
   config file.
 """
@@ -39,6 +42,10 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 BACKOFF = 0.5          # seconds before the first retry; doubled each time
 MAX_BACKOFF = 20.0     # … up to this; a Retry-After above it is capped to it
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# A stretch of the key this long, in any letter case, is masked wherever a server quotes it:
+# shorter ones turn up in ordinary words by chance (a key holding "model" or "1234"), and seven
+# random characters of a key leave the rest of it to guess.
+MIN_ECHO = 8
 
 
 @dataclass(frozen=True)
@@ -144,23 +151,55 @@ def api_key(env_name: str) -> str:
     return os.environ.get(env_name, "").strip() if env_name else ""
 
 
-class EndpointError(ModelUnavailable):
-    """A model server's refusal, with its HTTP status (0: no answer)."""
+def mask_key(text: str, key: str) -> str:
+    """``text`` with ``[key]`` wherever it holds ``key`` in any letter case, whole or any stretch
+    of :data:`MIN_ECHO` characters of it (all of a shorter key): a server's error may quote the
+    key upper-cased, or its start and end around asterisks."""
+    if not key:
+        return text
+    n = min(MIN_ECHO, len(key))
+    folded_key, folded = _fold(key), _fold(text)
+    pieces = {folded_key[i:i + n] for i in range(len(folded_key) - n + 1)}
+    hit = [False] * len(text)
+    for i in range(len(text) - n + 1):
+        if folded[i:i + n] in pieces:
+            hit[i:i + n] = [True] * n
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if not hit[i]:
+            out.append(ch)
+        elif i == 0 or not hit[i - 1]:
+            out.append("[key]")
+    return "".join(out)
 
-    def __init__(self, text: str, status: int = 0):
+
+def _fold(text: str) -> str:
+    """Lower case, one character for one (so positions in it are positions in ``text``)."""
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
+class EndpointError(ModelUnavailable):
+    """A model server's failure: a refusal, no answer, or an answer that is not what was asked;
+    ``status`` is the HTTP status of a refusal (0 otherwise). An agent is told only which
+    server (``role``: embedding, reranking) is unavailable."""
+
+    def __init__(self, text: str, status: int = 0, role: str = "model"):
         super().__init__(text)
         self.status = status
+        self.for_agents = f"the {role} server is unavailable; the owner can see details in the server's log"
 
 
 class Endpoint:
     """JSON over HTTP to one model server, with retries; see the module docstring."""
 
-    def __init__(self, base_url: str, key_env: str, timeout: float, retries: int, label: str):
+    def __init__(self, base_url: str, key_env: str, timeout: float, retries: int, label: str,
+                 role: str = "model"):
         self.base_url = base_url.rstrip("/")
         self.key_env = key_env
         self.timeout = timeout
         self.retries = retries
         self.label = label   # "OpenAI-compatible embeddings", named in every error
+        self.role = role     # "embedding", "reranking": what an agent is told is unavailable
         self._client: Any = None
 
     def _http(self) -> Any:
@@ -170,10 +209,12 @@ class Endpoint:
         return self._client
 
     def _fail(self, path: str, why: str, key: str, status: int = 0) -> EndpointError:
-        text = f"{self.label} at {self.base_url}{path} failed: {why}"
-        if key:
-            text = text.replace(key, "[key]")
-        return EndpointError(" ".join(text.split()), status)
+        text = mask_key(f"{self.label} at {self.base_url}{path} failed: {why}", key)
+        return EndpointError(" ".join(text.split()), status, self.role)
+
+    def bad_answer(self, path: str, what: str) -> EndpointError:
+        """The error for an answer that is not what was asked (``what`` it returned)."""
+        return EndpointError(f"{self.label} at {self.base_url}{path} returned {what}", 0, self.role)
 
     def post(self, path: str, body: dict) -> Any:
         """The decoded JSON answer to ``body`` posted at ``path``; ModelUnavailable (one line)

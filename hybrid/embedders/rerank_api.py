@@ -36,11 +36,11 @@ class RerankAPIReranker:
         self.options = options
         self.base_url = rerank_url(options)
         self.endpoint = Endpoint(self.base_url, options.rerank_api_key_env, options.remote_timeout,
-                                 options.remote_retries, f"reranker {self.id}")
+                                 options.remote_retries, f"reranker {self.id}", role="reranking")
         self.shape = "cohere"  # or "tei", once a server asked for it
 
     def _bad(self, what: str) -> ModelUnavailable:
-        return ModelUnavailable(f"reranker {self.id} at {self.base_url}/rerank returned {what}")
+        return self.endpoint.bad_answer("/rerank", what)
 
     def _ask(self, query: str, docs: list[str]) -> object:
         if self.shape == "cohere":

@@ -124,7 +124,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     except BadSearchArgs as exc:
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
-        status, data = 422, {"error": str(exc)}
+        status, data = refusal(exc, agent_client, "/api/search")
     except Exception as exc:  # a bug: logged whole; the caller (and the audit log) get one line
         from hybrid.faces.mcp import internal_error
         log.exception("/api/search: internal error")
@@ -137,6 +137,16 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
               "returned": returned, "count": len(returned), "error": data.get("error")}
     refused = record_call(h.config.data, h.settings, record, started)
     return (503, {"error": refused}) if refused else (status, data)
+
+
+def refusal(exc: HybridError, agent_client: str | None, route: str) -> tuple[int, dict]:
+    """(status, body) of a call refused with ``exc``: its line, 422; to an agent, when the line
+    is the owner's only (``for_agents``: a model server's address and answer), 503 with a
+    plain line, the details going to the server's log."""
+    if agent_client is not None and exc.for_agents:
+        from hybrid.faces.mcp import told_agent
+        return 503, {"error": told_agent(exc, route)}
+    return 422, {"error": str(exc).splitlines()[0]}
 
 
 def api_related_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[int, dict]:
@@ -163,7 +173,7 @@ def api_related_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[
     except BadSearchArgs as exc:
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
-        status, data = 422, {"error": str(exc).splitlines()[0]}
+        status, data = refusal(exc, agent_client, "/api/related")
     except Exception as exc:  # a bug: logged whole; the caller (and the audit log) get one line
         log.exception("/api/related: internal error")
         status, data = 500, {"error": internal_error(exc)}

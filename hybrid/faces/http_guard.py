@@ -8,23 +8,26 @@ one of those hosts (``Origin: null`` is refused): 403 otherwise, which defeats D
 cross-site pages. ``POST /api/search`` needs ``Content-Type: application/json`` (415), so a
 browser cannot send it without a CORS preflight, which this server never grants. Bodies over
 ``limits.MAX_BODY_BYTES`` get 413 before they are read in full (on ``/mcp`` the cap leaves room
-for a ``proposal_max_chars`` proposal in any characters, and a refusal there is a JSON-RPC
-error the agent's client shows). With a token (``--token`` /
-``HYBRID_TOKEN``; required for a non-loopback bind) every request but ``/health`` and the
-page's needs ``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session
-or that header themselves (:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client
-address, on every route and the sign-in form alike (:class:`~hybrid.faces.ui.session.Throttle`): an
-address that sent too many gets 429 with ``Retry-After``, its token unchecked, while other
-addresses, and requests carrying the owner key or a session, are served as before. The client
-address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one
-per request.
+for a ``proposal_max_chars`` proposal in any characters, and a refusal there is a JSON-RPC error
+the agent's client shows); a JSON body holding a string that is not text (an unpaired surrogate)
+gets 400 naming where, whichever route it is for. With a token (``--token`` / ``HYBRID_TOKEN``;
+required for a non-loopback bind) every request but ``/health`` and the page's needs
+``Authorization: Bearer <token>`` (401); the page's routes need a signed-in session or that
+header themselves (:mod:`hybrid.faces.ui.session`). Wrong tokens are counted per client host
+(every loopback address is one) and for all clients together, on every route and the sign-in
+form alike (:class:`~hybrid.faces.ui.session.Throttle`): a host that sent too many, or any host
+not known to hold the token while all together sent too many, gets 429 with ``Retry-After``, its
+token unchecked; requests carrying the owner key or a session are served as before. The client
+address is the socket's: ``X-Forwarded-For`` is ignored, or a guesser would pick a fresh one per
+request.
 
-Slow or too many clients: a request's head must arrive within ``http_header_timeout`` seconds
-of connecting (or of the previous answer), its body within ``http_body_timeout`` (408), or the
-connection is closed. Past :data:`MAX_CONNECTIONS` open connections a new one closes the one
-that has waited longest between requests (never one being answered, nor one that connected a
-moment ago), or gets 503 when there is none. ``/health`` touches neither the index nor the
-handle's lock, so it answers while searches queue.
+Slow or too many clients: a request's head must arrive within ``http_header_timeout`` seconds of
+connecting (or of the previous answer), its body within ``http_body_timeout`` (408), or the
+connection is closed. Past :data:`MAX_CONNECTIONS` open connections a new one displaces the
+connection that has waited on its client longest (silent, half a head, half a body, an answer it
+does not read, idle between requests; never one being answered), or gets 503 when every other
+one is being answered. ``/health`` touches neither the index nor the handle's lock, so it
+answers while searches queue.
 """
 
 from __future__ import annotations
@@ -33,21 +36,20 @@ import hmac
 import ipaddress
 import json
 import re
-import time
 from asyncio import TimerHandle
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from hybrid.core.errors import HybridError
 from hybrid.faces.ui.routes import ui_path, with_security_headers
 from hybrid.faces.ui.session import Throttle, Throttled
-from hybrid.retrieval.limits import MAX_BODY_BYTES
+from hybrid.retrieval.limits import MAX_BODY_BYTES, BadSearchArgs, check_texts
 
 WILDCARD_BINDS = {"0.0.0.0", "::"}
 # host[:port] or [ipv6][:port]; no userinfo, path or whitespace can sneak past it
 _HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::(?P<port>[0-9]{1,5}))?$")
 _ORIGIN_RE = re.compile(r"^https?://(?P<host>[^/?#@]+)$")
 MAX_CONNECTIONS = 1000  # open connections (fewer when the process may open few files)
-SHED_AFTER = 1.0        # seconds a connection must have waited between requests before it is shed
 
 
 def normalize_host(value: str) -> str | None:
@@ -138,6 +140,9 @@ class Guard:
                                 self.body_timeout)
         if body is None:
             return None
+        if not isinstance(body, tuple):
+            unreadable = _unreadable_json(body)
+            body = (400, unreadable) if unreadable else body
         if isinstance(body, tuple):
             # an MCP client shows a JSON-RPC error's message to the agent, anything else as
             # "Server returned an error response"
@@ -205,6 +210,28 @@ async def _receive_all(receive, limit: int) -> bytes | tuple | None:
             return b"".join(chunks)
 
 
+# JSON's escape of a UTF-16 surrogate: only then can a decoded string fail to be text
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _unreadable_json(body: bytes) -> str | None:
+    """The one-line refusal of a JSON body holding a string that is not text (an unpaired
+    surrogate, :func:`~hybrid.retrieval.limits.check_texts`), naming where; None otherwise.
+    Here, once for every route: each route's own code would fail on it somewhere else (a path,
+    the index, the answer's encoding). A body that is not JSON is left to its route to refuse."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        check_texts(parsed)
+    except BadSearchArgs as exc:
+        return str(exc)
+    return None
+
+
 def _too_large(limit: int) -> str:
     return f"request body too large ({limit:,} bytes is this server's limit for one request)"
 
@@ -260,22 +287,36 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset
 def protocol_class(header_timeout: float, max_connections: int | None = None):
     """uvicorn's h11 protocol plus what uvicorn lacks: a deadline for each request's head (a
     client trickling header bytes, or sending none, gets 408 and its connection closed after
-    ``header_timeout`` seconds), and a cap on open connections that sheds the longest-waiting
-    connection between requests (silent, half a head, or idle keep-alive) before it refuses one.
+    ``header_timeout`` seconds), and a cap on open connections. Past the cap a newcomer
+    displaces the connection that has waited on its client longest, and is refused (503) only
+    when every other connection is being answered.
 
-    It relies on three things of ``H11Protocol`` (uvicorn 0.54; tests pin them): ``connections``
-    is the server's set of open protocols, ``cycle`` is replaced when a request's head has been
-    read, and ``cycle.response_complete`` says a response went out."""
+    Waiting on its client: connected and silent, half a request's head, a head read and its body
+    still arriving, an answer it does not read (the write buffer is full), or idle between
+    requests. Only a request read whole, until its answer went out, is being answered. A
+    flooder's half-sent requests so make room for every newcomer, and a real client's request is
+    displaced only if as many connections as the cap arrived between its connecting and its
+    head's arriving (there was once a second's grace for a fresh connection instead, and 1,100
+    half heads renewed each second kept every endpoint at 503).
+
+    It relies on these things of ``H11Protocol`` (uvicorn 0.54-0.55; tests pin them):
+    ``connections`` is the server's set of open protocols, ``cycle`` is replaced when a
+    request's head has been read, ``cycle.more_body`` says its body is still arriving,
+    ``cycle.response_complete`` that its answer went out, and ``flow.write_paused`` that the
+    transport holds more than it may until the client reads."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
     cap = max_connections or connection_cap()
+    # the connections waiting on their client, the one waiting longest first
+    waiting: OrderedDict[H11Protocol, None] = OrderedDict()
 
     class Protocol(H11Protocol):
         head_timer: TimerHandle | None = None
-        waiting_since = 0.0  # when it last became idle (monotonic): the longest-waiting go first
 
         def connection_made(self, transport):
             super().connection_made(transport)
+            self._track(anew=True)
             if len(self.connections) > cap and not self._shed():
+                waiting.pop(self, None)
                 transport.write(_BUSY)
                 transport.close()
                 return
@@ -291,12 +332,22 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
             if self.cycle is not cycle and self.head_timer is not None:  # its head was read
                 self.head_timer.cancel()
                 self.head_timer = None
+            self._track(anew=self.cycle is not cycle)
 
         def on_response_complete(self) -> None:
-            self.waiting_since = time.monotonic()
             super().on_response_complete()
+            self._track(anew=True)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self._track(anew=True)  # its answer waits for the client to read what it was sent
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._track(anew=False)
 
         def connection_lost(self, exc: Exception | None) -> None:
+            waiting.pop(self, None)
             if self.head_timer is not None:
                 self.head_timer.cancel()
                 self.head_timer = None
@@ -306,8 +357,23 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
             """Between requests: none yet, or the last one answered."""
             return self.cycle is None or self.cycle.response_complete
 
+        def answering(self) -> bool:
+            """A request read whole (head and body) whose answer is being made or sent, and not
+            held up by a client that does not read it."""
+            return (self.cycle is not None and not self.cycle.response_complete and not self.cycle.more_body
+                    and not self.flow.write_paused)
+
+        def _track(self, anew: bool) -> None:
+            """Keep this connection in ``waiting`` exactly while it is not being answered;
+            ``anew``: it starts waiting now (connected, answered, a head read), so it goes last.
+            A head arriving in pieces keeps its place: the longest unfinished go first."""
+            if self.answering():
+                waiting.pop(self, None)
+            elif anew or self not in waiting:
+                waiting[self] = None
+                waiting.move_to_end(self)
+
         def _await_head(self) -> None:
-            self.waiting_since = time.monotonic()
             self.head_timer = self.loop.call_later(header_timeout, self._too_slow)
 
         def _too_slow(self) -> None:
@@ -317,15 +383,14 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
                 self.transport.close()
 
         def _shed(self) -> bool:
-            """Close the connection that has waited longest between requests, if for more than
-            :data:`SHED_AFTER` seconds (a fresh one's head may be on its way); False when there
-            is none such."""
-            since = time.monotonic() - SHED_AFTER
-            idle = [c for c in self.connections if c is not self and isinstance(c, Protocol)
-                    and c.idle() and c.waiting_since < since and not c.transport.is_closing()]
-            if not idle:
+            """Close the connection that has waited on its client longest (one already closing
+            makes the room by itself); False when all others are being answered."""
+            for victim in waiting:
+                if victim is not self:
+                    break
+            else:
                 return False
-            victim = min(idle, key=lambda c: c.waiting_since)
+            del waiting[victim]
             victim.transport.close()
             return True
     return Protocol

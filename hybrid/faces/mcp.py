@@ -25,7 +25,7 @@ from pydantic import Field
 from hybrid.core.errors import HybridError
 from hybrid.core.version import version
 from hybrid.retrieval.hits import confidence_label
-from hybrid.retrieval.limits import MAX_TOP_K_MCP, BadSearchArgs
+from hybrid.retrieval.limits import MAX_TOP_K_MCP, BadSearchArgs, check_texts
 from hybrid.retrieval.request import OPTIONS, QUERY_HELP, SearchRequest, from_options, option_help
 from hybrid.retrieval.result import answer_passages
 
@@ -120,14 +120,21 @@ def bounds(low: float | None, high: float | None) -> dict[str, Any]:
     return {"json_schema_extra": {k: v for k, v in (("minimum", low), ("maximum", high)) if v is not None}}
 
 
-def fail(exc: Exception) -> ToolError:
-    return ToolError(str(exc))
-
-
 def internal_error(exc: BaseException) -> str:
     """One line for a failure nobody foresaw (its traceback goes to the server's log)."""
     from hybrid.core.errors import one_line
     return f"internal error ({type(exc).__name__}: {one_line(exc)}); the server logged the details"
+
+
+def told_agent(exc: Exception, where: str) -> str:
+    """The one line an agent is told of a refusal: the error's own, or its ``for_agents`` line
+    when the message is the owner's only (a model server's address and answer), which then goes
+    to the server's log."""
+    hidden = getattr(exc, "for_agents", None)
+    if hidden:
+        log.warning("%s: %s", where, exc)
+        return hidden
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def client_name(ctx: Context | None) -> str:
@@ -144,16 +151,20 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
     """Run ``call`` and append its audit record (arguments, client, returned citations, time)
     before the result goes back. A failed call is recorded with its error and re-raised as a
     tool error, whatever it raised (an unforeseen failure too: its traceback goes to the log,
-    one line to the agent); a call that cannot be recorded is refused (AuditError)."""
+    one line to the agent; a model server's failure: its details go to the log, a plain line
+    to the agent, :func:`told_agent`); a call that cannot be recorded is refused (AuditError)."""
     record: dict[str, Any] = {"tool": tool, "client": client_name(ctx),
                               "args": {k: v for k, v in args.items() if v is not None}}
     started = time.perf_counter()
     try:
+        # one check for every tool: a string no UTF-8 text holds fails deep inside otherwise
+        check_texts(args)
         result = call()
     except (HybridError, ToolError) as exc:
-        record.update(returned=[], count=0, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        told = told_agent(exc, tool)
+        record.update(returned=[], count=0, error=told)
         _append(h, record, started)
-        raise exc if isinstance(exc, ToolError) else fail(exc) from None
+        raise exc if isinstance(exc, ToolError) else ToolError(told) from None
     except Exception as exc:  # a bug, not the caller's mistake: logged whole, one line to the agent
         log.exception("%s: internal error", tool)
         error = internal_error(exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any
 
 from hybrid.core.errors import HybridError
 
@@ -99,13 +100,47 @@ def _check_strings(name: str, value) -> None:
 
 
 def _check_text(name: str, value: str) -> None:
-    """Text the indexes can take: a lone surrogate (JSON's "\\ud800", or a command-line
-    argument that was not UTF-8) cannot be encoded, and tantivy refuses it deep inside."""
+    check_texts(value, name)
+
+
+def check_texts(value: Any, where: str = "") -> None:
+    """BadSearchArgs naming the place (:func:`unreadable_text`) of the first string in
+    ``value`` that is not valid text. Each door calls it on a request's arguments as they come
+    in (the HTTP server on every JSON body, the MCP server on every tool's arguments)."""
+    at = unreadable_text(value, where)
+    if at is not None:
+        raise BadSearchArgs(f"{at} is not valid text (invalid UTF-8 or an unpaired surrogate); retype it")
+
+
+def unreadable_text(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` (a string, or the lists and objects of a decoded JSON value) a string
+    is not valid text, as a path like ``note``, ``tags[1]`` or ``params.arguments.path``; None
+    when all are. Not text: a lone surrogate (JSON's "\\ud800", or a command-line argument that
+    was not UTF-8), which cannot be encoded: the indexes, the file system and the answer's own
+    JSON fail on it deep inside. The path never holds the bad string itself."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        at, item = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                return at or "text"
+        elif isinstance(item, dict):
+            for key in reversed(list(item)):  # reversed: the first bad one in the document is named
+                name = str(key)[:40] if _encodable(str(key)) else "(a key)"
+                path = f"{at}.{name}" if at else name
+                stack.append((path, item[key]))
+                stack.append((path, str(key)))  # the key itself, before its value
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{at}[{i}]", x) for i, x in reversed(list(enumerate(item))))
+    return None
+
+
+def _encodable(text: str) -> bool:
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadSearchArgs(f"{name} is not valid text (invalid UTF-8 or an unpaired "
-                            f"surrogate); retype it") from None
+        return False
+    return True
 
 
 def _is_number(value) -> bool:

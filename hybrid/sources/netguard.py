@@ -1,10 +1,10 @@
 """Where a fetch may connect (SSRF): a bookmark is a URL someone else chose, so before every hop
 :class:`Guard` resolves the host and refuses link-local and cloud metadata addresses always,
 loopback and private ones unless the user allowed them (``fetch_private``), however the address
-is spelled (decimal, hex, octal, short, IPv4-mapped, NAT64, 6to4). The connections themselves
-are made by :class:`GuardedBackend`, which resolves and checks again and connects only to the
-addresses it checked, so a name that answers a public address to the check and a private one
-to the connection (DNS rebinding) is refused too. :mod:`hybrid.sources.fetch` follows the
+is spelled (decimal, hex, octal, short, IPv4-mapped, NAT64, 6to4, Teredo). The connections
+themselves are made by :class:`GuardedBackend`, which resolves and checks again and connects
+only to the addresses it checked, so a name that answers a public address to the check and a
+private one to the connection (DNS rebinding) is refused too. :mod:`hybrid.sources.fetch` follows the
 redirects and asks robots.txt.
 """
 
@@ -23,13 +23,24 @@ METADATA = "link-local/metadata address"
 PRIVATE = "private address"
 ROBOTS = "disallowed by robots.txt"
 PRIVATE_HINT = "set fetch_private = true to allow"
-# Cloud instance metadata (AWS, Azure, GCP, DigitalOcean … at 169.254.169.254; AWS's IPv6
-# fd00:ec2::254; Alibaba 100.100.100.200; Oracle 192.0.0.192) and the names that reach it.
+# Cloud instance metadata, refused always. Most providers answer at the link-local
+# 169.254.169.254 (AWS, Azure's IMDS, GCP, DigitalOcean, OpenStack...), which 169.254.0.0/16 and
+# fe80::/10 cover; listed one by one are those put elsewhere: AWS's IMDS over IPv6
+# fd00:ec2::254, Google's fd20:ce::254, Alibaba's 100.100.100.200, Oracle's older 192.0.0.192,
+# and Azure's wireserver 168.63.129.16, a Microsoft address that is globally routable (so no
+# property of an address can tell it) and that every Azure VM reaches on its host.
 _METADATA_NETS = tuple(ipaddress.ip_network(n) for n in (
-    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32", "192.0.0.192/32"))
+    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "fd20:ce::254/128", "100.100.100.200/32",
+    "192.0.0.192/32", "168.63.129.16/32"))
 _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata",
                              "instance-data", "instance-data.ec2.internal"})
+# Special-purpose blocks (the IANA registries) that are not globally reachable but that the
+# ipaddress of older Pythons still calls global: IETF protocol assignments (192.0.0.0/24, its
+# two anycast addresses included) and the IPv6 documentation block of 2024 (3fff::/20).
+# Everything else not public is what ipaddress says (is_global, is_multicast, is_reserved...).
+_NOT_GLOBAL = tuple(ipaddress.ip_network(n) for n in ("192.0.0.0/24", "3fff::/20"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
 # The numbers-and-dots forms the resolver reads as IPv4 (2852039166, 0xa9fea9fe, 0251.254.43518,
 # 127.1): handed to inet_aton, the C library's own parser, so the check reads them as it does.
 _NUMERIC_HOST = re.compile(r"[0-9][0-9a-fx.]*", re.I)
@@ -65,17 +76,31 @@ def _embedded_v4(ip: IPAddress) -> ipaddress.IPv4Address | None:
     return None
 
 
+def _carried_v4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address may lead to, for the metadata check: the one it is
+    routed to (:func:`_embedded_v4`), a Teredo address's server and client, and the last 32 bits
+    of a local-use NAT64 one (its /96 form; other prefix lengths place them elsewhere)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    found = [a for a in (_embedded_v4(ip),) if a is not None]
+    if ip.teredo is not None:
+        found += ip.teredo
+    if ip in _LOCAL_NAT64:
+        found.append(ipaddress.IPv4Address(ip.packed[12:]))
+    return found
+
+
 def _address_class(ip: IPAddress) -> str | None:
     """:data:`METADATA` for a link-local or cloud metadata address, :data:`PRIVATE` for any
     other address that is not public (loopback, private, unique-local, CGNAT, unspecified,
-    multicast, reserved, documentation), None for a public one. An IPv6 address carrying an
-    IPv4 one is judged by both."""
-    v4 = _embedded_v4(ip)
-    if any(a is not None and a in net for a in (ip, v4) for net in _METADATA_NETS):
+    multicast, reserved, documentation, IETF protocol assignments), None for a public one. An
+    IPv6 address carrying an IPv4 one is judged by both."""
+    if any(a in net for a in (ip, *_carried_v4(ip)) for net in _METADATA_NETS):
         return METADATA
-    judged = v4 or ip
+    judged = _embedded_v4(ip) or ip
     if (not judged.is_global or judged.is_multicast or judged.is_reserved
-            or judged.is_unspecified or getattr(judged, "is_site_local", False)):
+            or judged.is_unspecified or getattr(judged, "is_site_local", False)
+            or any(judged in net for net in _NOT_GLOBAL)):
         return PRIVATE
     return None
 

@@ -1,33 +1,26 @@
 """No way in over HTTP: each test a reproduction from the adversarial review of `hybrid serve
---http`. Token guessing is throttled per client address on every route that checks the token
-(the bearer header on /api/search, /ui/api/*, /mcp, and the sign-in form), never the owner at
-another address or with the owner key or a session; signing out ends the session on the server
-(one, or everywhere; across restarts; a damaged revocation file signs everyone out); slow
-clients are cut off (a request's head, its body) and the connections are capped; /health
-answers while searches hold the handle. In-process through Starlette's TestClient where the
-socket is not the point; real `hybrid serve --http` subprocesses, or uvicorn in a thread where
-a test patches the server, on 127.0.0.1 (slow)."""
-import http.client
+--http`. Token guessing is throttled per client host (every loopback address one host) on
+every route that checks the token (the bearer header on /api/search, /ui/api/*, /mcp, and the
+sign-in form), and for all clients together, never the owner at another address or with the
+owner key or a session, nor a client already in use; signing out ends the session on the server
+(one, or everywhere; across restarts; a damaged revocation file signs everyone out). In-process
+through Starlette's TestClient where the socket is not the point; real `hybrid serve --http`
+subprocesses on 127.0.0.1 (slow). Slow clients and the connection cap:
+test_http_connections.py."""
+import contextlib
 import json
-import selectors
-import socket
 import stat
 import sys
-import threading
-import time
-import urllib.request
 from collections import Counter
 
 import pytest
-from helpers import hash_home, uvicorn_thread
+from helpers import hash_home, raw_http
 from starlette.testclient import TestClient
 
-import hybrid.app.api
-import hybrid.faces.http
 from hybrid.faces.http import build_app
-from hybrid.faces.http_guard import SHED_AFTER, protocol_class
 from hybrid.faces.ui import session as session_mod
 from hybrid.faces.ui.session import (
+    ALL_FAILURES,
     FAILURE_WINDOW,
     MAX_FAILURES,
     SESSION_DAYS,
@@ -168,11 +161,79 @@ def test_a_request_without_a_token_is_no_guess(server):
     assert ask(server, "/api/search", ATTACKER, TOKEN).status_code == 200
 
 
-def test_the_throttle_remembers_a_bounded_number_of_addresses():
-    t = Throttle(max_clients=64)
-    for i in range(10_000):  # an attacker with many addresses
+def test_the_throttle_remembers_a_bounded_number_of_clients():
+    now = [0.0]
+    t = Throttle(max_clients=64, clock=lambda: now[0])
+    for i in range(10_000):  # many addresses, each late enough for the bound on all to let it try
+        now[0] += FAILURE_WINDOW / ALL_FAILURES
         assert t.check(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", "guess", TOKEN) is False
-    assert t.clients == 64
+    assert 0 < t.clients <= 64
+
+
+def test_forgetting_clients_never_resets_a_guessers_count():
+    t = Throttle(max_clients=64)
+    for _ in range(MAX_FAILURES):
+        assert t.check(ATTACKER, "guess", TOKEN) is False
+    for i in range(10_000):  # guesses from other addresses, to push the guesser out of memory
+        with contextlib.suppress(Throttled):
+            t.check(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", "guess", TOKEN)
+    assert t.clients <= 64
+    with pytest.raises(Throttled):
+        t.check(ATTACKER, TOKEN, TOKEN)
+
+
+def test_every_loopback_address_is_one_client():
+    peers = ["127.0.0.1", "127.0.0.2", "127.200.1.9", "::1", "::ffff:127.0.0.3"]
+    assert len(peers) == MAX_FAILURES
+    t = Throttle()
+    for peer in peers:
+        assert t.check(peer, "guess", TOKEN) is False
+    with pytest.raises(Throttled) as exc:
+        t.check("127.9.9.9", TOKEN, TOKEN)  # a fresh loopback address is the same host: unchecked
+    assert not exc.value.everyone and "from your address" in str(exc.value)
+    assert client_key("127.1.2.3") == client_key("::1") == client_key("::ffff:127.0.0.1") == "loopback"
+    assert t.check("10.0.0.1", TOKEN, TOKEN)  # another host
+
+
+def test_rotating_addresses_meet_one_bound_for_all_clients():
+    now = [1000.0]
+    t = Throttle(clock=lambda: now[0])
+    assert t.check(OWNER_AT, TOKEN, TOKEN)  # a client in use before the flood (an MCP client)
+    outcomes: Counter = Counter()
+    for i in range(1000):
+        try:
+            outcomes[t.check(f"10.{i // 256}.{i % 256}.1", f"guess{i}", TOKEN)] += 1
+        except Throttled as exc:
+            assert exc.everyone and 1 <= exc.retry_after <= FAILURE_WINDOW
+            outcomes["throttled"] += 1
+    assert outcomes == {False: ALL_FAILURES, "throttled": 1000 - ALL_FAILURES}
+    with pytest.raises(Throttled) as exc:  # first seen during the flood: not checked, the right token neither
+        t.check(OTHER, TOKEN, TOKEN)
+    assert "sent to this server lately" in str(exc.value)
+    assert t.check(OWNER_AT, TOKEN, TOKEN)  # the client in use keeps working
+    assert t.check(OWNER_AT, "typo", TOKEN) is False  # its wrong tokens count, as anyone's
+    now[0] += 2 * FAILURE_WINDOW / ALL_FAILURES  # the typo's and one more guess's worth drain
+    assert t.check("10.99.0.1", "guess", TOKEN) is False
+    with pytest.raises(Throttled):
+        t.check("10.99.0.2", "guess", TOKEN)
+    now[0] += FAILURE_WINDOW  # a quiet minute: everyone's tokens are checked again
+    assert t.check(OTHER, TOKEN, TOKEN)
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_a_guesser_with_many_addresses_locks_out_no_one_in_use(server):
+    assert ask(server, "/mcp", OWNER_AT, TOKEN).status_code == 200  # an MCP client, before the flood
+    statuses = Counter(ask(server, "/api/search", f"2001:db8:{i:x}::1", f"guess{i}").status_code
+                       for i in range(ALL_FAILURES + 20))  # a fresh /64 each time
+    assert statuses == {401: ALL_FAILURES, 429: 20}
+    r = ask(server, "/api/search", "2001:db8:ffff::1", TOKEN)  # a new client's right token: unchecked
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert form(server, OTHER, TOKEN).status_code == 429  # the sign-in form shares the bound
+    for path in ROUTES:  # but the client in use, ...
+        assert ask(server, path, OWNER_AT, TOKEN).status_code == 200
+    assert ask(server, "/api/search", OTHER, TOKEN, **{"X-Hybrid-Owner": OWNER}).status_code == 200  # the owner key
+    sign_in(server)  # and a session (`hybrid ui`)
+    assert ask(server, "/ui/api/search", OTHER, "guess").status_code == 200
 
 
 def test_an_ipv6_host_gets_one_budget_for_its_whole_64():
@@ -283,220 +344,25 @@ def test_the_revocation_file_is_private_and_bounded(tmp_path, monkeypatch):
     assert sorted(p.name for p in data.iterdir()) == ["ui-sessions.json", "ui.key"]  # no temporary files left
 
 
-# --- 3. a real server: guessing, slow clients -------------------------------------------------
-def raw(port: int, method: str, path: str, body: bytes = b"", source: str | None = None,
-        **headers: str) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
-                                      source_address=(source, 0) if source else None)
-    try:
-        conn.request(method, path, body, {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-                                          "Accept": ACCEPT, **headers})
-        r = conn.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        conn.close()
-
-
+# --- 3. a real server: guessing ----------------------------------------------------------------
 @pytest.mark.slow
 def test_guessing_the_token_of_a_real_server(serve):
     s = serve(env={"HYBRID_TOKEN": TOKEN})
     statuses: Counter = Counter()
     for i in range(60):
         path = list(ROUTES)[i % len(ROUTES)]
-        # a fresh X-Forwarded-For each time: uvicorn would believe it from a loopback peer
-        status, headers, _ = raw(s.port, "POST", path, json.dumps(ROUTES[path]).encode(),
+        # a fresh source address each time (all of 127.0.0.0/8 is this host on Linux) and a fresh
+        # X-Forwarded-For (uvicorn would believe it from a loopback peer): one client all along
+        source = f"127.0.{i // 250}.{i % 250 + 2}" if sys.platform == "linux" else None
+        status, headers, _ = raw_http(s.port, "POST", path, json.dumps(ROUTES[path]).encode(), source,
                                  Authorization=f"Bearer guess{i}", **{"X-Forwarded-For": f"10.9.{i}.1"})
         statuses[status] += 1
         if status == 429:
             assert int(headers["retry-after"]) >= 1
     assert statuses == {401: MAX_FAILURES, 429: 60 - MAX_FAILURES}
-    owner_key = json.loads(s.info.read_text())["owner_key"]  # `hybrid query` from the same address
-    status, _, body = raw(s.port, "POST", "/api/search", b'{"query": "tailscale"}', Authorization=f"Bearer {TOKEN}",
-                          **{"X-Hybrid-Owner": owner_key})
+    owner_key = json.loads(s.info.read_text())["owner_key"]  # `hybrid query` from the same host
+    status, _, body = raw_http(s.port, "POST", "/api/search", b'{"query": "tailscale"}',
+                               Authorization=f"Bearer {TOKEN}", **{"X-Hybrid-Owner": owner_key})
     assert status == 200 and answer_passages(json.loads(body))
-    if sys.platform == "linux":  # all of 127.0.0.0/8 is this host: a second client address
-        init = json.dumps(INIT).encode()
-        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization=f"Bearer {TOKEN}")[0] == 200
-        assert raw(s.port, "POST", "/mcp", init, "127.0.0.2", Authorization="Bearer typo")[0] == 401
-
-
-def wait_closed(socks: list[socket.socket], within: float) -> float:
-    """Seconds until the server closed every one of ``socks`` (whatever it wrote first is read
-    and dropped); fails the test after ``within``."""
-    sel = selectors.DefaultSelector()
-    for s in socks:
-        s.setblocking(False)
-        sel.register(s, selectors.EVENT_READ)
-    t0 = time.monotonic()
-    while sel.get_map():
-        left = within - (time.monotonic() - t0)
-        assert left > 0, f"{len(sel.get_map())} of {len(socks)} connections still open after {within} s"
-        for key, _ in sel.select(timeout=min(left, 1.0)):
-            try:
-                data = key.fileobj.recv(65536)  # type: ignore[union-attr]
-            except ConnectionError:
-                data = b""
-            if not data:
-                sel.unregister(key.fileobj)
-    return time.monotonic() - t0
-
-
-def health_ok(port: int, timeout: float = 30) -> float:
-    t0 = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=timeout) as resp:
-        assert resp.status == 200
-    return time.monotonic() - t0
-
-
-@pytest.mark.slow
-def test_slowloris_connections_are_closed(serve, home):
-    assert hybrid.Settings().http_header_timeout == 10  # the default; 3 s here keeps the test short
-    config = home / "config.toml"
-    config.write_text(config.read_text().replace("[settings]\n", "[settings]\nhttp_header_timeout = 3\n"))
-    s = serve()
-    head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nX-Slow: ".encode()
-    socks = [socket.create_connection(("127.0.0.1", s.port), timeout=30) for _ in range(60)]
-    for sock in socks[:50]:
-        sock.sendall(head)  # half a head, the rest never comes; the other ten send nothing
-    kept = socket.create_connection(("127.0.0.1", s.port), timeout=30)
-    kept.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
-    assert kept.recv(65536).startswith(b"HTTP/1.1 200")
-    kept.sendall(head)  # kept alive, then half a second request: uvicorn stops its idle timer here
-    socks.append(kept)
-    assert health_ok(s.port) < 5  # meanwhile the server answers
-    wait_closed(socks, within=10)
-    for sock in socks:
-        sock.close()
-    assert s.proc.poll() is None and health_ok(s.port) < 5
-
-
-@pytest.mark.slow
-def test_a_partial_body_gets_408_and_the_connection_closed(serve, home):
-    config = home / "config.toml"
-    config.write_text(config.read_text().replace("[settings]\n", "[settings]\nhttp_body_timeout = 2\n"))
-    s = serve()
-    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
-    sock.sendall(f"POST /api/search HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: 100\r\n\r\n{{\"query\"".encode())
-    reply = b""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 15:
-        data = sock.recv(65536)
-        if not data:
-            break
-        reply += data
-    else:
-        pytest.fail("the connection is still open after 15 s")
-    sock.close()
-    assert reply.startswith(b"HTTP/1.1 408") and b"connection: close" in reply.lower()
-    assert health_ok(s.port) < 5
-
-
-# --- 4. uvicorn's protocol, patched: pinned here (it relies on H11Protocol's internals) ----------
-def slow_api(monkeypatch, gate: threading.Event) -> list:
-    """Make /api/search wait for ``gate`` (at most 30 s) before searching, inside a worker
-    thread, as a long search does; returns a list that grows by one as each starts waiting."""
-    real, waiting_now = hybrid.faces.http.api_search_call, []
-
-    def waiting(*args):
-        waiting_now.append(1)
-        gate.wait(30)
-        return real(*args)
-    monkeypatch.setattr(hybrid.faces.http, "api_search_call", waiting)
-    return waiting_now
-
-
-def post_search(port: int) -> int:
-    return raw(port, "POST", "/api/search", b'{"query": "orders"}')[0]
-
-
-@pytest.mark.slow
-def test_a_slow_answer_is_not_cut_by_the_head_deadline(h, monkeypatch):
-    gate = threading.Event()
-    slow_api(monkeypatch, gate)
-    with uvicorn_thread(build_app(h), http=protocol_class(0.5)) as port:
-        threading.Timer(1.5, gate.set).start()  # the answer takes three head deadlines
-        assert post_search(port) == 200
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # one kept-alive connection
-        for _ in range(4):
-            conn.request("GET", "/health", headers={"Host": f"127.0.0.1:{port}"})
-            assert conn.getresponse().read() and conn.sock is not None
-            time.sleep(0.3)  # pauses between requests, each shorter than the deadline
-        conn.close()
-        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
-        time.sleep(0.2)
-        sock.sendall(b"\r\n")  # a head in two pieces, within the deadline
-        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-        sock.close()
-
-
-@pytest.mark.slow
-def test_connections_past_the_cap_shed_idle_ones_then_refuse(h, monkeypatch):
-    gate = threading.Event()
-    waiting = slow_api(monkeypatch, gate)
-    with uvicorn_thread(build_app(h), http=protocol_class(30, max_connections=8)) as port:
-        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(8)]
-        time.sleep(SHED_AFTER + 0.5)
-        idle += [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
-        wait_closed(idle[:4], within=10)  # the four that waited longest made room
-        assert health_ok(port) < 5  # and so does any newcomer, shedding another one
-        for sock in idle:
-            sock.close()
-        time.sleep(SHED_AFTER + 0.5)
-        results: list[int] = []
-        busy = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(8)]
-        for t in busy:
-            t.start()
-        deadline = time.monotonic() + 20
-        while len(waiting) < 8:
-            assert time.monotonic() < deadline, "the searches did not start"
-            time.sleep(0.05)
-        status, _, body = raw(port, "GET", "/health")  # eight being answered: none to shed
-        assert (status, body) == (503, b"too many connections")
-        gate.set()
-        for t in busy:
-            t.join(30)
-        assert results == [200] * 8 and health_ok(port) < 5
-
-
-@pytest.mark.slow
-def test_health_answers_while_searches_hold_the_handle(h, monkeypatch):
-    """/health once re-read a changed config.toml under the handle's lock, on the event loop:
-    with a search holding the lock, every connection waited for it."""
-    gate, entered = threading.Event(), threading.Event()
-    real = hybrid.app.api.run_search
-
-    def slow_search(*args, **kw):  # inside Hybrid.search's lock, as a long search is
-        entered.set()
-        gate.wait(30)
-        return real(*args, **kw)
-    monkeypatch.setattr(hybrid.app.api, "run_search", slow_search)
-    with uvicorn_thread(build_app(h), http=protocol_class(10)) as port:
-        results: list[int] = []
-        searches = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(200)]
-        for t in searches:
-            t.start()
-        assert entered.wait(30)
-        with open(h.config.path, "a", encoding="utf-8") as fh:  # e.g. `hybrid vault add` elsewhere
-            fh.write("\n# changed\n")
-        try:
-            assert health_ok(port, timeout=60) < 5
-            assert raw(port, "GET", "/ui/api/session")[0] == 200
-        finally:
-            gate.set()
-            for t in searches:
-                t.join(60)
-        assert results == [200] * 200
-
-
-def test_the_server_protocol_is_h11s_with_the_hooks_it_relies_on():
-    """The hooks the protocol patches exist in the installed uvicorn (a rename would silently
-    turn the head deadline off)."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
-    proto = protocol_class(10)
-    assert issubclass(proto, H11Protocol)
-    for name in ("connection_made", "data_received", "connection_lost", "on_response_complete"):
-        assert name in vars(H11Protocol), name
-    assert {"cycle", "connections", "transport", "loop"} <= set(H11Protocol.__init__.__code__.co_names)
-    assert "response_complete" in RequestResponseCycle.__init__.__code__.co_names
+    # another local process with the right token is the same client: it waits too, unchecked
+    assert raw_http(s.port, "POST", "/mcp", json.dumps(INIT).encode(), Authorization=f"Bearer {TOKEN}")[0] == 429

@@ -161,6 +161,39 @@ def test_api_search_wrong_types_are_400(client, payload, fix):
     assert fix in error and "\n" not in error and len(error) < 300
 
 
+# Bodies with an unpaired surrogate (JSON's "\ud800", which no UTF-8 text holds) where a string
+# goes, on every route that reads a JSON body: the field named, never a 500.
+LONE_SURROGATES = [
+    ("/api/related", b'{"note": "\\ud800"}', "note"),
+    ("/api/related", b'{"note": "network", "vault": "x\\udfff"}', "vault"),
+    ("/api/search", b'{"query": "tailscale", "tags": ["ok", "\\ud800"]}', "tags[1]"),
+    ("/ui/api/read", b'{"vault": "vault", "path": "home/\\ud800.md", "start_line": 1, "end_line": 1}', "path"),
+    ("/ui/api/related", b'{"note": "\\udc00"}', "note"),
+    ("/ui/api/tags/suggest", b'{"note": "\\ud800"}', "note"),
+    ("/ui/login", b'{"token": "\\ud800"}', "token"),
+    ("/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_note", '
+             b'"arguments": {"path": "\\ud800"}}}', "params.arguments.path"),
+]
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+@pytest.mark.parametrize("path,body,field", LONE_SURROGATES, ids=[f"{p}-{f}" for p, _, f in LONE_SURROGATES])
+def test_an_unpaired_surrogate_is_a_400_naming_the_field(home, path, body, field):
+    h = hybrid.open(home)
+    with TestClient(build_app(h, token="s3cret"), base_url="http://127.0.0.1:8765") as c:
+        r = c.post(path, content=body, headers={**JSON, "Authorization": "Bearer s3cret",
+                                                "Accept": "application/json, text/event-stream"})
+    h.close()
+    assert r.status_code == 400, r.text
+    data = r.json()
+    error = data["error"]["message"] if path == "/mcp" else data["error"]
+    assert error.startswith(f"{field} is not valid text") and "\n" not in error and len(error) < 300
+    # a surrogate pair is one character (an emoji): no refusal
+    ok = c.post("/api/search", content=b'{"query": "tailscale \\ud83e\\udd8a"}',
+                headers={**JSON, "Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+
+
 @pytest.mark.slow
 def test_huge_top_k_does_not_take_the_server_down(serve):
     s = serve()

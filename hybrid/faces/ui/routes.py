@@ -10,9 +10,9 @@ Signed in (a session cookie, or ``Authorization: Bearer <token>`` when the serve
 ``GET /ui/api/files?vault=NAME[&state=S][&limit=N]`` (every file and what became of it),
 ``GET /ui/api/facets``, ``POST /ui/api/reindex``, ``GET /ui/api/jobs``, ``POST /ui/logout-everywhere``. They serve the
 owner's view: every note, no redaction, no audit record (the audit log is of what agents were
-shown). A wrong token, in the header or the sign-in form, counts against the client's address
-(:class:`~hybrid.faces.ui.session.Throttle`, shared with the Guard): 429 with ``Retry-After`` once it
-has sent too many.
+shown). A wrong token, in the header or the sign-in form, counts against the client's host and all
+clients' (:class:`~hybrid.faces.ui.session.Throttle`, shared with the Guard): 429 with
+``Retry-After`` once too many were sent.
 
 Every answer carries a Content-Security-Policy with no ``unsafe-inline`` (the page has no
 inline script or style, and builds every piece of note text with ``textContent``), ``nosniff``,

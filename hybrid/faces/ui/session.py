@@ -19,12 +19,15 @@ list keeps an id only until its session would have expired anyway, and at most
 :data:`MAX_REVOKED` of them (past that, everyone is signed out). A missing or damaged file
 signs everyone out: it fails closed.
 
-:class:`Throttle` counts wrong guesses of the token per client address (the bearer header on any
-route, the sign-in form). Past :data:`MAX_FAILURES` an address may try once every
-``FAILURE_WINDOW / MAX_FAILURES`` seconds; meanwhile its requests that would need the token
-checked are refused unchecked (429, ``Retry-After``). Other addresses are unaffected, and so is a
-request that proves itself with something that cannot be guessed: a session cookie, the owner
-key, a ticket (256 random bits each; there is nothing to throttle).
+:class:`Throttle` counts wrong guesses of the token per client (the bearer header on any route,
+the sign-in form), a client being a host: every loopback address (127.0.0.0/8, ::1) is one,
+an IPv6 one counts by its /64. Past :data:`MAX_FAILURES` a client may try once every
+``FAILURE_WINDOW / MAX_FAILURES`` seconds; and past :data:`ALL_FAILURES` wrong tokens from all
+clients together, a client that has not sent the right token lately (:data:`KNOWN_FOR`) may not
+try at all until the count drains. Meanwhile their requests that would need the token checked
+are refused unchecked (429, ``Retry-After``). A request that proves itself with something that
+cannot be guessed is unaffected: a session cookie, the owner key, a ticket (256 random bits
+each; there is nothing to throttle).
 """
 
 from __future__ import annotations
@@ -48,9 +51,14 @@ log = logging.getLogger("hybrid")
 SESSION_DAYS = 30
 TICKET_TTL = 120.0      # seconds a one-time sign-in link stays valid
 MAX_TICKETS = 64        # outstanding tickets kept (the oldest go first)
-MAX_FAILURES = 5        # wrong tokens an address may send before it must wait
+MAX_FAILURES = 5        # wrong tokens a client may send before it must wait
 FAILURE_WINDOW = 60.0   # ... after which it may try MAX_FAILURES times again per this many seconds
-MAX_CLIENTS = 4096      # addresses the throttle remembers (the ones quiet longest are forgotten first)
+# wrong tokens from all clients together per FAILURE_WINDOW: what a guesser with many addresses
+# (an IPv6 prefix, a botnet) gets at most; past it only known clients have their token checked
+ALL_FAILURES = 30
+KNOWN_FOR = 86400.0     # seconds a client that sent the right token stays known
+MAX_KNOWN = 1024        # known clients remembered (the longest quiet go first)
+MAX_CLIENTS = 4096      # clients the throttle remembers (see Throttle._forget)
 MAX_REVOKED = 1024      # signed-out sessions remembered until they expire; past it, all are signed out
 COOKIE_PREFIX = "hybrid_session_"
 REVOKED_FILE = "ui-sessions.json"
@@ -258,61 +266,108 @@ class Sessions:
 
 
 class Throttled(Exception):
-    """Too many wrong tokens from this address: try again in ``retry_after`` seconds."""
+    """Too many wrong tokens (from this client, or from all together when ``everyone``): try
+    again in ``retry_after`` seconds."""
 
-    def __init__(self, retry_after: int):
-        super().__init__(f"too many wrong tokens from your address: wait {retry_after} s and try again")
+    def __init__(self, retry_after: int, everyone: bool = False):
+        where = "sent to this server lately" if everyone else "from your address"
+        super().__init__(f"too many wrong tokens {where}: wait {retry_after} s and try again")
         self.retry_after = retry_after
+        self.everyone = everyone
 
 
 class Throttle:
-    """Wrong tokens per client address, as a leaky bucket: each wrong one adds 1, the bucket
-    drains by ``limit`` per ``window`` seconds, and while it holds ``limit`` the address's
-    token is not checked at all. Only wrong tokens count, so a right one never uses up the
-    budget; memory is bounded by ``max_clients`` addresses (IPv6 ones by their /64, which one
-    host usually has whole)."""
+    """Wrong tokens as leaky buckets: one per client (:func:`client_key`) and one for all of
+    them. Each wrong token adds 1 to both; a client's drains by ``limit`` per ``window``
+    seconds, the shared one by ``total`` per ``window``. While a client's holds ``limit``, its
+    token is not checked at all; while the shared one holds ``total``, no token is checked but
+    a known client's (one that sent the right token in the last :data:`KNOWN_FOR` seconds).
+
+    Why not check every right token while the shared bucket is full: a guesser with many
+    addresses would then be answered 200 for the right guess and 429 for the others, so each
+    guess would still be checked, and the bound would bound nothing. A client already in use
+    (an MCP client that sent the token before the flood) keeps working; one seen for the first
+    time waits for the flood to stop; the owner key and a page session never wait.
+
+    Only wrong tokens count, so a right one never uses up a budget. Memory is bounded by
+    ``max_clients`` (clients whose count drained to nothing are forgotten first) and
+    :data:`MAX_KNOWN` known clients; forgetting a client never hands a guesser more checks than
+    the shared bucket grants anyway."""
 
     def __init__(self, limit: int = MAX_FAILURES, window: float = FAILURE_WINDOW,
-                 max_clients: int = MAX_CLIENTS, clock=time.monotonic):
+                 max_clients: int = MAX_CLIENTS, clock=time.monotonic, total: int = ALL_FAILURES):
         self.limit, self.rate, self.max_clients, self.clock = limit, limit / window, max_clients, clock
+        self.total, self.total_rate = total, total / window
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (level, when)
+        self._all = (0.0, clock())  # the shared bucket: (level, when)
+        self._known: OrderedDict[str, float] = OrderedDict()  # client -> when it last sent the right token
         self._lock = threading.Lock()
 
     def check(self, client: str, given: str, secret: str) -> bool:
-        """Whether ``given`` is ``secret``; a wrong one is counted against ``client``.
-        :class:`Throttled` (unchecked) while ``client`` has used up its wrong guesses."""
+        """Whether ``given`` is ``secret``; a wrong one is counted against ``client`` and all.
+        :class:`Throttled` (unchecked) while ``client`` has used up its wrong guesses, or all
+        clients have theirs and ``client`` is not known."""
         key, now = client_key(client), self.clock()
         with self._lock:
-            level = self._level(key, now)
+            level = _drained(self._buckets.get(key, (0.0, now)), now, self.rate)
             if level > self.limit - 1:
-                raise Throttled(max(1, math.ceil((level - (self.limit - 1)) / self.rate - 1e-9)))
+                raise Throttled(_wait(level, self.limit, self.rate))
+            shared = _drained(self._all, now, self.total_rate)
+            if shared > self.total - 1 and now - self._known.get(key, -math.inf) > KNOWN_FOR:
+                raise Throttled(_wait(shared, self.total, self.total_rate), everyone=True)
             if hmac.compare_digest(given.encode(), secret.encode()):
+                self._known[key] = now
+                self._known.move_to_end(key)
+                while len(self._known) > MAX_KNOWN:
+                    self._known.popitem(last=False)
                 return True
             self._buckets[key] = (level + 1, now)
             self._buckets.move_to_end(key)
-            while len(self._buckets) > self.max_clients:
-                self._buckets.popitem(last=False)
+            self._all = (shared + 1, now)
+            if len(self._buckets) > self.max_clients:
+                self._forget(now)
             return False
 
-    def _level(self, key: str, now: float) -> float:
-        level, when = self._buckets.get(key, (0.0, now))
-        return max(0.0, level - (now - when) * self.rate)
+    def _forget(self, now: float) -> None:
+        """Make room: forget the clients whose count has drained to nothing, then, if that is
+        not enough, those that failed longest ago. A client still counting is forgotten only
+        when more than ``max_clients`` clients failed within about a window, which the shared
+        bucket (about ``2 * total`` wrong tokens a window, besides known clients' own) keeps
+        from happening at the default sizes."""
+        for key in [k for k, v in self._buckets.items() if _drained(v, now, self.rate) <= 0]:
+            del self._buckets[key]
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)
 
     @property
     def clients(self) -> int:
-        """How many addresses it remembers now."""
+        """How many clients it remembers now."""
         return len(self._buckets)
 
 
+def _drained(bucket: tuple[float, float], now: float, rate: float) -> float:
+    level, when = bucket
+    return max(0.0, level - (now - when) * rate)
+
+
+def _wait(level: float, limit: int, rate: float) -> int:
+    """Whole seconds until a bucket at ``level`` has room for one more (at least 1)."""
+    return max(1, math.ceil((level - (limit - 1)) / rate - 1e-9))
+
+
 def client_key(host: str) -> str:
-    """What the throttle counts by: the address, an IPv6 one by its /64 (one host often has all
-    of it, so it would otherwise have 2**64 fresh budgets), an IPv4-mapped one as IPv4."""
+    """Who the throttle (and the connection cap) counts by, a host: ``loopback`` for every
+    loopback address (127.0.0.0/8 and ::1 are all this machine, 16 million addresses to pick
+    from otherwise), an IPv4-mapped IPv6 address as its IPv4, another IPv6 address by its /64
+    (one host often has all of it); anything else as it is."""
     try:
-        ip = ipaddress.ip_address(host)
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
     except ValueError:
         return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        return f"{ipaddress.IPv6Address(int(ip) >> 64 << 64)}/64"  # a scope id (%eth0) goes too
     return str(ip)

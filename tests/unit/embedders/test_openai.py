@@ -30,16 +30,21 @@ class FakeOpenAI(JsonHandler):
     script: list = []
     short = False
     dims: list = []
+    echo = ""  # what a 401 quotes as the key (default: the key as sent)
+    down = ""  # set: every request gets a 500 whose error message is this
     lock = threading.Lock()
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with FakeOpenAI.lock:
             FakeOpenAI.auth.append(self.headers.get("Authorization"))
+            if FakeOpenAI.down:
+                return self._send(500, {"error": {"message": FakeOpenAI.down}})
             if FakeOpenAI.script:
                 code = FakeOpenAI.script.pop(0)
                 if code == 401:
-                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})
+                    echo = FakeOpenAI.echo or KEY
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {echo}"}})
                 self.send_response(code)
                 self.send_header("Retry-After", "0")
                 self.send_header("Content-Length", "2")
@@ -65,7 +70,7 @@ class FakeOpenAI(JsonHandler):
 @pytest.fixture
 def server(monkeypatch):
     FakeOpenAI.seen, FakeOpenAI.auth, FakeOpenAI.script, FakeOpenAI.dims = [], [], [], []
-    FakeOpenAI.short = False
+    FakeOpenAI.short, FakeOpenAI.echo, FakeOpenAI.down = False, "", ""
     monkeypatch.setattr(remote_mod, "BACKOFF", 0.01)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with local_server(FakeOpenAI) as s:
@@ -130,6 +135,56 @@ def test_a_401_names_the_endpoint_never_the_key(server):
     msg = str(err.value)
     assert KEY not in msg and "[key]" in msg and "HTTP 401" in msg and server in msg
     assert len(FakeOpenAI.auth) == 1  # a 401 is not retried
+
+
+@pytest.mark.parametrize("echo", [KEY.upper(), KEY.lower(), KEY.swapcase(), KEY[3:14], f"…{KEY[-9:].upper()}",
+                                  f"{KEY[:10]}***{KEY[-8:]}"])
+def test_an_echo_of_the_key_is_masked_in_any_case_and_in_part(server, echo):
+    FakeOpenAI.script, FakeOpenAI.echo = [401], echo
+    emb = make_embedder("openai:emb-small", options=Options(openai_base_url=server))
+    with pytest.raises(ModelUnavailable) as err:
+        emb.embed_query("x")
+    msg = str(err.value)
+    folded, key = msg.lower(), KEY.lower()
+    assert not any(key[i:i + remote_mod.MIN_ECHO] in folded for i in range(len(key) - remote_mod.MIN_ECHO + 1))
+    assert "[key]" in msg and "HTTP 401" in msg and server in msg  # the owner's line names the server
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_agents_get_one_plain_line_when_the_embedding_server_fails(server, vault, caplog):
+    """An agent's search (MCP, /api/search) once got the owner's line: the server's URL and
+    its error text. The owner (CLI, the owner key) still gets it; the server's log has it."""
+    import anyio
+    from mcp import Client
+    from starlette.testclient import TestClient
+
+    from hybrid.faces.http import build_app
+    from hybrid.faces.mcp import build_server
+    h = handle(server, remote_retries=0)
+    h.add_vault(vault, "vault")
+    h.index()
+    FakeOpenAI.down = f"model emb-small crashed on GPU 0 (key {KEY})"
+    plain = "the embedding server is unavailable; the owner can see details in the server's log"
+
+    async def mcp_search():
+        async with Client(build_server(h)) as c:
+            return await c.call_tool("search", {"query": "tomatoes"})
+    res = anyio.run(mcp_search)
+    assert res.is_error and res.content[0].text.endswith(plain)
+    app = TestClient(build_app(h, owner_key="OWNER"), base_url="http://127.0.0.1:8765")
+    r = app.post("/api/search", json={"query": "tomatoes"})
+    assert r.status_code == 503 and r.json() == {"error": plain}
+    r = app.post("/api/related", json={"note": "home/garden.md"})  # related embeds nothing new: served
+    assert r.status_code == 200
+    r = app.post("/api/search", json={"query": "tomatoes"}, headers={"X-Hybrid-Owner": "OWNER"})
+    assert r.status_code == 422 and server in r.json()["error"] and "crashed on GPU 0" in r.json()["error"]
+    with pytest.raises(ModelUnavailable, match="crashed on GPU 0") as err:
+        h.search("tomatoes")  # the CLI's `hybrid query`
+    assert KEY not in str(err.value)
+    logged = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+    assert any(server in m and "crashed on GPU 0" in m and KEY not in m for m in logged)
+    records = [json.loads(line) for line in (h.config.data / "audit.jsonl").read_text().splitlines()]
+    assert [x["error"] for x in records if x["error"]] == [plain, plain]  # what the agents were told
 
 
 @pytest.mark.parametrize("fault, words", [("short", "2 embeddings for 3 texts"),

@@ -22,11 +22,14 @@ class FakeCohere(JsonHandler):
     seen: list = []
     auth: list = []
     drop = False
+    down = ""  # set: every request gets a 500 whose message is this
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeCohere.seen.append(body)
         FakeCohere.auth.append(self.headers.get("Authorization"))
+        if FakeCohere.down:
+            return self._send(500, {"message": FakeCohere.down})
         if self.path != "/v1/rerank":
             return self._send(404, {"message": "not found"})
         docs = body["documents"]
@@ -55,6 +58,7 @@ class FakeTEI(JsonHandler):
 def fast_retries(monkeypatch):
     monkeypatch.setattr(remote_mod, "BACKOFF", 0.01)
     FakeCohere.seen, FakeCohere.auth, FakeCohere.drop, FakeTEI.seen = [], [], False, []
+    FakeCohere.down = ""
 
 
 PASSAGES = ["tomatoes need sun", "routers and networks", "sun and tomatoes and basil"]
@@ -111,3 +115,29 @@ def test_search_reranks_through_the_api(fake, vault):
         assert hits[0].path == "home/network.md" and hits[0].rerank_score is not None
         assert FakeCohere.seen and FakeCohere.seen[0]["query"] == "network routes"
         assert fake.status()[0].sends_to == [f"{s.url}/v1 (rerank (rerank:bge), this machine)"]
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_an_agent_asking_for_rerank_gets_one_plain_line_when_the_reranker_fails(fake, vault, monkeypatch):
+    import anyio
+    from mcp import Client
+
+    from hybrid.faces.mcp import build_server
+    monkeypatch.setenv("RERANK_API_KEY", "rk-live-Secret12345")
+    fake.add_vault(vault, "vault")
+    fake.index()
+    with local_server(FakeCohere) as s:
+        fake.override(rerank_model="rerank:bge", rerank_base_url=s.url + "/v1", remote_retries=0)
+        FakeCohere.down = "CUDA out of memory for RK-LIVE-SECRET12345"
+
+        async def search():
+            async with Client(build_server(fake)) as c:
+                return await c.call_tool("search", {"query": "network routes", "rerank": True})
+        res = anyio.run(search)
+        with pytest.raises(ModelUnavailable) as err:
+            fake.search("network routes", rerank=True)  # the owner's line
+    text = res.content[0].text
+    assert res.is_error and text.endswith("the reranking server is unavailable; the owner can see details in "
+                                          "the server's log")
+    assert s.url not in text and "CUDA" not in text
+    assert s.url in str(err.value) and "CUDA out of memory for [key]" in str(err.value)

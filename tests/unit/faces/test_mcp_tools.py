@@ -102,3 +102,21 @@ def test_a_range_asked_for_is_read_on_within_it_and_a_long_line_is_said_to_be_cu
     w = session(h, lambda c: c.call_tool("get_note", {"path": "wide.md:3", "max_chars": 100})).structured_content
     assert w["line_cut"] and w["text"] == "w" * 100 and (w["start_line"], w["end_line"]) == (3, 3)
     assert whole.structured_content["truncated"] is False and whole.structured_content["next"] is None
+
+
+LONE = "\ud800"  # an unpaired surrogate: what JSON's "\ud800" decodes to, and no UTF-8 text holds
+
+
+@pytest.mark.parametrize("tool,args,name", [
+    ("search", {"query": LONE}, "query"), ("search", {"query": "long", "folder": "x" + LONE}, "folder"),
+    ("get_note", {"path": LONE}, "path"), ("get_note", {"path": f"[[{LONE}]]"}, "path"),
+    ("get_note", {"path": "long", "vault": LONE}, "vault"), ("related", {"note": LONE}, "note"),
+    ("propose_tags", {"path": "long", "tags": ["ok", LONE]}, "tags[1]"),
+    ("propose_tags", {"path": LONE, "tags": ["ok"]}, "path")])
+def test_an_unpaired_surrogate_is_a_tool_error_naming_the_argument(h, tool, args, name):
+    async def work(c):
+        return await c.call_tool(tool, args)
+    res = session(h, work)
+    assert res.is_error
+    text = res.content[0].text
+    assert f"{name} is not valid text" in text and "internal error" not in text and "\n" not in text

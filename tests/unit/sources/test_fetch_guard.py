@@ -41,14 +41,22 @@ METADATA_URLS = [
     "http://METADATA.Google.Internal./",
     "http://imds.example/",                # a name that resolves to it
     "http://[fe80::1]/",
-    "http://[fd00:ec2::254]/",
-    "http://100.100.100.200/",
+    "http://[fd00:ec2::254]/",             # AWS's IMDS over IPv6
+    "http://100.100.100.200/",             # Alibaba
+    "http://168.63.129.16/machine/",       # Azure's wireserver: a public address
+    "http://[fd20:ce::254]/",              # Google's metadata server over IPv6
+    "http://192.0.0.192/",                 # Oracle's older metadata address
+    "http://[64:ff9b:1::a9fe:a9fe]/",      # local-use NAT64
+    "http://[2001:0:4136:e378:8000:63bf:5601:5601]/",  # Teredo, its client 169.254.169.254
+    "http://[2002:a83f:8110::1]/",         # 6to4 of 168.63.129.16
 ]
 # Refused unless fetch_private = true.
 PRIVATE_URLS = [
     "http://10.0.0.1/", "http://127.0.0.1:8080/admin", "http://[::1]/", "http://127.1/",
     "http://0x7f000001/", "http://0/", "http://[::]/", "http://100.64.0.1/", "http://192.168.1.1/",
     "http://[fc00::1]/", "http://224.0.0.1/", "http://internal.example/",
+    "http://192.0.0.8/",                   # IETF protocol assignments: older ipaddress calls it global
+    "http://[3fff::1]/",                   # documentation (2024): older ipaddress calls it global
     "http://mixed.example/",               # one private address among public ones is enough
 ]
 
