@@ -25,7 +25,11 @@ CONSENT_FILE = "remote-consent.json"
 
 
 class RemoteNotConfirmed(HybridError):
-    """Text would go to a server on another machine that the user has not confirmed."""
+    """Text would go to a server on another machine that the user has not confirmed (its
+    address is for the owner: agents are told only that a model is unavailable)."""
+
+    for_agents: str | None = ("a model this search needs is unavailable; the owner can see details in "
+                              "the server's log")
 
 
 def vault_destinations(config: Config, vault: Vault) -> list[Destination]:

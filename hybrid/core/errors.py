@@ -59,7 +59,10 @@ class DiskFull(HybridError):
 
 class StoreUnavailable(HybridError):
     """A PostgreSQL store cannot be used: unreachable, login refused, pgvector missing, a schema
-    this hybrid cannot read. The message names the fix and never holds a password."""
+    this hybrid cannot read. The message names the fix and never holds a password; it names the
+    server, so agents are told only that the store is unavailable."""
+
+    for_agents: str | None = "the vault's store is unavailable; the owner can see details in the server's log"
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:

@@ -120,3 +120,18 @@ def test_an_unpaired_surrogate_is_a_tool_error_naming_the_argument(h, tool, args
     assert res.is_error
     text = res.content[0].text
     assert f"{name} is not valid text" in text and "internal error" not in text and "\n" not in text
+
+
+@pytest.mark.parametrize("exc", ["store", "remote", "model"])
+def test_errors_naming_a_server_tell_agents_one_plain_line(exc):
+    """A store that is down and a model server nobody confirmed name their host in the owner's
+    line; an agent is told that something is unavailable, never where (issue #47)."""
+    from hybrid.app.remote import RemoteNotConfirmed
+    from hybrid.core.errors import ModelUnavailable, StoreUnavailable
+    from hybrid.faces.mcp import told_agent
+    err = {"store": StoreUnavailable("cannot reach the PostgreSQL server at db.internal:5432 (user kb)"),
+           "remote": RemoteNotConfirmed("text would be sent to http://10.1.2.3:8000/v1 (embeddings), which "
+                                        "you have not confirmed"),
+           "model": ModelUnavailable("ollama at http://10.1.2.3:11434 answered 500")}[exc]
+    line = told_agent(err, "test")
+    assert "10.1.2.3" not in line and "db.internal" not in line and "unavailable" in line
