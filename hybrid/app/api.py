@@ -384,6 +384,8 @@ class Hybrid(Registry):
         """The parts of note reference ``ref`` and the vault it is in (its ``vault:`` prefix or
         obsidian:// folder, else ``vault``, else the only one registered)."""
         from hybrid.app.refs import parse_ref
+        from hybrid.retrieval.limits import check_texts
+        check_texts(ref if isinstance(ref, str) else ref.path, "the note reference")  # a lone surrogate
         self.refresh()
         parsed = parse_ref(ref, self.config.vaults) if isinstance(ref, str) else ref
         if parsed.vault_folder is not None and parsed.vault is None:

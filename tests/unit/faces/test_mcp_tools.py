@@ -135,3 +135,17 @@ def test_errors_naming_a_server_tell_agents_one_plain_line(exc):
            "model": ModelUnavailable("ollama at http://10.1.2.3:11434 answered 500")}[exc]
     line = told_agent(err, "test")
     assert "10.1.2.3" not in line and "db.internal" not in line and "unavailable" in line
+
+
+def test_the_python_api_refuses_a_reference_that_is_not_text(tmp_path):
+    """``h.get`` and ``h.related`` of a lone surrogate: one line, not a UnicodeEncodeError."""
+    from helpers import indexed_vault
+
+    from hybrid.retrieval.limits import BadSearchArgs
+    h = indexed_vault(tmp_path, {"a.md": "# A\n\ntext\n"})
+    try:
+        for call in (lambda: h.get("\ud800"), lambda: h.related("a\udc80")):
+            with pytest.raises(BadSearchArgs, match="the note reference is not valid text"):
+                call()
+    finally:
+        h.close()
