@@ -663,3 +663,9 @@ def multilingual_set(seed: int = 47) -> tuple[list[dict], list[dict]]:
         line = row["text"].replace("{secret}", value)
         positives.append({**row, "name": row["id"], "line": line, "secret": value, "secrets": (value,)})
     return positives, negatives
+
+
+def fake_value(kind: str, seed: int = 0) -> str:
+    """One value of ``kind`` (a ``kind`` of tests/data/secrets_multilingual.jsonl), drawn from ``seed``."""
+    rnd = random.Random(seed)
+    return _value_makers(lambda alphabet, n: "".join(rnd.choice(alphabet) for _ in range(n)), rnd)[kind]()
