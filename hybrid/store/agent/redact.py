@@ -76,6 +76,7 @@ from hybrid.core.errors import HybridError
 from hybrid.store.agent.redact_rules import (
     COMPANION_NAME_RE,
     HINT_INVISIBLE,
+    HINT_MIXED,
     HINT_TABLE,
     HINT_TOKEN_END,
     RULE_KINDS,
@@ -90,7 +91,7 @@ REDACTED = "[redacted secret]"
 RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering (hybrid.store.agent.redact_rules) changes what is redacted (the rule file and the
 # kingfisher version are the other inputs; together they say when redacted text may differ).
-FILTER_REVISION = 3
+FILTER_REVISION = 4
 
 # --- kingfisher ---------------------------------------------------------------------------------
 
@@ -203,6 +204,7 @@ class Redactor:
         judged: list[tuple[str, int, int, tuple[int, int] | None]] = []
         wrapped: list[tuple[int, int]] = []
         punctuated: list[int] = []
+        mixed: list[int] = []
         invisible = False
         findings = [f for f in findings if f.visible or not COMPANION_NAME_RE.search(f.rule_id)]
         places = _char_offsets(data, len(text), [(f.location["start_offset"], f.location["end_offset"])
@@ -222,9 +224,11 @@ class Redactor:
                     punctuated.append(e - 1)
             elif kind == HINT_INVISIBLE:
                 invisible = True
+            elif kind == HINT_MIXED:
+                mixed.append(s)
             else:
                 judged.append((f.rule_id, s, e, judge(text, s, e, kind)))
-        return Scan(found, judged, wrapped, punctuated, invisible)
+        return Scan(found, judged, wrapped, punctuated, invisible, mixed)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Sorted, merged character spans of the secrets in ``text``."""

@@ -26,6 +26,7 @@ HINT_TABLE = "table"         # a table header with a credential column: judge th
 HINT_TOKEN_END = "token-end"  # a token cut by a line break, or followed by punctuation: scan a
 #                               copy re-joined, or with a space after it
 HINT_INVISIBLE = "invisible"  # a zero-width or other format character: scan a copy without it
+HINT_MIXED = "mixed-script"   # Latin touching Cyrillic or Greek: scan a copy with look-alikes folded
 RULE_KINDS = {
     "custom.url-password": _STRICT,
     "custom.keyword-password": _PASSWORD,
@@ -42,6 +43,7 @@ RULE_KINDS = {
     "custom.hint-table": HINT_TABLE,
     "custom.hint-token-end": HINT_TOKEN_END,
     "custom.hint-invisible": HINT_INVISIBLE,
+    "custom.hint-mixed-script": HINT_MIXED,
 }
 
 # Built-in rules that are not shown (``visible: false``) report the companions a validator needs:
@@ -286,6 +288,44 @@ def _looks_random(run: str) -> bool:
     return _RANDOM_PIECE_RE.search(run) is not None
 
 
+# Cyrillic and Greek letters drawn like a Latin one (after Unicode's confusables.txt, the ones
+# fonts draw alike), folded in the copy inside a word that holds Latin letters too: a token or a
+# keyword with one such letter (`ghp_…О…`, `pаssword`) is invisible to every byte pattern. A word
+# of one script keeps its letters, so Russian and Greek text is never rewritten.
+_LOOK_ALIKES = str.maketrans(
+    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝ"   # Cyrillic
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ",          # Greek
+    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqw"
+    "ABEZHIKMNOPTYXovaikpucj")
+_MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _other_script(char: str) -> bool:
+    """A Greek or Cyrillic character (the ranges the mixed-script hint looks for)."""
+    return "\u0370" <= char <= "\u052f"
+
+
+def _look_alike_edits(text: str, hints: list[int]) -> list[tuple[int, int, str]]:
+    """The one-character edits that fold look-alike letters to Latin in each word around a hint
+    that mixes Latin letters with Cyrillic or Greek ones."""
+    edits: list[tuple[int, int, str]] = []
+    done = -1
+    for pos in sorted(hints):
+        if pos < done:
+            continue  # in a word already seen
+        start = end = pos
+        while start > 0 and (text[start - 1] in _MIXED_RUN or _other_script(text[start - 1])):
+            start -= 1
+        while end < len(text) and (text[end] in _MIXED_RUN or _other_script(text[end])):
+            end += 1
+        done = end
+        word = text[start:end]
+        if any(c.isascii() and c.isalpha() for c in word) and any(_other_script(c) for c in word):
+            edits += [(i, i + 1, folded) for i, c in enumerate(word, start)
+                      if (folded := c.translate(_LOOK_ALIKES)) != c]
+    return edits
+
+
 class View:
     """A copy of a text with some of its characters replaced (``edits``: sorted, disjoint
     ``(start, end, replacement)`` in the original), and the map from the copy's offsets back
@@ -362,6 +402,8 @@ def normalised_copy(text: str, scan: Scan) -> View | None:
             if len(before) >= 16 and len(after) >= 4 and _looks_random(before) and _looks_random(after):
                 edits.append((m.start(), m.end(), ""))
     edits += [(p, p, " ") for p in scan.punctuated]
+    if scan.mixed:
+        edits += _look_alike_edits(text, scan.mixed)
     return View(copy, edits) if edits or folded_any else None
 
 
@@ -382,4 +424,5 @@ class Scan(NamedTuple):
     #                                  end, and the span to redact (None: a placeholder)
     wrapped: list[tuple[int, int]]   # hints for the normalised copy: runs cut by a line break,
     punctuated: list[int]            # ends of runs followed by punctuation,
-    invisible: bool                  # and whether the text holds an invisible character
+    invisible: bool                  # whether the text holds an invisible character,
+    mixed: list[int]                 # and where Latin touches Cyrillic or Greek
