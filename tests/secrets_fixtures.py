@@ -630,9 +630,11 @@ def _value_makers(rs, rnd: random.Random) -> dict:
 
     def homoglyph(kind: str) -> str:
         """A token of ``kind`` with one letter after its prefix drawn in Cyrillic or Greek."""
-        token = makers[kind]()
-        start = 4 if kind == "aws-akid" else token.index("_" if "_" in token else "-") + 1
-        places = [i for i in range(start, len(token)) if token[i] in _HOMOGLYPHS]
+        places: list[int] = []
+        while not places:  # a token with no letter that has a look-alike is drawn again
+            token = makers[kind]()
+            start = 4 if kind == "aws-akid" else token.index("_" if "_" in token else "-") + 1
+            places = [i for i in range(start, len(token)) if token[i] in _HOMOGLYPHS]
         i = rnd.choice(places)
         return token[:i] + rnd.choice(_HOMOGLYPHS[token[i]]) + token[i + 1:]
 

@@ -2,14 +2,17 @@
 multilingual labelled set (tests/data/secrets_multilingual.jsonl, values drawn at run time by
 tests/secrets_fixtures.py) and on the older corpus of tests/secrets_fixtures.py; its hard
 negatives; precision on ordinary prose, line by line (obsidian-help, the sample vault, the
-multilingual test vault): every line a redaction changed is listed; and the cost per 1.5 kB
-chunk.
+multilingual test vault): every line a redaction changed is listed; precision on the translated
+strings of the system's gettext catalogs (``--catalogs``, /usr/share/locale on Debian and
+Ubuntu: Linux-PAM's "Current password:", GTK's and PackageKit's dialogs in some 80 languages),
+none of which is a secret; and the cost per 1.5 kB chunk.
 
 The redactor is whichever ``hybrid`` Python imports, so the figures of another checkout come
 from the same script and data (``PYTHONPATH=<checkout>``); the first lines printed say which.
 
     .venv/bin/python eval/bench/redact_recall.py [--seeds 47 48 49] [--json FILE] [--no-time]
     PYTHONPATH=/tmp/before .venv/bin/python eval/bench/redact_recall.py   # another checkout
+    .venv/bin/python eval/bench/redact_recall.py --catalogs /usr/share/locale --extra DIR --no-time
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from common import OBSIDIAN_HELP, ROOT, SCRATCH
 
 TESTS = ROOT / "tests"
 CHUNK = 1500  # characters: about one chunk of the indexer
+FILES = ("*.md", "*.rst", "*.txt", "*.py")  # of an --extra folder
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -59,10 +63,10 @@ def recall(rd, cases: list[dict], key: str) -> dict[str, list[int]]:
     return dict(table)
 
 
-def prose_lines(rd, folder: Path) -> tuple[int, int, list[str]]:
-    """Notes of ``folder`` redacted whole: (non-empty lines, lines changed, the changed lines)."""
+def prose_lines(rd, folder: Path, patterns: tuple[str, ...] = ("*.md",)) -> tuple[int, int, list[str]]:
+    """Files of ``folder`` redacted whole: (non-empty lines, lines changed, the changed lines)."""
     scanned, changed = 0, []
-    for path in sorted(folder.rglob("*.md")):
+    for path in sorted(p for pattern in patterns for p in folder.rglob(pattern)):
         text = path.read_text(encoding="utf-8", errors="replace")
         out = rd.redact(text).split("\n")
         for before, after in zip(text.split("\n"), out):
@@ -70,6 +74,24 @@ def prose_lines(rd, folder: Path) -> tuple[int, int, list[str]]:
             if before != after:
                 changed.append(f"{path.relative_to(folder)}: {before.strip()[:160]}")
     return scanned, len(changed), changed
+
+
+def catalog_strings(root: Path) -> dict[str, str]:
+    """Every translated string (msgstr) of the gettext catalogs (*.mo) under ``root``, once,
+    with the catalog it came from."""
+    import gettext
+
+    strings: dict[str, str] = {}
+    for path in sorted(root.rglob("*.mo")):
+        try:
+            with path.open("rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, ValueError, IndexError):
+            continue
+        for key, value in catalog.items():
+            if key and isinstance(value, str) and value.strip():
+                strings.setdefault(value, str(path.relative_to(root)))
+    return strings
 
 
 def cost(rd, texts: list[str], rounds: int) -> float:
@@ -87,6 +109,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[47], help="seeds of the drawn values")
     ap.add_argument("--vault", type=Path, default=OBSIDIAN_HELP)
+    ap.add_argument("--extra", type=Path, action="append", default=[],
+                    help="another folder whose .md, .rst, .txt and .py files are scanned line by line")
+    ap.add_argument("--catalogs", type=Path, help="a folder of gettext catalogs (*.mo), e.g. /usr/share/locale")
     ap.add_argument("--rounds", type=int, default=7, help="timing passes (best is kept)")
     ap.add_argument("--no-time", action="store_true")
     ap.add_argument("--json", type=Path)
@@ -137,17 +162,29 @@ def main() -> None:
         print("  ", line)
 
     prose: dict = {}
+    extra = {str(folder): folder for folder in args.extra}
     for name, folder in (("obsidian-help", args.vault), ("sample vault", ROOT / "hybrid" / "sample_vault"),
-                         ("multilingual vault", TESTS / "data" / "multilingual_vault")):
+                         ("multilingual vault", TESTS / "data" / "multilingual_vault"), *extra.items()):
         if not folder.is_dir():
             print(f"\n{name}: {folder} is absent, skipped")
             continue
-        scanned, n_changed, changed = prose_lines(rd, folder)
+        scanned, n_changed, changed = prose_lines(rd, folder, FILES if name in extra else ("*.md",))
         prose[name] = {"lines": scanned, "lines_redacted": n_changed, "redacted": changed}
         print(f"\n{name}: {n_changed} of {scanned} non-empty lines redacted")
         for line in changed:
             print("  ", line)
     result["prose"] = prose
+
+    if args.catalogs:
+        strings = catalog_strings(args.catalogs)
+        touched_strings = [f"{where}: {text.strip()[:160]!r}" for text, where in strings.items()
+                           if rd.spans(text)]
+        result["catalogs"] = {"strings": len(strings), "strings_redacted": len(touched_strings),
+                              "redacted": touched_strings}
+        print(f"\ngettext catalogs under {args.catalogs}: {len(touched_strings)} of {len(strings)} "
+              f"translated strings redacted")
+        for line in touched_strings:
+            print("  ", line)
 
     if not args.no_time:
         notes = [p.read_text(encoding="utf-8", errors="replace")
