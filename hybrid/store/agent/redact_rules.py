@@ -87,9 +87,11 @@ _PASSWORD_WORD_RE = re.compile(
     r"(?i)pass(?:w(?:or)?d|phrase|code|wort|ord)|kennwort|wachtwoord|adgangskode|kodeord|salasana|senha"
     r"|heslo|has[łl][oaeę]|contrase(?:ñ|n)a|contrasenya|l[öo]senord|jelsz[óo]|lozinka|parol[aăe]|[şs]ifre"
     r"|sandi|kh[ẩa]u|парол|лозинк|κωδικ|συνθηματικ|סיסמ|المرور|पासवर्ड|密码|密碼|パスワード|비밀번호")
+_PIN_WORD_RE = re.compile(r"(?i)(?:^|[^a-z])pin(?:[\s_-]?code)?[^a-z]*$")
 # printf conversions (%s, %ld, %2$s) and a line break escaped as %0A (GnuPG's prompts): text
 # of a program's message, not of a password.
 _FORMAT_RE = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXcsfgeEp]|%0[AaDd]")
+_PRINTF_S_RE = re.compile(r"%(?:\d+\$)?-?\d*(?:l|ll|z)?[sdu]")  # inside a value: `\x1b[1m%s\x1b[0m`
 # Scripts written without spaces between words (CJK, kana) or with particles joined to words
 # (Hangul): a value in them is a sentence or a description, never a password people type.
 _NO_SPACE_SCRIPT_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -104,6 +106,7 @@ _PLACEHOLDER_RES = [re.compile(p) for p in (
     r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$",  # a command or header: ConvertTo-SecureString, X-Auth-Token
     r"^#[0-9A-Fa-f]{3,8}$",                 # a colour
     r"^%\(\w+\)s$",                         # %(name)s
+    r"^[A-Z]+(?:[:_-][A-Z]+)+$",            # a metavariable of a command's help: ARG:FLAG, FILE-NAME
     r"^(.)\1+$",                            # one character repeated: ********, 00000000
     r"[xX*#•]{4}",                          # a masked part: sk-xxxx..., ****1234
     r"\.\.\.|…",                            # an ellipsis
@@ -139,7 +142,9 @@ def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
     v = value.strip(_QUOTE_MARKS + ".,;: \t").rstrip(")]}>").rstrip(_QUOTE_MARKS + ".,;:")  # `token: str)`
     if len(v) < 3 or v[0] in "[<{(*" or v.startswith("$(") or _NO_SPACE_SCRIPT_RE.match(v):
         return True
-    if _FORMAT_RE.fullmatch(v):  # `Token: »%s«`, `contraseña: %ld`
+    if _FORMAT_RE.fullmatch(v) or _PRINTF_S_RE.search(v):  # `Token: »%s«`, `contraseña: %ld`
+        return True
+    if not v.isprintable():  # a control character (an ANSI colour): output, not typed
         return True
     low = v.lower()
     if low in _PLACEHOLDER_WORDS or low.startswith(("your_", "your-", "your ", "my_", "my-")):
@@ -247,6 +252,15 @@ def _phrase_end(text: str, s: int) -> int | None:
     return s + len(phrase)
 
 
+def _pin(text: str, s: int, value: str) -> bool:
+    """Four digits or more (not one repeated) after a PIN or password word: a PIN or passcode
+    (`pin: 4711`, `passcode: 12345678`), where after `pass:` or a count it is a number."""
+    if not (value.isdigit() and len(value) >= 4 and len(set(value)) > 1):
+        return False
+    before = text[max(text.rfind("\n", 0, s) + 1, s - 40):s]
+    return _PIN_WORD_RE.search(before) is not None or _PASSWORD_WORD_RE.search(before) is not None
+
+
 def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
     """The span to redact for the value a project rule captured at ``text[s:e]``, or None when
     it is a placeholder or does not look like a secret (see :data:`RULE_KINDS`)."""
@@ -271,7 +285,7 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
     if kind == _STRICT:
         keep = not _is_placeholder(value, in_url=True)
     elif kind in (_KEYWORD, _PASSWORD):
-        keep = not _is_placeholder(value)
+        keep = not _is_placeholder(value) or (kind == _PASSWORD and _pin(text, s, value))
     elif kind == _RANDOM:
         keep = _secret_looking(value) and not _is_placeholder(value)
     elif kind == _BARE_PASSWORD:
