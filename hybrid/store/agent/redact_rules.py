@@ -91,7 +91,8 @@ _PIN_WORD_RE = re.compile(r"(?i)(?:^|[^a-z])pin(?:[\s_-]?code)?[^a-z]*$")
 # printf conversions (%s, %ld, %2$s) and a line break escaped as %0A (GnuPG's prompts): text
 # of a program's message, not of a password.
 _FORMAT_RE = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXcsfgeEp]|%0[AaDd]")
-_PRINTF_S_RE = re.compile(r"%(?:\d+\$)?-?\d*(?:l|ll|z)?[sdu]")  # inside a value: `\x1b[1m%s\x1b[0m`
+# %s, %d, %ld or %1$s inside a value (`\x1b[1m%s\x1b[0m`); never a URL's, whose escapes (%20s…) look alike
+_PRINTF_S_RE = re.compile(r"%(?:\d+\$)?(?:l|ll|z)?[sdu]")
 # Scripts written without spaces between words (CJK, kana) or with particles joined to words
 # (Hangul): a value in them is a sentence or a description, never a password people type.
 _NO_SPACE_SCRIPT_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -142,7 +143,7 @@ def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
     v = value.strip(_QUOTE_MARKS + ".,;: \t").rstrip(")]}>").rstrip(_QUOTE_MARKS + ".,;:")  # `token: str)`
     if len(v) < 3 or v[0] in "[<{(*" or v.startswith("$(") or _NO_SPACE_SCRIPT_RE.match(v):
         return True
-    if _FORMAT_RE.fullmatch(v) or _PRINTF_S_RE.search(v):  # `Token: »%s«`, `contraseña: %ld`
+    if _FORMAT_RE.fullmatch(v) or (not in_url and _PRINTF_S_RE.search(v)):  # `Token: »%s«`, `: %ld`
         return True
     if not v.isprintable():  # a control character (an ANSI colour): output, not typed
         return True

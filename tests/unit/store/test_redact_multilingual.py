@@ -189,3 +189,9 @@ def test_digits_after_a_pin_or_password_key(rd, line, redacted):
 ])
 def test_localised_keys_with_placeholders_stay(rd, line):
     assert rd.spans(line) == []
+
+
+def test_a_url_password_with_escapes_is_not_taken_for_a_format(rd):
+    """%20s in a URL's password is an escaped space and an s, not printf's %20s."""
+    url = "https://jo%40example.com:Zq7v%20secret9@files.example.org/x"
+    assert rd.redact(url) == url.replace("Zq7v%20secret9", REDACTED)
