@@ -203,11 +203,16 @@ def _name_with_number(value: str) -> bool:
             and all(any(v in run for v in "aeiouy") for run in _LOWER_RUN_RE.findall(value)))
 
 
+def _has_upper(text: str) -> bool:
+    return any(c.isupper() for c in text)
+
+
 def _random_password(value: str) -> bool:
     """For a value right after a password word with no verb or colon: printable ASCII, 8-64
     characters, a letter and a digit or a symbol, and mixed (four runs of lower case, upper case,
     digits or symbols: Xk9mP2vL7qZ, L4nt3rn#5), not a name with a number (OnePlus12) nor a name
-    of such pieces or one-kind ones (AES-256-GCM, x86_64-linux, Qwen2.5-7B), nor a path, URL, version or date."""
+    of such pieces, one-kind ones or lower-case ones (AES-256-GCM, Qwen2.5-7B, k8s-prod-01,
+    utf8mb4_general_ci), nor a path, URL, version or date."""
     if not 8 <= len(value) <= 64 or not value.isascii() or not value.isprintable():
         return False
     if _NOT_A_PASSWORD_RE.search(value) or _FORMAT_RE.search(value) or _is_placeholder(value, in_url=True):
@@ -215,7 +220,7 @@ def _random_password(value: str) -> bool:
     if not any(c.isalpha() for c in value) or value.isalpha() or _name_with_number(value):
         return False
     pieces = [p for p in _VALUE_PIECES_RE.split(value) if p]
-    if len(pieces) > 1 and all(len(_CHAR_RUN_RE.findall(p)) <= 2 or _name_with_number(p)
+    if len(pieces) > 1 and all(len(_CHAR_RUN_RE.findall(p)) <= 2 or _name_with_number(p) or not _has_upper(p)
                                for p in pieces):
         return False
     return len(_CHAR_RUN_RE.findall(value)) >= 4

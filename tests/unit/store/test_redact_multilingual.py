@@ -1,13 +1,22 @@
 """hybrid.store.agent.redact on the multilingual labelled set (tests/data/secrets_multilingual.jsonl,
-issue #47). The figures: eval/bench/redact_recall.py."""
+issue #47): recall with its misses pinned, no hard negative touched, and the classes the set was
+built for one by one: provider token shapes the catalogue lacks, a password after its keyword
+without a colon in many languages, program messages about passwords, frontmatter `key: value`
+lines in many languages, PINs. Tokens with a Cyrillic or Greek letter: test_redact_normalise.py.
+The figures by class and language: eval/bench/redact_recall.py."""
 from collections import Counter
 
 import pytest
-from secrets_fixtures import fake_value, multilingual_set
+from secrets_fixtures import covered, fake_value, leaked, multilingual_set
 
 from hybrid.store.agent.redact import REDACTED, Redactor
 
 POSITIVES, NEGATIVES = multilingual_set()
+RECALL_FLOOR = 0.99
+# Samples missed on purpose, by class (the redactor's docstring lists the class): a password of
+# capitalised words and a number right after its keyword, with no colon or verb, reads like a
+# product name (see test_a_name_with_a_number_right_after_the_keyword_is_not_taken).
+EXPECTED_MISSES = {"de-prose-bare-2"}
 
 
 def test_the_set_is_what_the_issue_asks_for():
@@ -29,6 +38,20 @@ def rd(kingfisher_cache):
     r = Redactor(kingfisher_cache)
     r.warm()
     return r
+
+
+def test_recall_on_the_set(rd):
+    """Every labelled secret covered by a span and no piece of it left, but the expected misses."""
+    missed = {c["id"] for c in POSITIVES
+              if not all(covered(c["line"], s, rd.spans(c["line"])) and not leaked(s, rd.redact(c["line"]))
+                         for s in c["secrets"])}
+    assert missed == EXPECTED_MISSES
+    assert 1 - len(missed) / len(POSITIVES) >= RECALL_FLOOR
+
+
+@pytest.mark.parametrize("case", NEGATIVES, ids=[n["id"] for n in NEGATIVES])
+def test_hard_negatives_of_the_set_stay(rd, case):
+    assert rd.spans(case["line"]) == []
 
 
 # Provider token shapes the built-in catalogue lacks: Notion's `secret_` tokens (it knows `ntn_`),
@@ -87,7 +110,8 @@ def test_password_without_a_colon(rd, template):
     "パスワードは8文字以上にしてください。", "Changed the password on my OnePlus12 yesterday.",
     "The password is hashed with AES-256-GCM before upload.", "password manager 1Password 8 on macOS14",
     "Passwort für iPhone15 zurücksetzen", "The password field of Qwen2.5-7B's demo is empty.",
-    "Пароль от роутера TP-Link Archer AX55 сброшен.", "Şifre sıfırlama bağlantısı 24 saat geçerlidir.",
+    "Пароль от роутера TP-Link Archer AX55 сброшен.", "The password for k8s-prod-01 is in the vault.",
+    "password collation utf8mb4_general_ci", "Şifre sıfırlama bağlantısı 24 saat geçerlidir.",
     "Le mot de passe expire après 90 jours.", "كلمة المرور قوية", "密码长度至少8位。",
     "The password is stored in 1Password.", "wifi password WPA2-PSK only",
 ])
