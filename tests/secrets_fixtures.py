@@ -1,5 +1,5 @@
-"""Fake credentials and hard negatives for the redaction tests (tests/unit/store/test_redact.py,
-tests/unit/store/test_redact_corpus.py).
+"""Fake credentials and hard negatives for the redaction tests (tests/unit/store/test_redact*.py)
+and eval/bench/redact_recall.py, and how a redaction is scored (:func:`covered`, :func:`leaked`).
 
 Every secret is generated at run time from a seed, so no file in the repository holds a literal
 token that a push-protection scanner would flag (ported from eval/scout/secrets_probe.py). The
@@ -8,7 +8,8 @@ the body's shape, and the tests stay free of openssl and ssh-keygen.
 
 The labelled corpus is :func:`fake_secrets` (positives: each case names the exact substrings that
 must disappear) plus :data:`HARD_NEGATIVES` and :data:`ORDINARY_NOTES` (text that must come back
-unchanged).
+unchanged). :func:`multilingual_set` reads the second labelled set, tests/data/secrets_multilingual.jsonl
+(credentials in prose of 21 languages, config lines, commands, homoglyphs), and fills in its values.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import base64
 import binascii
 import json
 import random
+import re
 import string
 
 B62 = string.ascii_letters + string.digits
@@ -35,6 +37,24 @@ def _b62_encode(n: int, width: int) -> str:
 
 def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+# A secret is leaked if any piece of it between whitespace or invisible characters survives
+# (a passphrase with only its first word redacted, a token split by a newline half-redacted).
+_SEPARATORS = re.compile(r"[\s\u00ad\u200b-\u200f\u2060\ufeff]+")
+_MIN_PIECE = 6
+
+
+def leaked(secret: str, out: str) -> bool:
+    """Whether ``secret``, or a piece of it of six characters or more, is still in ``out``."""
+    return secret in out or any(len(p) >= _MIN_PIECE and p in out for p in _SEPARATORS.split(secret))
+
+
+def covered(text: str, secret: str, spans: list[tuple[int, int]]) -> bool:
+    """Whether every visible character of the first occurrence of ``secret`` is in a span."""
+    start = text.index(secret)
+    return all(any(s <= i < e for s, e in spans) for i in range(start, start + len(secret))
+               if not _SEPARATORS.fullmatch(text[i]))
 
 
 def pem_block(label: str, n_bytes: int, rnd: random.Random) -> str:
@@ -527,3 +547,127 @@ ORDINARY_NOTES: list[str] = [
     "The PIN pad on the front door beeps twice when the battery is low.",
     "In C, `char *token = strtok(line, \",\");` walks the fields of a CSV line.",
 ]
+
+
+# --- The multilingual labelled set (tests/data/secrets_multilingual.jsonl) ----------------------
+#
+# Each line of the file is a sample: ``id``, ``lang`` (an ISO 639-1 code, or ``code`` for a config
+# line, a command or a bare token with no prose around it), ``class`` and ``text``. A positive has
+# ``kind``, the shape of the value its ``{secret}`` slot gets at run time (so the file holds no
+# literal token, as above): that value is the exact substring that must disappear. A negative
+# (``class`` "negative") has no slot and must come back unchanged; ``why`` says what it is.
+
+MULTILINGUAL_SET = "secrets_multilingual.jsonl"
+
+# Latin letters and the Cyrillic (first) and Greek (second, where there is one) letters drawn
+# the same: the homoglyph samples swap one letter of a token for one of these.
+_HOMOGLYPHS = {
+    "A": "\u0410\u0391", "B": "\u0412\u0392", "C": "\u0421", "E": "\u0415\u0395", "H": "\u041d\u0397",
+    "K": "\u041a\u039a", "M": "\u041c\u039c", "O": "\u041e\u039f", "P": "\u0420\u03a1", "T": "\u0422\u03a4",
+    "X": "\u0425\u03a7", "Y": "\u0423\u03a5", "a": "\u0430\u03b1", "c": "\u0441", "e": "\u0435",
+    "o": "\u043e\u03bf", "p": "\u0440\u03c1", "x": "\u0445", "y": "\u0443",
+}
+_LEET = {"a": "4", "e": "3", "i": "1", "o": "0"}
+
+
+def _github_token(prefix: str, rs) -> str:
+    body = rs(B62, 30)
+    return prefix + body + _b62_encode(binascii.crc32(body.encode()), 6)
+
+
+def _value_makers(rs, rnd: random.Random) -> dict:
+    """The value of each ``kind``: a function of no arguments that draws a fresh one."""
+
+    def pw() -> str:  # typed at random: letters of both cases and digits, 10-14 characters
+        n = rnd.randint(10, 14)
+        while True:
+            v = rs(B62, n)
+            if any(c.isdigit() for c in v) and any(c.isupper() for c in v) and any(c.islower() for c in v):
+                return v
+
+    def pw_symbol() -> str:  # a word in leetspeak with a symbol and a digit: L4nt3rn#5
+        word = rnd.choice(_PASSPHRASE_WORDS).capitalize()
+        word = "".join(_LEET.get(c, c) if rnd.random() < 0.6 else c for c in word)
+        if not any(c.isdigit() for c in word):
+            word += rs(string.digits, 1)
+        return word + rs("!#%&*+?@", 1) + rs(string.digits, 1)
+
+    def pw_words() -> str:  # two capitalised words and a number: CopperFalcon42
+        a, b = rnd.sample(_PASSPHRASE_WORDS, 2)
+        return a.capitalize() + b.capitalize() + rs(string.digits, 2)
+
+    def doppler(kind: str, env: bool = False) -> str:
+        middle = f"{rnd.choice(['dev', 'stg', 'prd', 'ci_test'])}." if env else ""
+        return f"dp.{kind}.{middle}{rs(B62, rnd.randint(40, 44))}"
+
+    makers = {
+        "pw": pw, "pw-symbol": pw_symbol, "pw-words": pw_words,
+        "digits-4": lambda: rs("123456789", 1) + rs(string.digits, 3),
+        "digits-8": lambda: rs("123456789", 1) + rs(string.digits, 7),
+        "b62-32": lambda: rs(B62, 32),
+        "hex-32": lambda: rs(HEX, 32),
+        "hex-40": lambda: rs(HEX, 40),
+        "notion-secret": lambda: "secret_" + rs(B62, 43),
+        "notion-ntn": lambda: "ntn_" + rs(string.digits, 11) + rs(B62, 35),
+        "doppler-pt": lambda: doppler("pt"), "doppler-ct": lambda: doppler("ct"),
+        "doppler-sa": lambda: doppler("sa"), "doppler-st": lambda: doppler("st"),
+        "doppler-st-env": lambda: doppler("st", env=True),
+        "whsec": lambda: "whsec_" + rs(B62, 32),
+        "whsec-hex": lambda: "whsec_" + rs(HEX, 64),
+        "stripe-sk": lambda: "sk_live_" + rs(B62, 24),
+        "stripe-rk": lambda: "rk_live_" + rs(B62, 24),
+        "stripe-test": lambda: "sk_test_" + rs(B62, 24),
+        "ghp": lambda: _github_token("ghp_", rs),
+        "github-fine": lambda: "github_pat_" + rs(B62, 22) + "_" + rs(B62, 59),
+        "gitlab": lambda: "glpat-" + rs(B62 + "-_", 20),
+        "slack-bot": lambda: f"xoxb-{rs(string.digits, 12)}-{rs(string.digits, 13)}-{rs(B62, 24)}",
+        "slack-webhook": lambda: (f"https://hooks.slack.com/services/T{rs(string.ascii_uppercase + string.digits, 8)}"
+                                  f"/B{rs(string.ascii_uppercase + string.digits, 10)}/{rs(B62, 24)}"),
+        "openai-proj": lambda: "sk-proj-" + rs(B62 + "-_", 74) + "T3BlbkFJ" + rs(B62 + "-_", 74),
+        "hf": lambda: "hf_" + rs(string.ascii_letters, 34),
+        "aws-akid": lambda: "AKIA" + rs(string.ascii_uppercase + "234567", 16),
+    }
+
+    def homoglyph(kind: str) -> str:
+        """A token of ``kind`` with one letter after its prefix drawn in Cyrillic or Greek."""
+        places: list[int] = []
+        while not places:  # a token with no letter that has a look-alike is drawn again
+            token = makers[kind]()
+            start = 4 if kind == "aws-akid" else token.index("_" if "_" in token else "-") + 1
+            places = [i for i in range(start, len(token)) if token[i] in _HOMOGLYPHS]
+        i = rnd.choice(places)
+        return token[:i] + rnd.choice(_HOMOGLYPHS[token[i]]) + token[i + 1:]
+
+    for kind in ("ghp", "stripe-sk", "aws-akid", "slack-bot", "gitlab", "openai-proj"):
+        makers[f"homoglyph-{kind}"] = lambda kind=kind: homoglyph(kind)
+    return makers
+
+
+def multilingual_set(seed: int = 47) -> tuple[list[dict], list[dict]]:
+    """The positives and the negatives of tests/data/secrets_multilingual.jsonl. A positive's
+    ``line`` is its text with the slot filled, ``secrets`` the one value that must disappear
+    (the same keys as :func:`fake_secrets`, so the scoring of test_redact_corpus.py applies)."""
+    from pathlib import Path
+
+    rnd = random.Random(seed)
+
+    def rs(alphabet: str, n: int) -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(n))
+
+    makers = _value_makers(rs, rnd)
+    positives, negatives = [], []
+    path = Path(__file__).parent / "data" / MULTILINGUAL_SET
+    for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
+        if row["class"] == "negative":
+            negatives.append({**row, "line": row["text"]})
+            continue
+        value = makers[row["kind"]]()
+        line = row["text"].replace("{secret}", value)
+        positives.append({**row, "name": row["id"], "line": line, "secret": value, "secrets": (value,)})
+    return positives, negatives
+
+
+def fake_value(kind: str, seed: int = 0) -> str:
+    """One value of ``kind`` (a ``kind`` of tests/data/secrets_multilingual.jsonl), drawn from ``seed``."""
+    rnd = random.Random(seed)
+    return _value_makers(lambda alphabet, n: "".join(rnd.choice(alphabet) for _ in range(n)), rnd)[kind]()

@@ -18,51 +18,73 @@ comparison is in eval/reports/secrets-detectors.md):
 - ``hybrid/data/secret_rules.yml`` adds what the catalogue misses, by class: a password in a
   URL's userinfo for any scheme; ``name: value`` for credential names in the syntaxes notes and
   config files use (env, YAML, JSON, XML, INI, properties, connection strings, ``PGPASSWORD=``,
-  ``dbPassword:``), a quoted value taken whole (a passphrase with spaces), and the word
-  "password" in about twenty languages (``пароль:``, ``Passwort:``, ``mot de passe :``, ``密码：``);
-  a password in prose ("the wifi password is ...", "Das Passwort ist ..."); the password flags
-  of common commands (``sshpass -p``, ``mysql -pX``, ``curl -u user:X``, ``docker login -p``,
-  ``--password X``), .netrc entries, .pgpass lines and Wi-Fi QR strings; ``Authorization:``
-  headers; secrets in URL queries (``sig=``) and webhook URLs; PuTTY keys and PEM keys with
-  escaped newlines; a standalone AWS key id; a Telegram bot token; a random-looking value a few
-  words after a credential word. The keyword and prose rules take a no-break space for a space.
+  ``dbPassword:``), a quoted value taken whole (a passphrase with spaces), the word "password" in
+  some thirty languages (``пароль:``, ``Passwort:``, ``mot de passe :``, ``mot_de_passe:``,
+  ``kata_sandi:``, ``كلمة_المرور:``, ``密码：``), a PIN (``pin: 4711``), and the words for an API
+  key or a token in the same languages (``API-Schlüssel:``, ``clé API :``, ``токен:``,
+  ``API密钥：``); a password in prose after a verb ("the wifi password is ...", "Das Passwort
+  lautet ...", "Ο κωδικός είναι ...", "Mật khẩu là ...") and right after the word with no colon
+  or verb ("database password X", "Wifi şifresi X", "Пароль от роутера X", "路由器密码 X"), the
+  latter only when the value looks random; the password flags of common commands
+  (``sshpass -p``, ``mysql -pX``, ``curl -u user:X``, ``docker login -p``, ``--password X``),
+  .netrc entries, .pgpass lines and Wi-Fi QR strings; ``Authorization:`` headers; secrets in URL
+  queries (``sig=``) and webhook URLs; PuTTY keys and PEM keys with escaped newlines; a
+  standalone AWS key id; a Telegram bot token; Notion ``secret_`` tokens, every Doppler token
+  (``dp.st.``, ``dp.ct.``, ``dp.sa.``, ...), Stripe ``whsec_`` and test-mode keys; a
+  random-looking value a few words after a credential word. The keyword and prose rules take a
+  no-break space for a space.
 - Rules named ``custom.hint-*`` find, within the same scan, places that need a second look: a
   Markdown table with a credential column header (each cell of that column is judged), a token
   cut by a line break or followed by punctuation (the built-in rules want a token to end at a
-  space or a quote), an invisible character.
+  space or a quote), an invisible character, a Latin letter or digit touching a Cyrillic or Greek
+  one.
 
 Text that hides a secret from byte patterns is also scanned as a normalised copy, built only when
 the text has something to normalise: NFKC (full-width ``ＡＫＩＡ…``, ligatures), invisible
 characters (zero-width space, soft hyphen, BOM) dropped, HTML entities (``password&#58;``)
 decoded, a wrapped token re-joined (where both sides of the break look random), a space put after
-a token followed by punctuation. Spans found in the copy are mapped back to the original
-characters, so a redacted span keeps the newlines it covers. A value the original scan already
-judged keeps that verdict.
+a token followed by punctuation, and Cyrillic and Greek letters drawn like Latin ones folded to
+Latin inside a word that mixes the scripts (``ghp_…О…``, ``pаssword:``; a Russian or Greek word
+is never rewritten). Spans found in the copy are mapped back to the original characters, so a
+redacted span keeps the newlines it covers. A value the original scan already judged keeps that
+verdict.
 
 The value a project rule captures is judged in Python, since the regex engine has no look-ahead
 (:func:`judge`): placeholders such as ``${TOKEN}``, ``<your-token>``, ``os.environ[...]``,
-``changeme``, ``xxxx``, a number, a variable or call in code (``has_psk``, ``f(token)``), a plain
-word after a keyword or a phrase with common words (``see the vault``) are not redacted; an
-unquoted passphrase of plain words runs to the end of its line.
+``changeme``, ``xxxx``, a number, a printf conversion (``%s``, ``%ld``), a variable or call in
+code (``has_psk``, ``f(token)``), a plain word after a keyword, a value in Chinese, Japanese or
+Korean script, or a phrase with common words or a password word (``see the vault``, ``passwd:
+senha atualizada com sucesso``) are not redacted; an unquoted passphrase of plain words runs to
+the end of its line; four digits or more after a PIN or password word are a PIN.
 
 Known misses: a secret with no recognisable shape, keyword or syntax ("it's hunter2 for the
 router"); a password in prose that is a plain word or a phrase ("the password is sunshine"); a
-PIN or passcode of digits only after a keyword; a value that reads as code or a name after a
-keyword (``password: correct_horse_battery``, ``Correct-Horse-Battery``, ``hunter``); a
-multi-word cell of plain words in a password column (kept, as "in the vault" must be); a token in
-lower case only (``dop_v1_<hex>``) cut by a line break or followed by punctuation, which gets no
-second look; a .pgpass line for a port other than 5432; a no-break space inside a command line
-(``sshpass -p\u00a0x``).
+PIN in prose ("Die PIN ist 4711"); right after a password word with no colon or verb: a value of
+capitalised words and a number (``Passwort CopperFalcon42``, which reads like ``OnePlus12``), a
+value in another script (``пароль Привет123``), a value more than three words away or after a word
+with digits ("password for the office printer X"), and about 0.4 % of random mixed-case
+passwords of 10-14 characters (too few changes between lower case, capitals and digits); a key
+that starts with a password word and a value of words and a number (``password_wifi:
+CopperFalcon42``); a value that reads as code or a name after a keyword (``password:
+correct_horse_battery``, ``Correct-Horse-Battery``, ``hunter``); a multi-word cell of plain words
+in a password column (kept, as "in the vault" must be); a token in lower case only
+(``dop_v1_<hex>``) cut by a line break or followed by punctuation, which gets no second look; a
+look-alike letter from a script other than Cyrillic or Greek; a .pgpass line for a port other
+than 5432; a no-break space inside a command line (``sshpass -p\u00a0x``).
 Accepted over-redaction: a random-looking value after a keyword (a long build id after
 ``token:``); every non-placeholder cell in a password column; a line of three to eight plain words
-after a password keyword, taken for a passphrase ("password: rotated every quarter").
+after a password keyword, taken for a passphrase ("password: rotated every quarter"); four
+digits after ``pin:`` that are not a PIN; a product name with a number inside it right after a
+password word (``Passwort für RTX4090Ti``); a Greek κωδικός that is a product code
+("ο κωδικός προϊόντος είναι AB12345").
 
 Redaction fails closed: without kingfisher, :class:`Redactor` raises
 :class:`RedactionUnavailable` instead of returning text unredacted.
 
-The first use compiles the rules (5-6 s); kingfisher caches the compiled database on disk
+The first use compiles the rules (4-6 s); kingfisher caches the compiled database on disk
 (``cache_dir``, else its OS cache directory), after which start-up takes about 0.4 s. A 1.5 kB
-chunk costs about 45 µs (one scan, a second one for the few texts that need a copy).
+chunk costs about 30-60 µs of CPU, depending on the machine's load (one scan, a second one for
+the few texts that need a copy; eval/bench/redact_recall.py measures it).
 """
 
 from __future__ import annotations
@@ -76,6 +98,7 @@ from hybrid.core.errors import HybridError
 from hybrid.store.agent.redact_rules import (
     COMPANION_NAME_RE,
     HINT_INVISIBLE,
+    HINT_MIXED,
     HINT_TABLE,
     HINT_TOKEN_END,
     REDACTED,
@@ -203,6 +226,7 @@ class Redactor:
         judged: list[tuple[str, int, int, tuple[int, int] | None]] = []
         wrapped: list[tuple[int, int]] = []
         punctuated: list[int] = []
+        mixed: list[int] = []
         invisible = False
         findings = [f for f in findings if f.visible or not COMPANION_NAME_RE.search(f.rule_id)]
         places = _char_offsets(data, len(text), [(f.location["start_offset"], f.location["end_offset"])
@@ -222,9 +246,11 @@ class Redactor:
                     punctuated.append(e - 1)
             elif kind == HINT_INVISIBLE:
                 invisible = True
+            elif kind == HINT_MIXED:
+                mixed.append(s)
             else:
                 judged.append((f.rule_id, s, e, judge(text, s, e, kind)))
-        return Scan(found, judged, wrapped, punctuated, invisible)
+        return Scan(found, judged, wrapped, punctuated, invisible, mixed)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Sorted, merged character spans of the secrets in ``text``."""

@@ -24,10 +24,12 @@ _PASSWORD = "password"        # the same; an unquoted passphrase runs on to the 
 _STRICT = "strict"            # syntax that leaves no doubt (URL userinfo, `sshpass -p`): a plain word counts
 _RANDOM = "random"            # near a credential word: kept if random-looking, letters and digits
 _PROSE_PASSWORD = "prose"     # after "password is": kept if password-looking
+_BARE_PASSWORD = "bare"       # right after "password", no verb or colon: kept if random-looking
 HINT_TABLE = "table"         # a table header with a credential column: judge that column's cells
 HINT_TOKEN_END = "token-end"  # a token cut by a line break, or followed by punctuation: scan a
 #                               copy re-joined, or with a space after it
 HINT_INVISIBLE = "invisible"  # a zero-width or other format character: scan a copy without it
+HINT_MIXED = "mixed-script"   # Latin touching Cyrillic or Greek: scan a copy with look-alikes folded
 RULE_KINDS = {
     "custom.url-password": _STRICT,
     "custom.keyword-password": _PASSWORD,
@@ -41,9 +43,11 @@ RULE_KINDS = {
     "custom.pgpass": _STRICT,
     "custom.keyword-prose": _RANDOM,
     "custom.password-prose": _PROSE_PASSWORD,
+    "custom.password-bare": _BARE_PASSWORD,
     "custom.hint-table": HINT_TABLE,
     "custom.hint-token-end": HINT_TOKEN_END,
     "custom.hint-invisible": HINT_INVISIBLE,
+    "custom.hint-mixed-script": HINT_MIXED,
 }
 
 # Built-in rules that are not shown (``visible: false``) report the companions a validator needs:
@@ -67,7 +71,34 @@ _STOP_WORDS = frozenset({
     "same", "your", "my", "our", "their", "stored", "saved", "kept", "set", "via", "here", "there",
     "below", "above", "later", "never", "always", "please", "enter", "type", "when", "if", "than",
     "then", "what", "who", "how", "why", "password", "passwords", "token", "secret", "key",
+    # the same kind of words, of three letters or more, in the other languages written in Latin
+    # letters that the rules know ("passwd: senha atualizada com sucesso", "siehe Tresor")
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "und", "oder", "ist", "sind",
+    "nicht", "mit", "für", "von", "bei", "nach", "auf", "siehe", "bitte", "noch", "auch", "wird",
+    "les", "une", "est", "sont", "dans", "pour", "avec", "sur", "voir", "pas", "par", "que", "qui",
+    "los", "las", "una", "del", "por", "para", "con", "ver", "sin", "está", "son", "uma", "dos",
+    "com", "sem", "não", "foi", "gli", "della", "per", "che", "non", "sono", "vedi", "het",
+    "een", "van", "met", "voor", "zie", "niet", "ook", "och", "med", "för", "att", "inte", "eller",
+    "som", "var", "blev", "till", "från", "ikke", "ble", "til", "fra", "har", "jest",
+    "nie", "się", "lub", "dla", "bir", "ile", "için", "değil", "veya", "dan", "atau", "yang",
+    "untuk", "dengan", "dari", "tidak", "ini", "itu", "ada", "akan", "els", "amb", "sense",
 })
+# A password word in any of the rules' languages: a value of plain words holding one talks about
+# a password ("passwd: passordet ble oppdatert", "--passwd passwd-Datenbank editieren").
+_PASSWORD_WORD_RE = re.compile(
+    r"(?i)pass(?:w(?:or)?d|phrase|code|wort|ord)|kennwort|wachtwoord|adgangskode|kodeord|salasana|senha"
+    r"|heslo|has[łl][oaeę]|contrase(?:ñ|n)a|contrasenya|l[öo]senord|jelsz[óo]|lozinka|parol[aăe]|[şs]ifre"
+    r"|sandi|kh[ẩa]u|парол|лозинк|κωδικ|συνθηματικ|סיסמ|المرور|पासवर्ड|密码|密碼|パスワード|비밀번호")
+_PIN_WORD_RE = re.compile(r"(?i)(?:^|[^a-z])pin(?:[\s_-]?code)?[^a-z]*$")
+# printf conversions (%s, %ld, %2$s) and a line break escaped as %0A (GnuPG's prompts): text
+# of a program's message, not of a password.
+_FORMAT_RE = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXcsfgeEp]|%0[AaDd]")
+# %s, %d, %ld or %1$s inside a value (`\x1b[1m%s\x1b[0m`); never a URL's, whose escapes (%20s…) look alike
+_PRINTF_S_RE = re.compile(r"%(?:\d+\$)?(?:l|ll|z)?[sdu]")
+# Scripts written without spaces between words (CJK, kana) or with particles joined to words
+# (Hangul): a value in them is a sentence or a description, never a password people type.
+_NO_SPACE_SCRIPT_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_QUOTE_MARKS = "\"'`„“”«»‘’‚‹›「」"
 _PLACEHOLDER_RES = [re.compile(p) for p in (
     r"^\$[A-Za-z_]\w*$",                    # $VAR
     r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$",     # ENV_VAR_NAME
@@ -78,6 +109,7 @@ _PLACEHOLDER_RES = [re.compile(p) for p in (
     r"^[A-Z][A-Za-z]*(?:-[A-Z][A-Za-z]*)+$",  # a command or header: ConvertTo-SecureString, X-Auth-Token
     r"^#[0-9A-Fa-f]{3,8}$",                 # a colour
     r"^%\(\w+\)s$",                         # %(name)s
+    r"^[A-Z]+(?:[:_-][A-Z]+)+$",            # a metavariable of a command's help: ARG:FLAG, FILE-NAME
     r"^(.)\1+$",                            # one character repeated: ********, 00000000
     r"[xX*#•]{4}",                          # a masked part: sk-xxxx..., ****1234
     r"\.\.\.|…",                            # an ellipsis
@@ -92,16 +124,30 @@ _NOT_A_PASSWORD_RE = re.compile(
 _PHRASE_WORD_RE = re.compile(r"[A-Za-z][a-z]{2,}")
 _PHRASE_MAX = 300  # characters: 24 words and their spaces
 _SEED_RE = re.compile(r"(?i)(?:seed|recovery|mnemonic|backup)[\s_-]?(?:phrase|words)|mnemonic")
+_SEED_WORDS = (12, 24)  # a BIP39 or Electrum seed: 12 to 24 words
 _QUOTES = "\"'`"
 _VALUE_STOP_RE = re.compile("[，。；、）」』】\u00a0\u202f]")  # ends an unquoted value (CJK text, French)
 _PROSE_TRAIL = ".,;:!?)]}»*"
 
 
+def _plain_word(value: str) -> bool:
+    """Letters of any script and `-_'`: a word (`required`, `пароль`, `पासवर्ड`, whose vowel signs are
+    marks, not letters)."""
+    if _PLAIN_WORD_RE.fullmatch(value):
+        return True
+    return not value.isascii() and any(c.isalpha() for c in value) and all(
+        c.isalpha() or c in "-_'" or unicodedata.category(c).startswith("M") for c in value)
+
+
 def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
     """True when a keyword or URL-password value is a stand-in rather than a secret. A plain
     short word counts as one after a keyword (`token: required`) but not as a URL's password."""
-    v = value.strip("\"'`.,;: \t").rstrip(")]}>").rstrip("\"'`.,;:")  # `token: str)` in a signature
-    if len(v) < 3 or v[0] in "[<{(*" or v.startswith("$("):
+    v = value.strip(_QUOTE_MARKS + ".,;: \t").rstrip(")]}>").rstrip(_QUOTE_MARKS + ".,;:")  # `token: str)`
+    if len(v) < 3 or v[0] in "[<{(*" or v.startswith("$(") or _NO_SPACE_SCRIPT_RE.match(v):
+        return True
+    if _FORMAT_RE.fullmatch(v) or (not in_url and _PRINTF_S_RE.search(v)):  # `Token: »%s«`, `: %ld`
+        return True
+    if not v.isprintable():  # a control character (an ANSI colour): output, not typed
         return True
     low = v.lower()
     if low in _PLACEHOLDER_WORDS or low.startswith(("your_", "your-", "your ", "my_", "my-")):
@@ -111,7 +157,10 @@ def _is_placeholder(value: str, *, in_url: bool = False) -> bool:
     words = low.split()
     if len(words) > 1 and (len(words) > 24 or any(w.strip(".,;:!?()") in _STOP_WORDS for w in words)):
         return True
-    if not in_url and ((_PLAIN_WORD_RE.fullmatch(v) and len(v) < 16)  # a plain word (`required`)
+    plain = _plain_word(v)
+    if plain and _PASSWORD_WORD_RE.search(v):  # `--passwd passwd-Datenbank`
+        return True
+    if not in_url and ((plain and len(v) < 16)  # a plain word (`required`)
                        or _IDENTIFIER_RE.fullmatch(v)):  # a variable: `has_psk`, `passwordFromEnv`
         return True
     if _NUMBER_RE.fullmatch(v) and not (v.isdigit() and len(v) >= 10):  # a count, a port, a version
@@ -132,14 +181,66 @@ def _secret_looking(value: str) -> bool:
 def _password_looking(value: str) -> bool:
     """For a value after "the password is": a letter and a digit or a symbol, and not a word, a
     number, a path, a URL, an e-mail address, a version or a date."""
-    if not 6 <= len(value) <= 64 or _NOT_A_PASSWORD_RE.search(value) or _is_placeholder(value, in_url=True):
+    if not 6 <= len(value) <= 64 or _NOT_A_PASSWORD_RE.search(value) or _FORMAT_RE.search(value) \
+            or _is_placeholder(value, in_url=True):
         return False
     return any(c.isalpha() for c in value) and any(c.isdigit() or c in "!#$%&*+=?@^~|" for c in value)
 
 
+# A value that is words and a number (a product or model name: OnePlus12, MacBook16, iPhone15,
+# XPS13; also CopperFalcon42, which right after "password" with no verb cannot be told from one).
+_NAME_WITH_NUMBER_RE = re.compile(r"[a-z]?(?:[A-Z]?[a-z]{2,}|[A-Z]{2,})+\d{0,4}")
+_LOWER_RUN_RE = re.compile(r"[a-z]{2,}")
+_VALUE_PIECES_RE = re.compile(r"[-_./]")
+_CHAR_RUN_RE = re.compile(r"[a-z]+|[A-Z]+|\d+|[^a-zA-Z\d]+")
+# The word before a hex or random value that says it is a hash, not a key ("commit 9fceb02…").
+_HASH_NAME_RE = re.compile(r"(?i)(?:^|[^a-z0-9])(?:commit|sha\d*|hash|revision|rev|checksum|digest|md5|fingerprint)"
+                           r"[\s:#`'\"=]{1,4}$")
+
+
+def _name_with_number(value: str) -> bool:
+    """Capitalised words (each small-letter run with a vowel, as words have: not the `qjrxj` of a
+    random string) or capitals, and up to four digits: OnePlus12, iPhone15, XPS13."""
+    return (_NAME_WITH_NUMBER_RE.fullmatch(value) is not None
+            and all(any(v in run for v in "aeiouy") for run in _LOWER_RUN_RE.findall(value)))
+
+
+def _has_upper(text: str) -> bool:
+    return any(c.isupper() for c in text)
+
+
+def _random_password(value: str) -> bool:
+    """For a value right after a password word with no verb or colon: printable ASCII, 8-64
+    characters, a letter and a digit or a symbol, and mixed (four runs of lower case, upper case,
+    digits or symbols: Xk9mP2vL7qZ, L4nt3rn#5), not a name with a number (OnePlus12) nor a name
+    of such pieces, one-kind ones or lower-case ones (AES-256-GCM, Qwen2.5-7B, k8s-prod-01,
+    utf8mb4_general_ci), nor a path, URL, version or date."""
+    if not 8 <= len(value) <= 64 or not value.isascii() or not value.isprintable():
+        return False
+    if _NOT_A_PASSWORD_RE.search(value) or _FORMAT_RE.search(value) or _is_placeholder(value, in_url=True):
+        return False
+    if not any(c.isalpha() for c in value) or value.isalpha() or _name_with_number(value):
+        return False
+    pieces = [p for p in _VALUE_PIECES_RE.split(value) if p]
+    if len(pieces) > 1 and all(len(_CHAR_RUN_RE.findall(p)) <= 2 or _name_with_number(p) or not _has_upper(p)
+                               for p in pieces):
+        return False
+    return len(_CHAR_RUN_RE.findall(value)) >= 4
+
+
+def _ascii_end(text: str, s: int, e: int) -> int:
+    """Where a value that starts in ASCII meets another script: CJK and Korean text go on without
+    a space (パスワードは8文字以上, 비밀번호는 X입니다). A value that starts in another script (a
+    Cyrillic password) is left whole."""
+    if s >= e or not text[s].isascii():
+        return e
+    return next((i for i in range(s, e) if not text[i].isascii()), e)
+
+
 def _phrase_end(text: str, s: int) -> int | None:
     """The end of a passphrase of plain words that starts at ``s`` and fills its line (three to
-    eight words with none of :data:`_STOP_WORDS`; up to 24 of any kind after "seed phrase")."""
+    eight words with none of :data:`_STOP_WORDS` and no password word; 12 to 24 of any kind after
+    "seed phrase" or "mnemonic")."""
     eol = text.find("\n", s, s + _PHRASE_MAX + 1)
     if eol < 0:
         if len(text) - s > _PHRASE_MAX:
@@ -149,12 +250,23 @@ def _phrase_end(text: str, s: int) -> int | None:
     words = phrase.split()
     if len(words) < 3 or not all(_PHRASE_WORD_RE.fullmatch(w) for w in words):
         return None
-    if _SEED_RE.search(text, max(text.rfind("\n", max(0, s - 80), s) + 1, s - 80), s):
-        return s + len(phrase) if len(words) <= 24 else None
+    seed = _SEED_RE.search(text, max(text.rfind("\n", max(0, s - 80), s) + 1, s - 80), s)
+    if seed and _SEED_WORDS[0] <= len(words) <= _SEED_WORDS[1]:
+        return s + len(phrase)
     lowered = [w.lower() for w in words]
-    if len(words) > 8 or lowered[0] in _PLACEHOLDER_WORDS or any(w in _STOP_WORDS for w in lowered):
+    if len(words) > 8 or lowered[0] in _PLACEHOLDER_WORDS or any(w in _STOP_WORDS for w in lowered) \
+            or any(_PASSWORD_WORD_RE.match(w) for w in lowered):
         return None
     return s + len(phrase)
+
+
+def _pin(text: str, s: int, value: str) -> bool:
+    """Four digits or more (not one repeated) after a PIN or password word: a PIN or passcode
+    (`pin: 4711`, `passcode: 12345678`), where after `pass:` or a count it is a number."""
+    if not (value.isdigit() and len(value) >= 4 and len(set(value)) > 1):
+        return False
+    before = text[max(text.rfind("\n", 0, s) + 1, s - 40):s]
+    return _PIN_WORD_RE.search(before) is not None or _PASSWORD_WORD_RE.search(before) is not None
 
 
 def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
@@ -168,17 +280,24 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
     else:
         if (stop := _VALUE_STOP_RE.search(text, s, e)) is not None:
             e = stop.start()
-        if kind in (_RANDOM, _PROSE_PASSWORD):
+        if kind == _BARE_PASSWORD and e < len(text) and text[e].isalpha() and not _NO_SPACE_SCRIPT_RE.match(text[e]):
+            return None  # the word goes on in other letters: SOCKSv5-yhteyskäytäntöön
+        if kind in (_RANDOM, _PROSE_PASSWORD, _BARE_PASSWORD):
+            e = _ascii_end(text, s, e)
             e = s + len(text[s:e].rstrip(_PROSE_TRAIL))
+            if _HASH_NAME_RE.search(text, max(0, s - 20), s):
+                return None
         if kind == _PASSWORD and (end := _phrase_end(text, s)) is not None:
             return s, end
     value = text[s:e]
     if kind == _STRICT:
         keep = not _is_placeholder(value, in_url=True)
     elif kind in (_KEYWORD, _PASSWORD):
-        keep = not _is_placeholder(value)
+        keep = not _is_placeholder(value) or (kind == _PASSWORD and _pin(text, s, value))
     elif kind == _RANDOM:
         keep = _secret_looking(value) and not _is_placeholder(value)
+    elif kind == _BARE_PASSWORD:
+        keep = _random_password(value)
     else:
         keep = _password_looking(value)
     return (s, e) if keep and e > s else None
@@ -304,6 +423,44 @@ def _looks_random(run: str) -> bool:
     return _RANDOM_PIECE_RE.search(run) is not None
 
 
+# Cyrillic and Greek letters drawn like a Latin one (after Unicode's confusables.txt, the ones
+# fonts draw alike), folded in the copy inside a word that holds Latin letters too: a token or a
+# keyword with one such letter (`ghp_…О…`, `pаssword`) is invisible to every byte pattern. A word
+# of one script keeps its letters, so Russian and Greek text is never rewritten.
+_LOOK_ALIKES = str.maketrans(
+    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝ"   # Cyrillic
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ",          # Greek
+    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqw"
+    "ABEZHIKMNOPTYXovaikpucj")
+_MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _other_script(char: str) -> bool:
+    """A Greek or Cyrillic character (the ranges the mixed-script hint looks for)."""
+    return "\u0370" <= char <= "\u052f"
+
+
+def _look_alike_edits(text: str, hints: list[int]) -> list[tuple[int, int, str]]:
+    """The one-character edits that fold look-alike letters to Latin in each word around a hint
+    that mixes Latin letters with Cyrillic or Greek ones."""
+    edits: list[tuple[int, int, str]] = []
+    done = -1
+    for pos in sorted(hints):
+        if pos < done:
+            continue  # in a word already seen
+        start = end = pos
+        while start > 0 and (text[start - 1] in _MIXED_RUN or _other_script(text[start - 1])):
+            start -= 1
+        while end < len(text) and (text[end] in _MIXED_RUN or _other_script(text[end])):
+            end += 1
+        done = end
+        word = text[start:end]
+        if any(c.isascii() and c.isalpha() for c in word) and any(_other_script(c) for c in word):
+            edits += [(i, i + 1, folded) for i, c in enumerate(word, start)
+                      if (folded := c.translate(_LOOK_ALIKES)) != c]
+    return edits
+
+
 class View:
     """A copy of a text with some of its characters replaced (``edits``: sorted, disjoint
     ``(start, end, replacement)`` in the original), and the map from the copy's offsets back
@@ -380,6 +537,8 @@ def normalised_copy(text: str, scan: Scan) -> View | None:
             if len(before) >= 16 and len(after) >= 4 and _looks_random(before) and _looks_random(after):
                 edits.append((m.start(), m.end(), ""))
     edits += [(p, p, " ") for p in scan.punctuated]
+    if scan.mixed:
+        edits += _look_alike_edits(text, scan.mixed)
     return View(copy, edits) if edits or folded_any else None
 
 
@@ -400,4 +559,5 @@ class Scan(NamedTuple):
     #                                  end, and the span to redact (None: a placeholder)
     wrapped: list[tuple[int, int]]   # hints for the normalised copy: runs cut by a line break,
     punctuated: list[int]            # ends of runs followed by punctuation,
-    invisible: bool                  # and whether the text holds an invisible character
+    invisible: bool                  # whether the text holds an invisible character,
+    mixed: list[int]                 # and where Latin touches Cyrillic or Greek

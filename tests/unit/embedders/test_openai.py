@@ -235,6 +235,18 @@ def test_secrets_are_redacted_before_they_leave(server, vault):
     assert FakeOpenAI.seen == [[f"where is {SECRET}"]]
 
 
+def test_a_password_typed_in_a_query_is_redacted_before_it_leaves(server, vault):
+    """Issue #47: "database password Xk9mP2vL7qZ" typed as a query went to a model server on
+    another machine as it was (a password with no colon was not found). The query is redacted
+    where any text bound elsewhere is (remote.outbound); "always" makes 127.0.0.1 count as elsewhere."""
+    h = handle(server, redact_outbound="always")
+    h.add_vault(vault, "vault")
+    h.index()
+    for query in ("database password Xk9mP2vL7qZ", "Das Passwort lautet Xk9mP2vL7qZ", "wifi şifresi Xk9mP2vL7qZ"):
+        h.search(query, mode="vector")
+        assert FakeOpenAI.seen[-1] == [query.replace("Xk9mP2vL7qZ", "[redacted secret]")]
+
+
 def test_another_machine_needs_a_yes_first(vault, monkeypatch):
     far = "http://192.0.2.1:9/v1"  # TEST-NET-1: never reached here
     h = handle(far, remote_timeout=0.3, remote_retries=0)

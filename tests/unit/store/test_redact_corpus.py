@@ -12,7 +12,6 @@ function run against the previous redact.py); ``--time`` adds the cost per call:
 """
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,17 +19,12 @@ from typing import Protocol
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # as a script, for secrets_fixtures
-from secrets_fixtures import HARD_NEGATIVES, ORDINARY_NOTES, fake_secrets  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parents[2]))  # as a script: tests/, for secrets_fixtures and helpers
+from secrets_fixtures import HARD_NEGATIVES, ORDINARY_NOTES, covered, fake_secrets, leaked  # noqa: E402
 
 RECALL_FLOOR = 1.0
 NEGATIVES_UNCHANGED_FLOOR = 0.97
 SPAN_PRECISION_FLOOR = 0.97
-
-# A secret is leaked if any piece of it between whitespace or invisible characters survives
-# (a passphrase with only its first word redacted, a token split by a newline half-redacted).
-_SEPARATORS = re.compile(r"[\s\u00ad\u200b-\u200f\u2060\ufeff]+")
-_MIN_PIECE = 6
 
 
 class _SpanFinder(Protocol):
@@ -65,18 +59,6 @@ class Score:
         return (f"recall {self.caught}/{self.positives} ({self.recall:.3f}), "
                 f"precision {self.span_precision:.3f} ({self.true_spans}/{self.spans} spans on a secret; "
                 f"negatives unchanged {self.unchanged}/{self.negatives} = {self.negatives_unchanged:.3f})")
-
-
-def leaked(secret: str, out: str) -> bool:
-    """Whether ``secret``, or a piece of it of six characters or more, is still in ``out``."""
-    return secret in out or any(len(p) >= _MIN_PIECE and p in out for p in _SEPARATORS.split(secret))
-
-
-def covered(text: str, secret: str, spans: list[tuple[int, int]]) -> bool:
-    """Whether every visible character of the first occurrence of ``secret`` is in a span."""
-    start = text.index(secret)
-    return all(any(s <= i < e for s, e in spans) for i in range(start, start + len(secret))
-               if not _SEPARATORS.fullmatch(text[i]))
 
 
 def evaluate(rd: _SpanFinder, seed: int = 12) -> Score:

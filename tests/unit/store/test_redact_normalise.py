@@ -6,7 +6,7 @@ import string
 import time
 
 import pytest
-from secrets_fixtures import B62, fake_secrets
+from secrets_fixtures import B62, fake_secrets, fake_value
 
 from hybrid.store.agent.redact import REDACTED, Redactor
 from hybrid.store.agent.redact_rules import View
@@ -126,3 +126,42 @@ def test_many_findings_in_one_long_non_ascii_line_stay_linear(rd):
     spans = rd.spans(text)
     assert len(spans) == 10_000
     assert time.perf_counter() - start < 5  # about 0.5 s; the quadratic version took over 20 s
+
+
+# A token with one letter written in Cyrillic or Greek (a homoglyph) reads the same and fools every
+# byte pattern; the copy folds such letters to Latin inside a run that mixes the scripts.
+@pytest.mark.parametrize("kind", ["homoglyph-ghp", "homoglyph-stripe-sk", "homoglyph-aws-akid",
+                                  "homoglyph-slack-bot", "homoglyph-gitlab", "homoglyph-openai-proj"])
+@pytest.mark.parametrize("context", ["{}", "Мой токен: {} (не трогать)", "Το κλειδί είναι {} εδώ", "`{}`"])
+def test_token_with_a_homoglyph_is_redacted_whole(rd, kind, context):
+    token = fake_value(kind, seed=len(context))
+    assert not token.isascii()
+    text = context.format(token)
+    assert rd.redact(text) == context.format(REDACTED)
+
+
+@pytest.mark.parametrize("line", ["p\u0430ssword: {}", "DB_P\u0410SSWORD={}", "api_k\u0435y = '{}'"])
+def test_keyword_with_a_homoglyph(rd, line):
+    value = "".join(random.Random(8).choice(B62) for _ in range(14)) + "7"
+    assert rd.redact(line.format(value)) == line.format(REDACTED)
+
+
+@pytest.mark.parametrize("text", [
+    "Python-скрипт обновляет GitHub-репозиторий каждые 5мин.",   # scripts side by side, not mixed
+    "Купил iPhone, пароль поменяю завтра.",
+    "Το iPhone 15 και το Wi-Fi 6E δουλεύουν μαζί.",
+    "Сервер srv01 в стойке 4А, порт 8080.",                      # a Cyrillic А after a digit
+    "ΑΚΙΑ ΒΕΤΑ: Greek capitals that look Latin, in a Greek word.",
+])
+def test_mixed_scripts_in_ordinary_text_stay(rd, text):
+    assert rd.spans(text) == []
+
+
+def test_no_copy_without_a_run_that_mixes_latin_and_cyrillic_or_greek(rd):
+    from hybrid.store.agent.redact_rules import normalised_copy
+
+    plain = "Подготовка к полумарафону: 12 недель, 5км по вторникам, Ζώνη 2."
+    assert normalised_copy(plain, rd._scan(rd._get_scanner(), plain)) is None
+    mixed = "token ghp_Ab3\u0441def"
+    view = normalised_copy(mixed, rd._scan(rd._get_scanner(), mixed))
+    assert view is not None and view.text == "token ghp_Ab3cdef"
