@@ -1,6 +1,8 @@
-"""A/B of warm in-process query latency between two checkouts of hybrid on one existing index
-(the older code ignores what it does not know, e.g. lexical/sections/). The two run alternately,
-three times each, so the shared machine's load falls on both alike.
+"""A/B of warm in-process query latency between two checkouts of hybrid on one index (the
+older code ignores what it does not know, e.g. lexical/sections/). Each checkout gets its own
+copy of HOME, so neither rebuilds the other's agent index (its fingerprint names the rules of
+the code that built it). The two run alternately, ``--repeat`` times each, so the shared
+machine's load falls on both alike; every mode is timed, and the agent view's hybrid search.
 
     git worktree add /tmp/wt-old <commit>
     .venv/bin/python eval/bench/query_ab.py --old /tmp/wt-old --home HOME --vault ../shared/vaults/obsidian-help
@@ -12,8 +14,14 @@ Queries: the obsidian-help and paraphrase sets.
 """
 
 import argparse
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the queries' files are read from here
 
 CODE = r'''
 import sys, json, time, statistics
@@ -28,15 +36,17 @@ qs = [json.loads(l)["text"] for f in ["qrels/obsidian-help.queries.jsonl", "qrel
       for l in open(f)]
 for q in qs[:10]:
     h.search(q, top_k=10)
+    h.search(q, top_k=10, agent=True)  # the agent index brought in step (once per copy) and warm
 out = {}
-for mode in ("lexical", "hybrid"):
+for label, mode, agent in (("lexical", "lexical", False), ("vector", "vector", False),
+                           ("hybrid", "hybrid", False), ("hybrid-agent", "hybrid", True)):
     ts = []
     for q in qs:
         t = time.perf_counter()
-        h.search(q, top_k=10, mode=mode)
+        h.search(q, top_k=10, mode=mode, agent=agent)
         ts.append((time.perf_counter() - t) * 1000)
     ts.sort()
-    out[mode] = {"p50_ms": round(statistics.median(ts), 2), "p95_ms": round(ts[int(0.95 * len(ts)) - 1], 2)}
+    out[label] = {"p50_ms": round(statistics.median(ts), 2), "p95_ms": round(ts[int(0.95 * len(ts)) - 1], 2)}
 print(json.dumps(out))
 '''
 
@@ -51,11 +61,20 @@ def main() -> None:
     ap.add_argument("--embedder", default="minilm", help="the embedder HOME's index was made with")
     ap.add_argument("--name", default="v", help="the vault's name in HOME")
     args = ap.parse_args()
-    for _ in range(args.repeat):
-        for name, root in (("old", args.old), ("new", args.new)):
-            r = subprocess.run([sys.executable, "-c", CODE, root, args.home, args.vault, args.embedder, args.name],
-                               capture_output=True, text=True)
-            print(name, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-500:], flush=True)
+    work = Path(tempfile.mkdtemp(prefix="query-ab-"))
+    homes = {}
+    for name in ("old", "new"):
+        homes[name] = work / name
+        shutil.copytree(args.home, homes[name], symlinks=True)
+    try:
+        for _ in range(args.repeat):
+            for name, root in (("old", args.old), ("new", args.new)):
+                r = subprocess.run([sys.executable, "-c", CODE, str(Path(root).resolve()), str(homes[name]),
+                                    args.vault, args.embedder, args.name], capture_output=True, text=True,
+                                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(Path(root).resolve())})
+                print(name, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-500:], flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
