@@ -155,14 +155,17 @@ def bomb_stream(prefix: str, unit: str, repeats: int, suffix: str) -> str:
     return data + "=" * (-len(data) % 4)
 
 
+BOMB_PREFIX = '{"type":"excalidraw","version":2,"elements":[{"id":"t1","type":"text","x":0,"y":0,"text":"'
+BOMB_UNIT = "bomb text "
+BOMB_SUFFIX = '"}],"appState":{},"files":{}}'
+
+
 def bomb_drawing(chars: int) -> str:
     """A drawing as the plugin saves one without a Text Elements section, whose compressed
-    drawing decompresses to about ``chars`` characters: one text element of "bomb text ",
+    drawing decompresses to about ``chars`` characters: one text element of ``BOMB_UNIT``
     repeated."""
-    prefix = '{"type":"excalidraw","version":2,"elements":[{"id":"t1","type":"text","x":0,"y":0,"text":"'
-    suffix = '"}],"appState":{},"files":{}}'
-    unit = "bomb text "
-    payload = bomb_stream(prefix, unit, max(1, (chars - len(prefix) - len(suffix)) // len(unit)), suffix)
+    repeats = max(1, (chars - len(BOMB_PREFIX) - len(BOMB_SUFFIX)) // len(BOMB_UNIT))
+    payload = bomb_stream(BOMB_PREFIX, BOMB_UNIT, repeats, BOMB_SUFFIX)
     lines = "\n\n".join(payload[i:i + 64] for i in range(0, len(payload), 64))
     return "\n".join(["---", "excalidraw-plugin: parsed", "tags: [excalidraw]", "---", "",
                       "Back of the card: the bomb drawing.", "", "# Excalidraw Data", "",

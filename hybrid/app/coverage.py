@@ -9,7 +9,8 @@ States (``state``) and, in ``why``, the codes that say why:
               ``deleted`` (gone from the folder; the next run removes it from the index)
     skipped   passed over with a warning, and not tried again until it changes (the ledger of
               :mod:`hybrid.indexing.skipped`): ``too_large`` (its size and the limit in
-              ``detail``), ``binary``, ``no_text_layer`` (a scanned PDF), ``encrypted``,
+              ``detail``; a drawing that decompresses beyond ``max_file_bytes``), ``binary``,
+              ``no_text_layer`` (a scanned PDF), ``encrypted``,
               ``damaged``, ``timeout`` and ``memory`` (over the converter's bounds),
               ``no_text`` (a page with no text), ``too_complex`` (a canvas whose groups
               overlap past the bound on placing its cards), ``not_converted``
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 
 STATES = ("indexed", "pending", "skipped", "failed", "excluded")
 # a skip's reason (the warning the indexer gave) -> its code; the first that is in it
-SKIP_CODES = (("bytes is over max_", "too_large"), ("binary content", "binary"),
+SKIP_CODES = (("bytes is over max_", "too_large"), ("decompresses beyond max_", "too_large"),
+              ("binary content", "binary"),
               ("no text layer", "no_text_layer"), ("encrypted PDF", "encrypted"),
               ("damaged or not a PDF", "damaged"), ("took longer than", "timeout"),
               ("MB of memory", "memory"), ("no text extracted", "no_text"),

@@ -12,7 +12,9 @@ PDFs, web pages and Word documents are parsed by third-party code (PDFium, lxml,
 in the converter worker
 (:mod:`hybrid.sources.worker`), under ``convert_max_memory_mb`` and ``convert_timeout``; a
 document over either bound raises :class:`ConvertError` naming it and the bound. Markdown,
-plain text, canvases (JSON) and drawings are parsed here, by our own bounded parsers.
+plain text, canvases (JSON) and drawings are parsed here, by our own parsers, each linear (or
+n log n) in the file and bounded in what it may expand it to (a compressed drawing: to
+``max_file_bytes`` characters); each module says how.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from hybrid.sources import KIND, KINDS, kind_of
 from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
-from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
+from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits, expand_limit
 
 # (vault-relative path, its bytes or None, its file's absolute path, the converter's bounds)
 Reader = Callable[[str, bytes | None, str | None, Limits | None], Note]
@@ -50,12 +52,12 @@ def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | No
     return html_note(path, _given(path, data), limits)
 
 
-def _decoded(parse: Callable[[str, str], Note]) -> Reader:
+def _decoded(parse: Callable[[str, str, Limits | None], Note]) -> Reader:
     """The reader of a kind kept as text: its bytes decoded (invalid UTF-8 replaced and
     reported among the note's warnings), then ``parse`` d."""
     def read(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
         text, warnings = decode(_given(path, data), path)
-        note = parse(path, text)
+        note = parse(path, text, limits)
         note.warnings[:0] = warnings
         return note
     return read
@@ -77,13 +79,14 @@ def _given(path: str, data: bytes | None) -> bytes:
     return data
 
 
-_markdown = _decoded(lambda path, text: parse_note(path, text))  # looked up at each call
+_markdown = _decoded(lambda path, text, limits: parse_note(path, text))  # looked up at each call
+_drawing = _decoded(lambda path, text, limits: drawing_note(path, text, expand_limit(limits)))
 
 # How each document kind (hybrid.sources.KIND) is read: bookmarks and Slack days are rendered
 # as markdown by their sources.
 READERS: dict[str, Reader] = {
-    "note": _markdown, "pdf": _pdf, "text": _decoded(lambda p, t: text_note(p, t)), "web": _web,
-    "bookmark": _markdown, "slack": _markdown, "canvas": _canvas, "excalidraw": _decoded(drawing_note),
+    "note": _markdown, "pdf": _pdf, "text": _decoded(lambda p, t, limits: text_note(p, t)), "web": _web,
+    "bookmark": _markdown, "slack": _markdown, "canvas": _canvas, "excalidraw": _drawing,
     "docx": _docx,
 }
 if set(READERS) != set(KINDS):

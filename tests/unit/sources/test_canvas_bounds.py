@@ -70,7 +70,7 @@ def random_canvas(rng: random.Random) -> str:
 
 def test_nesting_is_the_definitions_on_random_canvases(monkeypatch):
     rng = random.Random(47)
-    for _ in range(120):
+    for _ in range(80):
         data = random_canvas(rng).encode()
         got = canvas_note("r.canvas", data)
         with monkeypatch.context() as m:
