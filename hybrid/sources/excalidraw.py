@@ -22,7 +22,7 @@ Read here, in the indexing process, not in the converter worker: everything is o
 linear in what it reads and writes (the LZ-String decoder too, :mod:`hybrid.sources.lzstring`,
 and the json module's C parser), and what it may write is bounded. A compressed drawing
 decompresses to at most ``max_file_bytes`` characters, what the drawing could hold written out
-uncompressed (a 92 KB drawing decompressed to 63 million characters, 19,798 chunks); one past
+uncompressed (a 92 KB drawing decompressed to 63 million characters, 49,808 chunks); one past
 it raises :class:`~hybrid.sources.sandbox.ConvertError`: skipped, and remembered until the
 file or the limit changes, as a file over ``max_file_bytes`` is. The worker would bound memory
 and time too, but the cap bounds both already, at no process round trip.
@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from hybrid.sources.lzstring import TooLarge, Undecodable, decompress_base64
-from hybrid.sources.markdown import FENCE_RE, Note, front_block, heading_text, parse_note
+from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, front_block, heading_text, parse_note
 from hybrid.sources.sandbox import ConvertError, expand_limit
 
 SUFFIX = ".excalidraw.md"
@@ -66,18 +67,48 @@ def drawing_note(path: str, text: str, max_chars: int | None = None) -> Note:
         texts = _from_drawing(path, sections["drawing"], warnings,
                               expand_limit(None) if max_chars is None else max_chars)
     links = _targets(sections.get("element links", []) + sections.get("embedded files", []))
-    title = path.rsplit("/", 1)[-1]
-    title = title[:-len(SUFFIX)] if title.lower().endswith(SUFFIX) else title
+    title = drawing_title(path)
     body = list(own)
     while body and not body[-1].strip():
         body.pop()
-    drawn = _paragraphs(texts) + ([""] if texts and links else []) + links
+    drawn = _paragraphs(texts) + ([""] if texts and links else []) + [_escaped(x) for x in links]
     if drawn:
-        body += ([""] if body else []) + [f"# {title}", ""] + drawn
+        fence = _open_fence(body)
+        body += ([fence] if fence else []) + ([""] if body else []) + [f"# {title}", ""] + drawn
     note = parse_note(path, "\n".join(head + body))
-    note.title = title
+    note.title, note.title_line = title, None
     note.warnings += warnings
     return note
+
+
+def drawing_title(path: str) -> str:
+    """A drawing's title: its file name without ``.excalidraw.md``."""
+    name = path.rsplit("/", 1)[-1]
+    return name[:-len(SUFFIX)] if name.lower().endswith(SUFFIX) else name
+
+
+def drawing_heading(path: str, lines: Sequence[str]) -> int | None:
+    """The 0-based line of the heading that names the drawing in its text as indexed
+    (:func:`drawing_note`'s ``# Title``), or None when it has none: the last heading of that
+    text, since all that follows it is escaped."""
+    for i in range(len(lines) - 1, -1, -1):
+        if HEADING_RE.match(lines[i]):
+            return i if lines[i] == f"# {drawing_title(path)}" else None
+    return None
+
+
+def _open_fence(lines: list[str]) -> str | None:
+    """The fence that closes a code block ``lines`` leave open (the owner's markdown ending in
+    one), so that the drawing's text after it is not read as code; None when none is open."""
+    fence: str | None = None
+    for line in lines:
+        f = FENCE_RE.match(line)
+        if fence is None and f:
+            fence = f.group(1)
+        elif fence is not None and f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
+                and not line.strip()[len(f.group(1)):].strip():
+            fence = None
+    return fence
 
 
 def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -134,6 +165,11 @@ def _clean(line: str) -> str:
         cut -= 1
     if _BLOCK_ID.fullmatch(end, cut):
         line = end[:cut].rstrip()
+    return _escaped(line)
+
+
+def _escaped(line: str) -> str:
+    """``line`` escaped where markdown would read it as a heading or a fence."""
     return "\\" + line.lstrip() if _ESCAPE.match(line) else line
 
 
@@ -206,7 +242,7 @@ def _drawn_text(drawing: Any) -> list[str]:
     out: list[str] = []
     for _, _, text in sorted(found, key=lambda t: (t[0], t[1])):
         out += [_clean(x) for x in text.replace("\r\n", "\n").split("\n")] + [""]
-    return out + list(dict.fromkeys(links))
+    return out + [_escaped(x) for x in dict.fromkeys(links)]
 
 
 def _coordinate(value: Any) -> float:

@@ -1,7 +1,7 @@
 """An Excalidraw drawing is read in the indexing process, so its reader bounds itself (issue
 #47): a compressed drawing decompresses to at most ``max_file_bytes`` characters, what an
 uncompressed drawing may hold (a 92 KB drawing decompressed to 63 million characters and
-19,798 chunks); one past it is one warning, skipped and remembered until the file or the limit
+49,808 chunks); one past it is one warning, skipped and remembered until the file or the limit
 changes, with a version indexed before keeping its chunks. Real drawings on disk (the bench's
 bomb, written code by code), real indexes on both stores, the hash embedder."""
 import re
