@@ -11,13 +11,16 @@ Three files, each made here (the tests build smaller ones with the same function
   ``compressed-json`` (LZ-String, written code by code here: :func:`bomb_drawing`) of ~0.1 MB
   decompresses to 63 million characters of text;
 - ``blank_card``: a canvas of one card, a heading and 100,000 blank lines (they were dropped
-  one list slice at a time).
+  one list slice at a time);
+- ``groups_cards``: the 20,000 groups with a card in each (~4.1 MB);
+- ``crossing``: 2,000 groups around one corner and 2,000 cards at it too large for any
+  (:func:`crossing_groups`): what the bound on placing cards costs, and stops.
 
 For each: the reader alone as the indexer calls it (``to_note``: wall seconds, what it gave or
 raised), then ``hybrid index`` of a vault holding it and three notes (hash embedder, in
 process: wall seconds, chunks, warnings), then a second run (what a remembered skip costs).
 
-    .venv/bin/python eval/bench/hostile_readers.py [--only groups,chain,bomb] [--out FILE]
+    .venv/bin/python eval/bench/hostile_readers.py [--only groups,chain,bomb,...] [--out FILE]
 
 Run it with ``PYTHONPATH=`` another checkout (a ``git worktree`` of an older commit) for the
 figures before: the script only uses what both have (``hybrid.open``, ``to_note``).
@@ -177,6 +180,8 @@ FILES = {
     "chain": ("boards/Chain.canvas", lambda: group_chain(3_000)),
     "bomb": ("sketches/Bomb.excalidraw.md", lambda: bomb_drawing(63_000_000)),
     "blank_card": ("boards/Blank.canvas", lambda: blank_card(100_000)),
+    "groups_cards": ("boards/Cards.canvas", lambda: disjoint_groups(20_000, cards=True)),
+    "crossing": ("boards/Crossing.canvas", lambda: crossing_groups(2_000)),
 }
 
 
