@@ -9,9 +9,12 @@ States (``state``) and, in ``why``, the codes that say why:
               ``deleted`` (gone from the folder; the next run removes it from the index)
     skipped   passed over with a warning, and not tried again until it changes (the ledger of
               :mod:`hybrid.indexing.skipped`): ``too_large`` (its size and the limit in
-              ``detail``), ``binary``, ``no_text_layer`` (a scanned PDF), ``encrypted``,
+              ``detail``; a drawing that decompresses beyond ``max_file_bytes``), ``binary``,
+              ``no_text_layer`` (a scanned PDF), ``encrypted``,
               ``damaged``, ``timeout`` and ``memory`` (over the converter's bounds),
-              ``no_text`` (a page with no text), ``not_converted``
+              ``no_text`` (a page with no text), ``too_complex`` (a canvas whose groups
+              overlap past the bound on placing its cards), ``too_deep`` (nested deeper than
+              its reader reads: a canvas's JSON, a RecursionError), ``not_converted``
     failed    the last run could not read or index it as it is now (``unreadable``, ``error``:
               ``detail`` is the error line); tried again on every run
     excluded  never a candidate: ``excluded`` (``rule``: the exclude glob, ``set_in``: where it
@@ -45,10 +48,12 @@ if TYPE_CHECKING:
 
 STATES = ("indexed", "pending", "skipped", "failed", "excluded")
 # a skip's reason (the warning the indexer gave) -> its code; the first that is in it
-SKIP_CODES = (("bytes is over max_", "too_large"), ("binary content", "binary"),
+SKIP_CODES = (("bytes is over max_", "too_large"), ("decompresses beyond max_", "too_large"),
+              ("binary content", "binary"),
               ("no text layer", "no_text_layer"), ("encrypted PDF", "encrypted"),
               ("damaged or not a PDF", "damaged"), ("took longer than", "timeout"),
-              ("MB of memory", "memory"), ("no text extracted", "no_text"))
+              ("MB of memory", "memory"), ("no text extracted", "no_text"),
+              ("overlap too much to nest", "too_complex"), ("nested too deep", "too_deep"))
 PENDING_WORDS = {"new": "new since the last index run", "changed": "changed since the last index run",
                  "reread": "to be read again (the chunking settings or hybrid's index format changed)",
                  "deleted": "gone from the folder: the next index run removes it"}

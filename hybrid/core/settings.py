@@ -165,15 +165,16 @@ class Settings:
         "Excalidraw drawings (their text) and Word files (by heading) are read.", reindex="files")
     exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.", reindex="files")
     exclude_sections: tuple[str, ...] = _setting(
-        (), "Headings whose sections (subsections included) are left out of markdown notes before "
-            "they are chunked: not searched, not in snippets, context or an agent's `get_note`. "
-            "Matched on the heading's text, case and runs of spaces aside; `*` is any run of "
+        (), "Headings whose sections (subsections included) are left out of markdown notes and "
+            "Excalidraw drawings before they are chunked: not searched, not in snippets, context "
+            "or an agent's `get_note`. Matched on the heading's text, case and runs of spaces "
+            "aside; `*` is any run of "
             "characters, `?` one (`Journal prompts*`). A vault may add its own.",
         check=lambda v: all(p.strip() for p in v),
         hint='a list of headings like ["Journal prompts", "Template*"] (none empty)', reindex="rechunk")
     exclude_blocks: tuple[str, ...] = _setting(
-        (), "Languages of fenced code blocks left out of markdown notes before they are chunked, "
-            "like `query`, `dataview`, `tasks` (Obsidian's embedded queries); the first word after "
+        (), "Languages of fenced code blocks left out of markdown notes and drawings before they "
+            "are chunked, like `query`, `dataview`, `tasks` (Obsidian's embedded queries); the first word after "
             "the fence, case aside, `*` and `?` as in `exclude_sections`. A vault may add its own.",
         check=lambda v: all(p.strip() and len(p.split()) == 1 for p in v),
         hint='a list of code block languages like ["query", "dataview"] (one word each)', reindex="rechunk")

@@ -117,12 +117,14 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     without a frontmatter date dated by its file name, :class:`hybrid.core.dates.NameDates`,
     whose vault's own daily-note formats (``names``) are recorded too, so changing them re-reads
     every note; and an Excalidraw drawing, ``*.excalidraw.md``, is its own kind, read as its
-    text elements and links, :mod:`hybrid.sources.excalidraw`. The re-read costs no embedding
-    where the chunks are the same.) What ``vault``'s notes leave out
+    text elements and links, :mod:`hybrid.sources.excalidraw`; version 10: drawings are left
+    out of as notes are, and a note's title is never a heading left out,
+    :mod:`hybrid.sources.sections`. The re-read costs no embedding where the chunks are the
+    same.) What ``vault``'s notes leave out
     (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
     it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
-            "version": 9}
+            "version": 10}
     own = names.fingerprint if names is not None else []
     rule = LeaveOut.of(vault).meta() if vault is not None else {}
     return json.dumps({**meta, **({"names": own} if own else {}), **rule})

@@ -65,9 +65,12 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
           names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
-    binary, a PDF without text, a PDF or web page over the converter's memory or time bound,
-    or an exception while decoding, parsing or chunking it) is one warning naming it and counts
-    in ``report.skipped``; a version indexed before keeps its chunks. A PDF is hashed as a
+    binary, a PDF without text, a PDF or web page over the converter's memory or time bound, a
+    canvas or drawing over its reader's bound, a RecursionError, or an exception while
+    decoding, parsing or chunking it) is one warning naming it and counts in
+    ``report.skipped``; a version indexed before keeps its chunks. All but the unreadable and
+    the unforeseen exceptions are remembered (not read again until the file or the limits
+    change). A PDF is hashed as a
     stream and read page by page, never whole into memory. ``skips`` (the ledger's skipped
     files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read.
     ``names``: how the vault names notes by their day (a folder vault's, from its files; None:
@@ -115,6 +118,10 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
                          names if entry.load is None else None, leave_out)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
+    except RecursionError as exc:
+        # the file's shape past what a reader's stack holds: a bound like the others, so it is
+        # remembered rather than tried (and warned about) on every run
+        return skip(f"{entry.path}: nested too deep to read ({_first_line(exc)}); skipped", digest)
     except Exception as exc:  # noqa: BLE001 - one odd note must never stop the whole vault
         # not remembered: an error nobody foresaw may be hybrid's, gone with an upgrade
         return skip(f"{entry.path}: cannot index ({_first_line(exc)}); kept its previous chunks",

@@ -1,7 +1,8 @@
 """The files an index run skipped, and why, remembered in the vault's ledger.
 
-A scanned PDF, a damaged one, a file over the size limit or one the converter gave up on is
-skipped with one warning. Its record (the catalog's ``skipped`` meta entry: the same in both
+A scanned PDF, a damaged one, a file over the size limit, one the converter gave up on, a
+canvas or drawing over its reader's bound or one nested deeper than a reader's stack holds
+(RecursionError) is skipped with one warning. Its record (the catalog's ``skipped`` meta entry: the same in both
 backends) keeps its size and mtime, the limits it was judged under and, when it was read, its
 content hash. While the file and those limits stay the same, later runs (the watcher's too)
 pass it over without reading or warning again, and ``hybrid status`` counts it as skipped, not

@@ -12,7 +12,9 @@ PDFs, web pages and Word documents are parsed by third-party code (PDFium, lxml,
 in the converter worker
 (:mod:`hybrid.sources.worker`), under ``convert_max_memory_mb`` and ``convert_timeout``; a
 document over either bound raises :class:`ConvertError` naming it and the bound. Markdown,
-plain text, canvases (JSON) and drawings are parsed here, by our own bounded parsers.
+plain text, canvases (JSON) and drawings are parsed here, by our own parsers, each linear (or
+n log n) in the file and bounded in what it may expand it to (a compressed drawing: to
+``max_file_bytes`` characters); each module says how.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from collections.abc import Callable
 from hybrid.sources import KIND, KINDS, kind_of
 from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
-from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
+from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits, expand_limit
 
 # (vault-relative path, its bytes or None, its file's absolute path, the converter's bounds)
 Reader = Callable[[str, bytes | None, str | None, Limits | None], Note]
+# (vault-relative path, its decoded text, the characters a reader may expand it to)
+TextParser = Callable[[str, str, int], Note]
 
 __all__ = ["to_note", "text_note", "html_note", "main_text", "judged_fields"]
 
@@ -50,12 +54,12 @@ def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | No
     return html_note(path, _given(path, data), limits)
 
 
-def _decoded(parse: Callable[[str, str], Note]) -> Reader:
+def _decoded(parse: TextParser) -> Reader:
     """The reader of a kind kept as text: its bytes decoded (invalid UTF-8 replaced and
     reported among the note's warnings), then ``parse`` d."""
     def read(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
         text, warnings = decode(_given(path, data), path)
-        note = parse(path, text)
+        note = parse(path, text, expand_limit(limits))
         note.warnings[:0] = warnings
         return note
     return read
@@ -77,17 +81,24 @@ def _given(path: str, data: bytes | None) -> bytes:
     return data
 
 
-_markdown = _decoded(lambda path, text: parse_note(path, text))  # looked up at each call
-
-# How each document kind (hybrid.sources.KIND) is read: bookmarks and Slack days are rendered
-# as markdown by their sources.
+# How each kind kept as text is parsed, from its decoded text: bookmarks and Slack days are
+# rendered as markdown by their sources. parse_note is looked up at each call (a test's seam).
+TEXT_PARSERS: dict[str, TextParser] = {
+    "note": lambda path, text, most: parse_note(path, text),
+    "text": lambda path, text, most: text_note(path, text),
+    "bookmark": lambda path, text, most: parse_note(path, text),
+    "slack": lambda path, text, most: parse_note(path, text),
+    "excalidraw": drawing_note,
+}
+# How each document kind (hybrid.sources.KIND) is read.
 READERS: dict[str, Reader] = {
-    "note": _markdown, "pdf": _pdf, "text": _decoded(lambda p, t: text_note(p, t)), "web": _web,
-    "bookmark": _markdown, "slack": _markdown, "canvas": _canvas, "excalidraw": _decoded(drawing_note),
-    "docx": _docx,
+    **{kind: _decoded(parse) for kind, parse in TEXT_PARSERS.items()},
+    "pdf": _pdf, "web": _web, "canvas": _canvas, "docx": _docx,
 }
 if set(READERS) != set(KINDS):
     raise RuntimeError(f"hybrid.sources.convert.READERS must read every kind: {sorted(set(KINDS) ^ set(READERS))}")
+if missing := [k.name for k in KIND.values() if k.owner_fields and k.name not in TEXT_PARSERS]:
+    raise RuntimeError(f"a kind whose fields are the owner's is judged from its text: {missing}")
 
 
 def text_note(path: str, text: str) -> Note:
@@ -134,12 +145,16 @@ def _page(html: str, name: str, limits: Limits | None) -> tuple[str, str, list[s
     return text, title[:300], warnings
 
 
-def judged_fields(rel: str, text: str) -> tuple[list[str], dict]:
-    """(tags, properties) of the document ``rel`` whose text is ``text``, as the indexer reads
-    them: markdown and the sources rendered as markdown (bookmarks, Slack days) are parsed as
-    notes, and so is a drawing (its front block is the owner's: kept as written in the text it
-    is indexed as); other kinds carry none."""
-    if not KIND[kind_of(rel)].owner_fields:
+def judged_fields(rel: str, text: str, max_chars: int | None = None) -> tuple[list[str], dict]:
+    """(tags, properties) of the document ``rel`` whose text is ``text`` (its file's, or the
+    text it was indexed as), read by the very parser that indexed it (:data:`TEXT_PARSERS`):
+    a drawing's tags may be inside its compressed drawing, which a plain note's reading misses.
+    Only the kinds whose fields are the owner's have any (markdown, drawings, bookmarks, Slack
+    days); other kinds are judged by their path. Bounded as the indexer is: a compressed
+    drawing decompresses to at most ``max_chars`` characters (default: the default
+    ``max_file_bytes``); ConvertError past it."""
+    kind = KIND[kind_of(rel)]
+    if not kind.owner_fields:
         return [], {}
-    note = parse_note(rel, text)
+    note = TEXT_PARSERS[kind.name](rel, text, expand_limit(None) if max_chars is None else max_chars)
     return note.tags, note.properties

@@ -17,20 +17,31 @@ addresses), one line each. Never the banner, the data headings or the drawing's 
 title is the file name without ``.excalidraw.md``. With no ``Text Elements`` section the text
 elements are read from the drawing itself; a drawing that does not decompress or parse is one
 warning, and the rest of the file is still indexed.
+
+Read here, in the indexing process, not in the converter worker: everything is our own code,
+linear in what it reads and writes (the LZ-String decoder too, :mod:`hybrid.sources.lzstring`,
+and the json module's C parser), and what it may write is bounded. A compressed drawing
+decompresses to at most ``max_file_bytes`` characters, what the drawing could hold written out
+uncompressed (a 92 KB drawing decompressed to 63 million characters, 49,808 chunks); one past
+it raises :class:`~hybrid.sources.sandbox.ConvertError`: skipped, and remembered until the
+file or the limit changes, as a file over ``max_file_bytes`` is. The worker would bound memory
+and time too, but the cap bounds both already, at no process round trip.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from hybrid.sources.lzstring import Undecodable, decompress_base64
-from hybrid.sources.markdown import FENCE_RE, Note, front_block, heading_text, parse_note
+from hybrid.sources.lzstring import TooLarge, Undecodable, decompress_base64
+from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, front_block, heading_text, parse_note
+from hybrid.sources.sandbox import ConvertError, expand_limit
 
 SUFFIX = ".excalidraw.md"
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
-_BLOCK_ID = re.compile(r"(?:^|\s+)\^[A-Za-z0-9_-]{1,64}\s*$")
+_BLOCK_ID = re.compile(r"\^[A-Za-z0-9_-]{1,64}")  # the plugin's `` ^id`` ending a text element
 _LINK_LINE = re.compile(r"^[^\s:]+:\s*(.+)$")
 _DATA = "excalidraw data"
 _SECTIONS = {"text elements", "element links", "embedded files", "drawing", "embeddable links"}
@@ -42,8 +53,10 @@ def is_banner(line: str) -> bool:
     return line.lstrip().startswith("==⚠") and "EXCALIDRAW VIEW" in line.upper()
 
 
-def drawing_note(path: str, text: str) -> Note:
-    """The note of the drawing whose file holds ``text`` (decoded)."""
+def drawing_note(path: str, text: str, max_chars: int | None = None) -> Note:
+    """The note of the drawing whose file holds ``text`` (decoded). A compressed drawing
+    decompresses to at most ``max_chars`` characters (default: the default ``max_file_bytes``);
+    ConvertError past it."""
     lines = text.split("\n")
     fm, body_start, _ = front_block(lines)
     head = lines[:body_start - 1] if fm is not None else []
@@ -51,20 +64,51 @@ def drawing_note(path: str, text: str) -> Note:
     warnings: list[str] = []
     texts = [_clean(x) for x in sections.get("text elements", [])]
     if "text elements" not in sections and sections.get("drawing"):
-        texts = _from_drawing(path, sections["drawing"], warnings)
+        texts = _from_drawing(path, sections["drawing"], warnings,
+                              expand_limit(None) if max_chars is None else max_chars)
     links = _targets(sections.get("element links", []) + sections.get("embedded files", []))
-    title = path.rsplit("/", 1)[-1]
-    title = title[:-len(SUFFIX)] if title.lower().endswith(SUFFIX) else title
+    title = drawing_title(path)
     body = list(own)
     while body and not body[-1].strip():
         body.pop()
-    drawn = _paragraphs(texts) + ([""] if texts and links else []) + links
+    drawn = _paragraphs(texts) + ([""] if texts and links else []) + [_escaped(x) for x in links]
     if drawn:
-        body += ([""] if body else []) + [f"# {title}", ""] + drawn
+        fence = _open_fence(body)
+        body += ([fence] if fence else []) + ([""] if body else []) + [f"# {title}", ""] + drawn
     note = parse_note(path, "\n".join(head + body))
-    note.title = title
+    note.title, note.title_line = title, None
     note.warnings += warnings
     return note
+
+
+def drawing_title(path: str) -> str:
+    """A drawing's title: its file name without ``.excalidraw.md``."""
+    name = path.rsplit("/", 1)[-1]
+    return name[:-len(SUFFIX)] if name.lower().endswith(SUFFIX) else name
+
+
+def drawing_heading(path: str, lines: Sequence[str]) -> int | None:
+    """The 0-based line of the heading that names the drawing in its text as indexed
+    (:func:`drawing_note`'s ``# Title``), or None when it has none: the last heading of that
+    text, since all that follows it is escaped."""
+    for i in range(len(lines) - 1, -1, -1):
+        if HEADING_RE.match(lines[i]):
+            return i if lines[i] == f"# {drawing_title(path)}" else None
+    return None
+
+
+def _open_fence(lines: list[str]) -> str | None:
+    """The fence that closes a code block ``lines`` leave open (the owner's markdown ending in
+    one), so that the drawing's text after it is not read as code; None when none is open."""
+    fence: str | None = None
+    for line in lines:
+        f = FENCE_RE.match(line)
+        if fence is None and f:
+            fence = f.group(1)
+        elif fence is not None and f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
+                and not line.strip()[len(f.group(1)):].strip():
+            fence = None
+    return fence
 
 
 def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -111,9 +155,21 @@ def _data_heading(line: str) -> str | None:
 
 
 def _clean(line: str) -> str:
-    """A line of the Text Elements: its ``^id`` dropped, and escaped where markdown would read
-    it as a heading or a fence (a drawing's text is text, not structure)."""
-    line = _BLOCK_ID.sub("", line)
+    """A line of the Text Elements: its ``^id`` dropped (with the spaces before and after it;
+    an id is a word of its own), and escaped where markdown would read it as a heading or a
+    fence (a drawing's text is text, not structure). String operations, not a regex with
+    ``\\s+`` before the id: that backtracks quadratically on a long run of spaces."""
+    end = line.rstrip()
+    cut = len(end)
+    while cut and not end[cut - 1].isspace():
+        cut -= 1
+    if _BLOCK_ID.fullmatch(end, cut):
+        line = end[:cut].rstrip()
+    return _escaped(line)
+
+
+def _escaped(line: str) -> str:
+    """``line`` escaped where markdown would read it as a heading or a fence."""
     return "\\" + line.lstrip() if _ESCAPE.match(line) else line
 
 
@@ -135,15 +191,19 @@ def _targets(lines: list[str]) -> list[str]:
     return list(dict.fromkeys(t for t in found if t))
 
 
-def _from_drawing(path: str, lines: list[str], warnings: list[str]) -> list[str]:
+def _from_drawing(path: str, lines: list[str], warnings: list[str], max_chars: int) -> list[str]:
     """The text elements of the drawing's JSON (its ```` ```json```` or ```` ```compressed-json````
-    block), in reading order; none and one warning when it cannot be read."""
+    block), in reading order; none and one warning when it cannot be read; ConvertError when
+    it decompresses past ``max_chars``."""
     kind, payload = _block(lines)
     if kind is None:
         return []
     try:
-        raw = decompress_base64(payload) if kind == "compressed-json" else payload
+        raw = decompress_base64(payload, max_chars) if kind == "compressed-json" else payload
         drawing = json.loads(raw)
+    except TooLarge:  # a bomb, or a drawing larger than it could be written out: skipped
+        raise ConvertError(path, f"its drawing decompresses beyond max_file_bytes ({max_chars:,} "
+                                 "characters)") from None
     except (Undecodable, ValueError, RecursionError) as exc:
         what = "does not decompress" if isinstance(exc, Undecodable) else "is not valid JSON"
         warnings.append(f"{path}: its drawing {what} ({str(exc)[:120]}); indexed the rest of the "
@@ -182,7 +242,7 @@ def _drawn_text(drawing: Any) -> list[str]:
     out: list[str] = []
     for _, _, text in sorted(found, key=lambda t: (t[0], t[1])):
         out += [_clean(x) for x in text.replace("\r\n", "\n").split("\n")] + [""]
-    return out + list(dict.fromkeys(links))
+    return out + [_escaped(x) for x in dict.fromkeys(links)]
 
 
 def _coordinate(value: Any) -> float:

@@ -12,19 +12,27 @@ into lines. The one package on PyPI that decodes it (``lzstring``) has had no re
 - characters are UTF-16 code units (a pair of them makes one emoji).
 
 It is bounded: at most ``max_chars`` characters come out (a small input whose entries repeat
-can expand quadratically), and anything that is not a well-formed stream raises
-:class:`Undecodable` rather than returning garbage.
+expands quadratically: 92 KB of it can hold 63 million characters), else :class:`TooLarge`;
+anything that is not a well-formed stream raises :class:`Undecodable` rather than returning
+garbage. Its work is linear in what it reads and writes: each code costs its width in bits
+(read a few at a time from a buffer) and its entry's length twice (the output, the next entry).
 """
 
 from __future__ import annotations
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
-_VALUE = {c: i for i, c in enumerate(_ALPHABET)}
+# each base64 character's six bits, most significant first as the stream is read, as a number
+# whose lowest bit is the first read: the stream is then one little-endian run of bits
+_VALUE = {c: int(f"{i:06b}"[::-1], 2) for i, c in enumerate(_ALPHABET)}
 MAX_CHARS = 64 * 2**20  # characters one drawing may decompress to
 
 
 class Undecodable(ValueError):
     """The text is not a complete LZ-String base64 stream (or decodes past the bound)."""
+
+
+class TooLarge(Undecodable):
+    """The stream decodes past the bound it was given."""
 
 
 def decompress_base64(data: str, max_chars: int = MAX_CHARS) -> str:
@@ -68,7 +76,7 @@ def decompress_base64(data: str, max_chars: int = MAX_CHARS) -> str:
         out.append(entry)
         size += len(entry)
         if size > max_chars:
-            raise Undecodable(f"decompresses beyond {max_chars:,} characters")
+            raise TooLarge(f"decompresses beyond {max_chars:,} characters")
         dictionary.append(w + entry[0])
         room -= 1
         w = entry
@@ -77,21 +85,21 @@ def decompress_base64(data: str, max_chars: int = MAX_CHARS) -> str:
 
 
 class _Bits:
-    """The stream's bits, each six-bit value read from its most significant bit down."""
+    """The stream's bits, read from a buffer refilled six at a time (:data:`_VALUE`)."""
 
     def __init__(self, values: list[int]) -> None:
-        self.values, self.index, self.mask = values, 0, 32
+        self.values, self.index, self.buffer, self.held = values, 0, 0, 0
 
     def read(self, count: int) -> int:
-        out = 0
-        for i in range(count):
+        while self.held < count:
             if self.index >= len(self.values):
                 raise Undecodable("the data ends in the middle of the stream")
-            if self.values[self.index] & self.mask:
-                out |= 1 << i
-            self.mask >>= 1
-            if not self.mask:
-                self.mask, self.index = 32, self.index + 1
+            self.buffer |= self.values[self.index] << self.held
+            self.index += 1
+            self.held += 6
+        out = self.buffer & ((1 << count) - 1)
+        self.buffer >>= count
+        self.held -= count
         return out
 
 

@@ -47,6 +47,7 @@ class Note:
     date: float | None = None       # its own date (hybrid.core.dates.note_date), epoch seconds
     date_field: str | None = None   # … and the frontmatter field it came from
     warnings: list[str] = field(default_factory=list)
+    title_line: int | None = None   # 0-based line of the heading the title was read from, if one
 
 
 class BinaryFile(ValueError):
@@ -316,6 +317,23 @@ def note_links(body: list[str], meta: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(t for t in found if t))
 
 
+def first_h1(body: list[str]) -> tuple[int, str] | None:
+    """(index in ``body``, text) of its first level-1 heading outside code fences, or None."""
+    in_fence = False
+    for i, line in enumerate(body):
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and (m := H1_RE.match(line)) and heading_text(m.group(1)):
+            return i, heading_text(m.group(1))
+    return None
+
+
+def file_title(path: str) -> str:
+    """A markdown file's name without ``.md``: the title of a note with no other."""
+    stem = path.rsplit("/", 1)[-1]
+    return stem[:-3] if stem.lower().endswith(".md") else stem
+
+
 def parse_note(path: str, text: str) -> Note:
     """Parse one note. Malformed or refused frontmatter is reported in ``warnings``; the text
     is kept."""
@@ -334,26 +352,22 @@ def parse_note(path: str, text: str) -> Note:
     body = lines[body_start - 1:]
     tags = [normalize_tag(t) for t in _as_list(lower.get("tags") or lower.get("tag"))]
     in_fence = False
-    title_h1 = None
     for line in body:
         if FENCE_RE.match(line):
             in_fence = not in_fence
             continue
-        if in_fence:
-            continue
-        if title_h1 is None:
-            m = H1_RE.match(line)
-            if m and heading_text(m.group(1)):
-                title_h1 = heading_text(m.group(1))
-        if "#" in line:
+        if not in_fence and "#" in line:
             tags.extend(normalize_tag(t) for m in TAG_RE.findall(line) if (t := _tag_text(m)))
     tags = list(dict.fromkeys(t for t in tags if t))
-
     fm_title = lower.get("title")
-    stem = path.rsplit("/", 1)[-1]
-    stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and str(fm_title).strip() \
-        else title_h1 or stem
+    h1 = first_h1(body)
+    title_line = None
+    if isinstance(fm_title, (str, int, float)) and str(fm_title).strip():
+        title = str(fm_title).strip()
+    elif h1 is not None:
+        title, title_line = h1[1], body_start - 1 + h1[0]
+    else:
+        title = file_title(path)
     links = note_links(body, meta)
     bad: list[str] = []
     dated = note_date(meta, bad)
@@ -363,6 +377,7 @@ def parse_note(path: str, text: str) -> Note:
     return Note(
         path=path,
         title=title,
+        title_line=title_line,
         lines=lines,
         body_start=body_start,
         tags=tags,

@@ -45,22 +45,40 @@ class ConvertError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """The bounds of one conversion: the worker's address space in MB, and seconds."""
+    """The bounds of reading one document: the converter worker's address space in MB and
+    seconds, and how many characters a reader of ours may expand a file to (a compressed
+    drawing's; None: the default ``max_file_bytes``, :func:`expand_limit`)."""
     memory_mb: int
     timeout: float
+    max_file_bytes: int | None = None
 
 
 def convert_limits(settings: Settings | None = None) -> Limits:
     """The bounds of converting one document under ``settings`` (default: the defaults)."""
     if settings is None:
         return _default_limits()
-    return Limits(settings.convert_max_memory_mb, settings.convert_timeout)
+    return Limits(settings.convert_max_memory_mb, settings.convert_timeout, settings.max_file_bytes)
+
+
+def expand_limit(limits: Limits | None) -> int:
+    """The characters a document read in this process may expand to under ``limits``: what a
+    file may hold (``max_file_bytes``), so that a compressed part holds no more than it could
+    written out."""
+    if limits is not None and limits.max_file_bytes is not None:
+        return limits.max_file_bytes
+    return _default_file_bytes()
 
 
 @functools.cache
 def _default_limits() -> Limits:
     from hybrid.core.settings import Settings
     return convert_limits(Settings())
+
+
+@functools.cache
+def _default_file_bytes() -> int:
+    from hybrid.core.settings import Settings
+    return Settings().max_file_bytes
 
 
 def convert(op: str, name: str, limits: Limits, payload: bytes = b"", **fields: Any) -> dict:

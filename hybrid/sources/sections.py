@@ -1,7 +1,7 @@
 """Leaving noisy parts of a note out of the index, before anything is chunked or embedded.
 
-Three ways, all applied to markdown notes (``.md``) only and only to the body (the front block
-is always read):
+Three ways, applied to the kinds Obsidian opens as markdown, notes (``.md``) and Excalidraw
+drawings (``.excalidraw.md``), and only to the body (the front block is always read):
 
 - **By heading** (setting ``exclude_sections``, a vault adds its own): a heading whose text
   matches a pattern is left out with its section, subsections included, up to the next heading
@@ -27,9 +27,24 @@ of the note; an ``end`` with no ``skip`` before it and a marker of an unknown ki
 
 Left-out lines become empty lines rather than disappearing, so every line number left (a
 chunk's range, a citation, ``get_note``'s lines) still points at the same line of the file. The
-note's front block, tags and title are read from the whole file (a ``#private`` tag anywhere
-still hides the note from agents); its links only from what is kept, as a backlink's line must
-be one an agent may read.
+note's front block and tags are read from the whole file (a ``#private`` tag anywhere still
+hides the note from agents); its title and links only from what is kept: a heading left out is
+no title, and a backlink's line must be one an agent may read.
+
+A drawing is left out of as the text it is indexed as (:mod:`hybrid.sources.excalidraw`): its
+front block, the owner's markdown, then its text elements and link targets under a heading
+naming the drawing. So a region runs on from the owner's markdown into the drawing's text
+(an unclosed ``skip`` leaves out the rest, the drawing's text too), a ``skip-section`` in the
+owner's markdown ends where the drawing's text begins (its heading is level 1), markers in the
+drawing's text elements work in reading order, and ``skip-section`` there leaves out all of the
+drawing's text (one section). That heading is hybrid's, not the owner's: no ``exclude_sections``
+pattern matches it (a drawing named "Template ideas" keeps its text under ``Template*``). The
+drawing's own ``#`` and fence lines are text, escaped, so only the owner's headings and blocks
+are matched.
+
+Bookmarks, Slack days, web pages, PDFs and the other kinds are not left out of: their text is
+written by others (a page's author, anyone in a Slack channel), whose markers must not hide
+text from the owner's index, nor an unclosed one blank a day of messages.
 """
 
 from __future__ import annotations
@@ -41,7 +56,17 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from hybrid.sources import kind_of
-from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, front_block, heading_text, note_links
+from hybrid.sources.excalidraw import drawing_heading
+from hybrid.sources.markdown import (
+    FENCE_RE,
+    HEADING_RE,
+    Note,
+    file_title,
+    first_h1,
+    front_block,
+    heading_text,
+    note_links,
+)
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -111,12 +136,13 @@ class LeaveOut:
 NOTHING = LeaveOut()
 
 
-def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut,
-             path: str = "") -> tuple[list[tuple[int, int]], list[str]]:
+def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut, path: str = "",
+             unmatched: int | None = None) -> tuple[list[tuple[int, int]], list[str]]:
     """The 0-based, end-exclusive line ranges of ``lines`` (a note's, its body from 1-based
     ``body_start``) that ``rule`` and the note's markers leave out, in order, and warnings
     naming ``path`` and the line for markers that do not make sense (see the module
-    docstring)."""
+    docstring). The heading on 0-based line ``unmatched`` (a drawing's, hybrid's own) is
+    matched by no pattern."""
     out: list[tuple[int, int]] = []
     warnings: list[str] = []
     first = body_start - 1
@@ -169,7 +195,7 @@ def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut,
                 out.append((section[0], i))
                 section = None
             heading = (i, level)
-            if section is None and rule.heading(heading_text(m.group(2))):
+            if section is None and i != unmatched and rule.heading(heading_text(m.group(2))):
                 section = heading
     end = len(lines)
     if fence is not None and fence_out:  # a fence never closed runs to the end, as the chunker reads it
@@ -191,32 +217,47 @@ def _blanked(lines: list[str], ranges: list[tuple[int, int]]) -> list[str]:
 
 
 def applies(path: str) -> bool:
-    """Whether leaving out applies to the document at ``path``: markdown notes only (a PDF's
-    page headings or a web page's are not the owner's)."""
-    return kind_of(path) == "note"
+    """Whether leaving out applies to the document at ``path``: the kinds Obsidian opens as
+    markdown, notes and drawings (a PDF's page headings, a web page's or a Slack day's are not
+    the owner's)."""
+    return kind_of(path) in ("note", "excalidraw")
+
+
+def _unmatched(path: str, lines: Sequence[str]) -> int | None:
+    """The line of the heading hybrid writes to name a drawing (see the module docstring)."""
+    return drawing_heading(path, lines) if kind_of(path) == "excalidraw" else None
 
 
 def leave_out(note: Note, rule: LeaveOut) -> Note:
     """``note`` with what ``rule`` and its markers leave out blanked (same number of lines),
-    its links taken from what is kept, and a warning for each marker that makes no sense."""
+    its title and links taken from what is kept, and a warning for each marker that makes no
+    sense."""
     if not applies(note.path):
         return note
-    ranges, warnings = left_out(note.lines, note.body_start, rule, note.path)
+    ranges, warnings = left_out(note.lines, note.body_start, rule, note.path,
+                                _unmatched(note.path, note.lines))
     if not ranges and not warnings:
         return note
     lines = _blanked(note.lines, ranges)
-    links = note_links(lines[note.body_start - 1:], note.properties) if ranges else note.links
-    return replace(note, lines=lines, links=links, warnings=[*note.warnings, *warnings])
+    body = lines[note.body_start - 1:]
+    links = note_links(body, note.properties) if ranges else note.links
+    title, title_line = note.title, note.title_line
+    if title_line is not None and any(a <= title_line < b for a, b in ranges):
+        h1 = first_h1(body)  # the next heading that may be the title, else the file's name
+        title, title_line = (h1[1], note.body_start - 1 + h1[0]) if h1 else (file_title(note.path), None)
+    return replace(note, lines=lines, links=links, title=title, title_line=title_line,
+                   warnings=[*note.warnings, *warnings])
 
 
 def kept_text(path: str, text: str, rule: LeaveOut) -> str:
-    """``text`` (the document ``path`` as read) with what ``rule`` and its markers leave out
-    blanked: what an agent may read of it, line for line as indexed."""
+    """``text`` (the document ``path`` as read: a drawing's as rendered) with what ``rule``
+    and its markers leave out blanked: what an agent may read of it, line for line as
+    indexed."""
     if not applies(path):
         return text
     lines = text.split("\n")
     _, body_start, _ = front_block(lines)
-    ranges, warnings = left_out(lines, body_start, rule, path)
+    ranges, warnings = left_out(lines, body_start, rule, path, _unmatched(path, lines))
     for w in warnings:
         log.debug("%s", w)
     return "\n".join(_blanked(lines, ranges)) if ranges else text

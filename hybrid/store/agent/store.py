@@ -55,8 +55,10 @@ def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView,
                    cache: dict[int, tuple[int, int, bool]]) -> set[int]:
     """The ids of ``file_ids`` whose file changed on disk since it was indexed and that the
     agent may not see as they are now: made private, hidden by a new tag, a front block that
-    no longer parses, or gone (fail closed). An unchanged file costs one stat; a changed one
-    is read and judged once per (size, mtime) (``cache``: file id -> (size, mtime, hidden))."""
+    no longer parses, or gone (fail closed). Judged by the reader of each file's kind (a
+    drawing's tags may be in its compressed drawing), as bounded as the indexer's. An
+    unchanged file costs one stat; a changed one is read and judged once per (size, mtime)
+    (``cache``: file id -> (size, mtime, hidden))."""
     import os
 
     from hybrid.sources.convert import judged_fields
@@ -81,7 +83,7 @@ def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView,
                 from hybrid.sources.markdown import decode
                 with open(disk.root / row.path, "rb") as fh:
                     text = decode(fh.read(disk.max_bytes + 1), row.path)[0]
-                tags, props = judged_fields(row.path, text)
+                tags, props = judged_fields(row.path, text, disk.max_bytes)  # by its own reader
                 hidden_now = view.hides(row.path, tags, props) is not None
             except Exception:  # noqa: BLE001 - unreadable now (binary, vanished, …): fail closed
                 hidden_now = True

@@ -120,3 +120,29 @@ def test_cli_status_lists_the_skipped_files_on_request(h, tmp_path, monkeypatch,
     out = CliRunner().invoke(main, ["status", "--skipped"]).output
     assert "    skipped notes/blob.md: binary content in a markdown file; skipped" in out
     assert "    skipped big.txt: 2,000 bytes is over max_file_bytes (1,000); skipped" in out
+
+
+def test_a_reader_that_recurses_too_deep_is_skipped_and_remembered(h, vault, monkeypatch):
+    """A RecursionError is the file's shape past what a reader's stack holds (a canvas of 3,000
+    nested groups raised one): a bound, remembered like the others, not an error tried on every
+    run (issue #47)."""
+    from hybrid.sources import convert
+    real = convert.parse_note
+
+    def ouroboros(path, text):  # a reader that recurses once a level of something in the file
+        return ouroboros(path, text) if "ouroboros" in text else real(path, text)
+
+    monkeypatch.setattr(convert, "parse_note", ouroboros)
+    write(vault, "notes/deep.md", "# Deep\n\nouroboros\n")
+    first = h.index()[0]
+    deep = [w for w in first.warnings if w.startswith("notes/deep.md")]
+    assert deep == ["notes/deep.md: nested too deep to read (RecursionError: maximum recursion depth "
+                    "exceeded); skipped"]
+    read = reads(monkeypatch)
+    again = h.index()[0]
+    assert read == [] and not [w for w in again.warnings if "deep.md" in w]  # not tried again
+    assert {r.path: (r.state, r.why) for r in h.files("v")}["notes/deep.md"] == ("skipped", "too_deep")
+    write(vault, "notes/deep.md", "# Deep\n\nno longer circular\n")  # changed: tried again, indexed
+    third = h.index()[0]
+    assert read == ["notes/deep.md"] and third.updated + third.added == 1
+    assert h.search("circular", mode="lexical")[0].path == "notes/deep.md"
