@@ -399,12 +399,12 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
             short[text] = redactor.redact(text)
         return short[text]
 
-    props: dict[str, str] = {}  # a note's rows share its properties
+    props: dict[int, str] = {}  # a note's rows share its properties (a canvas's hold all its cards)
 
-    def properties(text: str) -> str:
-        if text not in props:
-            props[text] = shown_properties(text, redactor) if text != "{}" else text
-        return props[text]
+    def properties(r: ChunkRow) -> str:
+        if r.file_id not in props:
+            props[r.file_id] = shown_properties(r.props, redactor) if r.props != "{}" else r.props
+        return props[r.file_id]
 
     for fid, group in by_file.items():
         siblings = notes.get(fid, [])
@@ -415,7 +415,7 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
                 text = redactor.redact(r.text)
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
                                 aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags],
-                                props=properties(r.props))
+                                props=properties(r))
     return [out[r.id] for r in rows]
 
 

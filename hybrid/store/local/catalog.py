@@ -253,8 +253,19 @@ class Catalog(EmbeddingCache, PropertyRows):
             part = ids[i:i + 500]
             q = (f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
                  f"WHERE c.id IN ({','.join('?' * len(part))})")
-            out.update((r[0], chunk_row(r)) for r in self.db.execute(q, part))
+            out.update((r.id, r) for r in self._rows(self.db.execute(q, part).fetchall()))
         return out
+
+    def _rows(self, raw: list) -> list[ChunkRow]:
+        """The chunk rows of ``raw`` (rows of CHUNK_COLUMNS), each note's properties read once
+        and shared by its rows."""
+        fids = sorted({r[12] for r in raw})
+        props: dict[int, str] = {}
+        for i in range(0, len(fids), 500):
+            part = fids[i:i + 500]
+            props.update(self.db.execute(f"SELECT id, properties FROM files WHERE id IN "
+                                         f"({','.join('?' * len(part))})", part).fetchall())
+        return [chunk_row(r, props.get(r[12], "{}")) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
         """Rows of ``ids`` (live or dead), or of every live chunk, in batches, in id order (a
@@ -271,7 +282,7 @@ class Catalog(EmbeddingCache, PropertyRows):
                 f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, batch)).fetchall()
             if not rows:
                 return
-            yield [chunk_row(r) for r in rows]
+            yield self._rows(rows)
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),

@@ -31,13 +31,14 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger("hybrid")
+# without the note's properties: read once per note of a batch (the local catalog's CHUNK_COLUMNS)
 CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
-                 "f.aliases, f.modified, c.embed_hash, false, c.file_id, f.properties")
+                 "f.aliases, f.modified, c.embed_hash, false, c.file_id")
 
 
-def _chunk_row(r: Sequence[Any]) -> ChunkRow:
+def _chunk_row(r: Sequence[Any], props: str) -> ChunkRow:
     return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
-                    r[9], r[10], False, r[12], r[13])
+                    r[9], r[10], False, r[12], props)
 
 
 class PgCatalog(PgEmbeddingCache):
@@ -291,8 +292,15 @@ class PgCatalog(PgEmbeddingCache):
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         rows = self.q(f"SELECT {CHUNK_COLUMNS} FROM hybrid_chunks c JOIN hybrid_files f ON f.id=c.file_id "
-                      f"WHERE c.id = ANY(%s) AND c.vault=%s", (list(ids), self.vault_id))
-        return {r[0]: _chunk_row(r) for r in rows}
+                      f"WHERE c.id = ANY(%s) AND c.vault=%s", (list(ids), self.vault_id)).fetchall()
+        return {r.id: r for r in self._rows(rows)}
+
+    def _rows(self, raw: list) -> list[ChunkRow]:
+        """The chunk rows of ``raw``, each note's properties read once and shared by its rows."""
+        fids = sorted({r[12] for r in raw})
+        props = dict(self.q("SELECT id, properties FROM hybrid_files WHERE id = ANY(%s)", (fids,)).fetchall()) \
+            if fids else {}
+        return [_chunk_row(r, props.get(r[12], "{}")) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
         if ids is not None:
@@ -307,7 +315,7 @@ class PgCatalog(PgEmbeddingCache):
                           (self.vault_id, last, batch)).fetchall()
             if not rows:
                 return
-            yield [_chunk_row(r) for r in rows]
+            yield self._rows(rows)
             last = rows[-1][0]
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
