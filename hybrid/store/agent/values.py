@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from hybrid.store.agent.redact_rules import REDACTED, cell_is_secret, column_kind
@@ -36,14 +37,28 @@ RESERVED = "hybrid:"  # hybrid's own keys (hybrid.store.props.RESERVED): no valu
 
 def hides_value(redactor: Any, key: str, value: str) -> bool:
     """Whether an agent is shown ``value`` of property ``key`` redacted (see the module's doc)."""
-    value = str(value).strip()
-    if not value:
-        return False
-    kind = column_kind(str(key))
-    if kind is not None and cell_is_secret(_unquoted(value), kind):
-        return True
-    line = f"{key}: {value}"
-    return redactor.redact(line) != line
+    return hidden_pairs(redactor, [(key, value)])[0]
+
+
+def hidden_pairs(redactor: Any, pairs: Sequence[tuple[str, str]]) -> list[bool]:
+    """:func:`hides_value` of each ``(key, value)`` of ``pairs`` (a note's properties), with one
+    scan of their lines ``key: value`` (a line apart each: the redactor's rules stop at a line's
+    end), not one a value: what a search's first look at a note's rows costs."""
+    keys = [str(k) for k, _ in pairs]
+    values = [" ".join(str(v).split()) for _, v in pairs]  # one line each
+    out = [bool(v) and (kind := column_kind(k)) is not None and cell_is_secret(_unquoted(v), kind)
+           for k, v in zip(keys, values)]
+    todo = [i for i, v in enumerate(values) if v and not out[i]]
+    if not todo:
+        return out
+    lines = [f"{keys[i]}: {values[i]}" for i in todo]
+    spans = redactor.spans("\n\n".join(lines))
+    start = 0
+    for i, line in zip(todo, lines):
+        end = start + len(line)
+        out[i] = any(s < end and e > start for s, e in spans)
+        start = end + 2
+    return out
 
 
 def front_spans(text: str) -> list[tuple[int, int]]:
@@ -128,19 +143,27 @@ def shown_properties(props: str, redactor: Any) -> str:
         return "{}"
     if not isinstance(value, dict):
         return "{}"
-    changed = False
+    pairs = [pair for k, v in value.items() if not str(k).startswith(RESERVED) for pair in _scalars(str(k), v)]
+    hidden = {pair for pair, h in zip(pairs, hidden_pairs(redactor, [(k, str(v)) for k, v in pairs])) if h}
+    if not hidden:
+        return props
 
     def shown(key: str, v: Any) -> Any:
-        nonlocal changed
         if isinstance(v, dict):
             return {k: shown(str(k), x) for k, x in v.items()}
         if isinstance(v, list):
             return [shown(key, x) for x in v]
-        if v is None or isinstance(v, bool):
-            return v
-        if hides_value(redactor, key, str(v)):
-            changed = True
-            return REDACTED
-        return v
-    out = {k: v if str(k).startswith(RESERVED) else shown(str(k), v) for k, v in value.items()}
-    return json.dumps(out) if changed else props
+        return REDACTED if (key, v) in hidden else v
+    return json.dumps({k: v if str(k).startswith(RESERVED) else shown(str(k), v) for k, v in value.items()})
+
+
+def _scalars(key: str, value: Any) -> list[tuple[str, Any]]:
+    """The ``(key, value)`` of every scalar of a frontmatter value (a list's items under its key,
+    a nested mapping's under their own), booleans and nothing left out (no secret)."""
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _scalars(str(k), v)]
+    if isinstance(value, list):
+        return [pair for v in value for pair in _scalars(key, v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [(key, value)]
