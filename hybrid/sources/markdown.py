@@ -208,8 +208,11 @@ _LOADER = None
 
 def _expanded_size(root) -> int:
     """Size of the node graph with aliases expanded, without expanding it: each node's size is
-    computed once (post-order, iterative) and shared. A cycle (``&a [*a]``) or nesting deeper
-    than FRONTMATTER_MAX_DEPTH raises FrontmatterRefused."""
+    computed once (post-order, iterative) and shared. A cycle (``&a [*a]``), nesting deeper
+    than FRONTMATTER_MAX_DEPTH or a mapping that holds a key twice (case and spaces aside, as
+    hybrid reads keys) raises FrontmatterRefused: YAML allows no duplicate key, Obsidian refuses
+    such a block, and the parser would keep the last (``private: true`` then ``private: false``
+    is not a note that is not private)."""
     import yaml
 
     sizes: dict[int, int] = {}
@@ -232,6 +235,11 @@ def _expanded_size(root) -> int:
             continue
         if id(node) in open_:
             raise FrontmatterRefused("an alias refers to itself")
+        if isinstance(node, yaml.MappingNode):
+            keys = [k.value.strip().lower() for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+            twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+            if twice is not None:
+                raise FrontmatterRefused(f"the key {twice!r} appears twice")
         open_.add(id(node))
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)

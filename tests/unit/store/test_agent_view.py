@@ -493,6 +493,10 @@ MARKED = {  # path → text; each holds a unique word "<name>word"
     "fm/y.md": "---\nprivate: y\n---\n# R3\n\nyletterword here\n",
     "fm/unclear.md": "---\nprivate: maybe\n---\n# R4\n\nunclearword here\n",  # not a no: fail closed
     "fm/mapping.md": "---\nprivate:\n  level: high\n---\n# R5\n\nmappingword here\n",
+    # a key twice: YAML allows it not, the parser kept the last (issue #47): unreadable, hidden
+    "fm/twice.md": "---\nprivate: true\nprivate: false\n---\n# R6\n\ntwiceword here\n",
+    "fm/twice-case.md": "---\nprivate: true\nPrivate: false\n---\n# R7\n\ntwicecaseword here\n",
+    "tags/twice.md": "---\ntags: [private]\ntags: [work]\n---\n# R8\n\ntagstwiceword here\n",
     "tags/scalar.md": "---\ntags: private\n---\n# D\n\ndeltaword here\n",
     "tags/hash.md": "---\ntags: \"#private\"\n---\n# E\n\nechoword here\n",
     "tags/capital.md": "---\nTags: [Private/Health]\n---\n# F\n\nfoxtrotword here\n",
