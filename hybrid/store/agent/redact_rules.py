@@ -305,10 +305,18 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
 
 # --- Tables: a column whose header is a credential word -----------------------------------------
 
-_PASSWORD_HEADER = (r"password|passwd|pass|pwd|pw|passphrase|passcode|passwort|kennwort|mot de passe"
-                    r"|contraseña|contrasena|senha|wachtwoord|hasło|haslo|heslo|salasana|passord|lösenord"
-                    r"|şifre|sifre|jelszó|lozinka|пароль|κωδικός|密码|密碼|パスワード|비밀번호")
-_TOKEN_HEADER = r"secret|client[ _-]?secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key"
+# the words of the keyword rules (hybrid/data/secret_rules.yml) as a header or key says them
+_PASSWORD_HEADER = (r"password|passwd|pass|pwd|pw|passphrase|passcode|passwort|kennwort|mot[ _-]de[ _-]passe|mdp"
+                    r"|contraseña|contrasena|contrasenya|senha|palavra[ _-]passe|wachtwoord|hasło|haslo|heslo"
+                    r"|salasana|passord|kodeord|adgangskode|lösenord|losenord|şifre|sifre|jelszó|lozinka|parola|parolă"
+                    r"|kata[ _-]sandi|sandi|mật[ _-]khẩu|mat[ _-]khau|пароль|κωδικός|συνθηματικό|密码|密碼|口令"
+                    r"|パスワード|暗証番号|비밀번호|암호|סיסמה|סיסמא|كلمة[ _-]المرور|كلمة[ _-]السر|पासवर्ड"
+                    r"|(?:seed|recovery|mnemonic|backup)[ _-]?(?:phrase|words)|mnemonic")
+_TOKEN_HEADER = (r"secret|client[ _-]?secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key"
+                 r"|auth[ _-]?token|access[ _-]?token|account[ _-]?key|jeton|токен|ключ[ _-]api|api[ _-]?ключ"
+                 r"|api[ _-]?schl(?:ü|ue)ssel|cl(?:é|e)[ _-](?:d'|de[ _-])?api|clave[ _-](?:de[ _-])?api"
+                 r"|chave[ _-](?:de[ _-])?api|chiave[ _-](?:di[ _-])?api|klucz[ _-]api|kunci[ _-]api|טוקן|토큰"
+                 r"|api[ _-]?(?:密钥|金鑰|キー|키)|密钥|秘钥|令牌|トークン|टोकन")
 _HEADER_RE = re.compile(rf"(?i)(?:[\w-]+[ _-]){{0,2}}(?:(?P<pw>{_PASSWORD_HEADER})|(?P<tok>{_TOKEN_HEADER}))s?")
 # every repetition starts at a pipe, so a long run of dashes cannot be split in many ways
 _SEPARATOR_ROW_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")

@@ -223,9 +223,12 @@ class _AgentCatalog:
             ids = [f for f in self._catalog.note_ids(props=props) if f not in self._hidden.files]
 
             def passes(fm: dict, pf) -> bool:
-                if pf.op == HAS:  # that the key exists is shown (get_note shows `key: [redacted secret]`)
-                    return pf.matches(prop_rows(fm))
-                return pf.matches([r for r, k, raw in raw_values(fm) if self.shows_value(k, raw)])
+                if pf.op == HAS:  # that the key exists is shown (`key: [redacted secret]`), unless
+                    # the key itself is a secret (an access key id as a key): as written, not folded
+                    return any(str(k).strip().lower() == pf.key and self.shows(str(k)) for k in fm) \
+                        and pf.matches(prop_rows(fm))
+                return pf.matches([r for r, k, raw in raw_values(fm)
+                                   if self.shows(k) and self.shows_value(k, raw)])
             got = frozenset(fid for fid, fm in self._catalog.note_properties(ids).items()
                             if not all(passes(fm, pf) for pf in props))
             if len(self._unshown) > 32:

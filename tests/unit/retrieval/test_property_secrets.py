@@ -20,7 +20,13 @@ NOTES = {
     "home/wifi.md": "---\nwifi_password: CorrectHorse42\ndb_pass: Tr0ub4dor&3\npasscode: 12345678\n"
                     "rating: 4\nstatus: done\n---\n# Home wifi\n\nThe router is in the hall.\n",
     "home/garden.md": "---\nrating: 2\nstatus: open\n---\n# Garden\n\nThe beds need compost.\n",
+    # values YAML reads otherwise than written, and values of common words (adversarial re-test)
+    "home/alarm.md": "---\npin: 0420\ndoor_passcode: 0755\nalarm_pin: 0x1F4\ndb_password: yes\nkennwort: Off\n"
+                     "guest_password: to be or not to be\nrouter_password: 3.14159\ngate_password: Correct\n"
+                     "  Horse99\nAKIA2OGYBAH6TYQ5ZXMN: laptop key\nzone: garage\n---\n# Alarm\n\nThe alarm panel.\n",
 }
+ALARM = ("420", "0420", "272", "0755", "493", "0x1F4", "500", "to be or not to be", "3.14159", "Horse99",
+         "AKIA2OGYBAH6TYQ5ZXMN", "akia2ogybah6tyq5zxmn")
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +107,12 @@ def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
     ("url", "https://example.org/hook?sig=Zq7vLk2pXr9wQ3mN8bV5", True),  # a secret in the value alone
     ("status", "done", False),
     ("rating", "4", False),
-    ("password", "see 1Password", False),       # a note about where it is, as in text
-    ("password", "changeme", False),            # a placeholder
+    ("password", "see 1Password", True),        # a field, not prose: every value under the key
+    ("password", "changeme", True),
+    ("pin", "0420", True),
+    ("db_password", "True", True),               # `yes` as YAML reads it
+    ("guest_password", "to be or not to be", True),
+    ("door_passcode", "12:34", True),
     ("password_hint", "the dog", False),         # a hint is no password
     ("compass", "north", False),
     ("private", "true", False),
@@ -133,3 +143,24 @@ def test_an_agents_hit_carries_no_secret_from_its_notes_properties(tmp_path):
         assert h.search("bread guide", mode="lexical", agent=True)[0].url == "https://example.org/bread"
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("query", ["pin>9999", "pin:272", "pin:420", "door_passcode<0", "alarm_pin>1000",
+                                   "db_password:false", "db_password:true", "kennwort:off",
+                                   "router_password>3", "prop:AKIA2OGYBAH6=x", "prop:akia2ogybah6tyq5zxmn=x"])
+def test_values_yaml_reads_otherwise_and_secret_keys_tell_nothing(h, query):
+    """A number in another base (``pin: 0420`` is 272 to the parser), a YAML boolean and a key
+    that is itself a secret are judged as written: never matched, ranged or suggested."""
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search(query, agent=True)
+    said = str(exc.value)
+    if query.startswith("prop:akia"):  # a right guess of a secret key reads as a wrong one
+        assert said == "no note has property 'akia2ogybah6tyq5zxmn'"
+        return
+    assert not any(x in said for x in ALARM) and "True" not in said and "False" not in said, said
+
+
+def test_get_note_shows_no_value_under_a_credential_key(h):
+    text = h.get("home/alarm.md", agent=True).text
+    assert not any(x in text for x in ALARM) and "db_password: yes" not in text, text
+    assert "zone: garage" in text and "The alarm panel." in text

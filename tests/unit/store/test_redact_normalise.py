@@ -140,6 +140,15 @@ def test_token_with_a_homoglyph_is_redacted_whole(rd, kind, context):
     assert rd.redact(text) == context.format(REDACTED)
 
 
+def test_a_homoglyph_from_the_whole_cyrillic_block_is_folded(rd):
+    """U+04BB (һ) lies past U+047F, where the mixed-script hint did not look (re-test of #47)."""
+    rnd = random.Random(9)
+    token = "ghp_" + "".join(rnd.choice(B62) for _ in range(36))
+    for glyph in ("\u04bb", "\u0501"):  # һ, ԁ
+        shown = token.replace("h", glyph, 1) if glyph == "\u04bb" else token[:6] + glyph + token[7:]
+        assert rd.redact(f"token {shown} here") == f"token {REDACTED} here", glyph
+
+
 @pytest.mark.parametrize("line", ["p\u0430ssword: {}", "DB_P\u0410SSWORD={}", "api_k\u0435y = '{}'"])
 def test_keyword_with_a_homoglyph(rd, line):
     value = "".join(random.Random(8).choice(B62) for _ in range(14)) + "7"
