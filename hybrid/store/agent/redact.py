@@ -95,6 +95,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid.core.errors import HybridError
+from hybrid.store.agent.redact_copy import Scan, normalised_copy, token_piece
 from hybrid.store.agent.redact_rules import (
     COMPANION_NAME_RE,
     HINT_INVISIBLE,
@@ -103,16 +104,14 @@ from hybrid.store.agent.redact_rules import (
     HINT_TOKEN_END,
     REDACTED,
     RULE_KINDS,
-    Scan,
     judge,
-    normalised_copy,
     table_spans,
-    token_piece,
 )
 
 RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
-# Bump when the Python-side filtering (hybrid.store.agent.redact_rules) changes what is redacted (the rule file and the
-# kingfisher version are the other inputs; together they say when redacted text may differ).
+# Bump when the Python-side filtering (hybrid.store.agent.redact_rules, redact_copy) changes what
+# is redacted (the rule file and the kingfisher version are the other inputs; together they say
+# when redacted text may differ).
 FILTER_REVISION = 4
 
 # --- kingfisher ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from secrets_fixtures import B62, fake_secrets, fake_value
 
 from hybrid.store.agent.redact import REDACTED, Redactor
-from hybrid.store.agent.redact_rules import View
+from hybrid.store.agent.redact_copy import View
 
 CASES = {c["name"]: c for c in fake_secrets()}
 
@@ -167,7 +167,7 @@ def test_mixed_scripts_in_ordinary_text_stay(rd, text):
 
 
 def test_no_copy_without_a_run_that_mixes_latin_and_cyrillic_or_greek(rd):
-    from hybrid.store.agent.redact_rules import normalised_copy
+    from hybrid.store.agent.redact_copy import normalised_copy
 
     plain = "Подготовка к полумарафону: 12 недель, 5км по вторникам, Ζώνη 2."
     assert normalised_copy(plain, rd._scan(rd._get_scanner(), plain)) is None
