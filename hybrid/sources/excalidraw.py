@@ -45,7 +45,9 @@ _BLOCK_ID = re.compile(r"\^[A-Za-z0-9_-]{1,64}")  # the plugin's `` ^id`` ending
 _LINK_LINE = re.compile(r"^[^\s:]+:\s*(.+)$")
 _DATA = "excalidraw data"
 _SECTIONS = {"text elements", "element links", "embedded files", "drawing", "embeddable links"}
-_ESCAPE = re.compile(r"^\s{0,3}(#|```|~~~)")
+# What markdown (and the chunker, HEADING_RE) reads as a heading or a fence: escaped in a
+# drawing's text. Not a bare leading '#': `#private okapi` starts with a tag, as in Obsidian.
+_ESCAPE = re.compile(r"\s{0,3}(?:#{1,6}(?:\s|$)|```|~~~)")
 
 
 def is_banner(line: str) -> bool:
@@ -169,7 +171,8 @@ def _clean(line: str) -> str:
 
 
 def _escaped(line: str) -> str:
-    """``line`` escaped where markdown would read it as a heading or a fence."""
+    """``line`` escaped where markdown would read it as a heading (1-6 ``#`` then a space or
+    nothing) or a fence; a tag starting it (``#private``) stays a tag."""
     return "\\" + line.lstrip() if _ESCAPE.match(line) else line
 
 

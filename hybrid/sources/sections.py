@@ -39,8 +39,8 @@ owner's markdown ends where the drawing's text begins (its heading is level 1), 
 drawing's text elements work in reading order, and ``skip-section`` there leaves out all of the
 drawing's text (one section). That heading is hybrid's, not the owner's: no ``exclude_sections``
 pattern matches it (a drawing named "Template ideas" keeps its text under ``Template*``). The
-drawing's own ``#`` and fence lines are text, escaped, so only the owner's headings and blocks
-are matched.
+drawing's own heading and fence lines are text, escaped (a tag starting a line is not), so only
+the owner's headings and blocks are matched.
 
 Bookmarks, Slack days, web pages, PDFs and the other kinds are not left out of: their text is
 written by others (a page's author, anyone in a Slack channel), whose markers must not hide
