@@ -121,7 +121,8 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     out of as notes are, and a note's title is never a heading left out,
     :mod:`hybrid.sources.sections`; version 11: a tag starting a line of a drawing's text is a
     tag, :mod:`hybrid.sources.excalidraw` (it was escaped as a heading: a drawing's
-    ``#private`` there did not hide it). The re-read costs no embedding where the chunks are
+    ``#private`` there did not hide it), and an element's links follow its text, so a region
+    left out takes them with it. The re-read costs no embedding where the chunks are
     the same.) What ``vault``'s notes leave out (:mod:`hybrid.sources.sections`) is recorded
     too, only when there is something: a change of it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
