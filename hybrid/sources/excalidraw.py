@@ -33,11 +33,12 @@ and time too, but the cap bounds both already, at no process round trip.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from hybrid.sources.canvas import load_json
 from hybrid.sources.lzstring import TooLarge, Undecodable, decompress_base64
 from hybrid.sources.markdown import (
     FENCE_RE,
@@ -265,7 +266,7 @@ def _from_drawing(path: str, lines: list[str], warnings: list[str],
         return [], []
     try:
         raw = decompress_base64(payload, max_chars) if kind == "compressed-json" else payload
-        drawing = json.loads(raw)
+        drawing = load_json(raw)
     except TooLarge:  # a bomb, or a drawing larger than it could be written out: skipped
         raise ConvertError(path, f"its drawing decompresses beyond max_file_bytes ({max_chars:,} "
                                  "characters)") from None
@@ -310,4 +311,8 @@ def _drawn_text(drawing: Any) -> tuple[list[_Element], list[str]]:
 
 
 def _coordinate(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A position to sort by; 0 for anything but a finite number (NaN, a huge integer)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0
