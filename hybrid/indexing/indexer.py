@@ -119,12 +119,14 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     every note; and an Excalidraw drawing, ``*.excalidraw.md``, is its own kind, read as its
     text elements and links, :mod:`hybrid.sources.excalidraw`; version 10: drawings are left
     out of as notes are, and a note's title is never a heading left out,
-    :mod:`hybrid.sources.sections`. The re-read costs no embedding where the chunks are the
-    same.) What ``vault``'s notes leave out
-    (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
-    it re-chunks every note."""
+    :mod:`hybrid.sources.sections`; version 11: a tag starting a line of a drawing's text is a
+    tag, :mod:`hybrid.sources.excalidraw` (it was escaped as a heading: a drawing's
+    ``#private`` there did not hide it), and an element's links follow its text, so a region
+    left out takes them with it. The re-read costs no embedding where the chunks are
+    the same.) What ``vault``'s notes leave out (:mod:`hybrid.sources.sections`) is recorded
+    too, only when there is something: a change of it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
-            "version": 10}
+            "version": 11}
     own = names.fingerprint if names is not None else []
     rule = LeaveOut.of(vault).meta() if vault is not None else {}
     return json.dumps({**meta, **({"names": own} if own else {}), **rule})

@@ -101,11 +101,31 @@ def card_at(properties: Any, line: int) -> str:
     return ""
 
 
+def load_json(text: str) -> Any:
+    """``text`` parsed as JSON, as :func:`json.loads`, except that an integer too long for
+    ``int()`` (over 4,300 digits: Python's limit on turning a string into an int, which raises
+    ValueError) is read as a float, infinite past ±1.8e308, so a reader takes it for the odd
+    number it is. The plain parse first: a callback per integer would slow every file."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # not a syntax error: an integer past the digit limit
+        return json.loads(text, parse_int=_integer)
+
+
+def _integer(digits: str) -> int | float:
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
 def _load(path: str, data: bytes) -> dict:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
-        canvas = json.loads(data.decode("utf-8"))
+        canvas = load_json(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConvertError(path, f"not a canvas: invalid UTF-8 at byte {exc.start}") from None
     except json.JSONDecodeError as exc:

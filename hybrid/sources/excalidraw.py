@@ -12,9 +12,12 @@ files put ``# Text Elements`` and ``# Drawing`` at the top level, with no banner
 Indexed as markdown (``hybrid get`` shows it too): the front block as written (its tags and
 properties are the owner's, and the agent view reads them), the owner's markdown, then under
 a heading naming the drawing its text elements (without their ``^id``; a line that markdown
-would read as a heading or a fence escaped with ``\\``) and its link targets (``[[Note]]``,
-addresses), one line each. Never the banner, the data headings or the drawing's JSON. The
-title is the file name without ``.excalidraw.md``. With no ``Text Elements`` section the text
+would read as a heading or a fence escaped with ``\\``), each followed by its link targets
+(``[[Note]]``, addresses; from the element's ``link``, or its Element Links and Embedded
+Files entries), one line each, then the targets of elements with no text (images, shapes).
+A link thus lies in the region its element's text does, and is left out with it
+(:mod:`hybrid.sources.sections`). Never the banner, the data headings or the drawing's JSON.
+The title is the file name without ``.excalidraw.md``. With no ``Text Elements`` section the text
 elements are read from the drawing itself; a drawing that does not decompress or parse is one
 warning, and the rest of the file is still indexed.
 
@@ -30,22 +33,33 @@ and time too, but the cap bounds both already, at no process round trip.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from hybrid.sources.canvas import load_json
 from hybrid.sources.lzstring import TooLarge, Undecodable, decompress_base64
-from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, front_block, heading_text, parse_note
+from hybrid.sources.markdown import (
+    FENCE_RE,
+    HEADING_RE,
+    MARKER_RE,
+    Note,
+    front_block,
+    heading_text,
+    parse_note,
+)
 from hybrid.sources.sandbox import ConvertError, expand_limit
 
 SUFFIX = ".excalidraw.md"
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
 _BLOCK_ID = re.compile(r"\^[A-Za-z0-9_-]{1,64}")  # the plugin's `` ^id`` ending a text element
-_LINK_LINE = re.compile(r"^[^\s:]+:\s*(.+)$")
+_LINK_LINE = re.compile(r"^([^\s:]+):\s*(.+)$")
 _DATA = "excalidraw data"
 _SECTIONS = {"text elements", "element links", "embedded files", "drawing", "embeddable links"}
-_ESCAPE = re.compile(r"^\s{0,3}(#|```|~~~)")
+# What markdown (and the chunker, HEADING_RE) reads as a heading or a fence: escaped in a
+# drawing's text. Not a bare leading '#': `#private okapi` starts with a tag, as in Obsidian.
+_ESCAPE = re.compile(r"\s{0,3}(?:#{1,6}(?:\s|$)|```|~~~)")
 
 
 def is_banner(line: str) -> bool:
@@ -62,16 +76,27 @@ def drawing_note(path: str, text: str, max_chars: int | None = None) -> Note:
     head = lines[:body_start - 1] if fm is not None else []
     own, sections = _split(lines[len(head):])
     warnings: list[str] = []
-    texts = [_clean(x) for x in sections.get("text elements", [])]
-    if "text elements" not in sections and sections.get("drawing"):
-        texts = _from_drawing(path, sections["drawing"], warnings,
-                              expand_limit(None) if max_chars is None else max_chars)
-    links = _targets(sections.get("element links", []) + sections.get("embedded files", []))
+    entries = _entries(sections.get("element links", []) + sections.get("embedded files", []))
+    elements: list[_Element] = []
+    loose: list[str] = []  # links of no text element: an image's, a shape's, an arrow's
+    if "text elements" in sections:
+        elements = _text_section(sections["text elements"])
+    elif sections.get("drawing"):
+        elements, loose = _from_drawing(path, sections["drawing"], warnings,
+                                        expand_limit(None) if max_chars is None else max_chars)
+    by_id: dict[str, list[str]] = {}
+    for key, target in entries:
+        by_id.setdefault(key, []).append(target)
+    texts: list[str] = []
+    for eid, lines, links in elements:  # each element's links go with its text (left out with it)
+        texts += _with_links(lines, list(dict.fromkeys(links + by_id.pop(eid or "", []))))
+    loose = list(dict.fromkeys(loose + [t for targets in by_id.values() for t in targets]))
     title = drawing_title(path)
     body = list(own)
     while body and not body[-1].strip():
         body.pop()
-    drawn = _paragraphs(texts) + ([""] if texts and links else []) + [_escaped(x) for x in links]
+    drawn = _paragraphs(texts)
+    drawn += ([""] if drawn and loose else []) + [_escaped(x) for x in loose]
     if drawn:
         fence = _open_fence(body)
         body += ([fence] if fence else []) + ([""] if body else []) + [f"# {title}", ""] + drawn
@@ -157,19 +182,59 @@ def _data_heading(line: str) -> str | None:
 def _clean(line: str) -> str:
     """A line of the Text Elements: its ``^id`` dropped (with the spaces before and after it;
     an id is a word of its own), and escaped where markdown would read it as a heading or a
-    fence (a drawing's text is text, not structure). String operations, not a regex with
-    ``\\s+`` before the id: that backtracks quadratically on a long run of spaces."""
+    fence (a drawing's text is text, not structure)."""
+    return _escaped(_cut_id(line)[0])
+
+
+def _cut_id(line: str) -> tuple[str, str | None]:
+    """(``line`` without the ``^id`` ending it, that id) or (``line``, None) when none does.
+    String operations, not a regex with ``\\s+`` before the id: that backtracks quadratically
+    on a long run of spaces."""
     end = line.rstrip()
     cut = len(end)
     while cut and not end[cut - 1].isspace():
         cut -= 1
     if _BLOCK_ID.fullmatch(end, cut):
-        line = end[:cut].rstrip()
-    return _escaped(line)
+        return end[:cut].rstrip(), end[cut + 1:]
+    return line, None
+
+
+# A text element as rendered: (its id, its lines cleaned and escaped, its links' targets)
+_Element = tuple[str | None, list[str], list[str]]
+
+
+def _text_section(lines: list[str]) -> list[_Element]:
+    """The elements of the Text Elements section: each runs to the line its ``^id`` ends (the
+    blank line the plugin writes between two starts the next); lines after the last id are
+    one element of no id."""
+    out: list[_Element] = []
+    current: list[str] = []
+    for line in lines:
+        text, eid = _cut_id(line)
+        current.append(_escaped(text))
+        if eid is not None:
+            out.append((eid, current, []))
+            current = []
+    if current:
+        out.append((None, current, []))
+    return out
+
+
+def _with_links(lines: list[str], links: list[str]) -> list[str]:
+    """An element's lines with its links' targets right after its last line of text that is
+    not a ``%% hybrid: … %%`` marker (its last line when it has none), so that a region left
+    out that holds its text holds its links: an element wrapped in its own skip and end
+    markers included."""
+    if not links:
+        return lines
+    at = next((i for i in range(len(lines) - 1, -1, -1)
+               if lines[i].strip() and not MARKER_RE.fullmatch(lines[i])), len(lines) - 1)
+    return lines[:at + 1] + [_escaped(x) for x in links] + lines[at + 1:]
 
 
 def _escaped(line: str) -> str:
-    """``line`` escaped where markdown would read it as a heading or a fence."""
+    """``line`` escaped where markdown would read it as a heading (1-6 ``#`` then a space or
+    nothing) or a fence; a tag starting it (``#private``) stays a tag."""
     return "\\" + line.lstrip() if _ESCAPE.match(line) else line
 
 
@@ -184,23 +249,24 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return out
 
 
-def _targets(lines: list[str]) -> list[str]:
-    """The link targets of the Element Links and Embedded Files sections (``id: [[Note]]``,
-    ``id: https://…``), once each."""
-    found = [m.group(1).strip() for line in lines if (m := _LINK_LINE.match(line.strip()))]
-    return list(dict.fromkeys(t for t in found if t))
+def _entries(lines: list[str]) -> list[tuple[str, str]]:
+    """(element or file id, link target) of each entry of the Element Links and Embedded Files
+    sections (``id: [[Note]]``, ``id: https://…``)."""
+    found = [(m.group(1), m.group(2).strip()) for line in lines if (m := _LINK_LINE.match(line.strip()))]
+    return [(i, t) for i, t in found if t]
 
 
-def _from_drawing(path: str, lines: list[str], warnings: list[str], max_chars: int) -> list[str]:
+def _from_drawing(path: str, lines: list[str], warnings: list[str],
+                  max_chars: int) -> tuple[list[_Element], list[str]]:
     """The text elements of the drawing's JSON (its ```` ```json```` or ```` ```compressed-json````
-    block), in reading order; none and one warning when it cannot be read; ConvertError when
-    it decompresses past ``max_chars``."""
+    block), in reading order, and the links of its other elements; none and one warning when
+    it cannot be read; ConvertError when it decompresses past ``max_chars``."""
     kind, payload = _block(lines)
     if kind is None:
-        return []
+        return [], []
     try:
         raw = decompress_base64(payload, max_chars) if kind == "compressed-json" else payload
-        drawing = json.loads(raw)
+        drawing = load_json(raw)
     except TooLarge:  # a bomb, or a drawing larger than it could be written out: skipped
         raise ConvertError(path, f"its drawing decompresses beyond max_file_bytes ({max_chars:,} "
                                  "characters)") from None
@@ -208,7 +274,7 @@ def _from_drawing(path: str, lines: list[str], warnings: list[str], max_chars: i
         what = "does not decompress" if isinstance(exc, Undecodable) else "is not valid JSON"
         warnings.append(f"{path}: its drawing {what} ({str(exc)[:120]}); indexed the rest of the "
                         "file without the drawing's text")
-        return []
+        return [], []
     return _drawn_text(drawing)
 
 
@@ -223,27 +289,30 @@ def _block(lines: list[str]) -> tuple[str | None, str]:
     return ("compressed-json" if kind == "compressed-json" else "json"), "\n".join(lines[start + 1:end])
 
 
-def _drawn_text(drawing: Any) -> list[str]:
-    """The text of a drawing's live text elements (top to bottom, then left to right), one
-    paragraph each, and the links elements carry."""
+def _drawn_text(drawing: Any) -> tuple[list[_Element], list[str]]:
+    """A drawing's live text elements (top to bottom, then left to right), each a paragraph
+    with its link, and the links of its other elements (shapes, images, arrows), in order."""
     elements = drawing.get("elements") if isinstance(drawing, dict) else None
-    found: list[tuple[float, float, str]] = []
-    links: list[str] = []
+    found: list[tuple[float, float, _Element]] = []
+    loose: list[str] = []
     for e in elements if isinstance(elements, list) else ():
         if not isinstance(e, dict) or e.get("isDeleted") is True:
             continue
-        if isinstance(e.get("link"), str) and e["link"].strip():
-            links.append(e["link"].strip())
-        if e.get("type") != "text":
-            continue
+        link = e["link"].strip() if isinstance(e.get("link"), str) else ""
         text = e.get("originalText") if isinstance(e.get("originalText"), str) else e.get("text")
-        if isinstance(text, str) and text.strip():
-            found.append((_coordinate(e.get("y")), _coordinate(e.get("x")), text))
-    out: list[str] = []
-    for _, _, text in sorted(found, key=lambda t: (t[0], t[1])):
-        out += [_clean(x) for x in text.replace("\r\n", "\n").split("\n")] + [""]
-    return out + [_escaped(x) for x in dict.fromkeys(links)]
+        if e.get("type") != "text" or not isinstance(text, str) or not text.strip():
+            if link:
+                loose.append(link)
+            continue
+        eid = e["id"] if isinstance(e.get("id"), str) else None
+        lines = [_clean(x) for x in text.replace("\r\n", "\n").split("\n")] + [""]
+        found.append((_coordinate(e.get("y")), _coordinate(e.get("x")), (eid, lines, [link] if link else [])))
+    return [el for _, _, el in sorted(found, key=lambda t: (t[0], t[1]))], loose
 
 
 def _coordinate(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A position to sort by; 0 for anything but a finite number (NaN, a huge integer)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0

@@ -30,6 +30,8 @@ H1_RE = re.compile(r"#\s+(.*)")
 CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")  # an inline code span: `[[x]]`, ``a ` b``
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 HEADING_RE = re.compile(r"\s{0,3}(#{1,6})\s+(.*)")  # as the chunker reads one; text cut by heading_text
+# A ``%% hybrid: skip %%`` marker line (fullmatch), of any kind: :mod:`hybrid.sources.sections`
+MARKER_RE = re.compile(r"\s{0,3}%%\s*hybrid\s*:\s*(\S*?)\s*%%\s*", re.I)
 
 
 @dataclass

@@ -32,15 +32,16 @@ hides the note from agents); its title and links only from what is kept: a headi
 no title, and a backlink's line must be one an agent may read.
 
 A drawing is left out of as the text it is indexed as (:mod:`hybrid.sources.excalidraw`): its
-front block, the owner's markdown, then its text elements and link targets under a heading
-naming the drawing. So a region runs on from the owner's markdown into the drawing's text
+front block, the owner's markdown, then its text elements under a heading naming the drawing,
+each element's link targets after its text (so left out with it), then the links of elements
+with no text. So a region runs on from the owner's markdown into the drawing's text
 (an unclosed ``skip`` leaves out the rest, the drawing's text too), a ``skip-section`` in the
 owner's markdown ends where the drawing's text begins (its heading is level 1), markers in the
 drawing's text elements work in reading order, and ``skip-section`` there leaves out all of the
 drawing's text (one section). That heading is hybrid's, not the owner's: no ``exclude_sections``
 pattern matches it (a drawing named "Template ideas" keeps its text under ``Template*``). The
-drawing's own ``#`` and fence lines are text, escaped, so only the owner's headings and blocks
-are matched.
+drawing's own heading and fence lines are text, escaped (a tag starting a line is not), so only
+the owner's headings and blocks are matched.
 
 Bookmarks, Slack days, web pages, PDFs and the other kinds are not left out of: their text is
 written by others (a page's author, anyone in a Slack channel), whose markers must not hide
@@ -60,6 +61,7 @@ from hybrid.sources.excalidraw import drawing_heading
 from hybrid.sources.markdown import (
     FENCE_RE,
     HEADING_RE,
+    MARKER_RE,
     Note,
     file_title,
     first_h1,
@@ -74,7 +76,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("hybrid")
 
 MARKER = "hybrid"
-MARKER_RE = re.compile(r"\s{0,3}%%\s*hybrid\s*:\s*(\S*?)\s*%%\s*", re.I)
 MARKER_KINDS = ("skip", "end", "skip-section")
 LEAD_LEVEL = 7  # the lines above the first heading: any heading ends them
 

@@ -154,3 +154,82 @@ def test_an_index_made_before_reads_drawings_again(home, monkeypatch):
     set_chunking_version(h.config.vault("v"), 9)
     assert h.index()[0].updated == len(NOTES)  # every file read again, as after an upgrade
     assert not any("krellbox" in t for t in chunk_texts(h))
+
+
+# A left-out element's links (issue #47): the text left out, its link stayed in the text as indexed,
+# a backlink of its target and a "links to" of related. A link belongs to its element.
+LINKED = [
+    text_element("t1", "visible words", 0, 0, link="[[Kept Target]]"),
+    text_element("t2", "%% hybrid: skip %%", 0, 10),
+    text_element("t3", "hidden words", 0, 20, link="[[Secret Target]]"),
+    text_element("t4", "%% hybrid: end %%", 0, 30),
+    text_element("t5", "%% hybrid: skip %%\nwrapped words\n%% hybrid: end %%", 0, 40, link="[[Wrapped Target]]"),
+    {"id": "img", "type": "image", "x": 0, "y": 50, "width": 10, "height": 10, "fileId": "f1",
+     "isDeleted": False, "link": "[[Image Target]]"},  # no text: its link stays at the end
+]
+LINKED_NOTES = {
+    "J.excalidraw.md": drawing_file({}, LINKED, text_section=False),
+    "T.excalidraw.md": drawing_file(
+        {e["id"]: e["text"] for e in LINKED if e["type"] == "text"}, LINKED,
+        links={"t1": "[[Kept Target]]", "t3": "[[Secret Target]]", "t5": "[[Wrapped Target]]",
+               "img": "[[Image Target]]"},
+        embedded={"t3": "[[Secret sketch.png]]", "f1": "[[Image Target.png]]"}),
+    **{f"{n} Target.md": f"# {n} Target\n\nThe {n.lower()} target's body.\n"
+       for n in ("Kept", "Secret", "Wrapped", "Image")},
+}
+SECRETS = ("Secret Target", "Wrapped Target", "Secret sketch", "hidden words", "wrapped words")
+
+
+def test_a_left_out_elements_links_are_left_out_with_it():
+    sectioned = drawing_note("T.excalidraw.md", LINKED_NOTES["T.excalidraw.md"])
+    drawn = sectioned.lines[sectioned.lines.index("# T"):]
+    # each element's links right after its text (before a marker ending it), so in its region
+    assert drawn == ["# T", "", "visible words", "[[Kept Target]]", "", "%% hybrid: skip %%", "",
+                     "hidden words", "[[Secret Target]]", "[[Secret sketch.png]]", "", "%% hybrid: end %%", "",
+                     "%% hybrid: skip %%", "wrapped words", "[[Wrapped Target]]", "%% hybrid: end %%", "",
+                     "[[Image Target]]", "[[Image Target.png]]"]
+    for path in ("T.excalidraw.md", "J.excalidraw.md"):
+        whole = drawing_note(path, LINKED_NOTES[path])
+        assert {"Secret Target", "Wrapped Target"} <= set(whole.links)  # read, then left out
+        note = leave_out(whole, LeaveOut())
+        text = "\n".join(note.lines)
+        assert not [w for w in SECRETS if w in text], path
+        assert note.links == ["Kept Target", "Image Target"] + (["Image Target.png"] if path[0] == "T" else [])
+        assert kept_text(path, "\n".join(whole.lines), LeaveOut()) == text
+
+
+@pytest.fixture
+def linked(tmp_path, open_h):
+    v = tmp_path / "vault"
+    for rel, text in LINKED_NOTES.items():
+        write(v, rel, text)
+    h = open_h(tmp_path / "home", embedder="hash:64")
+    h.add_vault(v, "v")
+    assert h.index()[0].added == len(LINKED_NOTES)
+    yield h
+    h.close()
+
+
+@pytest.mark.slow  # an index run, MCP sessions
+def test_a_left_out_elements_link_is_no_backlink_and_no_related_link(linked, store_kind):
+    h = linked
+    drawings = ["J.excalidraw.md", "T.excalidraw.md"]
+    for agent in (False, True):
+        for target in ("Secret Target.md", "Wrapped Target.md"):
+            got = h.get(target, "v", agent=agent)
+            assert (got.backlinks, got.backlinks_total) == ([], 0), (agent, target)
+            assert not [n.path for n in h.related(target, "v", agent=agent).notes if n.links], (agent, target)
+        for target in ("Kept Target.md", "Image Target.md"):
+            assert sorted(x.path for x in h.get(target, "v", agent=agent).backlinks) == drawings
+        for path in drawings:
+            got = h.get(path, "v", agent=agent)
+            assert sorted(x.path for x in got.links) == ["Image Target.md", "Kept Target.md"]
+            near = {n.path: n.links for n in h.related(path, "v", agent=agent).notes}
+            assert not near.get("Secret Target.md") and not near.get("Wrapped Target.md")
+            assert near["Kept Target.md"] == ["links to"]
+    for path in drawings:
+        agent = h.get(path, "v", agent=True).text
+        assert not [w for w in SECRETS if w in agent], path
+        res = call(h, "get_note", {"path": path})
+        assert not res.is_error and not [w for w in SECRETS if w in res.content[0].text]
+    assert "[[Secret Target]]" in h.get("J.excalidraw.md", "v").text  # the owner reads it whole

@@ -162,3 +162,34 @@ def test_a_canvas_over_the_bound_is_skipped_remembered_and_keeps_its_chunks(tmp_
     row = {r.path: r for r in fake.files("v")}["boards/Plan.canvas"]
     assert (row.state, row.why) == ("skipped", "too_complex")
     assert row.detail == "its groups overlap too much to nest the cards (over 19,200 box comparisons)"
+
+
+HUGE = "9" * 5_000  # past Python's 4,300-digit limit on turning a string into an int
+
+
+def test_a_huge_integer_is_read_as_an_odd_number():
+    """Issue #47: an integer of 5,000 digits raised ValueError ('Exceeds the limit (4300 digits)
+    for integer string conversion'): the canvas failed, and was warned about on every run."""
+    nodes = [{"id": "g", "type": "group", "x": 0, "y": 0, "width": 100, "height": 100, "label": "Box"},
+             {"id": "big", "type": "text", "x": 1, "y": 2, "width": 10, "height": 10, "text": "bigint card"},
+             {"id": "neg", "type": "text", "x": 3, "y": 4, "width": 5, "height": 5, "text": "negative card"}]
+    text = json_canvas(nodes).replace('"x":1,', f'"x":{HUGE},').replace('"y":4,', f'"y":-{HUGE},')
+    note = canvas_note("huge.canvas", text.encode())
+    # past any finite float: read as 0, as NaN is (so both cards lie in the group's box)
+    assert [x for x in note.lines if x.startswith("#")] == ["# Box", "## negative card", "## bigint card"]
+    odd = json_canvas(nodes).replace('"id":"big"', f'"id":"big","seen":{HUGE}')  # in any field
+    assert "bigint card" in canvas_note("odd.canvas", odd.encode()).lines
+
+
+@pytest.mark.slow  # two index runs
+def test_a_canvas_with_a_huge_integer_is_indexed_once(tmp_path, fake):
+    root = tmp_path / "vault"
+    write(root, "boards/Int.canvas", json_canvas([{"id": "a", "type": "text", "x": 0, "y": 0, "width": 1,
+                                                   "height": 1, "text": "bigint"}]).replace('"x":0,', f'"x":{HUGE},'))
+    fake.add_vault(root, "v")
+    report = fake.index()[0]
+    assert (report.added, report.skipped, report.warnings) == (1, 0, [])
+    assert fake.search("bigint", mode="lexical")[0].path == "boards/Int.canvas"
+    again = fake.index()[0]
+    assert (again.unchanged, again.warnings) == (1, [])
+    assert {r.path: r.state for r in fake.files("v")}["boards/Int.canvas"] == "indexed"

@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from drawings import drawing_file, text_element
+from drawings import compress_to_base64, drawing_file, scene, text_element
 from helpers import REPO, write
 
 from hybrid.sources import excalidraw
@@ -95,3 +95,18 @@ def test_a_drawing_bomb_is_skipped_remembered_and_keeps_its_chunks(board, monkey
     assert (third.updated, third.skipped, third.warnings) == (1, 0, [])
     assert h.search("bomb text", mode="lexical")[0].path == BOARD
     assert h.search("pelican feeding", mode="lexical") == []
+
+
+def test_a_huge_integer_in_a_drawing_is_read():
+    """Issue #47: an integer past Python's 4,300 digits made the drawing's JSON 'not valid JSON'
+    (ValueError from int()), its text lost with a warning on every run."""
+    huge = "9" * 5_000
+    elements = [text_element("t0", "okapi below", 0, 50), text_element("t1", "first line", 0, -10)]
+    raw = scene(elements).replace('"y": 50', f'"y": {huge}').replace('"version": 2', f'"version": -{huge}')
+    plain = "\n".join(["---", "excalidraw-plugin: parsed", "---", "%%", "# Drawing", "```json", raw, "```", "%%"])
+    packed = drawing_file({}, elements, text_section=False, compressed=compress_to_base64(raw))
+    for text in (plain, packed):
+        note = to_note(BOARD, text.encode())
+        # a coordinate past any float is read as 0, as a canvas reads it
+        assert note.warnings == [] and [x for x in note.lines[note.body_start - 1:] if x] == [
+            "# Board", "first line", "okapi below"]

@@ -11,7 +11,8 @@ from drawings import BANNER, compress_to_base64, drawing_file, scene, text_eleme
 from helpers import write
 
 from hybrid.sources import kind_of
-from hybrid.sources.excalidraw import drawing_note
+from hybrid.sources.convert import judged_fields
+from hybrid.sources.excalidraw import drawing_heading, drawing_note
 from hybrid.sources.lzstring import Undecodable, decompress_base64
 
 STORES = ("local", "postgresql")
@@ -68,7 +69,9 @@ def test_a_drawing_is_its_text_elements_and_links():
     body = note.lines[note.body_start - 1:]
     assert body == ["", "Back of the card: **CQRS** pairs well with it.", "", "# System design", "",
                     "Event sourcing keeps every change", "", "\\# Read models", "are rebuilt from the log", "",
-                    "see [[Architecture]]", "", "[[Decision log]]", "[[whiteboard photo.png]]"]
+                    "see [[Architecture]]", "[[Decision log]]", "", "[[whiteboard photo.png]]"]
+    # an element's link follows its text (so it is left out with it, issue #47); the embedded
+    # image's, of no text element, comes last
     assert note.links == ["Architecture", "Decision log", "whiteboard photo.png"]
     assert kind_of("sketches/System design.excalidraw.md") == "excalidraw"
     assert kind_of("notes/excalidraw.md") == "note"
@@ -171,3 +174,27 @@ def test_drawings_indexed_as_notes_before_are_read_again(tmp_path, fake, monkeyp
     assert fake.index()[0].updated == 1  # the upgrade re-reads it
     assert fake.search("switch MORE OPTIONS menu", mode="lexical") == []
     assert fake.search("event sourcing", mode="lexical")[0].title == "Board"
+
+
+def test_a_tag_starting_a_line_of_the_drawing_stays_a_tag():
+    """Issue #47: `#private okapi …` at the start of a text element was escaped as if it were a
+    heading (`\\#private`), so the drawing carried no private tag and agents saw it. In Obsidian
+    `#word` is a tag; only what markdown reads as a heading (1-6 `#` then a space, or nothing)
+    or a fence is escaped."""
+    words = "#private okapi drawing words"
+    sectioned = drawing_file({"e0": words}, [text_element("e0", words, 0, 0)])
+    compressed = drawing_file({}, [text_element("e0", words, 0, 0)], text_section=False)
+    for path, text in (("Plan.excalidraw.md", sectioned), ("Old.excalidraw.md", compressed)):
+        note = drawing_note(path, text)
+        assert "private" in note.tags and words in note.lines, path
+        assert judged_fields(path, text)[0] == note.tags  # the agent view's re-judging reads the same
+    heads = ["# Read models", "#", "###### six", "#\tTabbed", "#\u00a0spaced", "   ## indented", "```python",
+             "~~~", "#tag words", "####### seven", "#1984 was a year", "\\# kept as written", "x # y"]
+    note = drawing_note("Heads.excalidraw.md", drawing_file({}, [
+        text_element(f"h{i}", t, 0, 10 * i) for i, t in enumerate(heads)], text_section=False))
+    body = [x for x in note.lines[note.body_start - 1:] if x]
+    assert body == ["# Heads", "\\# Read models", "\\#", "\\###### six", "\\#\tTabbed", "\\#\u00a0spaced",
+                    "\\## indented", "\\```python", "\\~~~", "#tag words", "####### seven",
+                    "#1984 was a year", "\\# kept as written", "x # y"]
+    assert note.tags == ["excalidraw", "tag"]
+    assert drawing_heading(note.path, note.lines) == note.lines.index("# Heads")  # still the last heading
