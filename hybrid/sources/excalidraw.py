@@ -45,6 +45,7 @@ from hybrid.sources.markdown import (
     HEADING_RE,
     MARKER_RE,
     Note,
+    file_tags,
     front_block,
     heading_text,
     parse_note,
@@ -103,6 +104,9 @@ def drawing_note(path: str, text: str, max_chars: int | None = None) -> Note:
     note = parse_note(path, "\n".join(head + body))
     note.title, note.title_line = title, None
     note.warnings += warnings
+    # privacy from the whole file as written, as a note's: a text element that reads like a data
+    # heading must not carry the elements after it, and their tags, out of the tags
+    note.tags = list(dict.fromkeys(note.tags + file_tags(lines[len(head):])))
     return note
 
 

@@ -344,6 +344,19 @@ def file_title(path: str) -> str:
     return stem[:-3] if stem.lower().endswith(".md") else stem
 
 
+def file_tags(lines: list[str]) -> list[str]:
+    """The ``#tags`` of ``lines`` outside code blocks, in order (not once each)."""
+    tags: list[str] = []
+    in_fence = False
+    for line in lines:
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence and "#" in line:
+            tags.extend(normalize_tag(t) for m in TAG_RE.findall(line) if (t := _tag_text(m)))
+    return tags
+
+
 def parse_note(path: str, text: str) -> Note:
     """Parse one note. Malformed or refused frontmatter is reported in ``warnings``; the text
     is kept."""
@@ -361,14 +374,7 @@ def parse_note(path: str, text: str) -> Note:
 
     body = lines[body_start - 1:]
     tags = [normalize_tag(t) for t in _as_list(lower.get("tags") or lower.get("tag"))]
-    in_fence = False
-    for line in body:
-        if FENCE_RE.match(line):
-            in_fence = not in_fence
-            continue
-        if not in_fence and "#" in line:
-            tags.extend(normalize_tag(t) for m in TAG_RE.findall(line) if (t := _tag_text(m)))
-    tags = list(dict.fromkeys(t for t in tags if t))
+    tags = list(dict.fromkeys(t for t in tags + file_tags(body) if t))
     fm_title = lower.get("title")
     h1 = first_h1(body)
     title_line = None

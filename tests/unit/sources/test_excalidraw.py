@@ -198,3 +198,15 @@ def test_a_tag_starting_a_line_of_the_drawing_stays_a_tag():
                     "#1984 was a year", "\\# kept as written", "x # y"]
     assert note.tags == ["excalidraw", "tag"]
     assert drawing_heading(note.path, note.lines) == note.lines.index("# Heads")  # still the last heading
+
+
+def test_a_tag_anywhere_in_the_drawings_text_counts_for_privacy():
+    """A multi-line text element whose first line reads like a data heading (`## Embedded
+    Files`) ended the Text Elements section early, and the elements after it, a `#private` one
+    among them, were dropped: the drawing was not private (found by the re-test of issue #47).
+    Tags come from the whole file as written, as a note's come from the whole note."""
+    texts = {"e0": "## Embedded Files\nokapi words", "e1": "#private quagga words"}
+    text = drawing_file(texts, [text_element(i, t, 0, 10 * n) for n, (i, t) in enumerate(texts.items())])
+    note = drawing_note("Decoy.excalidraw.md", text)
+    assert "private" in note.tags
+    assert judged_fields("Decoy.excalidraw.md", text)[0] == note.tags
