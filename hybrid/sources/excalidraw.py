@@ -148,7 +148,7 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     fence: str | None = None
-    for line in lines:
+    for at, line in enumerate(lines):
         f = FENCE_RE.match(line)
         if fence is not None:  # inside the drawing's block: its JSON, whatever it holds
             current.append(line)  # type: ignore[union-attr]
@@ -162,6 +162,9 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
         if is_banner(line) or line.strip() == "%%":
             continue
         name = _data_heading(line)
+        if name is not None and current is not None and current is sections.get("text elements") \
+                and _element_goes_on(lines, at + 1):
+            name = None  # a multi-line text element's first line that reads like a data heading
         if name == _DATA:
             current = sections.setdefault("", [])
             continue
@@ -171,6 +174,16 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
         (own if current is None else current).append(line)
     sections.pop("", None)
     return own, sections
+
+
+def _element_goes_on(lines: list[str], at: int) -> bool:
+    """Whether the lines from ``at`` to the next blank one end a text element (the last of
+    them ends with its `` ^id``): then the line before them is that element's first line."""
+    while at < len(lines) and lines[at].strip():
+        if _BLOCK_ID.search(lines[at].rstrip()[-66:]) and lines[at].rstrip().split()[-1].startswith("^"):
+            return True
+        at += 1
+    return False
 
 
 def _data_heading(line: str) -> str | None:

@@ -210,3 +210,14 @@ def test_a_tag_anywhere_in_the_drawings_text_counts_for_privacy():
     note = drawing_note("Decoy.excalidraw.md", text)
     assert "private" in note.tags
     assert judged_fields("Decoy.excalidraw.md", text)[0] == note.tags
+
+
+def test_a_text_element_that_starts_like_a_data_heading_is_text():
+    """A multi-line element `## Embedded Files` / `okapi words ^e0` is an element, not the start
+    of the Embedded Files section: the elements after it are indexed too."""
+    texts = {"e0": "## Embedded Files\nokapi words", "e1": "quagga words"}
+    text = drawing_file(texts, [text_element(i, t, 0, 10 * n) for n, (i, t) in enumerate(texts.items())],
+                        embedded={"img1": "[[Photo.png]]"})
+    body = drawing_note("Decoy.excalidraw.md", text).lines
+    assert "okapi words" in body and "quagga words" in body and "\\## Embedded Files" in body
+    assert "[[Photo.png]]" in body  # the real section is still read
