@@ -7,8 +7,10 @@ instead of a message, and the server drops it (logged at debug, by the SDK's log
 request was never answered. Over HTTP the same request is a JSON-RPC error naming the field
 (:mod:`hybrid.faces.http_guard`). :class:`AnswersUnreadable` gives stdio the same answer: it reads
 such a line again with Python's JSON parser, which takes lone surrogates, and answers the
-request's id with the error :func:`~hybrid.retrieval.limits.check_texts` words. Any other line
-the SDK could not read is logged (one line, never its text) and left to the SDK as before.
+request's id with the error :func:`~hybrid.retrieval.limits.check_texts` words (an integer too
+long to convert is named too; any other line Python reads as a request but the SDK could not is
+answered as a parse error). A line with no id to answer is logged (one line, never its text)
+and left to the SDK as before.
 """
 
 import json
@@ -17,9 +19,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
-from hybrid.retrieval.limits import BadSearchArgs, check_texts
+from hybrid.retrieval.limits import BadSearchArgs, check_texts, long_number, read_json
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -38,24 +40,29 @@ async def serve_stdio(server: "MCPServer") -> None:
         await lowlevel.run(AnswersUnreadable(read, write), write, lowlevel.create_initialization_options())
 
 
-def unreadable_request(line: str) -> JSONRPCError | None:
-    """The JSON-RPC error answering ``line`` when it is a request (it has an id) holding a string
-    that is not valid text; None for any other line. The id is echoed when it can be (an id
-    that is itself not text is answered as null, as JSON-RPC answers an id it cannot read)."""
+def unreadable_request(line: str, why: str = "") -> JSONRPCError | None:
+    """The JSON-RPC error answering ``line``, a line the SDK could not parse (``why``: its
+    parser's words), when Python's parser reads it as a request (it has an id): a string that
+    is not valid text or an integer too long to convert is named (-32600, as over HTTP), any
+    other refusal is a parse error (-32700). None for a line that is no request: it has no id
+    to answer. The id is echoed when it can be (one that is not text is answered as null, as
+    JSON-RPC answers an id it cannot read)."""
     try:
-        message = json.loads(line)
+        message = read_json(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or "id" not in message or "method" not in message:
         return None
+    rid = message["id"]
+    ok = (isinstance(rid, int) and not isinstance(rid, bool)) or (isinstance(rid, str) and _text(rid))
+    refusal = long_number(message)
     try:
         check_texts(message)
     except BadSearchArgs as exc:
-        rid = message["id"]
-        ok = (isinstance(rid, int) and not isinstance(rid, bool)) or (isinstance(rid, str) and _text(rid))
-        return JSONRPCError(jsonrpc="2.0", id=rid if ok else None,
-                            error=ErrorData(code=INVALID_REQUEST, message=str(exc)))
-    return None
+        refusal = str(exc)
+    error = (ErrorData(code=INVALID_REQUEST, message=refusal) if refusal
+             else ErrorData(code=PARSE_ERROR, message=f"Parse error: {why or 'the line is not JSON-RPC'}"[:300]))
+    return JSONRPCError(jsonrpc="2.0", id=rid if ok else None, error=error)
 
 
 def _text(value: str) -> bool:
@@ -98,11 +105,12 @@ class AnswersUnreadable:
             if not isinstance(item, Exception):
                 return item
             error = _first_error(item)
-            line = error.get("input")
-            answer = unreadable_request(line) if isinstance(line, str) else None
+            # the line, when its JSON is what the SDK refused (not a JSON-RPC shape: left to it)
+            line = error.get("input") if error.get("type") == "json_invalid" else None
+            why = str(error.get("msg") or type(item).__name__)[:200]
+            answer = unreadable_request(line, why) if isinstance(line, str) else None
             if answer is None:  # the line itself stays out of the log: it may be anything
-                log.warning("stdio: a line that is not a JSON-RPC message was ignored (%s)",
-                            str(error.get("msg") or type(item).__name__)[:200])
+                log.warning("stdio: a line that is not a JSON-RPC request was ignored (%s)", why)
                 return item
             log.warning("stdio: request %s refused: %s", json.dumps(answer.id), answer.error.message)
             await self._write.send(SessionMessage(answer))

@@ -188,7 +188,9 @@ INITIALIZE = [b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"
 def test_stdio_answers_a_request_holding_an_unpaired_surrogate(hybrid_home, vault):
     """A tools/call whose arguments hold "\\ud800" (JSON that the SDK's parser refuses) is answered
     with a JSON-RPC error naming the field, as /mcp over HTTP answers it; it was not answered at
-    all, nothing logged. The session goes on."""
+    all, nothing logged. So is one holding an integer too long to convert; any other request the
+    SDK's parser refused (a float of 5,000 digits, which Python reads) is a parse error, answered
+    to its id. The session goes on."""
     home = hash_home(hybrid_home, vault)
     answers = stdio_exchange(home, [
         *INITIALIZE,
@@ -196,13 +198,20 @@ def test_stdio_answers_a_request_holding_an_unpaired_surrogate(hybrid_home, vaul
         b'"arguments": {"path": "\\ud800.md"}}}',
         b'{"jsonrpc": "2.0", "id": "six", "method": "tools/call", "params": {"name": "search", '
         b'"arguments": {"query": "tailscale", "tags": ["ok", "\\udfff"]}}}',
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "x", "top_k": ' + b"9" * 5000 + b'}}}',
+        b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "x", "min_score": 1' + b"0" * 5000 + b'.5}}}',
         b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_note", '
         b'"arguments": {"path": "home/network.md"}}}',
-    ], want={4, "six", 5})
-    assert {4, "six", 5} <= set(answers), answers["stderr"][-2000:]
-    for rid, field in ((4, "params.arguments.path"), ("six", "params.arguments.tags[1]")):
+    ], want={4, "six", 7, 8, 5})
+    assert {4, "six", 7, 8, 5} <= set(answers), answers["stderr"][-2000:]
+    for rid, field in ((4, "params.arguments.path is not valid text"),
+                       ("six", "params.arguments.tags[1] is not valid text"),
+                       (7, "params.arguments.top_k holds a number too long (5,000 digits"),
+                       (8, "Parse error: Invalid JSON: number out of range")):
         error = answers[rid]["error"]
-        assert error["code"] == -32600 and error["message"].startswith(f"{field} is not valid text")
+        assert error["code"] == (-32700 if rid == 8 else -32600) and error["message"].startswith(field)
         assert "\n" not in error["message"] and len(error["message"]) < 300
     assert "tailscale" in answers[5]["result"]["content"][0]["text"]
     assert "params.arguments.path is not valid text" in answers["stderr"]  # the server's log says so
