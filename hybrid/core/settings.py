@@ -280,7 +280,9 @@ class Settings:
         "", "Vault-relative folder where agents may write new notes with the MCP tool "
             "`propose_note`, and nowhere else (empty = agents cannot write). `hybrid proposals` "
             "reviews them.", check=lambda v: _safe_folder(v), empty_ok=True,
-            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)", reindex="agents")
+            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part, none of "
+                 "* \" \\ < > : | ? # ^ [ ], no name Windows reserves such as con or nul, no part ending in "
+                 "a dot or space)", reindex="agents")
     agents_see_proposals: bool = _setting(
         False, "Let agents search and read unreviewed proposals (by default they never see them, "
                "so an agent never cites its own unreviewed text).", reindex="agents")
@@ -330,16 +332,27 @@ class Settings:
         return {k: v for k, v in self.as_dict().items() if v != defaults[k]}
 
 
+# Windows refuses these as a file or folder name, alone or before a dot (con, NUL.txt, Com1)
+_WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"{p}{n}" for p in ("COM", "LPT")
+                                                         for n in "0123456789\u00b9\u00b2\u00b3")})
+# characters Obsidian refuses in a name (* " \ < > : | ?) and those that break a link to a note
+# inside the folder (# ^ [ ], which Obsidian warns about)
+_NOT_IN_NAMES = '*"\\<>:|?#^[]'
+
+
 def _safe_folder(value: str) -> bool:
     """A vault-relative folder with no way out (not absolute, no `..`, no hidden part) that
-    Obsidian can show and sync on every system: none of the characters it refuses in a file
-    name (`* " \\ < > : | ?`), no control character, no line or paragraph separator."""
+    Obsidian can show, link into and sync on every system: none of the characters it refuses in
+    a name or that break a link (:data:`_NOT_IN_NAMES`), no control character, no line or
+    paragraph separator, no name Windows reserves (``con``, ``nul``, ``com1``, also before a dot)
+    and no part ending in a dot or space (Windows drops them)."""
     import unicodedata
     parts = value.strip("/").split("/")
-    return value == "" or (not value.startswith("/") and not any(c in '*"\\<>:|?' for c in value)
+    return value == "" or (not value.startswith("/") and not any(c in _NOT_IN_NAMES for c in value)
                            and not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value)
                            and all(p and p not in (".", "..") and not p.startswith(".") and p == p.strip()
-                                   for p in parts))
+                                   and not p.endswith(".")
+                                   and p.split(".")[0].upper() not in _WINDOWS_RESERVED for p in parts))
 
 
 def _plain(value: Any) -> Any:

@@ -165,6 +165,13 @@ def test_a_key_variable_is_named_by_its_last_word(hybrid_home, name):
     assert load_config().settings.openai_api_key_env == name
 
 
+@pytest.mark.parametrize("folder", ["agent_learnings", "Inbox/agent notes", "console", "comms", "com10",
+                                    "con-tacts", "v1.2/inbox", "Входящие", "été (agents)"])
+def test_a_proposals_folder_obsidian_and_every_system_take(hybrid_home, folder):
+    run("config", "set", "proposals_folder", folder)
+    assert load_config().settings.proposals_folder == folder
+
+
 @pytest.mark.parametrize("args, message", [
     (["set", "chunk_tokenz", "3"], "unknown setting 'chunk_tokenz' (did you mean 'chunk_tokens'?)"),
     (["get", "rerank_modle"], "unknown setting 'rerank_modle' (did you mean 'rerank_model'?)"),
@@ -183,6 +190,18 @@ def test_a_key_variable_is_named_by_its_last_word(hybrid_home, name):
     (["set", "proposals_folder", "../out"], "a folder inside the vault"),
     (["set", "proposals_folder", "inbox\n\"x"], "a folder inside the vault"),   # a newline and a quote
     (["set", "proposals_folder", "in|box"], "a folder inside the vault"),
+    # characters that break an Obsidian link to a note in it, names Windows reserves, and a
+    # trailing dot or space (Windows drops them): the folder would not sync to every system
+    (["set", "proposals_folder", "in#box"], "a folder inside the vault"),
+    (["set", "proposals_folder", "in^box"], "a folder inside the vault"),
+    (["set", "proposals_folder", "in[box]"], "a folder inside the vault"),
+    (["set", "proposals_folder", "con"], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox/NUL"], "a folder inside the vault"),
+    (["set", "proposals_folder", "aux.d"], "a folder inside the vault"),
+    (["set", "proposals_folder", "Com1"], "a folder inside the vault"),
+    (["set", "proposals_folder", "lpt9/x"], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox."], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox /agents"], "a folder inside the vault"),
     (["set", "openai_api_key_env", "PATH"], "a variable name like OPENAI_API_KEY"),  # $PATH sent as the key
     (["set", "rerank_api_key_env", "HOME"], "a variable name like JINA_API_KEY"),
     # KEY, TOKEN, AUTH … inside a word, or a word before the last, is not a name saying it holds a key
