@@ -144,7 +144,13 @@ def _int(text: str) -> int | LongInt:
 
 def read_json(text: bytes | str) -> Any:
     """json.loads, with an integer too long to convert left as a :class:`LongInt`
-    (:func:`long_number` finds it)."""
+    (:func:`long_number` finds it). Parsed plainly first: the callback for every integer only
+    for a text that has such an integer (json's one ValueError that is not a JSONDecodeError)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            raise
     return json.loads(text, parse_int=_int)
 
 
