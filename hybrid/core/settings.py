@@ -69,13 +69,27 @@ def _http_url(value: str) -> bool:
         return False
 
 
+# The last word of a variable's name that says it holds a key (OPENAI_API_KEY, HF_TOKEN,
+# GITHUB_PAT); a word anywhere else says nothing (SSH_AUTH_SOCK, SSL_KEY_FILE, PASSWORD_STORE_DIR
+# hold paths), nor do letters inside a word (KEYBOARD, monkey, GIT_ASKPASS).
+KEY_WORDS = ("KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PAT", "AUTH", "CREDENTIAL",
+             "CREDENTIALS", "CREDS")
+_KEY_HINT = f"whose last word is {', '.join(KEY_WORDS[:-1])} or {KEY_WORDS[-1]}"
+
+
 def _env_name(value: str) -> bool:
-    """An environment variable's name that says it holds a key (``OPENAI_API_KEY``,
-    ``HF_TOKEN``), or empty: a key pasted in its place is refused, and so is a variable every
-    shell sets (``PATH``, ``HOME``), whose value would be sent to the server as the key."""
+    """An environment variable's name that says it holds a key, or empty: a key pasted in its
+    place is refused, and so is a variable every shell sets (``PATH``, ``HOME``) or one holding
+    a path (``SSH_AUTH_SOCK``), whose value would be sent to the server as the key. Says it: its
+    last ``_``-separated word, letter case aside and a number after it allowed
+    (``OPENAI_API_KEY_2``), is one of :data:`KEY_WORDS`."""
     import re
-    return value == "" or (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", value) is not None
-                           and re.search(r"KEY|TOKEN|SECRET|PASS|AUTH|CRED", value.upper()) is not None)
+    if value == "":
+        return True
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", value) is None:
+        return False
+    words = [w for w in re.sub(r"[0-9_]+$", "", value).upper().split("_") if w]
+    return bool(words) and words[-1] in KEY_WORDS
 
 
 # the fusion settings whose default a store kind's fit may replace (hybrid.retrieval.fitted)
@@ -109,7 +123,7 @@ class Settings:
         "OPENAI_API_KEY", "Name of the environment variable holding that API's key (the key "
                           "itself never goes in the config); empty = send no key.",
         empty_ok=True, check=_env_name,
-        hint="a variable name like OPENAI_API_KEY (with KEY, TOKEN, SECRET, PASS, AUTH or CRED in it), never the key")
+        hint=f"a variable name like OPENAI_API_KEY ({_KEY_HINT}), never the key")
     rerank_base_url: str = _setting(
         "", "Base URL of the `/rerank` API that `rerank_model = \"rerank:<model>\"` calls (TEI: "
             "http://127.0.0.1:8080, Jina: https://api.jina.ai/v1, Cohere: "
@@ -119,7 +133,7 @@ class Settings:
         "RERANK_API_KEY", "Name of the environment variable holding the `/rerank` API's key; "
                           "empty = send no key.",
         empty_ok=True, check=_env_name,
-        hint="a variable name like JINA_API_KEY (with KEY, TOKEN, SECRET, PASS, AUTH or CRED in it), never the key")
+        hint=f"a variable name like JINA_API_KEY ({_KEY_HINT}), never the key")
     remote_timeout: float = _setting(
         60, "Seconds one request to a model server (`openai:`, `rerank:`) may take before it is "
             "retried.", check=lambda v: v > 0, hint="a number of seconds, more than 0")
@@ -266,7 +280,9 @@ class Settings:
         "", "Vault-relative folder where agents may write new notes with the MCP tool "
             "`propose_note`, and nowhere else (empty = agents cannot write). `hybrid proposals` "
             "reviews them.", check=lambda v: _safe_folder(v), empty_ok=True,
-            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part)", reindex="agents")
+            hint="a folder inside the vault, like 'agent_learnings' (no '..', no hidden part, none of "
+                 "* \" \\ < > : | ? # ^ [ ], no name Windows reserves such as con or nul, no part ending in "
+                 "a dot or space)", reindex="agents")
     agents_see_proposals: bool = _setting(
         False, "Let agents search and read unreviewed proposals (by default they never see them, "
                "so an agent never cites its own unreviewed text).", reindex="agents")
@@ -316,16 +332,27 @@ class Settings:
         return {k: v for k, v in self.as_dict().items() if v != defaults[k]}
 
 
+# Windows refuses these as a file or folder name, alone or before a dot (con, NUL.txt, Com1)
+_WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"{p}{n}" for p in ("COM", "LPT")
+                                                         for n in "0123456789\u00b9\u00b2\u00b3")})
+# characters Obsidian refuses in a name (* " \ < > : | ?) and those that break a link to a note
+# inside the folder (# ^ [ ], which Obsidian warns about)
+_NOT_IN_NAMES = '*"\\<>:|?#^[]'
+
+
 def _safe_folder(value: str) -> bool:
     """A vault-relative folder with no way out (not absolute, no `..`, no hidden part) that
-    Obsidian can show and sync on every system: none of the characters it refuses in a file
-    name (`* " \\ < > : | ?`), no control character, no line or paragraph separator."""
+    Obsidian can show, link into and sync on every system: none of the characters it refuses in
+    a name or that break a link (:data:`_NOT_IN_NAMES`), no control character, no line or
+    paragraph separator, no name Windows reserves (``con``, ``nul``, ``com1``, also before a dot)
+    and no part ending in a dot or space (Windows drops them)."""
     import unicodedata
     parts = value.strip("/").split("/")
-    return value == "" or (not value.startswith("/") and not any(c in '*"\\<>:|?' for c in value)
+    return value == "" or (not value.startswith("/") and not any(c in _NOT_IN_NAMES for c in value)
                            and not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value)
                            and all(p and p not in (".", "..") and not p.startswith(".") and p == p.strip()
-                                   for p in parts))
+                                   and not p.endswith(".")
+                                   and p.split(".")[0].upper() not in _WINDOWS_RESERVED for p in parts))
 
 
 def _plain(value: Any) -> Any:

@@ -16,8 +16,8 @@ rules they share live here, once:
 - **How.** :class:`Endpoint` posts JSON with a per-request timeout, retries 429 and 5xx
   answers and dropped connections with exponential backoff (honouring ``Retry-After``), and
   fails with one line that names the endpoint and never the key: a server quoting it back, in
-  any letter case, whole or any :data:`MIN_ECHO` characters of it, is masked
-  (:func:`mask_key`). That line is the owner's (the CLI, the server's log); an agent is told
+  any letter case, whole or any :data:`MIN_ECHO` characters of it, in base64 or as HTML
+  entities, is masked (:func:`mask_key`). That line is the owner's (the CLI, the server's log); an agent is told
   only which server is unavailable (``EndpointError.for_agents``). The key comes from an
   environment variable the settings name (``OPENAI_API_KEY`` by default), never from the
   config file.
@@ -28,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,16 +155,30 @@ def api_key(env_name: str) -> str:
 def mask_key(text: str, key: str) -> str:
     """``text`` with ``[key]`` wherever it holds ``key`` in any letter case, whole or any stretch
     of :data:`MIN_ECHO` characters of it (all of a shorter key): a server's error may quote the
-    key upper-cased, or its start and end around asterisks."""
+    key upper-cased, or its start and end around asterisks. Two encodings a server echoing its
+    request's headers may use are masked too: base64 (standard or URL-safe) of any text holding
+    the key (the header's value, a ``user:key`` pair: :func:`_base64_cores`), and the key written
+    as HTML entities, all or some of its characters (``&#115;&#107;``, ``&#x73;``, named ones).
+
+    Left as they are, on purpose: the key reversed, spaced out, interleaved with zero-width or
+    other characters, percent-encoded, hashed, or fewer than :data:`MIN_ECHO` characters of it
+    in a row. No server was seen to quote a key so; and this line is the owner's (the CLI, the
+    server's log: an agent is told only ``EndpointError.for_agents``), showing the owner's own
+    key on the owner's own terminal, so the mask guards against a plain echo landing in a
+    shared log or screenshot, not against a server that hides the key on purpose."""
     if not key:
         return text
     n = min(MIN_ECHO, len(key))
-    folded_key, folded = _fold(key), _fold(text)
-    pieces = {folded_key[i:i + n] for i in range(len(folded_key) - n + 1)}
+    forms = [_fold(key), *(_fold(core) for core in _base64_cores(key))]
+    pieces = {form[i:i + n] for form in forms for i in range(len(form) - n + 1)}
     hit = [False] * len(text)
-    for i in range(len(text) - n + 1):
-        if folded[i:i + n] in pieces:
-            hit[i:i + n] = [True] * n
+    for i in _matches(_fold(text), pieces, n):
+        hit[i:i + n] = [True] * n
+    if "&" in text:  # the same search in the text as a browser shows it, mapped back
+        shown, spans = _unescaped(text)
+        for i in _matches(_fold(shown), pieces, n):
+            start, end = spans[i][0], spans[i + n - 1][1]
+            hit[start:end] = [True] * (end - start)
     out: list[str] = []
     for i, ch in enumerate(text):
         if not hit[i]:
@@ -171,6 +186,50 @@ def mask_key(text: str, key: str) -> str:
         elif i == 0 or not hit[i - 1]:
             out.append("[key]")
     return "".join(out)
+
+
+def _matches(folded: str, pieces: set[str], n: int) -> list[int]:
+    return [i for i in range(len(folded) - n + 1) if folded[i:i + n] in pieces]
+
+
+def _base64_cores(key: str) -> list[str]:
+    """The base64 characters any encoding of a text holding ``key`` holds, whatever precedes
+    and follows it: one stretch for each of the 3 places the key may start at in base64's 3-byte
+    groups (the characters that hold bits of the key alone), in both alphabets."""
+    import base64
+    raw = key.encode("utf-8", "replace")
+    cores = []
+    for lead in range(3):
+        encoded = base64.b64encode(bytes(lead) + raw).decode("ascii")
+        core = encoded[-(-8 * lead // 6):8 * (lead + len(raw)) // 6]  # characters of key bits alone
+        cores += [core, core.translate(str.maketrans("+/", "-_"))]
+    return cores
+
+
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def _unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with its HTML entities replaced by what they stand for, and for each character of
+    that the span of ``text`` it came from."""
+    import html
+    chars: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _ENTITY.finditer(text):
+        chars += text[pos:m.start()]
+        spans += [(i, i + 1) for i in range(pos, m.start())]
+        value = html.unescape(m[0])
+        if value == m[0]:  # not an entity HTML knows: its own characters
+            value = m[0]
+            spans += [(i, i + 1) for i in range(m.start(), m.end())]
+        else:
+            spans += [(m.start(), m.end())] * len(value)
+        chars += value
+        pos = m.end()
+    chars += text[pos:]
+    spans += [(i, i + 1) for i in range(pos, len(text))]
+    return "".join(chars), spans
 
 
 def _fold(text: str) -> str:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from hybrid.core.errors import HybridError
 from hybrid.faces.http_guard import WILDCARD_BINDS, Guard, is_loopback, protocol_class, url_host
 from hybrid.faces.ui.session import Throttle
-from hybrid.retrieval.limits import BadSearchArgs, mcp_body_limit
+from hybrid.retrieval.limits import BadSearchArgs, json_object, mcp_body_limit
 from hybrid.retrieval.request import SearchRequest
 from hybrid.retrieval.result import answer_passages
 
@@ -160,12 +160,7 @@ def api_related_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[
     started = time.perf_counter()
     status, data, args = 200, {}, None
     try:
-        try:
-            parsed = json.loads(body or b"{}")
-        except (ValueError, RecursionError):
-            raise BadSearchArgs("body must be a JSON object") from None
-        if not isinstance(parsed, dict):
-            raise BadSearchArgs("body must be a JSON object")
+        parsed = json_object(body or b"{}")
         limit = MAX_TOP_K_AGENT if agent_client is not None else min(MAX_TOP_K, 100)
         args = body_args(parsed, limit)
         data = h.related(args[0], args[1], top_k=args[2], agent=agent_client is not None,

@@ -423,6 +423,8 @@ def _add_related(server: MCPServer, h: "Hybrid") -> None:
 
 
 def run_stdio(h: "Hybrid", watcher=None) -> None:
+    """Serve MCP over stdin and stdout (:mod:`hybrid.faces.mcp_stdio`) until stdin closes."""
     import anyio
-    server = build_server(h, watcher)
-    anyio.run(server.run_stdio_async)
+
+    from hybrid.faces.mcp_stdio import serve_stdio
+    anyio.run(serve_stdio, build_server(h, watcher))

@@ -9,7 +9,10 @@ before doing any work.
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
@@ -103,6 +106,65 @@ def _check_text(name: str, value: str) -> None:
     check_texts(value, name)
 
 
+def json_object(body: bytes | str) -> dict[str, Any]:
+    """The JSON object a request's body holds, or BadSearchArgs saying what is wrong, in one line:
+    not JSON or not an object ('body must be a JSON object'), nested past what the parser's stack
+    holds, not UTF-8, or holding an integer of more digits than Python converts
+    (:func:`long_number`: 'top_k holds a number too long (5,000 digits; at most 4,300)'). Every
+    route reading a JSON body parses it here."""
+    try:
+        value = read_json(body)
+    except RecursionError:  # '[[[[…' or '{"a": {"a": …' past the parser's depth
+        raise BadSearchArgs("body is nested too deep to read; send a JSON object of known fields") from None
+    except UnicodeDecodeError:
+        raise BadSearchArgs("body is not UTF-8 text; send a JSON object in UTF-8") from None
+    except ValueError:
+        raise BadSearchArgs("body must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise BadSearchArgs("body must be a JSON object")
+    too_long = long_number(value)
+    if too_long:
+        raise BadSearchArgs(too_long)
+    return value
+
+
+class LongInt:
+    """An integer of more digits than Python converts (``sys.get_int_max_str_digits``), as
+    :func:`read_json` leaves it in place of the number: json.loads raised a ValueError naming no
+    field, and converting it would be quadratic if it were allowed."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _int(text: str) -> int | LongInt:
+    digits = len(text) - text.startswith("-")
+    return LongInt(digits) if digits > sys.get_int_max_str_digits() else int(text)
+
+
+def read_json(text: bytes | str) -> Any:
+    """json.loads, with an integer too long to convert left as a :class:`LongInt`
+    (:func:`long_number` finds it). Parsed plainly first: the callback for every integer only
+    for a text that has such an integer (json's one ValueError that is not a JSONDecodeError)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            raise
+    return json.loads(text, parse_int=_int)
+
+
+def long_number(value: Any, where: str = "") -> str | None:
+    """The refusal of the first integer too long to convert in a value :func:`read_json` read,
+    naming where it is ('top_k holds a number too long (5,000 digits; at most 4,300)'); None
+    when there is none."""
+    found = first_path(value, where, lambda x: isinstance(x, LongInt))
+    if found is None:
+        return None
+    at, item = found
+    return f"{at or 'body'} holds a number too long ({item.digits:,} digits; at most {sys.get_int_max_str_digits():,})"
+
+
 def check_texts(value: Any, where: str = "") -> None:
     """BadSearchArgs naming the place (:func:`unreadable_text`) of the first string in
     ``value`` that is not valid text. Each door calls it on a request's arguments as they come
@@ -118,13 +180,20 @@ def unreadable_text(value: Any, where: str = "") -> str | None:
     when all are. Not text: a lone surrogate (JSON's "\\ud800", or a command-line argument that
     was not UTF-8), which cannot be encoded: the indexes, the file system and the answer's own
     JSON fail on it deep inside. The path never holds the bad string itself."""
+    found = first_path(value, where, lambda x: isinstance(x, str) and not _encodable(x))
+    return None if found is None else (found[0] or "text")
+
+
+def first_path(value: Any, where: str, bad: Callable[[Any], bool]) -> tuple[str, Any] | None:
+    """The first item of ``value`` (the lists and objects of a decoded JSON value, keys
+    included, in document order) for which ``bad`` holds, with its path (``where``, ``tags[1]``,
+    ``params.arguments.path``); None when none does. A key that is not text is named '(a key)'."""
     stack: list[tuple[str, Any]] = [(where, value)]
     while stack:
         at, item = stack.pop()
-        if isinstance(item, str):
-            if not _encodable(item):
-                return at or "text"
-        elif isinstance(item, dict):
+        if bad(item):
+            return at, item
+        if isinstance(item, dict):
             for key in reversed(list(item)):  # reversed: the first bad one in the document is named
                 name = str(key)[:40] if _encodable(str(key)) else "(a key)"
                 path = f"{at}.{name}" if at else name

@@ -10,7 +10,6 @@ registries: modes, document kinds) and help. The doors derive from it: the CLI's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, fields
 from functools import cached_property
@@ -25,6 +24,7 @@ from hybrid.retrieval.limits import (
     MODES,
     BadSearchArgs,
     check_search,
+    json_object,
 )
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 from hybrid.store.base import NoteFilter as Filters  # which notes a search may return (both arms)
@@ -132,12 +132,7 @@ class SearchRequest:
     def from_json(cls, body: bytes | str, max_top_k: int = MAX_TOP_K) -> SearchRequest:
         """A request from a JSON object of known fields; BadSearchArgs (HTTP 400) for anything
         else, so a wrong value is refused before it reaches the engine or waits for its lock."""
-        try:
-            args = json.loads(body)
-        except (ValueError, RecursionError):  # RecursionError: '[[[[…' nested past the parser's depth
-            raise BadSearchArgs("body must be a JSON object") from None
-        if not isinstance(args, dict):
-            raise BadSearchArgs("body must be a JSON object")
+        args = json_object(body)
         known = [f.name for f in fields(cls)]
         unknown = set(args) - set(known)
         if unknown:

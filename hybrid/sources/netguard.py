@@ -1,8 +1,8 @@
 """Where a fetch may connect (SSRF): a bookmark is a URL someone else chose, so before every hop
 :class:`Guard` resolves the host and refuses link-local and cloud metadata addresses always,
 loopback and private ones unless the user allowed them (``fetch_private``), however the address
-is spelled (decimal, hex, octal, short, IPv4-mapped, NAT64, 6to4, Teredo). The connections
-themselves are made by :class:`GuardedBackend`, which resolves and checks again and connects
+is spelled (decimal, hex, octal, short, IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo). The
+connections themselves are made by :class:`GuardedBackend`, which resolves and checks again and connects
 only to the addresses it checked, so a name that answers a public address to the check and a
 private one to the connection (DNS rebinding) is refused too. :mod:`hybrid.sources.fetch` follows the
 redirects and asks robots.txt.
@@ -41,6 +41,10 @@ _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metad
 _NOT_GLOBAL = tuple(ipaddress.ip_network(n) for n in ("192.0.0.0/24", "3fff::/20"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
+# IPv4-translated addresses (RFC 2765's SIIT, ::ffff:0:a.b.c.d): a stateless translator maps them
+# to the IPv4 address they end with. Not routed as that address on the internet (ipaddress calls
+# them private), but where a translator runs they reach it.
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 # The numbers-and-dots forms the resolver reads as IPv4 (2852039166, 0xa9fea9fe, 0251.254.43518,
 # 127.1): handed to inet_aton, the C library's own parser, so the check reads them as it does.
 _NUMERIC_HOST = re.compile(r"[0-9][0-9a-fx.]*", re.I)
@@ -79,13 +83,14 @@ def _embedded_v4(ip: IPAddress) -> ipaddress.IPv4Address | None:
 def _carried_v4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
     """Every IPv4 address an IPv6 address may lead to, for the metadata check: the one it is
     routed to (:func:`_embedded_v4`), a Teredo address's server and client, and the last 32 bits
-    of a local-use NAT64 one (its /96 form; other prefix lengths place them elsewhere)."""
+    of a local-use NAT64 one (its /96 form; other prefix lengths place them elsewhere) or of an
+    IPv4-translated one (``::ffff:0:a.b.c.d``)."""
     if not isinstance(ip, ipaddress.IPv6Address):
         return []
     found = [a for a in (_embedded_v4(ip),) if a is not None]
     if ip.teredo is not None:
         found += ip.teredo
-    if ip in _LOCAL_NAT64:
+    if ip in _LOCAL_NAT64 or ip in _TRANSLATED:
         found.append(ipaddress.IPv4Address(ip.packed[12:]))
     return found
 

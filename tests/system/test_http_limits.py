@@ -136,6 +136,64 @@ def test_a_bad_allow_host_is_one_error_line(home):
     assert r.returncode == 1 and "not a host name" in r.stderr and "Traceback" not in r.stderr
 
 
+def free_port6() -> int:
+    with socket.socket(socket.AF_INET6) as s:
+        s.bind(("::1", 0))
+        return s.getsockname()[1]
+
+
+def banner_and_answers(home, host: str, port: int, *paths: str) -> tuple[str, list[int]]:
+    """Start `hybrid serve --http --token s3cret` on ``host``; its announcing line, and the
+    status of a GET of each of ``paths`` without a token, sent to the address it announced."""
+    import re
+    import time
+    import urllib.error
+    import urllib.request
+    proc = subprocess.Popen([sys.executable, "-m", "hybrid", "serve", "--http", "--host", host, "--port", str(port),
+                             "--token", "s3cret"], env=server_env(home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = next((ln for ln in proc.stderr if "search page at" in ln), "")
+        base = re.search(r"http://\S+/", line)[0].rstrip("/")
+        statuses = []
+        for path in paths:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(base + path, timeout=10) as r:
+                        statuses.append(r.status)
+                except urllib.error.HTTPError as e:
+                    statuses.append(e.code)
+                except OSError:  # not listening yet (or an address that names no host)
+                    if time.monotonic() < deadline and proc.poll() is None:
+                        time.sleep(0.2)
+                        continue
+                    raise
+                break
+        return line, statuses
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_the_serve_line_says_what_needs_the_token_and_a_usable_address(home, host):
+    """It said 'health at /health (token required)', though /health answers without one, and
+    'http://::1:PORT/' for --host ::1, an address no browser or client takes."""
+    port = free_port6() if ":" in host else free_port()
+    line, (health, mcp) = banner_and_answers(home, host, port, "/health", "/mcp")
+    want = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    assert want in line
+    assert health == 200 and "health at /health" in line and "(token required)" not in line.split("health at")[1]
+    assert mcp == 401 and "MCP at /mcp (token required)" in line
+
+
 # --- 2. caps and argument types ----------------------------------------------------------------
 BAD_BODIES = [
     ({"query": "x", "top_k": "x"}, "top_k"), ({"query": "x", "vaults": 5}, "vaults"),
@@ -146,7 +204,8 @@ BAD_BODIES = [
     ({"query": "x", "since": True}, "since"), ({"query": "x", "mode": "fast"}, "mode"),
     ({"query": "x" * (MAX_QUERY_CHARS + 1)}, "too long"), ({"top_k": 3}, "query is required"),
     ({"query": "x", "evil": 1}, "unknown fields"), ([], "JSON object"), (b"not json", "JSON object"),
-    (b"[" * 60_000, "JSON object"), (b'{"query": "x", "top_k": ' + b"9" * 5000 + b"}", "JSON object"),
+    (b"[" * 60_000, "nested too deep"),
+    (b'{"query": "x", "top_k": ' + b"9" * 5000 + b"}", "top_k holds a number too long"),
     (b'{"query": "\\ud800"}', "not valid text"), (b'{"query": "x", "folders": ["\\udfff"]}', "not valid text"),
 ]
 
@@ -192,6 +251,29 @@ def test_an_unpaired_surrogate_is_a_400_naming_the_field(home, path, body, field
     ok = c.post("/api/search", content=b'{"query": "tailscale \\ud83e\\udd8a"}',
                 headers={**JSON, "Authorization": "Bearer s3cret"})
     assert ok.status_code == 200
+
+
+# A number of more digits than Python reads (4,300) where a JSON body holds one, on every route
+# that reads a JSON body: said so, naming the field (it was "body must be a JSON object").
+LONG = b"9" * 5000
+LONG_NUMBERS = [
+    ("/api/search", b'{"query": "x", "top_k": ' + LONG + b"}", "top_k"),
+    ("/api/related", b'{"note": "home/network.md", "top_k": ' + LONG + b"}", "top_k"),
+    ("/ui/api/read", b'{"vault": "vault", "path": "home/network.md", "start_line": ' + LONG + b"}", "start_line"),
+    ("/ui/api/search", b'{"query": "x", "top_k": ' + LONG + b"}", "top_k"),
+    ("/ui/login", b'{"token": "s3cret", "x": [1, ' + LONG + b"]}", "x[1]"),
+]
+
+
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+@pytest.mark.parametrize("path,body,field", LONG_NUMBERS, ids=[p for p, _, _ in LONG_NUMBERS])
+def test_a_number_too_long_is_said_so(home, path, body, field):
+    h = hybrid.open(home)
+    with TestClient(build_app(h, token="s3cret"), base_url="http://127.0.0.1:8765") as c:
+        r = c.post(path, content=body, headers={**JSON, "Authorization": "Bearer s3cret"})
+    h.close()
+    assert r.status_code == 400, r.text
+    assert r.json()["error"].startswith(f"{field} holds a number too long (5,000 digits; at most 4,300)")
 
 
 @pytest.mark.slow

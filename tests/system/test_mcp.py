@@ -10,7 +10,7 @@ import urllib.request
 
 import anyio
 import pytest
-from helpers import free_port
+from helpers import free_port, hash_home
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -143,6 +143,78 @@ def test_stdio_session(any_sample_home):
     tools = audited_tools(sample_home)  # every call, with the client's name from the session
     assert [t for t, _ in tools].count("search") >= 5 and {"get_note", "list_vaults"} <= {t for t, _ in tools}
     assert all(client and client != "unknown" for _, client in tools)
+
+
+def stdio_exchange(home, lines: list[bytes], want: set, timeout: float = 120) -> dict:
+    """Write raw JSON-RPC lines to a `hybrid serve` subprocess (stdio) and read its answers until
+    every id in ``want`` is answered; {id: answer}. Raw lines: an MCP client cannot send a lone
+    surrogate, its own encoder refuses it."""
+    import threading
+    proc = subprocess.Popen([sys.executable, "-m", "hybrid", "-vv", "serve"], env=env_for(home),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    answers: dict = {}
+    done = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            msg = json.loads(line)
+            answers[msg.get("id")] = msg
+            if want <= set(answers):
+                break
+        done.set()  # all answered, or the server's stdout closed
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        proc.stdin.write(b"".join(line + b"\n" for line in lines))
+        proc.stdin.flush()
+        done.wait(timeout)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        answers["stderr"] = proc.stderr.read().decode(errors="replace")
+        proc.stdout.close()
+        proc.stderr.close()
+    return answers
+
+
+INITIALIZE = [b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+              b'"capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}',
+              b'{"jsonrpc": "2.0", "method": "notifications/initialized"}']
+
+
+def test_stdio_answers_a_request_holding_an_unpaired_surrogate(hybrid_home, vault):
+    """A tools/call whose arguments hold "\\ud800" (JSON that the SDK's parser refuses) is answered
+    with a JSON-RPC error naming the field, as /mcp over HTTP answers it; it was not answered at
+    all, nothing logged. So is one holding an integer too long to convert; any other request the
+    SDK's parser refused (a float of 5,000 digits, which Python reads) is a parse error, answered
+    to its id. The session goes on."""
+    home = hash_home(hybrid_home, vault)
+    answers = stdio_exchange(home, [
+        *INITIALIZE,
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_note", '
+        b'"arguments": {"path": "\\ud800.md"}}}',
+        b'{"jsonrpc": "2.0", "id": "six", "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "tailscale", "tags": ["ok", "\\udfff"]}}}',
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "x", "top_k": ' + b"9" * 5000 + b'}}}',
+        b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "x", "min_score": 1' + b"0" * 5000 + b'.5}}}',
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_note", '
+        b'"arguments": {"path": "home/network.md"}}}',
+    ], want={4, "six", 7, 8, 5})
+    assert {4, "six", 7, 8, 5} <= set(answers), answers["stderr"][-2000:]
+    for rid, field in ((4, "params.arguments.path is not valid text"),
+                       ("six", "params.arguments.tags[1] is not valid text"),
+                       (7, "params.arguments.top_k holds a number too long (5,000 digits"),
+                       (8, "Parse error: Invalid JSON: number out of range")):
+        error = answers[rid]["error"]
+        assert error["code"] == (-32700 if rid == 8 else -32600) and error["message"].startswith(field)
+        assert "\n" not in error["message"] and len(error["message"]) < 300
+    assert "tailscale" in answers[5]["result"]["content"][0]["text"]
+    assert "params.arguments.path is not valid text" in answers["stderr"]  # the server's log says so
 
 
 def test_http_session_health_and_fast_path(http_server, any_sample_home):

@@ -369,9 +369,11 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce, yes):
     try:
         if http_:
             from hybrid.faces.http import serve_http
-            click.echo(f"hybrid: search page at http://{host}:{port}/ (sign in with `hybrid ui`"
-                       + (" or the token" if token else "") + "), MCP at /mcp, health at /health"
-                       + (" (token required)" if token else ""), err=True)
+            # an IPv6 address is bracketed in a URL; /health never asks for the token
+            where = f"[{host}]" if ":" in host and not host.startswith("[") else host
+            click.echo(f"hybrid: search page at http://{where}:{port}/ (sign in with `hybrid ui`"
+                       + (" or the token" if token else "") + "), MCP at /mcp"
+                       + (" (token required)" if token else "") + ", health at /health", err=True)
             env_hosts = os.environ.get("HYBRID_ALLOWED_HOSTS", "").split(",")
             serve_http(h, host, port, token, watcher,
                        allowed_hosts=[*allow_hosts, *(n.strip() for n in env_hosts if n.strip())])

@@ -37,7 +37,7 @@ from hybrid.core.errors import HybridError, PathRefused
 from hybrid.faces.ui import STATIC
 from hybrid.faces.ui.jobs import IndexJobs
 from hybrid.faces.ui.session import Sessions, Throttle, Throttled
-from hybrid.retrieval.limits import BadSearchArgs
+from hybrid.retrieval.limits import BadSearchArgs, json_object
 from hybrid.retrieval.request import SearchRequest
 
 if TYPE_CHECKING:
@@ -130,12 +130,9 @@ class _Routes:
         if media != "application/json":
             raise _Refused(415, "Content-Type must be application/json")
         try:
-            data = json.loads(await request.body() or b"{}")
-        except (ValueError, RecursionError):
-            raise _Refused(400, "body must be a JSON object") from None
-        if not isinstance(data, dict):
-            raise _Refused(400, "body must be a JSON object")
-        return data
+            return json_object(await request.body() or b"{}")
+        except BadSearchArgs as exc:
+            raise _Refused(400, str(exc)) from None
 
     def route(self, path: str, methods: list[str], *, auth: bool = True):
         """A UI route: refusals become one-line JSON errors; ``auth`` routes need a session."""

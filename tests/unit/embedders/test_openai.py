@@ -150,6 +150,49 @@ def test_an_echo_of_the_key_is_masked_in_any_case_and_in_part(server, echo):
     assert "[key]" in msg and "HTTP 401" in msg and server in msg  # the owner's line names the server
 
 
+def _b64(text: str, urlsafe: bool = False) -> str:
+    import base64
+    return (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(text.encode()).decode()
+
+
+def _entities(text: str, form: str) -> str:
+    return "".join(form % ord(c) for c in text)
+
+
+# Encoded copies of the key a server echoing its request's headers may quote: base64 of the key,
+# of the header's value and of a basic-auth pair (the key at each of the 3 offsets base64 groups
+# bytes by), URL-safe too; the key as HTML entities, decimal or hex, or only some of it.
+ENCODED_ECHOES = [
+    _b64(KEY), _b64(f"Bearer {KEY}"), _b64(f"user:{KEY}"), _b64(f"x{KEY}", urlsafe=True),
+    _b64(KEY)[4:24],  # part of it
+    _entities(KEY, "&#%d;"), _entities(KEY, "&#x%X;"), KEY.replace("-", "&#45;").replace("t", "&#116;"),
+    KEY.replace("-", "&#x2d;"), _entities(KEY[2:14], "&#%d;"),
+]
+
+
+@pytest.mark.parametrize("echo", ENCODED_ECHOES, ids=[str(i) for i in range(len(ENCODED_ECHOES))])
+def test_a_base64_or_html_entity_echo_of_the_key_is_masked(server, echo):
+    FakeOpenAI.script, FakeOpenAI.echo = [401], echo
+    emb = make_embedder("openai:emb-small", options=Options(openai_base_url=server))
+    with pytest.raises(ModelUnavailable) as err:
+        emb.embed_query("x")
+    msg = str(err.value)
+    assert "[key]" in msg and "HTTP 401" in msg and server in msg
+    import html
+    decoded = html.unescape(msg)
+    assert not any(KEY[i:i + remote_mod.MIN_ECHO] in decoded for i in range(len(KEY) - remote_mod.MIN_ECHO + 1))
+    # what is left of the echo is what surrounds the key ('Bearer ' encoded: QmVhcmVyIH), the
+    # base64 characters it shares with it and the padding: a few at most
+    left = msg.split("Incorrect API key provided: ")[1].split(") (check the key)")[0]
+    assert len(left.replace("[key]", "")) <= 13, left
+
+
+def test_encoded_forms_of_other_text_are_left_alone():
+    """Base64 and entities of other text, and the key's own alphabet in ordinary words, stay."""
+    text = f"rate limited; {_b64('some other header value')} &#60;b&#62; &amp; sk-test"
+    assert remote_mod.mask_key(text, KEY) == text
+
+
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_agents_get_one_plain_line_when_the_embedding_server_fails(server, vault, caplog):
     """An agent's search (MCP, /api/search) once got the owner's line: the server's URL and

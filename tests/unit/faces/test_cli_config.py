@@ -157,6 +157,21 @@ def test_values_are_read_by_type(hybrid_home, name, text, value):
     assert load_config().settings.as_dict()[name] == value
 
 
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "HF_TOKEN", "JINA_API_KEY", "AWS_SECRET_ACCESS_KEY",
+                                  "MY_LLM_KEY", "openai_api_key", "GITHUB_PAT", "DB_PASSWORD", "OPENAI_APIKEY",
+                                  "OPENAI_API_KEY_2", "NPM_AUTH", "MY_CREDENTIALS", "TOKEN"])
+def test_a_key_variable_is_named_by_its_last_word(hybrid_home, name):
+    run("config", "set", "openai_api_key_env", name)
+    assert load_config().settings.openai_api_key_env == name
+
+
+@pytest.mark.parametrize("folder", ["agent_learnings", "Inbox/agent notes", "console", "comms", "com10",
+                                    "con-tacts", "v1.2/inbox", "Входящие", "été (agents)"])
+def test_a_proposals_folder_obsidian_and_every_system_take(hybrid_home, folder):
+    run("config", "set", "proposals_folder", folder)
+    assert load_config().settings.proposals_folder == folder
+
+
 @pytest.mark.parametrize("args, message", [
     (["set", "chunk_tokenz", "3"], "unknown setting 'chunk_tokenz' (did you mean 'chunk_tokens'?)"),
     (["get", "rerank_modle"], "unknown setting 'rerank_modle' (did you mean 'rerank_model'?)"),
@@ -175,8 +190,29 @@ def test_values_are_read_by_type(hybrid_home, name, text, value):
     (["set", "proposals_folder", "../out"], "a folder inside the vault"),
     (["set", "proposals_folder", "inbox\n\"x"], "a folder inside the vault"),   # a newline and a quote
     (["set", "proposals_folder", "in|box"], "a folder inside the vault"),
+    # characters that break an Obsidian link to a note in it, names Windows reserves, and a
+    # trailing dot or space (Windows drops them): the folder would not sync to every system
+    (["set", "proposals_folder", "in#box"], "a folder inside the vault"),
+    (["set", "proposals_folder", "in^box"], "a folder inside the vault"),
+    (["set", "proposals_folder", "in[box]"], "a folder inside the vault"),
+    (["set", "proposals_folder", "con"], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox/NUL"], "a folder inside the vault"),
+    (["set", "proposals_folder", "aux.d"], "a folder inside the vault"),
+    (["set", "proposals_folder", "Com1"], "a folder inside the vault"),
+    (["set", "proposals_folder", "lpt9/x"], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox."], "a folder inside the vault"),
+    (["set", "proposals_folder", "inbox /agents"], "a folder inside the vault"),
     (["set", "openai_api_key_env", "PATH"], "a variable name like OPENAI_API_KEY"),  # $PATH sent as the key
     (["set", "rerank_api_key_env", "HOME"], "a variable name like JINA_API_KEY"),
+    # KEY, TOKEN, AUTH … inside a word, or a word before the last, is not a name saying it holds a key
+    (["set", "openai_api_key_env", "monkey"], "a variable name like OPENAI_API_KEY"),
+    (["set", "openai_api_key_env", "KEYBOARD"], "a variable name like OPENAI_API_KEY"),
+    (["set", "openai_api_key_env", "SSH_AUTH_SOCK"], "a variable name like OPENAI_API_KEY"),  # a socket's path
+    (["set", "openai_api_key_env", "SSL_KEY_FILE"], "a variable name like OPENAI_API_KEY"),
+    (["set", "openai_api_key_env", "PASSWORD_STORE_DIR"], "a variable name like OPENAI_API_KEY"),
+    (["set", "openai_api_key_env", "GOOGLE_APPLICATION_CREDENTIALS_FILE"], "a variable name like OPENAI_API_KEY"),
+    (["set", "rerank_api_key_env", "GIT_ASKPASS"], "a variable name like JINA_API_KEY"),  # a program's path
+    (["set", "rerank_api_key_env", "TOKENIZERS_PARALLELISM"], "a variable name like JINA_API_KEY"),
     (["set", "rrf_k", "3", "--vault", "notes"], "'rrf_k' is not a per-vault setting; a vault may hold"),
     (["set", "path", "/elsewhere", "--vault", "notes"], "`hybrid vault move NAME PATH` changes it"),
     (["set", "path", "/elsewhere"], "`hybrid vault move NAME PATH` changes it"),

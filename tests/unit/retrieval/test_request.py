@@ -64,11 +64,16 @@ def test_json_round_trip():
 @pytest.mark.parametrize("body, message", [
     (b"[1]", "body must be a JSON object"),
     (b"{", "body must be a JSON object"),
-    (b"[" * 100_000, "body must be a JSON object"),
+    (b"[" * 100_000, "body is nested too deep"),
+    (b'{"q": ' * 100_000 + b"1" + b"}" * 100_000, "body is nested too deep"),  # an object, but too deep
+    (b'{"query": "x", "top_k": ' + b"9" * 5000 + b"}", r"^top_k holds a number too long \(5,000 digits"),
+    (b'{"query": "x", "tags": [-' + b"1" * 4301 + b"]}", r"^tags\[0\] holds a number too long \(4,301 digits"),
+    (b'{"query": "\xff"}', "body is not UTF-8"),
     (b'{"top_k": 3}', "query is required"),
     (b'{"query": "x", "colour": 1}', "unknown fields"),
     (b'{"query": "x", "top_k": "8"}', "top_k must be an integer"),
-], ids=["array", "broken", "deep", "no-query", "unknown", "string-top-k"])
+], ids=["array", "broken", "deep", "deep-object", "long-number", "long-number-in-list", "not-utf8", "no-query",
+        "unknown", "string-top-k"])
 def test_from_json_refuses(body, message):
     with pytest.raises(BadSearchArgs, match=message):
         SearchRequest.from_json(body)

@@ -49,6 +49,8 @@ METADATA_URLS = [
     "http://[64:ff9b:1::a9fe:a9fe]/",      # local-use NAT64
     "http://[2001:0:4136:e378:8000:63bf:5601:5601]/",  # Teredo, its client 169.254.169.254
     "http://[2002:a83f:8110::1]/",         # 6to4 of 168.63.129.16
+    "http://[::ffff:0:a9fe:a9fe]/",        # IPv4-translated (::ffff:0:0/96, SIIT)
+    "http://[::ffff:0:168.63.129.16]/",
 ]
 # Refused unless fetch_private = true.
 PRIVATE_URLS = [
@@ -58,6 +60,7 @@ PRIVATE_URLS = [
     "http://192.0.0.8/",                   # IETF protocol assignments: older ipaddress calls it global
     "http://[3fff::1]/",                   # documentation (2024): older ipaddress calls it global
     "http://mixed.example/",               # one private address among public ones is enough
+    "http://[::ffff:0:8.8.8.8]/",          # IPv4-translated: not routed as its IPv4 address is
 ]
 
 
