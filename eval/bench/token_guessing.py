@@ -6,7 +6,10 @@ the guessing address it is refused unchecked too: a 200 there would tell right f
 the right token and the owner key of ``server.json`` (as ``hybrid query`` does: never
 throttled), and with the right token again once the ``Retry-After`` has passed.
 
-    .venv/bin/python eval/bench/token_guessing.py [--seconds 5] [--connections 8]
+    .venv/bin/python eval/bench/token_guessing.py [--seconds 5] [--connections 8] [--rotate]
+
+``--rotate`` sends every guess from a new connection and a new loopback source address
+(127.x.y.z), as a guesser walking around a throttle keyed by address would (issue #47).
 
 Prints JSON: requests sent, how many the server checked (401) and refused unchecked (429), the
 checked guesses per second (what an attacker gets: a 429 tells them nothing about the token),
@@ -69,19 +72,31 @@ def ask_full(conn: http.client.HTTPConnection, port: int, method: str, path: str
     return r.status, r.getheader("Retry-After")
 
 
-def hammer(port: int, seconds: float, counts: Counter, lock: threading.Lock, worker: int) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+def source(worker: int, i: int) -> tuple[str, int]:
+    """A loopback source address of its own for request ``i`` of ``worker`` (127.w.x.y)."""
+    return (f"127.{1 + worker % 250}.{(i // 250) % 250 + 1}.{i % 250 + 1}", 0)
+
+
+def hammer(port: int, seconds: float, counts: Counter, lock: threading.Lock, worker: int,
+           rotate: bool = False) -> None:
+    def connect(i: int) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                          source_address=source(worker, i) if rotate else None)
+    conn = connect(0)
     deadline, i = time.perf_counter() + seconds, worker
     mine: Counter = Counter()
     while time.perf_counter() < deadline:
         method, path, body = ROUTES[i % len(ROUTES)]
         i += 1
+        if rotate:  # a new connection from a new address for every guess
+            conn.close()
+            conn = connect(i)
         try:
             mine[ask(conn, port, method, path, body, f"guess-{secrets.token_hex(8)}")] += 1
         except (OSError, http.client.HTTPException):
             mine["error"] += 1
             conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn = connect(i)
     conn.close()
     with lock:
         counts.update(mine)
@@ -91,6 +106,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--rotate", action="store_true",
+                    help="every guess from a new connection and a new 127.x.y.z source address")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hybrid-bench-guess-"))
     home, data = make_home(tmp)
@@ -103,7 +120,7 @@ def main() -> None:
         wait_healthy(f"http://127.0.0.1:{port}", timeout=120)
         counts: Counter = Counter()
         lock = threading.Lock()
-        threads = [threading.Thread(target=hammer, args=(port, args.seconds, counts, lock, n))
+        threads = [threading.Thread(target=hammer, args=(port, args.seconds, counts, lock, n, args.rotate))
                    for n in range(args.connections)]
         t0 = time.perf_counter()
         for t in threads:
@@ -125,7 +142,8 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     sent = sum(counts.values())
-    print(json.dumps({"seconds": round(took, 2), "connections": args.connections, "requests": sent,
+    print(json.dumps({"seconds": round(took, 2), "connections": args.connections, "rotate": args.rotate,
+                      "requests": sent,
                       "requests_per_s": round(sent / took, 1), "checked_401": counts[401],
                       "refused_429": counts[429],
                       "other": {str(k): v for k, v in counts.items() if k not in (401, 429)},
