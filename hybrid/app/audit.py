@@ -45,7 +45,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -334,9 +334,10 @@ def record_call(data_dir: Path, settings, record: dict, started: float) -> str |
     cannot be recorded must not be served."""
     import logging
     record["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    told = tuple(record.pop("secret_values", None) or ())  # what the call's refusal did not say back
     if getattr(settings, "redact_secrets", True):
         from hybrid.store.agent.view import agent_redactor
-        record = shown_record(record, agent_redactor())
+        record = shown_record(record, agent_redactor(), told)
     try:
         AuditLog.from_settings(data_dir, settings).append(record)
     except AuditError as exc:
@@ -345,15 +346,18 @@ def record_call(data_dir: Path, settings, record: dict, started: float) -> str |
     return None
 
 
-def shown_record(record: dict, redactor: Any) -> dict:
+def shown_record(record: dict, redactor: Any, told: Sequence[str] = ()) -> dict:
     """``record`` as the log keeps it: no value an agent is shown redacted in clear. Every
     string of its arguments and error is redacted, and the value of each property filter it
     names (``props``, a query's ``prop:KEY=VALUE`` and ``KEY:VALUE`` words) that the agent view
     hides (judged with its key: :func:`hybrid.store.agent.values.hides_value`) is replaced
-    wherever it occurs, so a guess at a secret, right or wrong, is not written down."""
+    wherever it occurs, so a guess at a secret, right or wrong, is not written down; so is each
+    value of ``told`` (what the call's refusal did not say back:
+    :attr:`hybrid.retrieval.filters.NoMatchingNotes.secret_values`)."""
     from hybrid.store.agent.redact import REDACTED
     args = record.get("args")
-    hidden = sorted(_hidden_filter_values(args if isinstance(args, dict) else {}, redactor), key=len, reverse=True)
+    hidden = sorted(_hidden_filter_values(args if isinstance(args, dict) else {}, redactor) | set(told),
+                    key=len, reverse=True)
 
     def shown(value: Any) -> Any:
         if isinstance(value, str):

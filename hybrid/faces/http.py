@@ -116,6 +116,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     started = time.perf_counter()
     status, search = 200, None
     data: dict[str, Any] = {}
+    secrets: tuple[str, ...] = ()  # what a refusal did not say back: not for the audit log either
     try:
         search = SearchRequest.from_json(body)
         # notes (each with its passages) or, asked for, passages ("hits"); then whether any is
@@ -125,6 +126,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
         status, data = 400, {"error": str(exc)}
     except HybridError as exc:
         status, data = refusal(exc, agent_client, "/api/search")
+        secrets = getattr(exc, "secret_values", ())
     except Exception as exc:  # a bug: logged whole; the caller (and the audit log) get one line
         from hybrid.faces.mcp import internal_error
         log.exception("/api/search: internal error")
@@ -134,7 +136,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     returned = [x["citation"] for x in answer_passages(data)]
     record = {"tool": "api/search", "client": agent_client,
               "args": search.to_json() if search else {"body_bytes": len(body)},
-              "returned": returned, "count": len(returned), "error": data.get("error")}
+              "returned": returned, "count": len(returned), "error": data.get("error"), "secret_values": secrets}
     refused = record_call(h.config.data, h.settings, record, started)
     return (503, {"error": refused}) if refused else (status, data)
 

@@ -162,7 +162,7 @@ def audited(h: "Hybrid", ctx: Context | None, tool: str, args: dict[str, Any],
         result = call()
     except (HybridError, ToolError) as exc:
         told = told_agent(exc, tool)
-        record.update(returned=[], count=0, error=told)
+        record.update(returned=[], count=0, error=told, secret_values=getattr(exc, "secret_values", ()))
         _append(h, record, started)
         raise exc if isinstance(exc, ToolError) else ToolError(told) from None
     except Exception as exc:  # a bug, not the caller's mistake: logged whole, one line to the agent

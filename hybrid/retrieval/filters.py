@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 
 class NoMatchingNotes(HybridError):
-    """A search filter (folder, tag, date, kind, property) that no note passes."""
+    """A search filter (folder, tag, date, kind, property) that no note passes. ``secret_values``:
+    the filter values it does not say back, which an audit record of the call must not hold."""
+
+    secret_values: tuple[str, ...] = ()
 
 
 def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
@@ -53,8 +56,11 @@ def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
         raise NoMatchingNotes(f"no note was modified since {when}{last}")
     for pf in f.props:
         if not _exists(stores, (), (), None, (), (pf,)):
-            from hybrid.retrieval.properties import problem
-            raise NoMatchingNotes(problem(stores, pf))
+            from hybrid.retrieval.properties import echo_hidden, problem
+            exc = NoMatchingNotes(problem(stores, pf))
+            if echo_hidden(stores, pf):  # the audit log keeps it redacted too
+                exc.secret_values = (pf.value.strip(),)
+            raise exc
     parts = [f"folder {', '.join(f.folders)}" if f.folders else "",
              f"tag{'s' if len(f.tags) > 1 else ''} {', '.join(f.tags)}" if f.tags else "",
              f"modified since {_day(f.since)}" if f.since is not None else "",

@@ -45,10 +45,10 @@ def visible_rows(stores: Sequence[Searchable], key: str, shown: bool = True) -> 
     may see, values that reader is not shown left out (unless not ``shown``)."""
     out: list[tuple[Row, str]] = []
     for store in stores:
-        shows = store.catalog.shows_value
         ids = list(store.catalog.note_ids(props=(has_key(key),)))
         for fm in store.ledger.note_properties(ids).values():
-            out += [(r, raw) for r, k, raw in raw_values(fm) if r[0] == key and (not shown or shows(k, raw))]
+            rows = store.catalog.shown_rows(fm) if shown else [(r, raw) for r, _, raw in raw_values(fm)]
+            out += [(r, raw) for r, raw in rows if r[0] == key]
     return out
 
 
@@ -61,9 +61,7 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
         anything = any(s.ledger.property_keys() for s in stores)
         return f"no note has property {pf.key!r}" + ("" if anything else " (no note has properties at all)")
     from hybrid.store.agent.redact import REDACTED
-    # the filter as said back: a value the reader would be shown redacted is not echoed either
-    # (the answer is the same whether a guess was right, and the audit log keeps answers)
-    shown = all(s.catalog.shows_value(pf.key, pf.value.strip()) for s in stores)
+    shown = not echo_hidden(stores, pf)
     said = str(pf) if shown else f"{pf.key}{pf.op}{REDACTED}"
     rows = visible_rows(stores, pf.key)
     if not rows and visible_rows(stores, pf.key, shown=False):  # an agent, shown none of its values
@@ -86,6 +84,16 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
     low, high = min(have), max(have)
     ends = [_num(x) if isinstance(x, float) else x for x in (low, high)]
     return f"no note has {said} (its {what} run from {ends[0]} to {ends[1]})"
+
+
+def echo_hidden(stores: Sequence[Searchable], pf: PropFilter) -> bool:
+    """Whether the value of ``pf`` is not said back to its reader (nor kept in clear by the audit
+    log): when the reader would be shown it redacted, or when some note the reader may see holds
+    a value of that key it is shown redacted, right guess or wrong (a value said back for a wrong
+    guess alone would tell a right one)."""
+    if not all(s.catalog.shows_value(pf.key, pf.value.strip()) for s in stores):
+        return True
+    return len(visible_rows(stores, pf.key)) != len(visible_rows(stores, pf.key, shown=False))
 
 
 def _num(x: float) -> str:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         VectorSpec,
     )
     from hybrid.store.lexicon import LexicalQuery
-    from hybrid.store.props import PropFilter
+    from hybrid.store.props import PropFilter, Row
 
 T = TypeVar("T")
 
@@ -129,6 +129,12 @@ class Reading(Protocol):
     def shows_value(self, key: str, value: str) -> bool:
         """Whether property ``key``'s ``value`` (both as written) may be shown to this reader as
         it is, and so be matched, suggested or ranged for it."""
+        ...
+
+    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
+        """The property rows of a note's frontmatter (with each value as written,
+        :func:`hybrid.store.props.raw_values`) this reader is shown as they are: the ones it may
+        match, be suggested or be given a range of (the note judged whole)."""
         ...
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),

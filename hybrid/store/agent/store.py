@@ -210,6 +210,17 @@ class _AgentCatalog:
         from hybrid.store.agent.values import hides_value
         return not hides_value(self._redactor, key, value)
 
+    def shown_rows(self, properties: dict) -> list:
+        """The rows of a note's frontmatter agents are shown as they are: not of a key that is a
+        secret, nor a value the note's judgement hides (:func:`hybrid.store.agent.values.hidden_in_note`)."""
+        from hybrid.store.props import raw_values
+        rows = raw_values(properties)
+        if self._redactor is None:
+            return [(r, raw) for r, _, raw in rows]
+        from hybrid.store.agent.values import hidden_in_note
+        hidden = hidden_in_note(self._redactor, properties)
+        return [(r, raw) for r, k, raw in rows if (k, raw) not in hidden and self.shows(k)]
+
     def unshown_files(self, props) -> frozenset[int]:
         """The visible notes that pass ``props`` in the ledger but not on the values agents are
         shown: a property value shown redacted never matches, so no filter, comparison
@@ -219,7 +230,7 @@ class _AgentCatalog:
         key = (tuple(props), self._catalog.data_version())
         got = self._unshown.get(key)
         if got is None:
-            from hybrid.store.props import HAS, prop_rows, raw_values
+            from hybrid.store.props import HAS, prop_rows
             ids = [f for f in self._catalog.note_ids(props=props) if f not in self._hidden.files]
 
             def passes(fm: dict, pf) -> bool:
@@ -227,8 +238,7 @@ class _AgentCatalog:
                     # the key itself is a secret (an access key id as a key): as written, not folded
                     return any(str(k).strip().lower() == pf.key and self.shows(str(k)) for k in fm) \
                         and pf.matches(prop_rows(fm))
-                return pf.matches([r for r, k, raw in raw_values(fm)
-                                   if self.shows(k) and self.shows_value(k, raw)])
+                return pf.matches([r for r, _ in self.shown_rows(fm)])
             got = frozenset(fid for fid, fm in self._catalog.note_properties(ids).items()
                             if not all(passes(fm, pf) for pf in props))
             if len(self._unshown) > 32:

@@ -34,10 +34,8 @@ _ITEM_LINE = re.compile(r"^(?P<indent>[ \t]*)-[ \t]+(?P<value>.*?)[ \t]*$")
 _QUOTES = "\"'"
 RESERVED = "hybrid:"  # hybrid's own keys (hybrid.store.props.RESERVED): no value of the owner's
 _PIN_KEY = re.compile(r"(?i)(?:[\w-]+[ _-]){0,2}(?:pin|pins|pin[ _-]?code|pincode|pin[ _-]?nummer|geheimzahl)")
-_MARK = REDACTED.strip("[]")  # the mark as YAML reads it back unquoted: a list of that one item
-# the forms of YAML the line pass does not read: a complex key, a quoted key with an escape, a
-# flow mapping; a block without any is not parsed again when the lines show no credential
-_UNUSUAL = re.compile(r'^[ \t]*\?|^[ \t]*(?:-[ \t]+)?"[^"\n]*\\|\{', re.M)
+_SHOWN_MARKS = (REDACTED, REDACTED.strip("[]"))  # the mark as YAML reads it back: a list of one item
+_PLAIN_MARK = "hybridredactedsecret"  # the mark as the check of what a front block shows writes it
 
 
 def hides_value(redactor: Any, key: str, value: str) -> bool:
@@ -65,6 +63,18 @@ def hidden_pairs(redactor: Any, pairs: Sequence[tuple[str, str]]) -> list[bool]:
     return out
 
 
+def hidden_in_note(redactor: Any, properties: dict[str, Any]) -> set[tuple[str, str]]:
+    """The ``(key, value)`` pairs (both as text, the key as written) of a note's frontmatter that
+    an agent is shown redacted: :func:`hidden_pairs` of every scalar, and every pair whose value
+    is one of those under another key (YAML's anchors: ``shared: &pw X`` then ``wifi_password:
+    *pw`` show ``X`` under ``shared`` too, which must not confirm it)."""
+    pairs = [(k.strip(), str(v)) for key, value in properties.items() if not str(key).startswith(RESERVED)
+             for k, v in _scalars(str(key), value)]
+    hidden = {pair for pair, h in zip(pairs, hidden_pairs(redactor, pairs)) if h}
+    values = {" ".join(v.split()) for _, v in hidden}
+    return hidden | {(k, v) for k, v in pairs if " ".join(v.split()) in values}
+
+
 def front_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the values in the front block that opens ``text`` which the key rule
     hides (a scan of the text finds the rest): under a key naming a credential, a scalar with
@@ -83,9 +93,10 @@ def front_spans(text: str) -> list[tuple[int, int]]:
     if close is None:
         return []
     spans = _line_spans(text, body_start, close)
-    if spans and not _leaves_no_secret(text[body_start:close], spans, body_start):
-        return _every_value(text, body_start, close)
-    if not spans and _UNUSUAL.search(text, body_start, close) and _holds_credential(text[body_start:close]):
+    secrets = _credential_values(text[body_start:close])
+    if secrets is None:  # not a front block the indexer reads: its note is hidden from agents whole
+        return spans
+    if secrets and not _leaves_no_secret(text[body_start:close], spans, body_start, secrets):
         return _every_value(text, body_start, close)
     return spans
 
@@ -180,45 +191,64 @@ def _key_text(key: str) -> str:
     return key.strip("'\"")
 
 
-def _leaves_no_secret(block: str, spans: list[tuple[int, int]], offset: int) -> bool:
-    """Whether the block with ``spans`` redacted, read by the indexer's YAML parser, holds no
-    value under a key naming a credential but the redaction mark (True too when the block is
-    not YAML the parser reads: its note is then hidden from agents as a whole)."""
-    from hybrid.sources.markdown import FrontmatterRefused, load_frontmatter
-    shown, last = [], 0
-    for s, e in sorted(spans):
-        shown += [block[last:s - offset], REDACTED]
-        last = e - offset
-    shown.append(block[last:])
-    try:
-        parsed = load_frontmatter("".join(shown))
-    except (FrontmatterRefused, ValueError, RecursionError, Exception):  # noqa: BLE001 - any failure: unreadable
-        return True
-    return not _secrets_under_credentials(parsed, False)
-
-
-def _holds_credential(block: str) -> bool:
-    """Whether the block, read by the indexer's YAML parser, has a non-empty value under a key
-    naming a credential (that its lines did not show: a ``? key``, an escaped key)."""
+def _credential_values(block: str) -> set[str] | None:
+    """The values (as text, spaces folded) under keys naming a credential of the front block,
+    as the indexer's YAML parser reads it (aliases, complex keys and escapes resolved); None
+    when the parser does not read it as a mapping (nothing to show: its note is unreadable)."""
     from hybrid.sources.markdown import load_frontmatter
     try:
         parsed = load_frontmatter(block)
-    except Exception:  # noqa: BLE001 - not YAML: unreadable, its note hidden from agents as a whole
-        return False
-    return _secrets_under_credentials(parsed, False)
-
-
-def _secrets_under_credentials(value: Any, under: bool) -> bool:
-    """Whether ``value`` holds a scalar under a key naming a credential that is not empty and
-    does not hold the redaction mark."""
-    stack = [(value, under)]
+    except Exception:  # noqa: BLE001 - any failure: the note's front block is unreadable
+        return None
+    if parsed is None:
+        return set()
+    if not isinstance(parsed, dict):
+        return None
+    out: set[str] = set()
+    stack: list[tuple[Any, bool]] = [(parsed, False)]
     while stack:
         item, cred = stack.pop()
         if isinstance(item, dict):
             stack += [(v, cred or _credential(str(k))) for k, v in item.items()]
         elif isinstance(item, list):
             stack += [(v, cred) for v in item]
-        elif cred and item is not None and str(item).strip() and _MARK not in str(item):
+        elif cred and item is not None and (value := " ".join(str(item).split())) \
+                and value not in _SHOWN_MARKS:  # redacted already
+            out.add(value)
+    return out
+
+
+def _leaves_no_secret(block: str, spans: list[tuple[int, int]], offset: int, secrets: set[str]) -> bool:
+    """Whether the block with ``spans`` redacted, read by the indexer's YAML parser, holds none
+    of ``secrets`` anywhere (under another key too: an anchor's value) and no other value under
+    a key naming a credential but the redaction mark. False when the redacted block does not
+    parse (the original did): what it would show is not known."""
+    shown, last = [], 0
+    for s, e in sorted(spans):  # a plain word in the mark's place: YAML reads it in any position
+        shown += [block[last:s - offset], _PLAIN_MARK]
+        last = e - offset
+    shown.append(block[last:])
+    left = _credential_values("".join(shown))
+    if left is None or any(_PLAIN_MARK not in v for v in left):
+        return False
+    return not _holds_any("".join(shown), secrets)
+
+
+def _holds_any(block: str, secrets: set[str]) -> bool:
+    """Whether a scalar of the block (as the parser reads it) is one of ``secrets``."""
+    from hybrid.sources.markdown import load_frontmatter
+    try:
+        parsed = load_frontmatter(block)
+    except Exception:  # noqa: BLE001
+        return True
+    stack: list[Any] = [parsed]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+        elif item is not None and " ".join(str(item).split()) in secrets:
             return True
     return False
 
@@ -260,8 +290,7 @@ def shown_properties(props: str, redactor: Any) -> str:
         return "{}"
     if not isinstance(value, dict):
         return "{}"
-    pairs = [pair for k, v in value.items() if not str(k).startswith(RESERVED) for pair in _scalars(str(k), v)]
-    hidden = {pair for pair, h in zip(pairs, hidden_pairs(redactor, [(k, str(v)) for k, v in pairs])) if h}
+    hidden = hidden_in_note(redactor, value)
     if not hidden:
         return props
 
@@ -270,17 +299,17 @@ def shown_properties(props: str, redactor: Any) -> str:
             return {k: shown(str(k), x) for k, x in v.items()}
         if isinstance(v, list):
             return [shown(key, x) for x in v]
-        return REDACTED if (key, v) in hidden else v
+        return REDACTED if v is not None and not isinstance(v, bool) and (key, str(v)) in hidden else v
     return json.dumps({k: v if str(k).startswith(RESERVED) else shown(str(k), v) for k, v in value.items()})
 
 
 def _scalars(key: str, value: Any) -> list[tuple[str, Any]]:
     """The ``(key, value)`` of every scalar of a frontmatter value (a list's items under its key,
-    a nested mapping's under their own), booleans and nothing left out (no secret)."""
+    a nested mapping's under their own; a boolean too: ``db_password: yes``), nothing left out."""
     if isinstance(value, dict):
         return [pair for k, v in value.items() for pair in _scalars(str(k), v)]
     if isinstance(value, list):
         return [pair for v in value for pair in _scalars(key, v)]
-    if value is None or isinstance(value, bool):
+    if value is None:
         return []
     return [(key, value)]

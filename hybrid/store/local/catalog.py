@@ -42,7 +42,7 @@ from hybrid.store.local.schema import (
     SCHEMA_VERSION,
     chunk_row,
 )
-from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.props import PropFilter, Row, prop_rows, raw_values
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 log = logging.getLogger("hybrid")
@@ -340,6 +340,10 @@ class Catalog(EmbeddingCache, PropertyRows):
     def shows_value(self, key: str, value: str) -> bool:
         """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
         return True
+
+    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
+        """Its owner is shown every row (:meth:`hybrid.store.port.Reading.shown_rows`)."""
+        return [(r, raw) for r, _, raw in raw_values(properties)]
 
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:

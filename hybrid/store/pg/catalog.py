@@ -24,7 +24,7 @@ from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, json_list
 from hybrid.store.lexicon import units
 from hybrid.store.pg.cache import PgEmbeddingCache
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
-from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.props import PropFilter, Row, prop_rows, raw_values
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 if TYPE_CHECKING:
@@ -343,6 +343,10 @@ class PgCatalog(PgEmbeddingCache):
     def shows_value(self, key: str, value: str) -> bool:
         """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
         return True
+
+    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
+        """Its owner is shown every row (:meth:`hybrid.store.port.Reading.shown_rows`)."""
+        return [(r, raw) for r, _, raw in raw_values(properties)]
 
     def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """``{file id: frontmatter}`` of the notes ``file_ids``, as indexed."""

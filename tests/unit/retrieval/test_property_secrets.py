@@ -25,6 +25,17 @@ NOTES = {
                      "guest_password: to be or not to be\nrouter_password: 3.14159\ngate_password: Correct\n"
                      "  Horse99\nAKIA2OGYBAH6TYQ5ZXMN: laptop key\nzone: garage\n---\n# Alarm\n\nThe alarm panel.\n",
 }
+# YAML forms a line-by-line reading misses (second re-test of issue #47): the value on the next
+# line, an anchor's value under another key, a key that is an alias, a complex key, a multi-line
+# value after it
+FORMS = {
+    "forms/next_line.md": "wifi_password:\n  CorrectHorse45",
+    "forms/anchor.md": "shared: &pw CorrectHorse43\nwifi_password: *pw",
+    "forms/alias_key.md": "label: &k db_password\n*k : Tr0ub4dorX",
+    "forms/complex_ml.md": "? wifi_password\n: CorrectHorse44\ngate_password: Correct\n  Horse99",
+}
+FORM_SECRETS = ("CorrectHorse45", "CorrectHorse43", "Tr0ub4dorX", "CorrectHorse44", "Horse99")
+NOTES.update({path: f"---\n{fm}\n---\n# {path}\n\nThe form body.\n" for path, fm in FORMS.items()})
 ALARM = ("420", "0420", "272", "0755", "493", "0x1F4", "500", "to be or not to be", "3.14159", "Horse99",
          "AKIA2OGYBAH6TYQ5ZXMN", "akia2ogybah6tyq5zxmn")
 
@@ -164,3 +175,29 @@ def test_get_note_shows_no_value_under_a_credential_key(h):
     text = h.get("home/alarm.md", agent=True).text
     assert not any(x in text for x in ALARM) and "db_password: yes" not in text, text
     assert "zone: garage" in text and "The alarm panel." in text
+
+
+@pytest.mark.parametrize("path", sorted(FORMS))
+def test_no_yaml_form_shows_a_credential_value(h, path):
+    text = h.get(path, agent=True).text
+    assert not any(x in text for x in FORM_SECRETS), text
+    assert "The form body." in text
+
+
+@pytest.mark.parametrize("query", ["prop:shared=CorrectHorse43", "prop:shared=x", "prop:label=x"])
+def test_a_value_hidden_under_one_key_is_hidden_under_every_key(h, query):
+    """``shared: &pw X`` / ``wifi_password: *pw``: X is a password, under ``shared`` too."""
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search(query, agent=True)
+    assert not any(x in str(exc.value) for x in FORM_SECRETS), str(exc.value)
+
+
+def test_a_right_guess_through_another_key_is_not_audited_in_clear(h):
+    """``prop:shared=X`` where X is a password by an anchor: the answer is a wrong guess's, and
+    the audit log keeps the value redacted, as it does a guess under the password's own key."""
+    from hybrid.faces.http import api_search_call
+    for value in ("CorrectHorse43", "Wrong-guess-7"):
+        status, data = api_search_call(h, json.dumps({"query": "form", "props": [f"shared={value}"]}).encode(), "t")
+        assert status == 422 and value not in data["error"]
+    audit = (h.config.data / "audit.jsonl").read_text()
+    assert "shared" in audit and "CorrectHorse43" not in audit and "Wrong-guess-7" not in audit
