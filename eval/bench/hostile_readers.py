@@ -14,7 +14,9 @@ Three files, each made here (the tests build smaller ones with the same function
   one list slice at a time);
 - ``groups_cards``: the 20,000 groups with a card in each (~4.1 MB);
 - ``crossing``: 2,000 groups around one corner and 2,000 cards at it too large for any
-  (:func:`crossing_groups`): what the bound on placing cards costs, and stops.
+  (:func:`crossing_groups`): what the bound on placing cards costs, and stops;
+- ``heading_lines``: a drawing whose text elements hold 40,000 lines reading like a data
+  heading (:func:`heading_lines`).
 
 For each: the reader alone as the indexer calls it (``to_note``: wall seconds, what it gave or
 raised), then ``hybrid index`` of a vault holding it and three notes (hash embedder, in
@@ -175,6 +177,14 @@ def bomb_drawing(chars: int) -> str:
                       "%%", "## Drawing", "```compressed-json", lines, "```", "%%", ""])
 
 
+def heading_lines(count: int) -> str:
+    """A drawing whose Text Elements hold ``count`` lines reading like a data heading, then one
+    line ending a text element (``^id``): each such line looked ahead to the element's end."""
+    return "\n".join(["---", "excalidraw-plugin: parsed", "---", "", "# Excalidraw Data", "", "## Text Elements"]
+                     + ["## Element Links"] * count + ["endword ^last", "%%", "## Drawing", "```json", "{}",
+                                                       "```", "%%"])
+
+
 FILES = {
     "groups": ("boards/Groups.canvas", lambda: disjoint_groups(20_000, cards=False)),
     "chain": ("boards/Chain.canvas", lambda: group_chain(3_000)),
@@ -182,6 +192,7 @@ FILES = {
     "blank_card": ("boards/Blank.canvas", lambda: blank_card(100_000)),
     "groups_cards": ("boards/Cards.canvas", lambda: disjoint_groups(20_000, cards=True)),
     "crossing": ("boards/Crossing.canvas", lambda: crossing_groups(2_000)),
+    "heading_lines": ("sketches/Headings.excalidraw.md", lambda: heading_lines(40_000)),
 }
 
 

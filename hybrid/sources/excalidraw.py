@@ -148,6 +148,7 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     fence: str | None = None
+    ends = _element_ends(lines)
     for at, line in enumerate(lines):
         f = FENCE_RE.match(line)
         if fence is not None:  # inside the drawing's block: its JSON, whatever it holds
@@ -163,7 +164,7 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
             continue
         name = _data_heading(line)
         if name is not None and current is not None and current is sections.get("text elements") \
-                and _element_goes_on(lines, at + 1):
+                and at + 1 < len(lines) and ends[at + 1]:
             name = None  # a multi-line text element's first line that reads like a data heading
         if name == _DATA:
             current = sections.setdefault("", [])
@@ -176,14 +177,20 @@ def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     return own, sections
 
 
-def _element_goes_on(lines: list[str], at: int) -> bool:
-    """Whether the lines from ``at`` to the next blank one end a text element (the last of
-    them ends with its `` ^id``): then the line before them is that element's first line."""
-    while at < len(lines) and lines[at].strip():
-        if _BLOCK_ID.search(lines[at].rstrip()[-66:]) and lines[at].rstrip().split()[-1].startswith("^"):
-            return True
-        at += 1
-    return False
+def _element_ends(lines: list[str]) -> list[bool]:
+    """For each line: whether the lines from it to the next blank one end a text element (the
+    last of them ends with its `` ^id``), so that a line before them that reads like a data
+    heading is that element's first line. One pass from the end: linear in the lines."""
+    out = [False] * len(lines)
+    ends = False
+    for at in range(len(lines) - 1, -1, -1):
+        line = lines[at].rstrip()
+        if not line:
+            ends = False
+            continue
+        ends = ends or (line.split()[-1].startswith("^") and _BLOCK_ID.fullmatch(line.split()[-1]) is not None)
+        out[at] = ends
+    return out
 
 
 def _data_heading(line: str) -> str | None:
