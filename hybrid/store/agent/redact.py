@@ -112,7 +112,7 @@ RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering (hybrid.store.agent.redact_rules, redact_copy) changes what
 # is redacted (the rule file and the kingfisher version are the other inputs; together they say
 # when redacted text may differ).
-FILTER_REVISION = 4
+FILTER_REVISION = 5
 
 # --- kingfisher ---------------------------------------------------------------------------------
 

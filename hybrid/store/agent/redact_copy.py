@@ -47,9 +47,9 @@ def _looks_random(run: str) -> bool:
 # keyword with one such letter (`ghp_…О…`, `pаssword`) is invisible to every byte pattern. A word
 # of one script keeps its letters, so Russian and Greek text is never rewritten.
 _LOOK_ALIKES = str.maketrans(
-    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝ"   # Cyrillic
+    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝӀӏҺ"   # Cyrillic
     "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ",          # Greek
-    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqw"
+    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqwIlH"
     "ABEZHIKMNOPTYXovaikpucj")
 _MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -155,10 +155,18 @@ def normalised_copy(text: str, scan: Scan) -> View | None:
             after = text[m.end():e if after_end < 0 else after_end]
             if len(before) >= 16 and len(after) >= 4 and _looks_random(before) and _looks_random(after):
                 edits.append((m.start(), m.end(), ""))
-    edits += [(p, p, " ") for p in scan.punctuated]
+    # a space after a token followed by punctuation, unless a look-alike letter is folded in the
+    # same run of text: `eyJ….еyJ…` is one token (a JWT) once `е` is `e`, not one then a dot
+    edits += [(p, p, " ") for p in scan.punctuated if not any(_same_run(text, p, m) for m in scan.mixed)]
     if scan.mixed:
         edits += _look_alike_edits(text, scan.mixed)
     return View(copy, edits) if edits or folded_any else None
+
+
+def _same_run(text: str, a: int, b: int) -> bool:
+    """Whether ``a`` and ``b`` lie in one run of text with no space between them."""
+    lo, hi = min(a, b), max(a, b)
+    return hi - lo <= 4096 and not any(c.isspace() for c in text[lo:hi])
 
 
 def token_piece(run: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from hybrid.store.agent.redact_rules import REDACTED, column_kind
@@ -33,7 +34,15 @@ _KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<key>[^\s:#\-\[{][^:]
 _ITEM_LINE = re.compile(r"^(?P<indent>[ \t]*)-[ \t]+(?P<value>.*?)[ \t]*$")
 _QUOTES = "\"'"
 RESERVED = "hybrid:"  # hybrid's own keys (hybrid.store.props.RESERVED): no value of the owner's
-_PIN_KEY = re.compile(r"(?i)(?:[\w-]+[ _-]){0,2}(?:pin|pins|pin[ _-]?code|pincode|pin[ _-]?nummer|geheimzahl)")
+# credential words a key may hold that a table's column header does not count (a "Pin" column
+# of a wiring diagram), and the password word in languages the keyword rules do not know
+_OTHER_CREDENTIAL = re.compile(
+    r"(?i)pins?|pin_?code|pin_?nummer|geheimzahl|puk|totp(?:_(?:seed|secret|key))?|otp(?:_(?:seed|secret|key))?"
+    r"|(?:recovery|backup|mfa|2fa)_codes?|(?:door|safe|gate|alarm|lock|garage|entry|access|security|keypad)_codes?"
+    r"|combination|parool|geslo|slapta(?:ž|z)odis|parole|lykilor(?:ð|d)|รหัสผ่าน")
+_KEY_WORDS = re.compile(r"[\s_\-.:/@]+|\d+")    # what separates the words of a key
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")    # dbPass: db Pass
+_LEET = str.maketrans("@$0135", "asoies")      # p@ssw0rd, pa55word
 _SHOWN_MARKS = (REDACTED, REDACTED.strip("[]"))  # the mark as YAML reads it back: a list of one item
 _PLAIN_MARK = "hybridredactedsecret"  # the mark as the check of what a front block shows writes it
 
@@ -170,13 +179,26 @@ def _judged(key: str, at: int, value: str) -> list[tuple[int, int]]:
 
 
 def _credential(key: str) -> bool:
-    """Whether property ``key`` names a credential: a password or token word as a table column's
-    header would (:func:`column_kind`), or a PIN (``pin``, ``alarm_pin``, ``PIN-Code``: a key,
-    unlike a table's "Pin" column of a wiring diagram)."""
+    """Whether property ``key`` names a credential: a password, token or API key word as a table
+    column's header would (:func:`column_kind`), or a PIN, PUK, one-time-password seed, recovery
+    codes or a door's code (a key, unlike a table's "Pin" column of a wiring diagram), anywhere in
+    the key's words (``password_wifi``, ``admin_password_old``, ``dbPass``, ``password2``), also
+    spelled with look-alike digits and signs (``p@ssw0rd``)."""
     key = key.strip()
-    if key.startswith(RESERVED) or len(key) > 60:
+    if key.startswith(RESERVED) or not key or len(key) > 80:
         return False
-    return column_kind(key) is not None or _PIN_KEY.fullmatch(key) is not None
+    return _named(key) or _named(key.translate(_LEET))
+
+
+@lru_cache(maxsize=4096)
+def _named(key: str) -> bool:
+    words = [w for w in _KEY_WORDS.split(_CAMEL.sub(" ", key)) if w]
+    for size in (1, 2, 3):  # `api_key`, `mot_de_passe`: a credential word of up to three words
+        for i in range(len(words) - size + 1):
+            run = "_".join(words[i:i + size])
+            if column_kind(run) is not None or _OTHER_CREDENTIAL.fullmatch(run):
+                return True
+    return False
 
 
 def _key_text(key: str) -> str:
@@ -299,7 +321,7 @@ def shown_properties(props: str, redactor: Any) -> str:
             return {k: shown(str(k), x) for k, x in v.items()}
         if isinstance(v, list):
             return [shown(key, x) for x in v]
-        return REDACTED if v is not None and not isinstance(v, bool) and (key, str(v)) in hidden else v
+        return REDACTED if v is not None and (key.strip(), str(v)) in hidden else v
     return json.dumps({k: v if str(k).startswith(RESERVED) else shown(str(k), v) for k, v in value.items()})
 
 

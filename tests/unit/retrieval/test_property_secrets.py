@@ -124,7 +124,18 @@ def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
     ("db_password", "True", True),               # `yes` as YAML reads it
     ("guest_password", "to be or not to be", True),
     ("door_passcode", "12:34", True),
-    ("password_hint", "the dog", False),         # a hint is no password
+    ("password_hint", "the dog", True),          # a password word anywhere in the key: fail closed
+    ("password_wifi", "CorrectHorse42", True),
+    ("dbPass", "Tr0ub4dorX", True),
+    ("p@ssword", "CorrectHorse45", True),
+    ("admin_password_old", "Winter2024x", True),
+    ("puk", "12345678", True),
+    ("door_code", "4711", True),
+    ("recovery_codes", "abcd-efgh", True),
+    ("parool", "Sala123", True),                  # Estonian
+    ("lykilorð", "Leyni99", True),               # Icelandic
+    ("passport", "X1234567", False),
+    ("keyboard", "ISO", False),
     ("compass", "north", False),
     ("private", "true", False),
 ])

@@ -149,6 +149,20 @@ def test_a_homoglyph_from_the_whole_cyrillic_block_is_folded(rd):
         assert rd.redact(f"token {shown} here") == f"token {REDACTED} here", glyph
 
 
+@pytest.mark.parametrize("kind, swap", [("jwt", (".eyJ", ".\u0435yJ")), ("sendgrid", ("1Oo", "1O\u043e")),
+                                        ("github-pat", ("ghp_", "gh\u0440_"))])
+def test_a_look_alike_after_a_tokens_dot_or_palochka_is_folded(rd, kind, swap):
+    """A JWT or SendGrid key with a look-alike just after one of its dots got a space put after
+    the dot in the copy (a token then punctuation), which split it (second re-test of #47)."""
+    token = CASES[kind]["secret"]
+    assert swap[0] in token
+    shown = token.replace(*swap, 1)
+    assert rd.redact(f"it is {token} here") == f"it is {REDACTED} here"
+    assert rd.redact(f"it is {shown} here") == f"it is {REDACTED} here", shown
+    palochka = "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".replace("l", "\u04cf", 1)
+    assert rd.redact(f"x {palochka} y") == f"x {REDACTED} y"
+
+
 @pytest.mark.parametrize("line", ["p\u0430ssword: {}", "DB_P\u0410SSWORD={}", "api_k\u0435y = '{}'"])
 def test_keyword_with_a_homoglyph(rd, line):
     value = "".join(random.Random(8).choice(B62) for _ in range(14)) + "7"
