@@ -380,12 +380,12 @@ def _hidden_filter_values(args: dict, redactor: Any) -> set[str]:
     """The values of the property filters in ``args`` that agents are shown redacted."""
     from hybrid.retrieval.query import parse_query
     from hybrid.store.agent.values import hides_value
-    from hybrid.store.props import parse_prop
+    from hybrid.store.props import split_prop
     filters = []
     props = args.get("props")
     for text in props if isinstance(props, list) else []:
         try:
-            filters.append(parse_prop(text))
+            filters.append(split_prop(text))  # a refused one (`password>=guess`) too
         except QuerySyntaxError:
             continue
     query = args.get("query")

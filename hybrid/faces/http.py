@@ -134,8 +134,7 @@ def api_search_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[i
     if agent_client is None:
         return status, data
     returned = [x["citation"] for x in answer_passages(data)]
-    record = {"tool": "api/search", "client": agent_client,
-              "args": search.to_json() if search else {"body_bytes": len(body)},
+    record = {"tool": "api/search", "client": agent_client, "args": search.to_json() if search else _sent(body),
               "returned": returned, "count": len(returned), "error": data.get("error"), "secret_values": secrets}
     refused = record_call(h.config.data, h.settings, record, started)
     return (503, {"error": refused}) if refused else (status, data)
@@ -149,6 +148,17 @@ def refusal(exc: HybridError, agent_client: str | None, route: str) -> tuple[int
         from hybrid.faces.mcp import told_agent
         return 503, {"error": told_agent(exc, route)}
     return 422, {"error": str(exc).splitlines()[0]}
+
+
+def _sent(body: bytes) -> dict[str, Any]:
+    """The arguments of a refused request as sent (a JSON object), for its audit record, whose
+    redaction then sees them (a filter on a secret quoted in the refusal); its size when it is
+    no object."""
+    from hybrid.retrieval.limits import json_object
+    try:
+        return json_object(body)
+    except BadSearchArgs:
+        return {"body_bytes": len(body)}
 
 
 def api_related_call(h: Hybrid, body: bytes, agent_client: str | None) -> tuple[int, dict]:

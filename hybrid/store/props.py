@@ -204,6 +204,12 @@ def parse_prop(text: str) -> PropFilter:
     form of ``--prop``, the MCP tool's and the API's ``props`` and the query's ``prop:``. The
     key is what comes before the first operator (it may hold spaces: ``due date<2026-01-01``).
     QuerySyntaxError (one line) for anything else."""
+    return split_prop(text).check()
+
+
+def split_prop(text: str) -> PropFilter:
+    """:func:`parse_prop` without the check that the filter can be tested (what the audit log
+    needs of a refused one: its key and value)."""
     if not isinstance(text, str):
         raise QuerySyntaxError(f"a property filter is text like status:done (got {type(text).__name__})")
     m = re.match(r"^([^:=<>]+?)\s*(>=|<=|[:=<>])\s*(.*)$", text.strip(), re.S)
@@ -213,4 +219,4 @@ def parse_prop(text: str) -> PropFilter:
     value = m.group(3).strip()
     if len(value) >= 2 and value[0] == value[-1] == '"':
         value = value[1:-1]
-    return PropFilter(m.group(1), m.group(2), value).check()
+    return PropFilter(m.group(1), m.group(2), value)

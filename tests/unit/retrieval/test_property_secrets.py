@@ -212,3 +212,13 @@ def test_a_right_guess_through_another_key_is_not_audited_in_clear(h):
         assert status == 422 and value not in data["error"]
     audit = (h.config.data / "audit.jsonl").read_text()
     assert "shared" in audit and "CorrectHorse43" not in audit and "Wrong-guess-7" not in audit
+
+
+def test_a_refused_comparison_on_a_secret_key_is_audited_redacted(h):
+    """``wifi_password>=CorrectHorse42`` in ``props`` is refused (no number or date): the refusal
+    quotes it, and the audit log kept it in clear, args and error (second re-test of #47)."""
+    from hybrid.faces.http import api_search_call
+    status, _ = api_search_call(h, json.dumps({"query": "router", "props": ["wifi_password>=CorrectHorse42"]}).encode(),
+                                "t")
+    assert status == 400
+    assert "CorrectHorse42" not in (h.config.data / "audit.jsonl").read_text()
