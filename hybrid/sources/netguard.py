@@ -82,17 +82,26 @@ def _embedded_v4(ip: IPAddress) -> ipaddress.IPv4Address | None:
 
 def _carried_v4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
     """Every IPv4 address an IPv6 address may lead to, for the metadata check: the one it is
-    routed to (:func:`_embedded_v4`), a Teredo address's server and client, and the last 32 bits
-    of a local-use NAT64 one (its /96 form; other prefix lengths place them elsewhere) or of an
+    routed to (:func:`_embedded_v4`), a Teredo address's server and client, the address a
+    local-use NAT64 one holds under any of RFC 6052's prefix lengths, and the last 32 bits of an
     IPv4-translated one (``::ffff:0:a.b.c.d``)."""
     if not isinstance(ip, ipaddress.IPv6Address):
         return []
     found = [a for a in (_embedded_v4(ip),) if a is not None]
     if ip.teredo is not None:
         found += ip.teredo
-    if ip in _LOCAL_NAT64 or ip in _TRANSLATED:
+    if ip in _TRANSLATED:
         found.append(ipaddress.IPv4Address(ip.packed[12:]))
+    if ip in _LOCAL_NAT64:  # the prefix length is the translator's choice: every RFC 6052 layout
+        found += _rfc6052_v4(ip.packed)
     return found
+
+
+def _rfc6052_v4(packed: bytes) -> list[ipaddress.IPv4Address]:
+    """The IPv4 address an IPv4-embedded IPv6 address holds under each prefix length of RFC 6052
+    (32, 40, 48, 56, 64, 96 bits), bits 64-71 (the 'u' octet) left out."""
+    rest = packed[:8] + packed[9:]
+    return [ipaddress.IPv4Address(rest[i:i + 4]) for i in (4, 5, 6, 7, 8, 11)]
 
 
 def _address_class(ip: IPAddress) -> str | None:

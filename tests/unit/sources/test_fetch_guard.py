@@ -47,6 +47,9 @@ METADATA_URLS = [
     "http://[fd20:ce::254]/",              # Google's metadata server over IPv6
     "http://192.0.0.192/",                 # Oracle's older metadata address
     "http://[64:ff9b:1::a9fe:a9fe]/",      # local-use NAT64
+    "http://[64:ff9b:1:a9fe:a9:fe00::]/",  # its /48 layout (RFC 6052)
+    "http://[64:ff9b:1:0:a9:fea9:fe00:0]/",  # its /64 layout
+    "http://[64:ff9b:1:a83f:81:1000::]/",  # 168.63.129.16 in the /48 layout
     "http://[2001:0:4136:e378:8000:63bf:5601:5601]/",  # Teredo, its client 169.254.169.254
     "http://[2002:a83f:8110::1]/",         # 6to4 of 168.63.129.16
     "http://[::ffff:0:a9fe:a9fe]/",        # IPv4-translated (::ffff:0:0/96, SIIT)
