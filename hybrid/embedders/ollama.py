@@ -60,7 +60,11 @@ class OllamaEmbedder(ServedEmbedder):
                                            f"`ollama serve` or set `ollama_host`") from None
                 raise
             out.extend(resp.embeddings)
-        arr = normalize(np.asarray(out, dtype=np.float32))
+        raw = np.asarray(out, dtype=np.float32)
+        if raw.size and not np.isfinite(raw).all():  # a vector with NaN would be found by nothing
+            raise ModelUnavailable(f"Ollama at {self.host} returned vectors whose values are not finite "
+                                   f"(NaN or infinity) for {self.model_name!r}")
+        arr = normalize(raw)
         if arr.shape[0] != len(texts):
             raise ModelUnavailable(f"Ollama returned {arr.shape[0]} embeddings for {len(texts)} texts")
         self._dim = arr.shape[1]

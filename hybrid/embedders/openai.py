@@ -71,7 +71,10 @@ class OpenAIEmbedder(ServedEmbedder):
         dim = dims.pop() if dims else self._dim
         if self._dim is not None and dim != self._dim:
             raise self._bad(f"{dim}-dimensional vectors where it returned {self._dim} before")
-        arr = normalize(np.asarray(out, dtype=np.float32).reshape(len(out), dim or 0))
+        raw = np.asarray(out, dtype=np.float32).reshape(len(out), dim or 0)
+        if not np.isfinite(raw).all():  # a vector with NaN would be found by nothing, unnoticed
+            raise self._bad("vectors whose values are not finite (NaN or infinity)")
+        arr = normalize(raw)
         self._dim = dim
         return arr
 

@@ -13,6 +13,7 @@ class FakeOllama(JsonHandler):
     models = {"nomic-embed-text", "nomic-embed-text:latest"}
     seen: list = []
     inner = HashEmbedder(48)
+    nan = False  # answer NaN in the vectors
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -23,12 +24,14 @@ class FakeOllama(JsonHandler):
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         FakeOllama.seen.extend(texts)
         vecs = self.inner.embed_documents(texts).tolist()
+        if FakeOllama.nan:
+            vecs = [[float("nan")] + v[1:] for v in vecs]
         self._send(200, {"model": body["model"], "embeddings": vecs})
 
 
 @pytest.fixture
 def ollama_server():
-    FakeOllama.seen = []
+    FakeOllama.seen, FakeOllama.nan = [], False
     with local_server(FakeOllama) as server:
         yield server.url
 
@@ -66,3 +69,14 @@ def test_unreachable_server_is_one_line_and_loses_nothing(ollama_server, vault):
     assert "\n" not in str(err.value)
     assert [x.path for x in down.search("tomatoes", mode="lexical")] == ["home/garden.md"]
     assert h.index()[0].added == 1
+
+
+@pytest.mark.slow  # a server
+def test_vectors_that_are_not_finite_are_refused(ollama_server, vault):
+    """A server answering NaN: one line, not vectors that nothing ever finds (re-test of #47)."""
+    FakeOllama.nan = True
+    h = hybrid.open(embedder="ollama:nomic-embed-text", ollama_host=ollama_server)
+    h.add_vault(vault, "vault")
+    with pytest.raises(ModelUnavailable, match="not finite") as err:
+        h.index()
+    assert "\n" not in str(err.value)

@@ -29,6 +29,7 @@ class FakeOpenAI(JsonHandler):
     auth: list = []
     script: list = []
     short = False
+    nan = False  # answer NaN in the vectors (JSON's NaN, which Python's parser reads)
     dims: list = []
     echo = ""  # what a 401 quotes as the key (default: the key as sent)
     down = ""  # set: every request gets a 500 whose error message is this
@@ -62,6 +63,8 @@ class FakeOpenAI(JsonHandler):
                 vecs = [v[:d] for v in vecs]
             if FakeOpenAI.short:
                 vecs = vecs[:-1]
+            if FakeOpenAI.nan:
+                vecs = [[float("nan")] + v[1:] for v in vecs]
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vecs)]
         data.reverse()  # servers may answer out of order: the index says which is which
         self._send(200, {"object": "list", "data": data, "model": body["model"]})
@@ -70,7 +73,7 @@ class FakeOpenAI(JsonHandler):
 @pytest.fixture
 def server(monkeypatch):
     FakeOpenAI.seen, FakeOpenAI.auth, FakeOpenAI.script, FakeOpenAI.dims = [], [], [], []
-    FakeOpenAI.short, FakeOpenAI.echo, FakeOpenAI.down = False, "", ""
+    FakeOpenAI.short, FakeOpenAI.echo, FakeOpenAI.down, FakeOpenAI.nan = False, "", "", False
     monkeypatch.setattr(remote_mod, "BACKOFF", 0.01)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with local_server(FakeOpenAI) as s:
@@ -231,7 +234,8 @@ def test_agents_get_one_plain_line_when_the_embedding_server_fails(server, vault
 
 
 @pytest.mark.parametrize("fault, words", [("short", "2 embeddings for 3 texts"),
-                                          ("dims", "different dimensions")])
+                                          ("dims", "different dimensions"),
+                                          ("nan", "not finite")])  # taken silently: never found by meaning
 def test_wrong_answers_are_refused_and_lose_nothing(server, vault, fault, words):
     h = handle(server, batch_size=3)
     h.add_vault(vault, "vault")
@@ -240,12 +244,14 @@ def test_wrong_answers_are_refused_and_lose_nothing(server, vault, fault, words)
         (vault / f"more{i}.md").write_text(f"# More {i}\n\nextra words number {i}\n")
     if fault == "short":
         FakeOpenAI.short = True
+    elif fault == "nan":
+        FakeOpenAI.nan = True
     else:
         FakeOpenAI.dims = [48, 32]
     with pytest.raises(ModelUnavailable, match=words) as err:
         handle(server, batch_size=2 if fault == "dims" else 3).index()
     assert "\n" not in str(err.value)
-    FakeOpenAI.short, FakeOpenAI.dims = False, []
+    FakeOpenAI.short, FakeOpenAI.dims, FakeOpenAI.nan = False, [], False
     assert h.search("tomatoes sun", mode="vector")[0].path == "home/garden.md"
 
 
