@@ -117,7 +117,12 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
     elif v.is_folder:
         limits = (max_file_bytes, max_pdf_bytes or max_file_bytes)
         target, rel = _locate(v, ref.path, limits, agent, catalog)
-        text = _file_text(v, target, rel, ref.path, convert)
+        try:
+            text = _file_text(v, target, rel, ref.path, convert)
+        except PathRefused:
+            if agent is not None:  # a file it cannot read now: it learns no more than of a hidden one
+                raise _agent_refusal(v, ref.path) from None
+            raise
     else:
         rel, text = _source_text(v, ref.path, agent, catalog)
     if agent is not None and not agent.allows_text(rel, text):

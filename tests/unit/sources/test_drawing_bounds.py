@@ -110,3 +110,19 @@ def test_a_huge_integer_in_a_drawing_is_read():
         # a coordinate past any float is read as 0, as a canvas reads it
         assert note.warnings == [] and [x for x in note.lines[note.body_start - 1:] if x] == [
             "# Board", "first line", "okapi below"]
+
+
+@pytest.mark.slow  # two index runs
+def test_an_agent_asking_for_a_drawing_it_cannot_read_hears_what_a_missing_path_gets(board):
+    """A drawing now past max_file_bytes answered an agent's get_note with its reason, and a path
+    that does not exist with other words: asking told that the drawing is there (re-test of #47)."""
+    from hybrid.core.errors import PathRefused
+    h, root = board
+    write(root, BOARD, bench().bomb_drawing(200_000))
+    with pytest.raises(PathRefused) as there:
+        h.get(BOARD, agent=True)
+    with pytest.raises(PathRefused) as missing:
+        h.get("Nope.excalidraw.md", agent=True)
+    assert str(there.value).replace(BOARD, "X") == str(missing.value).replace("Nope.excalidraw.md", "X")
+    with pytest.raises(PathRefused, match="decompresses beyond"):  # the owner hears why
+        h.get(BOARD)
