@@ -251,18 +251,21 @@ def _leaves_no_secret(block: str, spans: list[tuple[int, int]], offset: int, sec
         last = e - offset
     shown.append(block[last:])
     left = _credential_values("".join(shown))
-    if left is None or any(_PLAIN_MARK not in v for v in left):
-        return False
+    if left is None or any(v.replace(_PLAIN_MARK, "").strip(" ,") for v in left):
+        return False  # a value under a credential key that is more than marks
     return not _holds_any("".join(shown), secrets)
 
 
 def _holds_any(block: str, secrets: set[str]) -> bool:
-    """Whether a scalar of the block (as the parser reads it) is one of ``secrets``."""
+    """Whether a scalar of the block (a key or a value, as the parser reads it) holds one of
+    ``secrets``, or a word of three characters or more of one (a value cut across lines, or
+    merged into a key by a flow mapping the lines did not read)."""
     from hybrid.sources.markdown import load_frontmatter
     try:
         parsed = load_frontmatter(block)
     except Exception:  # noqa: BLE001
         return True
+    parts = secrets | {w for x in secrets for w in x.split() if len(w) >= 3}
     stack: list[Any] = [parsed]
     while stack:
         item = stack.pop()
@@ -270,7 +273,7 @@ def _holds_any(block: str, secrets: set[str]) -> bool:
             stack += [*item.keys(), *item.values()]
         elif isinstance(item, list):
             stack += item
-        elif item is not None and " ".join(str(item).split()) in secrets:
+        elif item is not None and any(p in str(item) for p in parts):
             return True
     return False
 

@@ -33,8 +33,14 @@ FORMS = {
     "forms/anchor.md": "shared: &pw CorrectHorse43\nwifi_password: *pw",
     "forms/alias_key.md": "label: &k db_password\n*k : Tr0ub4dorX",
     "forms/complex_ml.md": "? wifi_password\n: CorrectHorse44\ngate_password: Correct\n  Horse99",
+    "forms/flow_next.md": "creds: {wifi_password:\n    CorrectHorse46}",
+    "forms/flow_quoted.md": 'creds: {"wifi_password":\n  "CorrectHorse47"}',
+    "forms/flow_cut.md": "creds: {wifi_password: Correct\n  Horse48}",
+    "forms/nested_next.md": "router:\n  admin_password:\n    CorrectHorse49",
+    "forms/anchor_list.md": "vals: [&p CorrectHorse50, 2]\npasscode: *p",
 }
-FORM_SECRETS = ("CorrectHorse45", "CorrectHorse43", "Tr0ub4dorX", "CorrectHorse44", "Horse99")
+FORM_SECRETS = ("CorrectHorse45", "CorrectHorse43", "Tr0ub4dorX", "CorrectHorse44", "Horse99", "CorrectHorse46",
+                "CorrectHorse47", "Horse48", "CorrectHorse49", "CorrectHorse50")
 NOTES.update({path: f"---\n{fm}\n---\n# {path}\n\nThe form body.\n" for path, fm in FORMS.items()})
 ALARM = ("420", "0420", "272", "0755", "493", "0x1F4", "500", "to be or not to be", "3.14159", "Horse99",
          "AKIA2OGYBAH6TYQ5ZXMN", "akia2ogybah6tyq5zxmn")
