@@ -47,9 +47,9 @@ def _looks_random(run: str) -> bool:
 # keyword with one such letter (`ghp_…О…`, `pаssword`) is invisible to every byte pattern. A word
 # of one script keeps its letters, so Russian and Greek text is never rewritten.
 _LOOK_ALIKES = str.maketrans(
-    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝӀӏҺ"   # Cyrillic
+    "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝӀӏҺԌԍ"   # Cyrillic
     "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ",          # Greek
-    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqwIlH"
+    "ABEKMHOPCTYXSIJQWaeopcyxsijhdqwIlHGg"
     "ABEZHIKMNOPTYXovaikpucj")
 _MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 

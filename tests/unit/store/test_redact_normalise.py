@@ -159,8 +159,10 @@ def test_a_look_alike_after_a_tokens_dot_or_palochka_is_folded(rd, kind, swap):
     shown = token.replace(*swap, 1)
     assert rd.redact(f"it is {token} here") == f"it is {REDACTED} here"
     assert rd.redact(f"it is {shown} here") == f"it is {REDACTED} here", shown
-    palochka = "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".replace("l", "\u04cf", 1)
-    assert rd.redact(f"x {palochka} y") == f"x {REDACTED} y"
+    for latin, glyph in (("l", "\u04cf"), ("g", "\u050d"), ("S", "\u0405"), ("F", "\u050c")):  # ӏ ԍ Ѕ Ԍ
+        shown = "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".replace(latin, glyph, 1)
+        assert rd.redact(f"x {shown} y") == f"x {REDACTED} y", glyph
+
 
 
 @pytest.mark.parametrize("line", ["p\u0430ssword: {}", "DB_P\u0410SSWORD={}", "api_k\u0435y = '{}'"])
