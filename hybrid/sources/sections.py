@@ -154,8 +154,22 @@ def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut, path: str = 
     skip_at: int | None = None      # an open `skip` marker's line
     section: tuple[int, int] | None = None  # (first line, level) of a section left out, open
     heading = (first, LEAD_LEVEL)   # (line, level) of the section each line is in
+    quoted: tuple[int, str, int, bool] | None = None  # a fence in a quote or callout: depth, fence, line, out
     for i in range(first, len(lines)):
         line = lines[i]
+        if quoted is not None:  # it closes with its fence, or where the quote around it ends
+            depth, qfence, qat, qout = quoted
+            q = QUOTED_FENCE_RE.match(line)
+            inside = _quote_depth(line) >= depth
+            closes = q is not None and q.group(1).count(">") == depth and q.group(2)[0] == qfence[0] \
+                and len(q.group(2)) >= len(qfence) and not q.group(3).strip()
+            if inside and not closes:
+                continue
+            if qout:
+                out.append((qat, i + 1 if closes else i))
+            quoted = None
+            if closes:
+                continue
         opens = FENCE_RE.match(line)
         if fence is not None:
             if opens and opens.group(1)[0] == fence[0] and len(opens.group(1)) >= len(fence) \
@@ -167,6 +181,9 @@ def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut, path: str = 
         if opens:
             fence, fence_at = opens.group(1), i
             fence_out = rule.block(line.strip()[len(fence):])
+            continue
+        if ">" in line[:8] and (q := QUOTED_FENCE_RE.match(line)):  # `> ```dataview` in a callout
+            quoted = (q.group(1).count(">"), q.group(2), i, rule.block(q.group(3).strip()))
             continue
         if "%%" in line and (marker := MARKER_RE.fullmatch(line)):
             kind = marker.group(1).lower()
@@ -201,6 +218,8 @@ def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut, path: str = 
     end = len(lines)
     if fence is not None and fence_out:  # a fence never closed runs to the end, as the chunker reads it
         out.append((fence_at, end))
+    if quoted is not None and quoted[3]:
+        out.append((quoted[2], end))
     if skip_at is not None:
         warnings.append(f"{path}: line {skip_at + 1}: `%% hybrid: skip %%` is never closed by "
                         "`%% hybrid: end %%`; the rest of the note is left out")
@@ -208,6 +227,16 @@ def left_out(lines: Sequence[str], body_start: int, rule: LeaveOut, path: str = 
     if section is not None:
         out.append((section[0], end))
     return sorted(out), warnings
+
+
+# a fenced block's opening line inside a block quote or callout: `> ```dataview`, `>> ~~~tasks`
+QUOTED_FENCE_RE = re.compile(r"^\s{0,3}((?:>[ \t]?)+)[ \t]{0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _quote_depth(line: str) -> int:
+    """How many ``>`` open ``line`` (a block quote's or callout's nesting)."""
+    m = re.match(r"^\s{0,3}((?:>[ \t]?)*)", line)
+    return m.group(1).count(">") if m else 0
 
 
 def _blanked(lines: list[str], ranges: list[tuple[int, int]]) -> list[str]:

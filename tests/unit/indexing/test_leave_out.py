@@ -147,6 +147,16 @@ def test_blocks_go_by_language_fences_included_and_an_unclosed_one_to_the_end():
         [1, 2, 3, 4, 5]
 
 
+def test_blocks_in_a_callout_or_a_quote_go_too():
+    """A dataview block in a callout (where Obsidian users keep them) or a block quote: fences
+    prefixed by `>`; one closes with its fence or where its quote ends (second re-test of #47)."""
+    text = ("# D\n> [!info] Tasks\n> ```dataview\n> LIST\n> ```\nkept\n\n> ```dataview\n> TABLE\n"
+            "after the quote\n>> ~~~tasks\n>> not done\n>> ~~~\n> ```python\n> x = 1\n> ```\n")
+    assert gone(text, LeaveOut(blocks=("dataview", "tasks")))[0] == [3, 4, 5, 8, 9, 11, 12, 13]
+    assert gone(text, LeaveOut(blocks=("python",)))[0] == [14, 15, 16]
+    assert gone(text)[0] == []
+
+
 def test_markers_leave_out_a_region_or_the_section_they_are_in():
     text = ("lead\n%% hybrid: skip %%\nA\n%% Hybrid:SKIP-section %%\nB\n%%hybrid: end%%\n# H\nkeep\n## S\n"
             "   %% hybrid: skip-section %%\nC\n### SS\nD\n## S2\nkeep\n")
@@ -192,7 +202,7 @@ def test_defaults_change_nothing(tmp_path):
         note = to_note(p.relative_to(sample).as_posix(), p.read_bytes())
         assert leave_out(note, NOTHING) is note
     v = Vault("v", tmp_path, ["**/*.md"], [], "hash:64", tmp_path / "i")
-    before = json.dumps({"tokens": 128, "overlap": 32, "header": True, "version": 11})
+    before = json.dumps({"tokens": 128, "overlap": 32, "header": True, "version": 12})
     assert chunking_meta(Settings()) == chunking_meta(Settings(), vault=v) == before
     v.exclude_sections = ["Journal  Prompts", "journal prompts"]
     assert json.loads(chunking_meta(Settings(), vault=v))["leave_out_sections"] == ["journal prompts"]
