@@ -125,8 +125,9 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     left out takes them with it; version 12: a fenced block in a callout or block quote is left
     out by ``exclude_blocks`` as one at the top level is, and a drawing's tags come from its
     whole file, :mod:`hybrid.sources.sections`, :mod:`hybrid.sources.excalidraw`. The re-read
-    costs no embedding where the chunks are the same.) What ``vault``'s notes leave out (:mod:`hybrid.sources.sections`) is recorded
-    too, only when there is something: a change of it re-chunks every note."""
+    costs no embedding where the chunks are the same.) What ``vault``'s notes leave out
+    (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
+    it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
             "version": 12}
     own = names.fingerprint if names is not None else []
