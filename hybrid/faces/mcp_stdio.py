@@ -15,6 +15,7 @@ and left to the SDK as before.
 
 import json
 import logging
+import re
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,13 @@ def unreadable_request(line: str, why: str = "") -> JSONRPCError | None:
     JSON-RPC answers an id it cannot read)."""
     try:
         message = read_json(line)
-    except (ValueError, RecursionError):
+    except RecursionError:  # nested past the parser's stack: the id is read from the top level
+        rid = _top_level_id(line)
+        if rid is None:
+            return None
+        return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(
+            code=PARSE_ERROR, message="Parse error: the request is nested too deep to read"))
+    except ValueError:
         return None
     if not isinstance(message, dict) or "id" not in message or "method" not in message:
         return None
@@ -63,6 +70,31 @@ def unreadable_request(line: str, why: str = "") -> JSONRPCError | None:
     error = (ErrorData(code=INVALID_REQUEST, message=refusal) if refusal
              else ErrorData(code=PARSE_ERROR, message=f"Parse error: {why or 'the line is not JSON-RPC'}"[:300]))
     return JSONRPCError(jsonrpc="2.0", id=rid if ok else None, error=error)
+
+
+_ID_RE = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+
+
+def _top_level_id(line: str) -> int | str | None:
+    """The ``id`` of a request too deep to parse, read before its ``params`` (where nested
+    objects may hold an ``id`` of their own); None when it is not there."""
+    head = line[:line.find('"params"')] if '"params"' in line else line[:4096]
+    m = _ID_RE.search(head)
+    if m is None:
+        return None
+    value = m.group(1)
+    return value[1:-1] if value.startswith('"') else int(value)
+
+
+def batch_refusal(message: Any) -> list[JSONRPCError]:
+    """The errors answering a JSON-RPC batch (a list of requests), which MCP (2025-06-18) does
+    not take: one for each request in it that has an id, so none waits for an answer."""
+    if not isinstance(message, list):
+        return []
+    return [JSONRPCError(jsonrpc="2.0", id=m["id"], error=ErrorData(
+                code=INVALID_REQUEST, message="JSON-RPC batches are not supported: send one request a line"))
+            for m in message if isinstance(m, dict) and isinstance(m.get("id"), (int, str))
+            and not isinstance(m.get("id"), bool) and "method" in m]
 
 
 def _text(value: str) -> bool:
@@ -105,6 +137,12 @@ class AnswersUnreadable:
             if not isinstance(item, Exception):
                 return item
             error = _first_error(item)
+            batch = batch_refusal(error.get("input"))
+            if batch:  # read, but a list: each request in it is answered, none is run
+                for refusal in batch:
+                    await self._write.send(SessionMessage(refusal))
+                log.warning("stdio: a JSON-RPC batch of %d requests refused", len(batch))
+                continue
             # the line, when its JSON is what the SDK refused (not a JSON-RPC shape: left to it)
             line = error.get("input") if error.get("type") == "json_invalid" else None
             why = str(error.get("msg") or type(item).__name__)[:200]

@@ -202,10 +202,15 @@ def test_stdio_answers_a_request_holding_an_unpaired_surrogate(hybrid_home, vaul
         b'"arguments": {"query": "x", "top_k": ' + b"9" * 5000 + b'}}}',
         b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", '
         b'"arguments": {"query": "x", "min_score": 1' + b"0" * 5000 + b'.5}}}',
+        b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "x", "props": ' + b"[" * 5000 + b"]" * 5000 + b'}}}',  # past the parser's depth
+        b'[{"jsonrpc": "2.0", "id": 10, "method": "ping"}]',  # a batch, which MCP does not take
         b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get_note", '
         b'"arguments": {"path": "home/network.md"}}}',
-    ], want={4, "six", 7, 8, 5})
-    assert {4, "six", 7, 8, 5} <= set(answers), answers["stderr"][-2000:]
+    ], want={4, "six", 7, 8, 9, 10, 5})
+    assert {4, "six", 7, 8, 9, 10, 5} <= set(answers), answers["stderr"][-2000:]
+    assert answers[9]["error"]["message"] == "Parse error: the request is nested too deep to read"
+    assert answers[10]["error"]["message"].startswith("JSON-RPC batches are not supported")
     for rid, field in ((4, "params.arguments.path is not valid text"),
                        ("six", "params.arguments.tags[1] is not valid text"),
                        (7, "params.arguments.top_k holds a number too long (5,000 digits"),
