@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
-from hybrid.retrieval.limits import BadSearchArgs, check_texts, long_number, read_json
+from hybrid.retrieval.limits import BadSearchArgs, check_texts, encodable, long_number, read_json
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -61,7 +61,7 @@ def unreadable_request(line: str, why: str = "") -> JSONRPCError | None:
     if not isinstance(message, dict) or "id" not in message or "method" not in message:
         return None
     rid = message["id"]
-    ok = (isinstance(rid, int) and not isinstance(rid, bool)) or (isinstance(rid, str) and _text(rid))
+    ok = (isinstance(rid, int) and not isinstance(rid, bool)) or (isinstance(rid, str) and encodable(rid))
     refusal = long_number(message)
     try:
         check_texts(message)
@@ -96,13 +96,6 @@ def batch_refusal(message: Any) -> list[JSONRPCError]:
             for m in message if isinstance(m, dict) and isinstance(m.get("id"), (int, str))
             and not isinstance(m.get("id"), bool) and "method" in m]
 
-
-def _text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _first_error(exc: Exception) -> dict[str, Any]:

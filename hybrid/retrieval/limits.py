@@ -180,7 +180,7 @@ def unreadable_text(value: Any, where: str = "") -> str | None:
     when all are. Not text: a lone surrogate (JSON's "\\ud800", or a command-line argument that
     was not UTF-8), which cannot be encoded: the indexes, the file system and the answer's own
     JSON fail on it deep inside. The path never holds the bad string itself."""
-    found = first_path(value, where, lambda x: isinstance(x, str) and not _encodable(x))
+    found = first_path(value, where, lambda x: isinstance(x, str) and not encodable(x))
     return None if found is None else (found[0] or "text")
 
 
@@ -195,7 +195,7 @@ def first_path(value: Any, where: str, bad: Callable[[Any], bool]) -> tuple[str,
             return at, item
         if isinstance(item, dict):
             for key in reversed(list(item)):  # reversed: the first bad one in the document is named
-                name = str(key)[:40] if _encodable(str(key)) else "(a key)"
+                name = str(key)[:40] if encodable(str(key)) else "(a key)"
                 path = f"{at}.{name}" if at else name
                 stack.append((path, item[key]))
                 stack.append((path, str(key)))  # the key itself, before its value
@@ -204,7 +204,8 @@ def first_path(value: Any, where: str, bad: Callable[[Any], bool]) -> tuple[str,
     return None
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (no lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -113,20 +113,6 @@ def test_precision_floors(score):
     assert score.span_precision >= SPAN_PRECISION_FLOOR
 
 
-def cost_per_call(rd: _SpanFinder, texts: list[str], rounds: int = 10) -> float:
-    """Microseconds of this thread's CPU per ``rd.spans`` call, the best of ``rounds`` passes
-    (CPU time, as other processes share the cores)."""
-    import time
-
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.thread_time()
-        for text in texts:
-            rd.spans(text)
-        best = min(best, time.thread_time() - start)
-    return best / len(texts) * 1e6
-
-
 def main() -> None:
     from hybrid.store.agent.redact import Redactor
 
@@ -137,14 +123,6 @@ def main() -> None:
         print("missed:", ", ".join(score.missed))
     for text in score.over_redacted:
         print("over-redacted:", repr(text[:100]))
-    if "--time" in sys.argv:
-        from helpers import SAMPLE_VAULT
-
-        corpus = [c["line"] for c in fake_secrets()] + HARD_NEGATIVES + ORDINARY_NOTES
-        notes = [p.read_text(encoding="utf-8") for p in sorted(SAMPLE_VAULT.rglob("*.md"))]
-        chunks = [n[i:i + 1500] for n in notes for i in range(0, len(n) - 1000, 1500)]
-        print(f"spans: {cost_per_call(rd, corpus):.1f} us per corpus snippet, "
-              f"{cost_per_call(rd, chunks):.1f} us per 1.5 kB chunk of the sample vault ({len(chunks)})")
 
 
 if __name__ == "__main__":
