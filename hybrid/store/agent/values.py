@@ -38,11 +38,25 @@ RESERVED = "hybrid:"  # hybrid's own keys (hybrid.store.props.RESERVED): no valu
 # of a wiring diagram), and the password word in languages the keyword rules do not know
 _OTHER_CREDENTIAL = re.compile(
     r"(?i)pins?|pin_?code|pin_?nummer|geheimzahl|puk|totp(?:_(?:seed|secret|key))?|otp(?:_(?:seed|secret|key))?"
-    r"|(?:recovery|backup|mfa|2fa)_codes?|(?:door|safe|gate|alarm|lock|garage|entry|access|security|keypad)_codes?"
-    r"|combination|parool|geslo|slapta(?:ž|z)odis|parole|lykilor(?:ð|d)|รหัสผ่าน")
+    r"|(?:recovery|backup|mfa|2fa)_codes?"
+    r"|(?:door|safe|gate|alarm|lock|garage|entry|access|security|keypad|key|t(?:ü|ue)r|tor)_?(?:codes?|combo)"
+    r"|code_?words?|codewort|combination|cvv2?|cvc2?|csc|card_?(?:verification|security)_?(?:code|value)"
+    r"|credentials?|creds|login_?(?:data|details|info)|zugangsdaten|anmeldedaten|logindaten|identifiants"
+    r"|credenciales|credenziali|inloggegevens|учетные_данные|учётные_данные"
+    # a network's key, in the words routers and their stickers use
+    r"|(?:wifi|wi_fi|wlan|wpa2?|wep|wireless|network|netzwerk|sicherheits|r(?:é|e)seau|red|wpa_psk)_?"
+    r"(?:key|schl(?:ü|ue)ssel|sleutel|nyckel|n(?:ø|o)kkel|avain|klucz|ключ|cl(?:é|e)|clave|chiave)"
+    r"|(?:ключ|cl(?:é|e)|clave|chiave)_(?:wifi|wi_fi|wlan|wpa|сети|доступа|(?:de_|du_)?r(?:é|e)seau|de_red)"
+    r"|parool|geslo|slapta(?:ž|z)odis|parole|lykilor(?:ð|d)|รหัสผ่าน")
+# words that name a code or a key only sometimes (a song's key, a login name, a safe place): a
+# value under them is hidden when it reads like a code (a digit in a few words) or a pair
+_CODE_WORD = re.compile(
+    r"(?i)keys?|codes?|kod|kode|koda|kód|c(?:ó|o)digo|codice|combo|safe|door|gate|lock|locker|login|logins"
+    r"|schl(?:ü|ue)ssel|ключ|cl(?:é|e)|clave|chiave|sleutel|nyckel|n(?:ø|o)kkel|avain|klucz")
+_PAIR = re.compile(r"\S+[:/]\S{3,}")  # user:secret, user/secret
 _KEY_WORDS = re.compile(r"[\s_\-.:/@]+|\d+")    # what separates the words of a key
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")    # dbPass: db Pass
-_LEET = str.maketrans("@$0135", "asoies")      # p@ssw0rd, pa55word
+_LEET = str.maketrans("@$01345!7", "asoieasit")  # p@ssw0rd, pa55word, p4ssw0rd, 4pik3y
 _SHOWN_MARKS = (REDACTED, REDACTED.strip("[]"))  # the mark as YAML reads it back: a list of one item
 _PLAIN_MARK = "hybridredactedsecret"  # the mark as the check of what a front block shows writes it
 
@@ -58,7 +72,7 @@ def hidden_pairs(redactor: Any, pairs: Sequence[tuple[str, str]]) -> list[bool]:
     end), not one a value: what a search's first look at a note's rows costs."""
     keys = [str(k) for k, _ in pairs]
     values = [" ".join(str(v).split()) for _, v in pairs]  # one line each
-    out = [bool(v) and _credential(k) for k, v in zip(keys, values)]
+    out = [bool(v) and _by_key(k, v) for k, v in zip(keys, values)]
     todo = [i for i, v in enumerate(values) if v and not out[i]]
     if not todo:
         return out
@@ -135,7 +149,7 @@ def _line_spans(text: str, pos: int, close: int) -> list[tuple[int, int]]:
             if line.strip() and indent <= block[0]:
                 block = None
             elif line.strip():
-                if _credential(block[1]):
+                if _by_key(block[1], line):
                     spans.append((pos + indent, end - (len(line) - len(line.rstrip()))))
                 pos = end + 1
                 continue
@@ -164,10 +178,10 @@ def _judged(key: str, at: int, value: str) -> list[tuple[int, int]]:
     quoted value without its quotes), or when it is a flow mapping holding such a key."""
     if key.startswith(RESERVED) or REDACTED in value:  # redacted already (redaction is idempotent)
         return []
-    if value.startswith("{") and any(_credential(_key_text(k.split(":", 1)[0]))
+    if value.startswith("{") and any(_by_key(_key_text(k.split(":", 1)[0]), k.split(":", 1)[1])
                                      for k in value[1:].rstrip("}").split(",") if ":" in k):
         return [(at + 1, at + len(value.rstrip("}")))]
-    if not _credential(key):
+    if not _by_key(key, value):
         return []
     inner = _unquoted(value)
     if value.startswith("[") and value.endswith("]"):
@@ -185,18 +199,38 @@ def _credential(key: str) -> bool:
     the key's words (``password_wifi``, ``admin_password_old``, ``dbPass``, ``password2``), also
     spelled with look-alike digits and signs (``p@ssw0rd``)."""
     key = key.strip()
-    if key.startswith(RESERVED) or not key or len(key) > 80:
+    if key.startswith(RESERVED) or not key:
         return False
-    return _named(key) or _named(key.translate(_LEET))
+    if len(key) > _LONG_KEY:  # a paragraph as a key: judged closed, not word by word
+        return True
+    return _named(key, _OTHER_CREDENTIAL) or _named(key.translate(_LEET), _OTHER_CREDENTIAL)
+
+
+def _by_key(key: str, value: str) -> bool:
+    """Whether ``value`` is hidden by the rule of its ``key``: every value under a key naming a
+    credential (:func:`_credential`); under a word that names a code or a key only sometimes
+    (``door``, ``key``, ``login``, ``ключ``), a value that reads like a code, a digit in up to
+    three words (``4821``, ``12-34-56``, ``Zq7Leet0004``), or a pair (``admin:hunter``), while
+    ``key: C major`` and ``login: alice`` are shown."""
+    if _credential(key):
+        return True
+    key = key.strip()
+    if key.startswith(RESERVED) or not (_named(key, _CODE_WORD) or _named(key.translate(_LEET), _CODE_WORD)):
+        return False
+    value = _unquoted(" ".join(value.split()))
+    return (any(c.isdigit() for c in value) and len(value.split()) <= 3) or bool(_PAIR.fullmatch(value))
+
+
+_LONG_KEY = 400
 
 
 @lru_cache(maxsize=4096)
-def _named(key: str) -> bool:
+def _named(key: str, other: re.Pattern[str]) -> bool:
     words = [w for w in _KEY_WORDS.split(_CAMEL.sub(" ", key)) if w]
     for size in (1, 2, 3):  # `api_key`, `mot_de_passe`: a credential word of up to three words
         for i in range(len(words) - size + 1):
             run = "_".join(words[i:i + size])
-            if column_kind(run) is not None or _OTHER_CREDENTIAL.fullmatch(run):
+            if other.fullmatch(run) or (other is _OTHER_CREDENTIAL and column_kind(run) is not None):
                 return True
     return False
 
@@ -227,15 +261,15 @@ def _credential_values(block: str) -> set[str] | None:
     if not isinstance(parsed, dict):
         return None
     out: set[str] = set()
-    stack: list[tuple[Any, bool]] = [(parsed, False)]
+    stack: list[tuple[Any, bool, str]] = [(parsed, False, "")]  # (item, under a credential, its key)
     while stack:
-        item, cred = stack.pop()
+        item, cred, key = stack.pop()
         if isinstance(item, dict):
-            stack += [(v, cred or _credential(str(k))) for k, v in item.items()]
+            stack += [(v, cred or _credential(str(k)), str(k)) for k, v in item.items()]
         elif isinstance(item, list):
-            stack += [(v, cred) for v in item]
-        elif cred and item is not None and (value := " ".join(str(item).split())) \
-                and value not in _SHOWN_MARKS:  # redacted already
+            stack += [(v, cred, key) for v in item]
+        elif item is not None and (value := " ".join(str(item).split())) and value not in _SHOWN_MARKS \
+                and (cred or _by_key(key, value)):  # not redacted already
             out.add(value)
     return out
 

@@ -25,6 +25,13 @@ NOTES = {
                      "guest_password: to be or not to be\nrouter_password: 3.14159\ngate_password: Correct\n"
                      "  Horse99\nAKIA2OGYBAH6TYQ5ZXMN: laptop key\nzone: garage\n---\n# Alarm\n\nThe alarm panel.\n",
 }
+# keys the third re-test of issue #47 found unrecognised: leet, a German compound, a pair, a
+# word that names a code only sometimes (its value then has a digit), a key of many words
+KEYED = {"p4ssw0rd": "Zq7Leet0004", "WLAN-Schlüssel": "Sonnenblume", "credentials": "admin:Zq7Colon0032",
+         "door": "4821", "key": "Zq7Leet0006", "codeword": "bluebird",
+         "the_wifi_password_for_the_guest_network_in_the_summer_house_by_the_lake_2024": "Zq7Long0009"}
+NOTES["home/house.md"] = ("---\n" + "".join(f"{k}: {v}\n" for k, v in KEYED.items())
+                          + "song_key: C major\n---\n# House\n\nThe house notes.\n")
 # YAML forms a line-by-line reading misses (second re-test of issue #47): the value on the next
 # line, an anchor's value under another key, a key that is an alias, a complex key, a multi-line
 # value after it
@@ -140,6 +147,35 @@ def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
     ("recovery_codes", "abcd-efgh", True),
     ("parool", "Sala123", True),                  # Estonian
     ("lykilorð", "Leyni99", True),               # Icelandic
+    # the third re-test's keys (issue #47): leet, compounds, other languages, words for codes
+    ("p4ssw0rd", "Zq7Leet0004", True),
+    ("4pik3y", "Zq7Leet0005", True),
+    ("WLAN-Schlüssel", "Sonnenblume", True),
+    ("wifi_key", "sunflower", True),
+    ("netzwerkschlüssel", "Sonnenblume", True),
+    ("ключ_wifi", "подсолнух", True),
+    ("credentials", "admin:Zq7Colon0032", True),
+    ("Zugangsdaten", "admin hunter", True),
+    ("codeword", "bluebird", True),
+    ("code_word", "bluebird", True),
+    ("lock combo", "12-34-56", True),
+    ("cvv", "123", True),
+    ("alarmcode", "7391", True),
+    ("keycode", "7391", True),
+    ("the_wifi_password_for_the_guest_network_in_the_summer_house_by_the_lake_2024_edition",
+     "CorrectHorse42", True),                   # a long key is judged all the same
+    # a word that names a code or key only sometimes: a value with a digit (a code), or a pair
+    ("safe", "12-34-56", True),
+    ("door", "4821", True),
+    ("front_door", "4821#", True),
+    ("login", "admin/Zq7Colon0032", True),
+    ("login", "admin:hunter", True),
+    ("key", "Zq7Leet0004", True),
+    ("ключ", "Zq7Leet0006", True),
+    ("key", "C major", False),                  # a song's key, a login name, a yes or no
+    ("login", "alice", False),
+    ("safe", "true", False),
+    ("primary_key", "id", False),
     ("passport", "X1234567", False),
     ("keyboard", "ISO", False),
     ("compass", "north", False),
@@ -171,6 +207,22 @@ def test_an_agents_hit_carries_no_secret_from_its_notes_properties(tmp_path):
         assert h.search("bread guide", mode="lexical", agent=True)[0].url == "https://example.org/bread"
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("key", sorted(KEYED))
+def test_the_third_retests_keys_tell_an_agent_nothing(h, key):
+    """A wrong guess is told no value, a right one is answered like it, and ``get_note`` and the
+    audit log show the value redacted (each leaked before the third re-test of issue #47)."""
+    value = KEYED[key]
+    said = []
+    for guess in ("Wrong1", value):
+        with pytest.raises(NoMatchingNotes) as exc:
+            h.search("house", agent=True, props=[f"{key}={guess}"], mode="lexical")
+        said.append(str(exc.value).replace(guess, "GUESS"))
+    assert said[0] == said[1] and value not in said[0]
+    text = h.get("home/house.md", agent=True).text
+    assert value not in text and "song_key: C major" in text
+    assert value not in (h.config.data / "audit.jsonl").read_text()
 
 
 @pytest.mark.parametrize("query", ["pin>9999", "pin:272", "pin:420", "door_passcode<0", "alarm_pin>1000",
