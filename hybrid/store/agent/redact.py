@@ -25,7 +25,10 @@ comparison is in eval/reports/secrets-detectors.md):
   ``API密钥：``); a password in prose after a verb ("the wifi password is ...", "Das Passwort
   lautet ...", "Ο κωδικός είναι ...", "Mật khẩu là ...") and right after the word with no colon
   or verb ("database password X", "Wifi şifresi X", "Пароль от роутера X", "路由器密码 X"), the
-  latter only when the value looks random; the password flags of common commands
+  latter only when the value looks random; a quoted passphrase after the verb taken whole ("the
+  passphrase is "purple monkey dishwasher seven""); a PIN or a door's, alarm's, gate's or safe's
+  code after its word and a verb or colon ("my PIN is 4821", "gate code: 7391", "the safe
+  combination is 12-34-56"), four digits or more that are not a date; the password flags of common commands
   (``sshpass -p``, ``mysql -pX``, ``curl -u user:X``, ``docker login -p``, ``--password X``),
   .netrc entries, .pgpass lines and Wi-Fi QR strings; ``Authorization:`` headers; secrets in URL
   queries (``sig=``) and webhook URLs; PuTTY keys and PEM keys with escaped newlines; a
@@ -58,19 +61,20 @@ senha atualizada com sucesso``) are not redacted; an unquoted passphrase of plai
 the end of its line; four digits or more after a PIN or password word are a PIN.
 
 Known misses: a secret with no recognisable shape, keyword or syntax ("it's hunter2 for the
-router"); a password in prose that is a plain word or a phrase ("the password is sunshine"); a
-PIN in prose ("Die PIN ist 4711"); right after a password word with no colon or verb: a value of
-capitalised words and a number (``Passwort CopperFalcon42``, which reads like ``OnePlus12``), a
-value in another script (``пароль Привет123``), a value more than three words away or after a word
-with digits ("password for the office printer X"), and about 0.4 % of random mixed-case
-passwords of 10-14 characters (too few changes between lower case, capitals and digits); a key
-that starts with a password word and a value of words and a number (``password_wifi:
+router"); a password in prose that is a plain word or an unquoted phrase ("the password is
+sunshine"); a PIN in prose with no verb or colon ("PIN 4711 for the card"); right after a password
+word with no colon or verb: a value of capitalised words and a number (``Passwort CopperFalcon42``,
+which reads like ``OnePlus12``), a value in another script (``пароль Привет123``), a value more than
+three words away or after a word with digits ("password for the office printer X"), and about 0.4 %
+of random mixed-case passwords of 10-14 characters (too few changes between lower case, capitals and
+digits); a key that starts with a password word and a value of words and a number (``password_wifi:
 CopperFalcon42``); a value that reads as code or a name after a keyword (``password:
-correct_horse_battery``, ``Correct-Horse-Battery``, ``hunter``); a multi-word cell of plain words
-in a password column (kept, as "in the vault" must be); a token in lower case only
-(``dop_v1_<hex>``) cut by a line break or followed by punctuation, which gets no second look; a
-look-alike letter from a script other than Cyrillic or Greek; a .pgpass line for a port other
-than 5432; a no-break space inside a command line (``sshpass -p\u00a0x``).
+correct_horse_battery``, ``Correct-Horse-Battery``, ``hunter``); a multi-word cell of plain words in
+a password column (kept, as "in the vault" must be); a token in lower case only (``dop_v1_<hex>``)
+cut by a line break or followed by punctuation, which gets no second look; a look-alike letter from
+a script other than Cyrillic, Greek or the two IPA letters drawn as Latin ones (ɑ, ɡ; a combining
+accent on a Latin letter is dropped in the copy); a .pgpass line for a port other than 5432; a
+no-break space inside a command line (``sshpass -p\u00a0x``).
 Accepted over-redaction: a random-looking value after a keyword (a long build id after
 ``token:``); every non-placeholder cell in a password column; a line of three to eight plain words
 after a password keyword, taken for a passphrase ("password: rotated every quarter"); four
@@ -112,7 +116,7 @@ RULES_FILE = Path(__file__).parents[2] / "data" / "secret_rules.yml"
 # Bump when the Python-side filtering (hybrid.store.agent.redact_rules, redact_copy) changes what
 # is redacted (the rule file and the kingfisher version are the other inputs; together they say
 # when redacted text may differ).
-FILTER_REVISION = 5
+FILTER_REVISION = 6
 
 # --- kingfisher ---------------------------------------------------------------------------------
 

@@ -48,15 +48,23 @@ def _looks_random(run: str) -> bool:
 # of one script keeps its letters, so Russian and Greek text is never rewritten.
 _LOOK_ALIKES = str.maketrans(
     "АВЕКМНОРСТУХЅІЈԚԜаеорсухѕіјһԁԛԝӀӏҺԌԍ"   # Cyrillic
-    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ",          # Greek
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναικρυϲϳ"           # Greek
+    "ɑɡ",                               # IPA
     "ABEKMHOPCTYXSIJQWaeopcyxsijhdqwIlHGg"
-    "ABEZHIKMNOPTYXovaikpucj")
+    "ABEZHIKMNOPTYXovaikpucj"
+    "ag")
+_IPA_LOOK_ALIKES = "ɑɡ"
 _MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 def _other_script(char: str) -> bool:
-    """A Greek or Cyrillic character (the ranges the mixed-script hint looks for)."""
-    return "\u0370" <= char <= "\u052f"
+    """A Greek or Cyrillic character, an IPA letter drawn as a Latin one or a combining mark
+    (what the mixed-script hint looks for)."""
+    return "\u0370" <= char <= "\u052f" or char in _IPA_LOOK_ALIKES or _combining(char)
+
+
+def _combining(char: str) -> bool:
+    return "\u0300" <= char <= "\u036f"
 
 
 def _look_alike_edits(text: str, hints: list[int]) -> list[tuple[int, int, str]]:
@@ -75,8 +83,8 @@ def _look_alike_edits(text: str, hints: list[int]) -> list[tuple[int, int, str]]
         done = end
         word = text[start:end]
         if any(c.isascii() and c.isalpha() for c in word) and any(_other_script(c) for c in word):
-            edits += [(i, i + 1, folded) for i, c in enumerate(word, start)
-                      if (folded := c.translate(_LOOK_ALIKES)) != c]
+            edits += [(i, i + 1, "" if _combining(c) else folded) for i, c in enumerate(word, start)
+                      if (folded := c.translate(_LOOK_ALIKES)) != c or _combining(c)]
     return edits
 
 

@@ -19,6 +19,7 @@ _STRICT = "strict"            # syntax that leaves no doubt (URL userinfo, `sshp
 _RANDOM = "random"            # near a credential word: kept if random-looking, letters and digits
 _PROSE_PASSWORD = "prose"     # after "password is": kept if password-looking
 _BARE_PASSWORD = "bare"       # right after "password", no verb or colon: kept if random-looking
+_CODE = "code"               # after "the PIN is", "the alarm code is": kept unless one digit repeated or a date
 HINT_TABLE = "table"         # a table header with a credential column: judge that column's cells
 HINT_TOKEN_END = "token-end"  # a token cut by a line break, or followed by punctuation: scan a
 #                               copy re-joined, or with a space after it
@@ -38,6 +39,7 @@ RULE_KINDS = {
     "custom.keyword-prose": _RANDOM,
     "custom.password-prose": _PROSE_PASSWORD,
     "custom.password-bare": _BARE_PASSWORD,
+    "custom.code-prose": _CODE,
     "custom.hint-table": HINT_TABLE,
     "custom.hint-token-end": HINT_TOKEN_END,
     "custom.hint-invisible": HINT_INVISIBLE,
@@ -263,15 +265,51 @@ def _pin(text: str, s: int, value: str) -> bool:
     return _PIN_WORD_RE.search(before) is not None or _PASSWORD_WORD_RE.search(before) is not None
 
 
+_CLOSING = {"\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb"}  # “…”, „…“, «…»
+_DATE_RE = re.compile(r"(\d{4})([-./])(\d\d?)\2(\d\d?)|(\d\d?)([-./])(\d\d?)\6(\d{2}|\d{4})")
+# words that say where a password is, or that it is not given: a quoted phrase holding one is no passphrase
+_NOT_GIVEN_WORDS = frozenset({
+    "see", "ask", "same", "stored", "saved", "kept", "in", "here", "there", "below", "above", "later",
+    "never", "vault", "manager", "check", "use", "please", "enter", "type", "your", "my", "our", "their",
+    "not", "no", "none", "empty", "blank", "unchanged", "default"}) | _PLACEHOLDER_WORDS
+
+
+def _code(value: str) -> bool:
+    """A PIN or a door's code after its word and a verb: four digits or more, not one digit
+    repeated (`0000` is a stand-in) and not a date."""
+    digits = "".join(c for c in value if c.isdigit())
+    return len(digits) >= 4 and len(set(digits)) > 1 and not _date(value)
+
+
+def _date(value: str) -> bool:
+    """2024-05-01, 01.05.2024, 5/1/24: a year and two numbers that can be a month and a day."""
+    m = _DATE_RE.fullmatch(value)
+    if m is None:
+        return False
+    a, b = (int(m[3]), int(m[4])) if m[1] else (int(m[5]), int(m[7]))
+    return 1 <= min(a, b) <= 12 and 1 <= max(a, b) <= 31
+
+
+def _quoted_passphrase(value: str) -> bool:
+    """A quoted phrase after "the passphrase is": three to ten plain words, none saying where the
+    password is or that there is none ("see the vault", "the same as before")."""
+    words = value.lower().split()
+    return 3 <= len(words) <= 10 and all(_PLAIN_WORD_RE.fullmatch(w) for w in words) \
+        and not any(w.strip("-'") in _NOT_GIVEN_WORDS for w in words)
+
+
 def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
     """The span to redact for the value a project rule captured at ``text[s:e]``, or None when
     it is a placeholder or does not look like a secret (see :data:`RULE_KINDS`)."""
     if kind in (_KEYWORD, _PASSWORD) and _PUBLIC_NAME_RE.search(text, max(0, s - 40), s):
         return None
-    quoted = e - s >= 2 and text[s] in _QUOTES and text[e - 1] == text[s]
+    quoted = e - s >= 2 and (text[s] in _QUOTES and text[e - 1] == text[s]
+                             or kind == _PROSE_PASSWORD and text[e - 1] == _CLOSING.get(text[s]))
     if quoted:
         s, e = s + 1, e - 1
     else:
+        if kind == _PROSE_PASSWORD:  # `**x`, `"x` with no closing quote
+            s += len(text[s:e]) - len(text[s:e].lstrip("\"'`*"))
         if (stop := _VALUE_STOP_RE.search(text, s, e)) is not None:
             e = stop.start()
         if kind == _BARE_PASSWORD and e < len(text) and text[e].isalpha() and not _NO_SPACE_SCRIPT_RE.match(text[e]):
@@ -292,6 +330,10 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
         keep = _secret_looking(value) and not _is_placeholder(value)
     elif kind == _BARE_PASSWORD:
         keep = _random_password(value)
+    elif kind == _CODE:
+        keep = _code(value)
+    elif quoted:
+        keep = _password_looking(value) or _quoted_passphrase(value)
     else:
         keep = _password_looking(value)
     return (s, e) if keep and e > s else None

@@ -219,3 +219,43 @@ def test_a_url_password_with_escapes_is_not_taken_for_a_format(rd):
     """%20s in a URL's password is an escaped space and an s, not printf's %20s."""
     url = "https://jo%40example.com:Zq7v%20secret9@files.example.org/x"
     assert rd.redact(url) == url.replace("Zq7v%20secret9", REDACTED)
+
+
+# The third re-test of issue #47: a quoted passphrase after "is" (medium), a PIN or a door's code
+# in a sentence, a look-alike letter from the IPA block or a combining accent in a token (low).
+@pytest.mark.parametrize("text, secret", [
+    ('the passphrase is "purple monkey dishwasher seven"', "purple monkey dishwasher seven"),
+    ('The wifi passphrase is "correct horse battery staple".', "correct horse battery staple"),
+    ("Das Passwort lautet „Sonne Mond und Sterne“.", "Sonne Mond und Sterne"),
+    ("the password is “blue lagoon at midnight”", "blue lagoon at midnight"),
+    ("my PIN is 4821", "4821"),
+    ("el PIN de la tarjeta es 4821", "4821"),
+    ("Die PIN lautet 4821.", "4821"),
+    ("the alarm code is 7391", "7391"),
+    ("gate code: 7391", "7391"),
+    ("the safe combination is 12-34-56", "12-34-56"),
+    ("Türcode ist 2580", "2580"),
+])
+def test_quoted_passphrases_and_codes_in_sentences(rd, text, secret):
+    out = rd.redact(text)
+    assert secret not in out and REDACTED in out, out
+
+
+@pytest.mark.parametrize("text", [
+    'The password field is labelled "Password" in the form.',
+    'the password is "see the vault"',
+    "The PIN count is 40 on this header.", "pin 13 of the header is 5V",
+    "the alarm code is in the binder", "The door code changed on 2024-05-01.",
+    "PIN entry is disabled since 2019.", "the combination is 2 parts flour to 1 water",
+])
+def test_sentences_about_codes_stay(rd, text):
+    assert rd.spans(text) == [], text
+
+
+@pytest.mark.parametrize("lookalike", ["\u0261", "g\u0301", "g\u0300", "g\u0323\u0301"])
+def test_a_token_with_an_ipa_letter_or_a_combining_accent(rd, lookalike):
+    token = fake_value("ghp", 3)
+    assert token.startswith("ghp_")
+    text = f"token {lookalike}{token[1:]} for CI"
+    out = rd.redact(text)
+    assert token[4:] not in out, out
