@@ -75,6 +75,39 @@ class ChunkRow:
         return value if isinstance(value, dict) else {}
 
 
+# The columns of a chunk's row, without its note's own fields (``{alias}`` of the files table;
+# ``{dead}``: the chunk's dead flag or ``false``): those are read once per note of a batch
+# (:func:`note_fields`) and shared by its rows. A note's tags, aliases and properties grow with
+# it (one note of 200,000 nested tags; a canvas's ``hybrid:cards`` with its cards), and a copy of
+# them per chunk made reading it cost n² in time and memory (issue #47).
+CHUNK_COLUMNS = ("c.id, f.path, c.heading, c.start_line, c.end_line, c.text, f.modified, "
+                 "c.embed_hash, {dead}, c.file_id")
+NOTE_COLUMNS = "id, title, tags, aliases, properties"  # of the files table, for note_fields
+
+
+@dataclass(frozen=True)
+class NoteFields:
+    """A note's own fields, as every chunk row of it shares them (the very same objects)."""
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    props: str  # its frontmatter as JSON
+
+
+def note_fields(r: Sequence[Any]) -> tuple[int, NoteFields]:
+    """(file id, fields) of a row of :data:`NOTE_COLUMNS`."""
+    return r[0], NoteFields(r[1], json.loads(r[2]), json.loads(r[3]), r[4])
+
+
+NO_NOTE = NoteFields("", [], [], "{}")  # a chunk whose note row is gone (never, in one transaction)
+
+
+def chunk_row(r: Sequence[Any], note: NoteFields) -> ChunkRow:
+    """The row of a chunk (a row of :data:`CHUNK_COLUMNS`) whose note's fields are ``note``."""
+    return ChunkRow(r[0], r[1], note.title, r[2], r[3], r[4], r[5], note.tags, note.aliases, r[6],
+                    r[7], bool(r[8]), r[9], note.props)
+
+
 @dataclass
 class VacuumReport:
     vault: str

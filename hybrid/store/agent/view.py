@@ -409,13 +409,14 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
     for fid, group in by_file.items():
         siblings = notes.get(fid, [])
         texts = dict(zip([i for i, _ in siblings], redactor.redact_parts([t for _, t in siblings])))
+        # the note's rows share its tags and aliases: one redacted copy for all, not one a row
+        aliases, tags = [field(a) for a in group[0].aliases], [field(t) for t in group[0].tags]
         for r in group:
             text = texts.get(r.id)
             if text is None:  # replaced since the search ran: judged alone
                 text = redactor.redact(r.text)
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
-                                aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags],
-                                props=properties(r))
+                                aliases=aliases, tags=tags, props=properties(r))
     return [out[r.id] for r in rows]
 
 
