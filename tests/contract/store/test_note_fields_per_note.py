@@ -11,7 +11,7 @@ from helpers import index_on_backend
 
 from hybrid.store import open_store
 
-TAGS = 400
+TAGS = 300  # 900 tags and parent tags: within MAX_NOTE_TAGS
 NOTE = ("---\naliases: [Tag wall, Wall of tags]\nkind: wall\n---\n# Tags\n\n"
         + " ".join(f"#t{i}/a/b" for i in range(TAGS)) + "\n")
 
