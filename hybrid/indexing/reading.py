@@ -21,9 +21,10 @@ from hybrid.indexing.skipped import FAILED, Skip, bounds_of, size_limit
 from hybrid.sources import KIND, kind_of, sections, walk
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
+from hybrid.sources.markdown import TAGS_CUT
 from hybrid.sources.sandbox import ConvertError, convert_limits
 from hybrid.sources.sections import NOTHING, LeaveOut
-from hybrid.store.base import NewChunk, NoteRecord
+from hybrid.store.base import MAX_NOTE_TAGS, NewChunk, NoteRecord, bounded_tags
 
 log = logging.getLogger("hybrid")
 
@@ -151,9 +152,17 @@ def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chu
     if not chunks:
         log.info("%s: no text to index", entry.path)
     size = len(data) if data is not None else entry.size
+    tags, left_out = bounded_tags(note.tags)
+    properties = note.properties
+    if left_out:
+        why = (f"{left_out:,} of its {len(note.tags):,} tags left out (over {MAX_NOTE_TAGS:,} tags "
+               f"and parent tags)")
+        report.warn(f"{entry.path}: {why}; indexed with its first {len(tags):,}, and hidden from "
+                    f"agents (a private tag may be among the rest)")
+        properties = {**properties, TAGS_CUT: why}
     return NoteRecord(
         path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
-        tags=note.tags, aliases=note.aliases, properties=note.properties, created=note.created,
+        tags=tags, aliases=note.aliases, properties=properties, created=note.created,
         modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns, names),
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],

@@ -147,6 +147,10 @@ FRONT_SCAN_LINES = 2000  # a front block must close within these lines to be rea
 # such a note (its privacy cannot be known); the owner still finds it. Never from a note itself:
 # parse_note drops a property of that name that a front block spells out.
 FRONT_UNREADABLE = "hybrid:front_unreadable"
+# A reserved property recording that a note had more tags than are indexed
+# (hybrid.store.base.MAX_NOTE_TAGS): the agent view hides it, since a private tag may be among
+# those left out. Set by the indexer, never from a note itself (parse_note drops it).
+TAGS_CUT = "hybrid:tags_cut"
 
 
 def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
@@ -370,6 +374,7 @@ def parse_note(path: str, text: str) -> Note:
     if fm_lines is not None:
         meta, unreadable = _read_frontmatter(path, fm_lines, warnings)
     meta.pop(FRONT_UNREADABLE, None)
+    meta.pop(TAGS_CUT, None)
     lower = {str(k).lower(): v for k, v in meta.items()}
 
     body = lines[body_start - 1:]

@@ -75,6 +75,41 @@ class ChunkRow:
         return value if isinstance(value, dict) else {}
 
 
+# The columns of a chunk's row, without its note's own fields (``{alias}`` of the files table;
+# ``{dead}``: the chunk's dead flag or ``false``): those are read once per note of a batch
+# (:func:`note_fields`) and shared by its rows. A note's tags, aliases and properties grow with
+# it (one note of 200,000 nested tags; a canvas's ``hybrid:cards`` with its cards), and a copy of
+# them per chunk made reading it cost n² in time and memory (issue #47).
+CHUNK_COLUMNS = ("c.id, f.path, c.heading, c.start_line, c.end_line, c.text, f.modified, "
+                 "c.embed_hash, {dead}, c.file_id")
+NOTE_COLUMNS = "id, title, tags, aliases, properties"  # of the files table, for note_fields
+
+
+@dataclass(frozen=True)
+class NoteFields:
+    """A note's own fields, as every chunk row of it shares them (the very same objects)."""
+    title: str
+    tags: list[str]
+    aliases: list[str]
+    props: str  # its frontmatter as JSON
+
+
+def note_fields(r: Sequence[Any]) -> tuple[int, NoteFields]:
+    """(file id, fields) of a row of :data:`NOTE_COLUMNS`. Its tags are bounded here too: a
+    ledger written before :data:`MAX_NOTE_TAGS` may hold a note of 200,000 (a journal replaying
+    it otherwise wedged every index run of the vault)."""
+    return r[0], NoteFields(r[1], bounded_tags(json.loads(r[2]))[0], json.loads(r[3]), r[4])
+
+
+NO_NOTE = NoteFields("", [], [], "{}")  # a chunk whose note row is gone (never, in one transaction)
+
+
+def chunk_row(r: Sequence[Any], note: NoteFields) -> ChunkRow:
+    """The row of a chunk (a row of :data:`CHUNK_COLUMNS`) whose note's fields are ``note``."""
+    return ChunkRow(r[0], r[1], note.title, r[2], r[3], r[4], r[5], note.tags, note.aliases, r[6],
+                    r[7], bool(r[8]), r[9], note.props)
+
+
 @dataclass
 class VacuumReport:
     vault: str
@@ -130,6 +165,32 @@ class NoteMeta:
     aliases: list[str]
     modified: float
     links: list[str] = field(default_factory=list)  # link targets as written (hybrid.retrieval.graph)
+
+
+# A note's tags are copied into each of its chunks' index entries (the tag filter and BM25's
+# headings field, in both stores), so their cost is the note's chunks times its tags: a note of
+# n tags has about n/40 chunks, and 20,000 tags took 91 s and 1.9 GB to index (issue #47). Past
+# these bounds a note keeps its first tags (docs/sources.md#bounds-one-file-never-stops-indexing);
+# the rest stay searchable as words of its text.
+MAX_NOTE_TAGS = 1000  # tags and parent tags of one note (``#a/b/c`` counts three: a, a/b, a/b/c)
+MAX_TAG_CHARS = 200   # a longer tag is cut to this: its parents alone cost its length squared
+
+
+def bounded_tags(tags: Sequence[str]) -> tuple[list[str], int]:
+    """(the tags a note with ``tags`` is indexed with, how many of ``tags`` were left out): in
+    order, each cut to ``MAX_TAG_CHARS`` (a cut tag keeps its parents: a private tag's child
+    stays private), until their :func:`tag_set` would pass ``MAX_NOTE_TAGS``."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for n, t in enumerate(tags):
+        t = t[:MAX_TAG_CHARS].rstrip("/")
+        segs = t.split("/")
+        new = {"/".join(segs[:i]) for i in range(1, len(segs) + 1)} - seen
+        if len(seen) + len(new) > MAX_NOTE_TAGS:
+            return list(dict.fromkeys(kept)), len(tags) - n
+        seen |= new
+        kept.append(t)
+    return list(dict.fromkeys(kept)), 0
 
 
 def tag_set(tags: Sequence[str]) -> list[str]:

@@ -73,7 +73,7 @@ class AgentViewStale(HybridError):
 
 # Bump when what :meth:`AgentView.hides` decides changes for the same settings (it feeds the
 # fingerprint: an index built under older rules is brought in step before an agent is served).
-PRIVACY_REVISION = 3
+PRIVACY_REVISION = 4  # 4: a note with tags left out (markdown.TAGS_CUT)
 
 
 def fold(text: str) -> str:
@@ -154,7 +154,7 @@ class AgentView:
     def hides(self, path: str, tags: Iterable[str] = (), properties: dict | None = None) -> str | None:
         """Why the note at ``path`` is hidden from agents, or None when they may see it. The
         one decision of the agent view: ``tags`` and ``properties`` are the note's as read."""
-        from hybrid.sources.markdown import FRONT_UNREADABLE
+        from hybrid.sources.markdown import FRONT_UNREADABLE, TAGS_CUT
         p = fold(path)
         if any(r.match(p) for r in self.exclude_patterns):
             return "agent_exclude"
@@ -165,6 +165,8 @@ class AgentView:
         props = {str(k).lower(): v for k, v in (properties or {}).items()}
         if FRONT_UNREADABLE in props:
             return f"front block unreadable: {props[FRONT_UNREADABLE]}"
+        if TAGS_CUT in props:  # a private tag may be among those not indexed
+            return f"too many tags: {props[TAGS_CUT]}"
         if not self.see_proposals:
             folder = fold(self.proposals_folder)
             if folder and p.startswith(folder + "/"):
@@ -199,11 +201,11 @@ class AgentView:
 
     def telling_keys(self) -> tuple[str, ...]:
         """The frontmatter keys whose presence may hide a note (``private``, ``proposed_by``,
-        and the mark of a front block that could not be read): with :attr:`private_tags`, what
-        the catalog looks for to find the notes this view may hide by their fields
-        (:meth:`hybrid.store.port.Catalog.files_mentioning`)."""
-        from hybrid.sources.markdown import FRONT_UNREADABLE
-        return ("private", "proposed_by", FRONT_UNREADABLE)
+        the mark of a front block that could not be read and that of tags left out): with
+        :attr:`private_tags`, what the catalog looks for to find the notes this view may hide
+        by their fields (:meth:`hybrid.store.port.Catalog.files_mentioning`)."""
+        from hybrid.sources.markdown import FRONT_UNREADABLE, TAGS_CUT
+        return ("private", "proposed_by", FRONT_UNREADABLE, TAGS_CUT)
 
 
 _warned: set[tuple[str, str, str]] = set()
@@ -409,13 +411,14 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
     for fid, group in by_file.items():
         siblings = notes.get(fid, [])
         texts = dict(zip([i for i, _ in siblings], redactor.redact_parts([t for _, t in siblings])))
+        # the note's rows share its tags and aliases: one redacted copy for all, not one a row
+        aliases, tags = [field(a) for a in group[0].aliases], [field(t) for t in group[0].tags]
         for r in group:
             text = texts.get(r.id)
             if text is None:  # replaced since the search ran: judged alone
                 text = redactor.redact(r.text)
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
-                                aliases=[field(a) for a in r.aliases], tags=[field(t) for t in r.tags],
-                                props=properties(r))
+                                aliases=aliases, tags=tags, props=properties(r))
     return [out[r.id] for r in rows]
 
 

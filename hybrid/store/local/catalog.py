@@ -23,11 +23,16 @@ from typing import Any
 from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.sources import FetchedPage
 from hybrid.store.base import (
+    NO_NOTE,
+    NOTE_COLUMNS,
     ChunkRow,
     FileRow,
+    NoteFields,
     NoteMeta,
     NoteRecord,
+    chunk_row,
     json_list,
+    note_fields,
     tag_set,
     widen_span,
 )
@@ -40,7 +45,6 @@ from hybrid.store.local.schema import (
     MIGRATIONS,
     SCHEMA,
     SCHEMA_VERSION,
-    chunk_row,
 )
 from hybrid.store.props import PropFilter, Row, prop_rows, raw_values
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
@@ -257,15 +261,15 @@ class Catalog(EmbeddingCache, PropertyRows):
         return out
 
     def _rows(self, raw: list) -> list[ChunkRow]:
-        """The chunk rows of ``raw`` (rows of CHUNK_COLUMNS), each note's properties read once
-        and shared by its rows."""
-        fids = sorted({r[12] for r in raw})
-        props: dict[int, str] = {}
+        """The chunk rows of ``raw`` (rows of CHUNK_COLUMNS), each note's own fields read and
+        decoded once and shared by its rows."""
+        fids = sorted({r[9] for r in raw})
+        notes: dict[int, NoteFields] = {}
         for i in range(0, len(fids), 500):
             part = fids[i:i + 500]
-            props.update(self.db.execute(f"SELECT id, properties FROM files WHERE id IN "
-                                         f"({','.join('?' * len(part))})", part).fetchall())
-        return [chunk_row(r, props.get(r[12], "{}")) for r in raw]
+            notes.update(map(note_fields, self.db.execute(
+                f"SELECT {NOTE_COLUMNS} FROM files WHERE id IN ({','.join('?' * len(part))})", part)))
+        return [chunk_row(r, notes.get(r[9], NO_NOTE)) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
         """Rows of ``ids`` (live or dead), or of every live chunk, in batches, in id order (a

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-from hybrid.store.base import ChunkRow
+from hybrid.store.base import CHUNK_COLUMNS as BASE_CHUNK_COLUMNS
 from hybrid.store.props import stored_rows
 
 SCHEMA_VERSION = 6
@@ -121,13 +119,6 @@ CREATE TABLE IF NOT EXISTS fetched (
 """
 
 
-# A chunk's row without its note's properties: those are read once per note of a batch
-# (:func:`chunk_rows`), not once per chunk, since a canvas's ``hybrid:cards`` grows with its
-# cards and a copy per chunk made reading a canvas of n cards cost n² (issue #47).
-CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
-                 "f.aliases, f.modified, c.embed_hash, c.dead, c.file_id")
-
-
-def chunk_row(r: Sequence[Any], props: str = "{}") -> ChunkRow:
-    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
-                    r[9], r[10], bool(r[11]), r[12], props)
+# A chunk's row without its note's own fields: those are read once per note of a batch
+# (hybrid.store.base.CHUNK_COLUMNS says why).
+CHUNK_COLUMNS = BASE_CHUNK_COLUMNS.format(dead="c.dead")

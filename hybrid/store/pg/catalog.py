@@ -20,7 +20,20 @@ from typing import TYPE_CHECKING, Any
 from hybrid.core.faults import checkpoint
 from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
-from hybrid.store.base import ChunkRow, FileRow, NoteMeta, NoteRecord, json_list, tag_set, widen_span
+from hybrid.store.base import CHUNK_COLUMNS as BASE_CHUNK_COLUMNS
+from hybrid.store.base import (
+    NO_NOTE,
+    NOTE_COLUMNS,
+    ChunkRow,
+    FileRow,
+    NoteMeta,
+    NoteRecord,
+    chunk_row,
+    json_list,
+    note_fields,
+    tag_set,
+    widen_span,
+)
 from hybrid.store.lexicon import units
 from hybrid.store.pg.cache import PgEmbeddingCache
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
@@ -31,14 +44,8 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger("hybrid")
-# without the note's properties: read once per note of a batch (the local catalog's CHUNK_COLUMNS)
-CHUNK_COLUMNS = ("c.id, f.path, f.title, c.heading, c.start_line, c.end_line, c.text, f.tags, "
-                 "f.aliases, f.modified, c.embed_hash, false, c.file_id")
-
-
-def _chunk_row(r: Sequence[Any], props: str) -> ChunkRow:
-    return ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), json.loads(r[8]),
-                    r[9], r[10], False, r[12], props)
+# without the note's own fields: read once per note of a batch (hybrid.store.base.CHUNK_COLUMNS)
+CHUNK_COLUMNS = BASE_CHUNK_COLUMNS.format(dead="false")
 
 
 class PgCatalog(PgEmbeddingCache):
@@ -166,11 +173,11 @@ class PgCatalog(PgEmbeddingCache):
                  json.dumps(n.properties), n.created, n.modified, now, fp, json.dumps(n.links),
                  tag_set(n.tags))).fetchone()[0]
             fids_of.append(fid)
-            rows = []
+            rows, props = [], json.dumps(n.properties)  # one copy for the note, not one a chunk
             for c in n.chunks:
                 rows.append(ChunkRow(ids[k], n.path, n.title, c.heading, c.start_line, c.end_line,
                                      c.text, n.tags, n.aliases, n.modified, c.embed_hash, False,
-                                     fid, json.dumps(n.properties)))
+                                     fid, props))
                 k += 1
             agent_rows = self.redacted_rows(rows, redactor) if redactor is not None else rows
             tags, modified = tag_set(n.tags), n.modified
@@ -296,11 +303,12 @@ class PgCatalog(PgEmbeddingCache):
         return {r.id: r for r in self._rows(rows)}
 
     def _rows(self, raw: list) -> list[ChunkRow]:
-        """The chunk rows of ``raw``, each note's properties read once and shared by its rows."""
-        fids = sorted({r[12] for r in raw})
-        props = dict(self.q("SELECT id, properties FROM hybrid_files WHERE id = ANY(%s)", (fids,)).fetchall()) \
-            if fids else {}
-        return [_chunk_row(r, props.get(r[12], "{}")) for r in raw]
+        """The chunk rows of ``raw``, each note's own fields read and decoded once and shared by
+        its rows."""
+        fids = sorted({r[9] for r in raw})
+        notes = dict(map(note_fields, self.q(f"SELECT {NOTE_COLUMNS} FROM hybrid_files WHERE id = ANY(%s)",
+                                             (fids,)))) if fids else {}
+        return [chunk_row(r, notes.get(r[9], NO_NOTE)) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
         if ids is not None:
