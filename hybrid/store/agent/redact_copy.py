@@ -57,6 +57,11 @@ _IPA_LOOK_ALIKES = "ɑɡ"
 _MIXED_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
+def fold_look_alikes(text: str) -> str:
+    """``text`` with every Cyrillic, Greek or IPA letter drawn like a Latin one folded to it."""
+    return text.translate(_LOOK_ALIKES)
+
+
 def _other_script(char: str) -> bool:
     """A Greek or Cyrillic character, an IPA letter drawn as a Latin one or a combining mark
     (what the mixed-script hint looks for)."""

@@ -51,9 +51,35 @@ _OTHER_CREDENTIAL = re.compile(
 # words that name a code or a key only sometimes (a song's key, a login name, a safe place): a
 # value under them is hidden when it reads like a code (a digit in a few words) or a pair
 _CODE_WORD = re.compile(
-    r"(?i)keys?|codes?|kod|kode|koda|kód|c(?:ó|o)digo|codice|combo|safe|door|gate|lock|locker|login|logins"
+    r"(?i)keys?|codes?|kod|kode|koda|kód|код|c(?:ó|o)digo|codice|combo|safe|door|gate|lock|locker|login|logins"
+    r"|keypad|tresor|coffre|candado|lucchetto|cassaforte|sejf|сейф|auth|account|accounts|basic"
     r"|schl(?:ü|ue)ssel|ключ|cl(?:é|e)|clave|chiave|sleutel|nyckel|n(?:ø|o)kkel|avain|klucz")
 _PAIR = re.compile(r"\S+[:/]\S{3,}")  # user:secret, user/secret
+# a code that names a place, a status or a product, not a lock's
+_PUBLIC_CODE = re.compile(
+    r"(?i)zip|postal|post|plz|postleitzahl|area|country|region|language|lang|status|error|exit|http|response"
+    r"|return|product|course|colou?r|source|iso|currency|airport|dial|phone|tax|vat|sku|ean|bar|qr|shell|date"
+    r"|result|results|point|points|idea|ideas|takeaways?|figures?|signature|word|words|words?_count|count")
+# Credential words found inside a key's letters, glued to others or inflected (`WiFi密码`,
+# `wifipassword`, `Routerpasswort`, `Passwörter`, `mots de passe`), in the key folded to plain
+# lower-case letters (accents, look-alike letters and digits folded, separators dropped).
+_STEM = re.compile(
+    r"passw|passphr|passcod|kennw|wachtw|passord|adgangskod|kodeord|salasan|senha|contrase|losenord|jelsz"
+    r"|lozink|hesl[oa]|haslo|hasla|sifre|motsdepass|motdepass|palavrapass|katasandi|matkhau"
+    r"|парол|лозинк|κωδικ|συνθηματικ|סיסמ|المرور|كلمةالسر|पासवर्ड|密码|密碼|口令|パスワード|暗証|비밀번호|암호"
+    r"|credential|apikey|apitoken|accesskey|secretkey|privatekey|authtoken|accesstoken|clientsecret"
+    r"|geheimzahl|geheimnummer|pincod|pinkod|pinnumm|pin码|pinコード|пинкод|tresorcod|safecod|zahlenschloss"
+    r"|kartenprufnummer|prufnummer|securityanswer|sicherheitsfrage|sicherheitsantwort|recoverycod|backupcod"
+    r"|seedphrase|mnemonic|twofactor|totp|otpseed|otpsecret|2fa|wifikey|wlankey|wlanschlussel|netzwerkschlussel"
+    r"|wpakey|wpapsk|🔑|🔐|🗝")
+# a short credential word glued after what it opens (`adminpass`, `rootpw`, `simpin`)
+_GLUED = re.compile(
+    r"(?:admin|root|db|user|wifi|wlan|master|mail|email|ftp|sftp|ssh|sql|mysql|pg|postgres|router|server|vpn"
+    r"|guest|app|web|site|account|login|sudo|net|home|bank|pc|windows|linux|local|smtp|imap|redis|git|aws"
+    r"|gmail|icloud|apple|google|phone|sim|card|door|safe|lock|alarm|gate)(?:pass|pw|pwd|pin|psk|code|secret|token)"
+    r"(?:s|\d*)$")
+_FOLD_LETTERS = str.maketrans({"ł": "l", "ø": "o", "æ": "ae", "ß": "ss", "đ": "d", "ı": "i", "œ": "oe"})
+_SEPARATORS = re.compile(r"[\s_\-.:/@'’`]+")
 _KEY_WORDS = re.compile(r"[\s_\-.:/@]+|\d+")    # what separates the words of a key
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")    # dbPass: db Pass
 _LEET = str.maketrans("@$01345!7", "asoieasit")  # p@ssw0rd, pa55word, p4ssw0rd, 4pik3y
@@ -203,7 +229,28 @@ def _credential(key: str) -> bool:
         return False
     if len(key) > _LONG_KEY:  # a paragraph as a key: judged closed, not word by word
         return True
-    return _named(key, _OTHER_CREDENTIAL) or _named(key.translate(_LEET), _OTHER_CREDENTIAL)
+    if _named(key, _OTHER_CREDENTIAL) or _named(key.translate(_LEET), _OTHER_CREDENTIAL):
+        return True
+    folded = _folded(key)
+    return bool(_STEM.search(folded) or _STEM.search(folded.translate(_LEET)) or _GLUED.search(folded)
+                or _GLUED.search(folded.translate(_LEET)))
+
+
+@lru_cache(maxsize=4096)
+def _folded(key: str) -> str:
+    """``key`` as plain lower-case letters: NFKC (full-width letters), case folded, Latin
+    accents dropped (a kana's voicing mark stays), Cyrillic and Greek letters drawn like Latin
+    ones folded in a key that holds Latin letters too, separators dropped (``Pässwort``,
+    ``pаssword``, ``ｐａｓｓｗｏｒｄ``, ``mots de passe``)."""
+    import unicodedata
+
+    from hybrid.store.agent.redact_copy import fold_look_alikes
+    text = unicodedata.normalize("NFKC", key).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if not "\u0300" <= c <= "\u036f")
+    text = unicodedata.normalize("NFC", text).translate(_FOLD_LETTERS)
+    if any(c.isascii() and c.isalpha() for c in text):
+        text = fold_look_alikes(text)
+    return _SEPARATORS.sub("", text)
 
 
 def _by_key(key: str, value: str) -> bool:
@@ -215,7 +262,8 @@ def _by_key(key: str, value: str) -> bool:
     if _credential(key):
         return True
     key = key.strip()
-    if key.startswith(RESERVED) or not (_named(key, _CODE_WORD) or _named(key.translate(_LEET), _CODE_WORD)):
+    if key.startswith(RESERVED) or not (_named(key, _CODE_WORD) or _named(key.translate(_LEET), _CODE_WORD)) \
+            or _named(key, _PUBLIC_CODE):
         return False
     value = _unquoted(" ".join(value.split()))
     return (any(c.isdigit() for c in value) and len(value.split()) <= 3) or bool(_PAIR.fullmatch(value))

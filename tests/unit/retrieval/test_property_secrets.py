@@ -172,6 +172,30 @@ def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
     ("login", "admin:hunter", True),
     ("key", "Zq7Leet0004", True),
     ("ключ", "Zq7Leet0006", True),
+    # the fourth re-test's keys (issue #47): glued words, CJK compounds, plurals, look-alikes
+    *[(k, "sunshine7", True) for k in (
+        "WiFi密码", "邮箱密码", "wifipassword", "WLANPasswort", "пин-код", "ПИН-код", "Wi-Fiパスワード", "adminpass",
+        "网络密码", "登录密码", "メールパスワード", "PIN码", "PINコード", "masterpassword", "dbpassword", "rootpw",
+        "Routerpasswort", "Hauptkennwort", "Passwörter", "Kennwörter", "Geheimnummer", "Tresorcode",
+        "Zahlenschloss", "Kartenprüfnummer", "wachtwoorden", "mots de passe", "hesla", "jelszava",
+        "wifi şifresi", "motdepasse", "парольwifi", "2fa", "security answer", "password🔑", "🔑", "🔐",
+        "p\u0430ssword", "ｐａｓｓｗｏｒｄ", "Pässwort", "hasło_do_wifi", "ssh key", "Sicherheitsfrage")],
+    ("код", "4821", True),                       # words for a code, a safe, a lock: a code-like value
+    ("keypad", "4821", True),
+    ("tresor", "12-34-56", True),
+    ("coffre", "4821", True),
+    ("candado", "4821", True),
+    ("auth", "alice:hunter22", True),
+    ("account", "alice:hunter22", True),
+    ("basic auth", "alice:hunter22", True),
+    ("zip code", "10115", False),                # a code that names a place or a status
+    ("postal code", "10115", False),
+    ("area code", "030", False),
+    ("status_code", "404", False),
+    ("key date", "2024-05-01", False),
+    ("key result", "ship 3 features", False),
+    ("login shell", "/bin/zsh", False),
+    ("account", "alice", False),
     ("key", "C major", False),                  # a song's key, a login name, a yes or no
     ("login", "alice", False),
     ("safe", "true", False),
