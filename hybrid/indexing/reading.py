@@ -24,7 +24,7 @@ from hybrid.sources.convert import to_note
 from hybrid.sources.markdown import TAGS_CUT
 from hybrid.sources.sandbox import ConvertError, convert_limits
 from hybrid.sources.sections import NOTHING, LeaveOut
-from hybrid.store.base import MAX_NOTE_TAGS, NewChunk, NoteRecord, bounded_tags
+from hybrid.store.base import MAX_NOTE_TAGS, NewChunk, NoteRecord, bounded_aliases, bounded_tags
 
 log = logging.getLogger("hybrid")
 
@@ -160,9 +160,13 @@ def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chu
         report.warn(f"{entry.path}: {why}; indexed with its first {len(tags):,}, and hidden from "
                     f"agents (a private tag may be among the rest)")
         properties = {**properties, TAGS_CUT: why}
+    aliases, cut = bounded_aliases(note.aliases)
+    if cut:
+        report.warn(f"{entry.path}: {cut:,} of its {len(note.aliases):,} aliases left out; indexed with its "
+                    f"first {len(aliases):,} (docs/sources.md: bounds)")
     return NoteRecord(
         path=entry.path, size=size, mtime_ns=entry.mtime_ns, hash=digest, title=note.title,
-        tags=tags, aliases=note.aliases, properties=properties, created=note.created,
+        tags=tags, aliases=aliases, properties=properties, created=note.created,
         modified=modified_of(note, entry.source_mtime_ns or entry.mtime_ns, names),
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],

@@ -95,10 +95,10 @@ class NoteFields:
 
 
 def note_fields(r: Sequence[Any]) -> tuple[int, NoteFields]:
-    """(file id, fields) of a row of :data:`NOTE_COLUMNS`. Its tags are bounded here too: a
+    """(file id, fields) of a row of :data:`NOTE_COLUMNS`. Its tags and aliases are bounded here too: a
     ledger written before :data:`MAX_NOTE_TAGS` may hold a note of 200,000 (a journal replaying
     it otherwise wedged every index run of the vault)."""
-    return r[0], NoteFields(r[1], bounded_tags(json.loads(r[2]))[0], json.loads(r[3]), r[4])
+    return r[0], NoteFields(r[1], bounded_tags(json.loads(r[2]))[0], bounded_aliases(json.loads(r[3]))[0], r[4])
 
 
 NO_NOTE = NoteFields("", [], [], "{}")  # a chunk whose note row is gone (never, in one transaction)
@@ -191,6 +191,25 @@ def bounded_tags(tags: Sequence[str]) -> tuple[list[str], int]:
         seen |= new
         kept.append(t)
     return list(dict.fromkeys(kept)), 0
+
+
+# Every chunk's title field carries its note's aliases too: 5,500 aliases in a note of 3,000
+# sections took 114 s to index (fourth re-test of issue #47). Past these a note keeps its first.
+MAX_NOTE_ALIASES = 100     # Obsidian notes hold a handful
+MAX_ALIAS_CHARS = 4000     # all of a note's aliases together
+
+
+def bounded_aliases(aliases: Sequence[str]) -> tuple[list[str], int]:
+    """(the aliases a note with ``aliases`` is indexed with, how many were left out): the first,
+    while they number at most ``MAX_NOTE_ALIASES`` and hold at most ``MAX_ALIAS_CHARS``."""
+    kept: list[str] = []
+    size = 0
+    for a in aliases:
+        size += len(a)
+        if len(kept) == MAX_NOTE_ALIASES or size > MAX_ALIAS_CHARS:
+            break
+        kept.append(a)
+    return kept, len(aliases) - len(kept)
 
 
 def tag_set(tags: Sequence[str]) -> list[str]:

@@ -91,3 +91,28 @@ def test_a_ledger_written_before_the_bound_is_read_within_it():
     tags = [f"t{i}/a/b/c" for i in range(5 * MAX_NOTE_TAGS)]
     fid, note = note_fields((7, "Wall", json.dumps(tags), "[]", "{}"))
     assert fid == 7 and note.tags == bounded_tags(tags)[0] and len(tag_set(note.tags)) <= MAX_NOTE_TAGS
+
+
+def test_a_note_of_many_aliases_keeps_its_first_with_one_warning(tmp_path):
+    """Every chunk carries its note's aliases (fourth re-test of issue #47: 5,500 aliases over
+    3,000 sections took 114 s): past the bound a note keeps its first, and says so once."""
+    from hybrid.store.base import MAX_NOTE_ALIASES, bounded_aliases
+    n = MAX_NOTE_ALIASES + 50
+    aliases = "".join(f"  - alias{i}\n" for i in range(n))
+    write(tmp_path / "v", "many.md", f"---\naliases:\n{aliases}---\n# Many\n\nokapi\n\n## Two\n\nokapi again\n")
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    try:
+        h.add_vault(tmp_path / "v", "v")
+        report = h.index()[0]
+        said = [w for w in report.warnings if w.startswith("many.md:")]
+        assert len(said) == 1 and f"50 of its {n:,} aliases left out" in said[0]
+        store = open_store(h.config.vault("v"))
+        try:
+            rows = [r for batch in store.catalog.iter_chunks() for r in batch]
+            assert rows and all(r.aliases == [f"alias{i}" for i in range(MAX_NOTE_ALIASES)] for r in rows)
+        finally:
+            store.close()
+        assert not [w for w in h.index()[0].warnings if w.startswith("many.md:")]
+    finally:
+        h.close()
+    assert bounded_aliases(["x" * 3000, "y" * 1500, "z"]) == (["x" * 3000], 2)  # characters bound too
