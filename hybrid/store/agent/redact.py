@@ -28,7 +28,9 @@ comparison is in eval/reports/secrets-detectors.md):
   latter only when the value looks random; a quoted passphrase after the verb taken whole ("the
   passphrase is "purple monkey dishwasher seven""); a PIN or a door's, alarm's, gate's or safe's
   code after its word and a verb or colon ("my PIN is 4821", "gate code: 7391", "the safe
-  combination is 12-34-56"), four digits or more that are not a date; the password flags of common commands
+  combination is 12-34-56", "Le code de la porte est 4821", "kod do drzwi to 4821", "門のコードは4821"),
+  and right after a word that names nothing but a PIN code ("PIN-Code 4821", "пин-код 4821",
+  "Kapı şifresi 4821"), four digits or more that are not a date; the password flags of common commands
   (``sshpass -p``, ``mysql -pX``, ``curl -u user:X``, ``docker login -p``, ``--password X``),
   .netrc entries, .pgpass lines and Wi-Fi QR strings; ``Authorization:`` headers; secrets in URL
   queries (``sig=``) and webhook URLs; PuTTY keys and PEM keys with escaped newlines; a

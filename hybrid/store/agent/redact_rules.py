@@ -40,6 +40,7 @@ RULE_KINDS = {
     "custom.password-prose": _PROSE_PASSWORD,
     "custom.password-bare": _BARE_PASSWORD,
     "custom.code-prose": _CODE,
+    "custom.code-bare": _CODE,
     "custom.hint-table": HINT_TABLE,
     "custom.hint-token-end": HINT_TOKEN_END,
     "custom.hint-invisible": HINT_INVISIBLE,
@@ -265,7 +266,9 @@ def _pin(text: str, s: int, value: str) -> bool:
     return _PIN_WORD_RE.search(before) is not None or _PASSWORD_WORD_RE.search(before) is not None
 
 
-_CLOSING = {"\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb"}  # “…”, „…“, «…»
+# “…”, „…“, «…», ‘…’, 「…」, 『…』
+_CLOSING = {"\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb", "\u2018": "\u2019", "\u300c": "\u300d",
+            "\u300e": "\u300f"}
 _DATE_RE = re.compile(r"(\d{4})([-./])(\d\d?)\2(\d\d?)|(\d\d?)([-./])(\d\d?)\6(\d{2}|\d{4})")
 # words that say where a password is, or that it is not given: a quoted phrase holding one is no passphrase
 _NOT_GIVEN_WORDS = frozenset({
@@ -292,7 +295,10 @@ def _date(value: str) -> bool:
 
 def _quoted_passphrase(value: str) -> bool:
     """A quoted phrase after "the passphrase is": three to ten plain words, none saying where the
-    password is or that there is none ("see the vault", "the same as before")."""
+    password is or that there is none ("see the vault", "the same as before"), or four to forty
+    characters of a script written without spaces."""
+    if _NO_SPACE_SCRIPT_RE.match(value):  # 「紫の猿の食洗機」: a phrase written without spaces
+        return 4 <= len(value) <= 40 and not any(c.isspace() for c in value)
     words = value.lower().split()
     return 3 <= len(words) <= 10 and all(_PLAIN_WORD_RE.fullmatch(w) for w in words) \
         and not any(w.strip("-'") in _NOT_GIVEN_WORDS for w in words)

@@ -235,6 +235,20 @@ def test_a_url_password_with_escapes_is_not_taken_for_a_format(rd):
     ("gate code: 7391", "7391"),
     ("the safe combination is 12-34-56", "12-34-56"),
     ("Türcode ist 2580", "2580"),
+    # the fourth re-test's sentences: typographic single quotes and CJK brackets, codes in more
+    # languages, a PIN code with no verb (Russian leaves "is" out)
+    ("The wifi passphrase is ‘purple monkey dishwasher seven’ for guests.", "purple monkey dishwasher seven"),
+    ("パスワードは「紫の猿の食洗機」です。", "紫の猿の食洗機"),
+    ("Мой пин-код 4821 от домофона.", "4821"),
+    ("Le code de la porte est 4821.", "4821"),
+    ("Il codice della cassaforte è 12-34-56.", "12-34-56"),
+    ("el código de la puerta es 4821", "4821"),
+    ("o código do portão é 4821", "4821"),
+    ("kod do drzwi to 4821", "4821"),
+    ("код от домофона: 4821", "4821"),
+    ("Kapı şifresi 4821.", "4821"),
+    ("門のコードは4821", "4821"),
+    ("PIN-Code 4821 für die Karte", "4821"),
 ])
 def test_quoted_passphrases_and_codes_in_sentences(rd, text, secret):
     out = rd.redact(text)
@@ -247,6 +261,8 @@ def test_quoted_passphrases_and_codes_in_sentences(rd, text, secret):
     "The PIN count is 40 on this header.", "pin 13 of the header is 5V",
     "the alarm code is in the binder", "The door code changed on 2024-05-01.",
     "PIN entry is disabled since 2019.", "the combination is 2 parts flour to 1 water",
+    "connect PIN 4 to ground", "the error code is 4040 on the dashboard", "Le code postal est 75001",
+    "PIN-Code 2024-05-01 eingeführt", "the passphrase is ‘see the vault’",
 ])
 def test_sentences_about_codes_stay(rd, text):
     assert rd.spans(text) == [], text
