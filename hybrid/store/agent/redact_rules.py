@@ -86,7 +86,7 @@ _PASSWORD_WORD_RE = re.compile(
     r"(?i)pass(?:w(?:or)?d|phrase|code|wort|ord)|kennwort|wachtwoord|adgangskode|kodeord|salasana|senha"
     r"|heslo|has[łl][oaeę]|contrase(?:ñ|n)a|contrasenya|l[öo]senord|jelsz[óo]|lozinka|parol[aăe]|[şs]ifre"
     r"|sandi|kh[ẩa]u|парол|лозинк|κωδικ|συνθηματικ|סיסמ|المرور|पासवर्ड|密码|密碼|パスワード|비밀번호")
-_PIN_WORD_RE = re.compile(r"(?i)(?:^|[^a-z])pin(?:[\s_-]?code)?[^a-z]*$")
+_PIN_WORD_RE = re.compile(r"(?i)(?:^|[^a-z])(?:pin(?:[\s_-]?(?:code|код))?|пин(?:-?код)?)[^a-zа-я]*$")
 # printf conversions (%s, %ld, %2$s) and a line break escaped as %0A (GnuPG's prompts): text
 # of a program's message, not of a password.
 _FORMAT_RE = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXcsfgeEp]|%0[AaDd]")
@@ -266,9 +266,11 @@ def _pin(text: str, s: int, value: str) -> bool:
     return _PIN_WORD_RE.search(before) is not None or _PASSWORD_WORD_RE.search(before) is not None
 
 
-# “…”, „…“, «…», ‘…’, 「…」, 『…』
-_CLOSING = {"\u201c": "\u201d", "\u201e": "\u201c", "\u00ab": "\u00bb", "\u2018": "\u2019", "\u300c": "\u300d",
+# “…”, ”…”, „…“, „…”, «…», »…«, ‹…›, ›…‹, ‘…’, 「…」, 『…』: the closing marks of each opening one
+_CLOSING = {"\u201c": "\u201d\u201c", "\u201d": "\u201d", "\u201e": "\u201c\u201d", "\u00ab": "\u00bb",
+            "\u00bb": "\u00ab", "\u2039": "\u203a", "\u203a": "\u2039", "\u2018": "\u2019", "\u300c": "\u300d",
             "\u300e": "\u300f"}
+_YEAR_RE = re.compile(r"(?:19|20)\d\d")  # "the password policy is 2024 compliant"
 _DATE_RE = re.compile(r"(\d{4})([-./])(\d\d?)\2(\d\d?)|(\d\d?)([-./])(\d\d?)\6(\d{2}|\d{4})")
 # words that say where a password is, or that it is not given: a quoted phrase holding one is no passphrase
 _NOT_GIVEN_WORDS = frozenset({
@@ -310,7 +312,7 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
     if kind in (_KEYWORD, _PASSWORD) and _PUBLIC_NAME_RE.search(text, max(0, s - 40), s):
         return None
     quoted = e - s >= 2 and (text[s] in _QUOTES and text[e - 1] == text[s]
-                             or kind == _PROSE_PASSWORD and text[e - 1] == _CLOSING.get(text[s]))
+                             or kind in (_PROSE_PASSWORD, _PASSWORD) and text[e - 1] in _CLOSING.get(text[s], ""))
     if quoted:
         s, e = s + 1, e - 1
     else:
@@ -340,8 +342,8 @@ def judge(text: str, s: int, e: int, kind: str) -> tuple[int, int] | None:
         keep = _code(value)
     elif quoted:
         keep = _password_looking(value) or _quoted_passphrase(value)
-    else:
-        keep = _password_looking(value)
+    else:  # "the wifi password is 58231", "비밀번호는 5823입니다": digits after the verb are a PIN
+        keep = _password_looking(value) or (value.isdigit() and _code(value) and not _YEAR_RE.fullmatch(value))
     return (s, e) if keep and e > s else None
 
 

@@ -47,12 +47,16 @@ _OTHER_CREDENTIAL = re.compile(
     r"|(?:wifi|wi_fi|wlan|wpa2?|wep|wireless|network|netzwerk|sicherheits|r(?:é|e)seau|red|wpa_psk)_?"
     r"(?:key|schl(?:ü|ue)ssel|sleutel|nyckel|n(?:ø|o)kkel|avain|klucz|ключ|cl(?:é|e)|clave|chiave)"
     r"|(?:ключ|cl(?:é|e)|clave|chiave)_(?:wifi|wi_fi|wlan|wpa|сети|доступа|(?:de_|du_)?r(?:é|e)seau|de_red)"
-    r"|parool|geslo|slapta(?:ž|z)odis|parole|lykilor(?:ð|d)|รหัสผ่าน")
+    r"|parool|geslo|slapta(?:ž|z)odis|parole|lykilor(?:ð|d)|รหัสผ่าน"
+    # short forms and the words for a PIN in other scripts (`пин`, not inside `пинг`: a whole word)
+    r"|pswd|psw|pword|p_w|пин|पिन|핀|비번|(?:wifi|wi_fi|wlan)_(?:code|c(?:ó|o)digo|codice|kod|код)"
+    r"|(?:code|c(?:ó|o)digo|codice|kod|код)_(?:wifi|wi_fi|wlan)")
 # words that name a code or a key only sometimes (a song's key, a login name, a safe place): a
 # value under them is hidden when it reads like a code (a digit in a few words) or a pair
 _CODE_WORD = re.compile(
     r"(?i)keys?|codes?|kod|kode|koda|kód|код|c(?:ó|o)digo|codice|combo|safe|door|gate|lock|locker|login|logins"
     r"|keypad|tresor|coffre|candado|lucchetto|cassaforte|sejf|сейф|auth|account|accounts|basic"
+    r"|padlock|cadenas|schloss|vorh(?:ä|ae)ngeschloss|caja_fuerte|kłódka|klodka|замок"
     r"|schl(?:ü|ue)ssel|ключ|cl(?:é|e)|clave|chiave|sleutel|nyckel|n(?:ø|o)kkel|avain|klucz")
 _PAIR = re.compile(r"\S+[:/]\S{3,}")  # user:secret, user/secret
 # a code that names a place, a status or a product, not a lock's
@@ -71,16 +75,16 @@ _STEM = re.compile(
     r"|geheimzahl|geheimnummer|pincod|pinkod|pinnumm|pin码|pinコード|пинкод|tresorcod|safecod|zahlenschloss"
     r"|kartenprufnummer|prufnummer|securityanswer|sicherheitsfrage|sicherheitsantwort|recoverycod|backupcod"
     r"|seedphrase|mnemonic|twofactor|totp|otpseed|otpsecret|2fa|wifikey|wlankey|wlanschlussel|netzwerkschlussel"
-    r"|wpakey|wpapsk|🔑|🔐|🗝")
+    r"|wpakey|wpapsk|🔑|🔐|🗝|パスコード|pin번호|핀번호|비밀번호|katalaluan|geheimcod")
 # a short credential word glued after what it opens (`adminpass`, `rootpw`, `simpin`)
 _GLUED = re.compile(
     r"(?:admin|root|db|user|wifi|wlan|master|mail|email|ftp|sftp|ssh|sql|mysql|pg|postgres|router|server|vpn"
     r"|guest|app|web|site|account|login|sudo|net|home|bank|pc|windows|linux|local|smtp|imap|redis|git|aws"
-    r"|gmail|icloud|apple|google|phone|sim|card|door|safe|lock|alarm|gate)(?:pass|pw|pwd|pin|psk|code|secret|token)"
-    r"(?:s|\d*)$")
+    r"|gmail|icloud|apple|google|phone|sim|card|door|safe|lock|alarm|gate|my|atm|debit|credit|visa|amex|bankcard"
+    r"|giro|girocard|cash)(?:pass|pw|pwd|pin|psk|code|secret|token)(?:s|\d*)$")
 _FOLD_LETTERS = str.maketrans({"ł": "l", "ø": "o", "æ": "ae", "ß": "ss", "đ": "d", "ı": "i", "œ": "oe"})
 _SEPARATORS = re.compile(r"[\s_\-.:/@'’`]+")
-_KEY_WORDS = re.compile(r"[\s_\-.:/@]+|\d+")    # what separates the words of a key
+_KEY_WORDS = re.compile(r"[\s_\-.:/@#+]+|\d+")  # what separates the words of a key
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")    # dbPass: db Pass
 _LEET = str.maketrans("@$01345!7", "asoieasit")  # p@ssw0rd, pa55word, p4ssw0rd, 4pik3y
 _SHOWN_MARKS = (REDACTED, REDACTED.strip("[]"))  # the mark as YAML reads it back: a list of one item
@@ -248,6 +252,7 @@ def _folded(key: str) -> str:
     text = unicodedata.normalize("NFKC", key).casefold()
     text = "".join(c for c in unicodedata.normalize("NFD", text) if not "\u0300" <= c <= "\u036f")
     text = unicodedata.normalize("NFC", text).translate(_FOLD_LETTERS)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # a zero-width space, a soft hyphen
     if any(c.isascii() and c.isalpha() for c in text):
         text = fold_look_alikes(text)
     return _SEPARATORS.sub("", text)

@@ -179,7 +179,15 @@ def test_mcp_and_the_api_answer_the_same_and_the_audit_holds_no_secret(h):
         "Routerpasswort", "Hauptkennwort", "Passwörter", "Kennwörter", "Geheimnummer", "Tresorcode",
         "Zahlenschloss", "Kartenprüfnummer", "wachtwoorden", "mots de passe", "hesla", "jelszava",
         "wifi şifresi", "motdepasse", "парольwifi", "2fa", "security answer", "password🔑", "🔑", "🔐",
-        "p\u0430ssword", "ｐａｓｓｗｏｒｄ", "Pässwort", "hasło_do_wifi", "ssh key", "Sicherheitsfrage")],
+        "p\u0430ssword", "ｐａｓｓｗｏｒｄ", "Pässwort", "hasło_do_wifi", "ssh key", "Sicherheitsfrage",
+        # the fifth re-test's
+        "пин", "ПИН", "パスコード", "PIN번호", "비번", "pswd", "p/w", "P/W", "पिन", "핀번호", "psw", "pword",
+        "pin#", "mypin", "atmpin", "debitpin", "visapin", "kata laluan", "katalaluan", "Geheimcode",
+        "user+pass", "pass\u200bword", "pass\u00adword", "código wifi", "wifi code")],
+    ("padlock", "4821", True),
+    ("cadenas", "4821", True),
+    ("schloss", "4821", True),
+    ("caja fuerte", "12-34-56", True),
     ("код", "4821", True),                       # words for a code, a safe, a lock: a code-like value
     ("keypad", "4821", True),
     ("tresor", "12-34-56", True),

@@ -249,6 +249,18 @@ def test_a_url_password_with_escapes_is_not_taken_for_a_format(rd):
     ("Kapı şifresi 4821.", "4821"),
     ("門のコードは4821", "4821"),
     ("PIN-Code 4821 für die Karte", "4821"),
+    # the fifth re-test's
+    ("ПИН-код: 4821", "4821"), ("пин: 7390", "7390"), ("PIN-код: 4821", "4821"),
+    ("Das WLAN-Passwort ist »Sonnenblume Garten Regen«.", "Sonnenblume Garten Regen"),
+    ("Lösenordet är ”solros trädgård regn”.", "solros trädgård regn"),
+    ("Hasło brzmi „słonecznik ogród deszcz”.", "słonecznik ogród deszcz"),
+    ("password: »purple monkey dishwasher«", "purple monkey dishwasher"),
+    ("Das Passwort ist ›Sonne Mond Sterne‹", "Sonne Mond Sterne"),
+    ("현관 비밀번호는 5823입니다.", "5823"),
+    ("the wifi password is 58231", "58231"),
+    ("De deurcode is 4821.", "4821"), ("Dörrkoden är 4821.", "4821"), ("Ovikoodi on 4821.", "4821"),
+    ("Ο κωδικός της πόρτας είναι 4821.", "4821"), ("קוד הדלת הוא 4821.", "4821"), ("Mã cửa là 4821.", "4821"),
+    ("Safe: 12-34-56", "12-34-56"), ("Alarm: 4821", "4821"), ("Combo for the bike lock is 1234.", "1234"),
 ])
 def test_quoted_passphrases_and_codes_in_sentences(rd, text, secret):
     out = rd.redact(text)
@@ -263,6 +275,8 @@ def test_quoted_passphrases_and_codes_in_sentences(rd, text, secret):
     "PIN entry is disabled since 2019.", "the combination is 2 parts flour to 1 water",
     "connect PIN 4 to ground", "the error code is 4040 on the dashboard", "Le code postal est 75001",
     "PIN-Code 2024-05-01 eingeführt", "the passphrase is ‘see the vault’",
+    "The password policy is 2024 compliant", "the password was 2019 vintage", "safe to say the price is 1500",
+    "Alarm: 07:30", "Пинг: 4821 мс",
 ])
 def test_sentences_about_codes_stay(rd, text):
     assert rd.spans(text) == [], text
