@@ -222,6 +222,16 @@ def _judged(key: str, at: int, value: str) -> list[tuple[int, int]]:
     return [(start, start + len(inner))]
 
 
+@lru_cache(maxsize=8192)
+def _code_key(key: str) -> bool:
+    """Whether ``key`` holds a word that names a code or a key only sometimes (and no word that
+    makes it a place's or a status's code)."""
+    key = key.strip()
+    return not key.startswith(RESERVED) and (_named(key, _CODE_WORD) or _named(key.translate(_LEET), _CODE_WORD)) \
+        and not _named(key, _PUBLIC_CODE)
+
+
+@lru_cache(maxsize=8192)
 def _credential(key: str) -> bool:
     """Whether property ``key`` names a credential: a password, token or API key word as a table
     column's header would (:func:`column_kind`), or a PIN, PUK, one-time-password seed, recovery
@@ -266,9 +276,7 @@ def _by_key(key: str, value: str) -> bool:
     ``key: C major`` and ``login: alice`` are shown."""
     if _credential(key):
         return True
-    key = key.strip()
-    if key.startswith(RESERVED) or not (_named(key, _CODE_WORD) or _named(key.translate(_LEET), _CODE_WORD)) \
-            or _named(key, _PUBLIC_CODE):
+    if not _code_key(key):
         return False
     value = _unquoted(" ".join(value.split()))
     return (any(c.isdigit() for c in value) and len(value.split()) <= 3) or bool(_PAIR.fullmatch(value))
