@@ -14,6 +14,7 @@ hidden notes have, nor of a value it is shown redacted (judged with its key:
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,13 +44,28 @@ def near_keys(stores: Sequence[Searchable], key: str, cutoff: float = 0.6) -> li
 def visible_rows(stores: Sequence[Searchable], key: str, shown: bool = True) -> list[tuple[Row, str]]:
     """The rows of property ``key`` (with each value as written) of the notes the stores' reader
     may see, values that reader is not shown left out (unless not ``shown``)."""
-    out: list[tuple[Row, str]] = []
+    return [(r, raw) for rows in _rows_by_note(stores, key, shown) for r, raw in rows]
+
+
+def _rows_by_note(stores: Sequence[Searchable], key: str, shown: bool) -> list[list[tuple[Row, str]]]:
+    out: list[list[tuple[Row, str]]] = []
     for store in stores:
         ids = list(store.catalog.note_ids(props=(has_key(key),)))
         for fm in store.ledger.note_properties(ids).values():
             rows = store.catalog.shown_rows(fm) if shown else [(r, raw) for r, _, raw in raw_values(fm)]
-            out += [(r, raw) for r, raw in rows if r[0] == key]
+            out.append([(r, raw) for r, raw in rows if r[0] == key])
     return out
+
+
+def hint_rows(stores: Sequence[Searchable], key: str) -> list[tuple[Row, str]]:
+    """The visible rows of ``key`` whose values may be suggested or ranged to the reader: for an
+    agent, only values two notes or more hold (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
+    by_note = _rows_by_note(stores, key, shown=True)
+    rows = [(r, raw) for note in by_note for r, raw in note]
+    if all(s.catalog.hints_lone_values() for s in stores):
+        return rows
+    held = Counter(v for note in by_note for v in {r[1] for r, _ in note})
+    return [(r, raw) for r, raw in rows if held[r[1]] >= 2]
 
 
 def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
@@ -66,6 +82,7 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
     rows = visible_rows(stores, pf.key)
     if not rows and visible_rows(stores, pf.key, shown=False):  # an agent, shown none of its values
         return f"no note has {said} among the values shown (the values of {pf.key!r} are redacted secrets)"
+    rows = hint_rows(stores, pf.key)
     if pf.op == ":":
         values = {r[1]: raw for r, raw in rows if r[1]}
         picks = [v for v in values if pf.text and pf.text in v and len(pf.text) >= 3]
@@ -75,6 +92,9 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
         return f"no note has {pf.key} {pf.value.strip() if shown else REDACTED!r}{hint}"
     what = pf.compares()
     have = [x for r, _ in rows if (x := (r[2] if what == "numbers" else r[3])) is not None]
+    if not have and (shared := visible_rows(stores, pf.key)) != rows:  # values one note holds each
+        if any((r[2] if what == "numbers" else r[3]) is not None for r, _ in shared):
+            return f"no note has {said} (no {what} it may be told)"
     if not have:
         holds = "numbers" if any(r[2] is not None for r, _ in rows) else \
             "dates" if any(r[3] is not None for r, _ in rows) else "text"

@@ -131,6 +131,13 @@ class Reading(Protocol):
         it is, and so be matched, suggested or ranged for it."""
         ...
 
+    def hints_lone_values(self) -> bool:
+        """Whether a property value that one visible note alone holds may be suggested to this
+        reader, or end a range it is told, when a filter matches nothing: the owner's yes; an
+        agent's no, since a secret under a key no rule names (``lockbox: 4821``) is one note's,
+        while the values hints are for (a status, a year) are shared by notes."""
+        ...
+
     def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
         """The property rows of a note's frontmatter (with each value as written,
         :func:`hybrid.store.props.raw_values`) this reader is shown as they are: the ones it may

@@ -202,6 +202,10 @@ class _AgentCatalog:
         return (fid for fid in self._catalog.note_ids(folders, tags, since, sources, props)
                 if fid not in self._hidden.files and fid not in out)
 
+    def hints_lone_values(self) -> bool:
+        """An agent is never told a value one note alone holds (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
+        return False
+
     def shows_value(self, key: str, value: str) -> bool:
         """Whether property ``key``'s ``value`` is shown to agents as it is: judged with its key
         (:func:`hybrid.store.agent.values.hides_value`), so ``wifi_password: CorrectHorse42`` is not."""

@@ -341,6 +341,10 @@ class Catalog(EmbeddingCache, PropertyRows):
         """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
         return True
 
+    def hints_lone_values(self) -> bool:
+        """Its owner is told every value (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
+        return True
+
     def shows_value(self, key: str, value: str) -> bool:
         """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
         return True

@@ -30,6 +30,11 @@ NOTES = {
 KEYED = {"p4ssw0rd": "Zq7Leet0004", "WLAN-Schlüssel": "Sonnenblume", "credentials": "admin:Zq7Colon0032",
          "door": "4821", "key": "Zq7Leet0006", "codeword": "bluebird",
          "the_wifi_password_for_the_guest_network_in_the_summer_house_by_the_lake_2024": "Zq7Long0009"}
+# keys no rule names (sixth re-test of issue #47): a value one note alone holds is never
+# suggested or ranged to an agent, while a value notes share (a status) still is
+NOTES["home/lockbox.md"] = ("---\nlockbox: 4821\nnas: admin/Tr0ub4dor\nseed: abandon ability able about\n"
+                            "status: boxed\n---\n# Lockbox\n\nThe box.\n")
+NOTES["home/shed.md"] = "---\nlockbox: 1111\nstatus: boxed\n---\n# Shed\n\nThe shed.\n"
 NOTES["home/house.md"] = ("---\n" + "".join(f"{k}: {v}\n" for k, v in KEYED.items())
                           + "song_key: C major\n---\n# House\n\nThe house notes.\n")
 # YAML forms a line-by-line reading misses (second re-test of issue #47): the value on the next
@@ -255,6 +260,25 @@ def test_the_third_retests_keys_tell_an_agent_nothing(h, key):
     text = h.get("home/house.md", agent=True).text
     assert value not in text and "song_key: C major" in text
     assert value not in (h.config.data / "audit.jsonl").read_text()
+
+
+@pytest.mark.parametrize("query", ["prop:lockbox=1234", "lockbox<0", "lockbox>99999", "prop:nas=admin",
+                                   "prop:seed=abandon", "prop:seed=x"])
+def test_a_value_one_note_holds_is_never_hinted_or_ranged_to_an_agent(h, query):
+    props = [query[5:]] if query.startswith("prop:") else []
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search("box" if props else f"box {query}", agent=True, mode="lexical", props=props)
+    said = str(exc.value)
+    assert not any(x in said for x in ("4821", "1111", "Tr0ub4dor", "ability")), said
+    with pytest.raises(NoMatchingNotes) as owner:  # the owner is told as before
+        h.search("box", mode="lexical", props=["lockbox=1234"])
+    assert "4821" in str(owner.value) and "1111" in str(owner.value)
+
+
+def test_a_value_notes_share_is_still_suggested_to_an_agent(h):
+    with pytest.raises(NoMatchingNotes) as exc:
+        h.search("box", agent=True, mode="lexical", props=["status=boxe"])
+    assert "boxed" in str(exc.value)
 
 
 @pytest.mark.parametrize("query", ["pin>9999", "pin:272", "pin:420", "door_passcode<0", "alarm_pin>1000",
