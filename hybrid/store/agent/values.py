@@ -146,12 +146,29 @@ def front_spans(text: str) -> list[tuple[int, int]]:
     if close is None:
         return []
     spans = _line_spans(text, body_start, close)
+    if not spans and not _YAML_FORMS.search(text, body_start, close) \
+            and not _names_a_credential(text, body_start, close):
+        return spans  # no key to judge, and no YAML form the lines could miss: no parse needed
     secrets = _credential_values(text[body_start:close])
     if secrets is None:  # not a front block the indexer reads: its note is hidden from agents whole
         return spans
     if secrets and not _leaves_no_secret(text[body_start:close], spans, body_start, secrets):
         return _every_value(text, body_start, close)
     return spans
+
+
+# what YAML can say that a line-by-line reading misses: an anchor or alias, a complex key, a
+# tag, an escape in a quoted key, a flow mapping
+_YAML_FORMS = re.compile(r"[&*?!\\{]")
+
+
+def _names_a_credential(text: str, pos: int, close: int) -> bool:
+    """Whether a key of the block's lines names a credential or a code (whatever its value)."""
+    for line in text[pos:close].split("\n"):
+        m = _KEY_LINE.match(line)
+        if m is not None and (_credential(key := _key_text(m["key"])) or _code_key(key)):
+            return True
+    return False
 
 
 def _closing(text: str, pos: int) -> int | None:
