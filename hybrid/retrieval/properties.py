@@ -57,10 +57,10 @@ def _rows_by_note(stores: Sequence[Searchable], key: str, shown: bool) -> list[l
     return out
 
 
-def hint_rows(stores: Sequence[Searchable], key: str) -> list[tuple[Row, str]]:
-    """The visible rows of ``key`` whose values may be suggested or ranged to the reader: for an
-    agent, only values two notes or more hold (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
-    by_note = _rows_by_note(stores, key, shown=True)
+def _hintable(stores: Sequence[Searchable], by_note: list[list[tuple[Row, str]]]) -> list[tuple[Row, str]]:
+    """The rows of ``by_note`` (a key's shown rows, a list a note) whose values may be suggested
+    or ranged to the reader: for an agent, only values two notes or more hold
+    (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
     rows = [(r, raw) for note in by_note for r, raw in note]
     if all(s.catalog.hints_lone_values() for s in stores):
         return rows
@@ -79,10 +79,11 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
     from hybrid.store.agent.redact import REDACTED
     shown = not echo_hidden(stores, pf)
     said = str(pf) if shown else f"{pf.key}{pf.op}{REDACTED}"
-    rows = visible_rows(stores, pf.key)
-    if not rows and visible_rows(stores, pf.key, shown=False):  # an agent, shown none of its values
+    by_note = _rows_by_note(stores, pf.key, shown=True)
+    shared = [(r, raw) for note in by_note for r, raw in note]
+    if not shared and visible_rows(stores, pf.key, shown=False):  # an agent, shown none of its values
         return f"no note has {said} among the values shown (the values of {pf.key!r} are redacted secrets)"
-    rows = hint_rows(stores, pf.key)
+    rows = _hintable(stores, by_note)
     if pf.op == ":":
         values = {r[1]: raw for r, raw in rows if r[1]}
         picks = [v for v in values if pf.text and pf.text in v and len(pf.text) >= 3]
@@ -92,7 +93,7 @@ def problem(stores: Sequence[Searchable], pf: PropFilter) -> str:
         return f"no note has {pf.key} {pf.value.strip() if shown else REDACTED!r}{hint}"
     what = pf.compares()
     have = [x for r, _ in rows if (x := (r[2] if what == "numbers" else r[3])) is not None]
-    if not have and (shared := visible_rows(stores, pf.key)) != rows:  # values one note holds each
+    if not have and shared != rows:  # values one note holds each
         if any((r[2] if what == "numbers" else r[3]) is not None for r, _ in shared):
             return f"no note has {said} (no {what} it may be told)"
     if not have:

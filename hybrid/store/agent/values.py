@@ -145,9 +145,8 @@ def front_spans(text: str) -> list[tuple[int, int]]:
     close = _closing(text, body_start)
     if close is None:
         return []
-    spans = _line_spans(text, body_start, close)
-    if not spans and not _YAML_FORMS.search(text, body_start, close) \
-            and not _names_a_credential(text, body_start, close):
+    spans, judged_key = _line_spans(text, body_start, close)
+    if not judged_key and not _YAML_FORMS.search(text, body_start, close):
         return spans  # no key to judge, and no YAML form the lines could miss: no parse needed
     secrets = _credential_values(text[body_start:close])
     if secrets is None:  # not a front block the indexer reads: its note is hidden from agents whole
@@ -162,15 +161,6 @@ def front_spans(text: str) -> list[tuple[int, int]]:
 _YAML_FORMS = re.compile(r"[&*?!\\{]")
 
 
-def _names_a_credential(text: str, pos: int, close: int) -> bool:
-    """Whether a key of the block's lines names a credential or a code (whatever its value)."""
-    for line in text[pos:close].split("\n"):
-        m = _KEY_LINE.match(line)
-        if m is not None and (_credential(key := _key_text(m["key"])) or _code_key(key)):
-            return True
-    return False
-
-
 def _closing(text: str, pos: int) -> int | None:
     """Where the front block's closing ``---`` (or ``...``) line starts, or None."""
     while pos < len(text):
@@ -182,9 +172,11 @@ def _closing(text: str, pos: int) -> int | None:
     return None
 
 
-def _line_spans(text: str, pos: int, close: int) -> list[tuple[int, int]]:
-    """The spans the lines of the block show under keys naming a credential."""
+def _line_spans(text: str, pos: int, close: int) -> tuple[list[tuple[int, int]], bool]:
+    """The spans the lines of the block show under keys naming a credential, and whether a key
+    of its lines names a credential or a code (whatever its value)."""
     spans: list[tuple[int, int]] = []
+    judged_key = False
     key_at: list[tuple[int, str]] = []  # (indent, key) of the keys whose values may follow
     block: tuple[int, str] | None = None   # a block scalar (``key: |``) or a scalar that goes on
     while pos < close:
@@ -204,6 +196,7 @@ def _line_spans(text: str, pos: int, close: int) -> list[tuple[int, int]]:
         item = _ITEM_LINE.match(line) if m is None else None
         if m is not None:
             key = _key_text(m["key"])
+            judged_key = judged_key or _credential(key) or _code_key(key)
             while key_at and key_at[-1][0] >= indent:
                 key_at.pop()
             key_at.append((indent, key))
@@ -217,7 +210,7 @@ def _line_spans(text: str, pos: int, close: int) -> list[tuple[int, int]]:
             spans += _judged(key_at[-1][1], pos + item.start("value"), item["value"])
             block = (indent, key_at[-1][1])
         pos = end + 1
-    return spans
+    return spans, judged_key
 
 
 def _judged(key: str, at: int, value: str) -> list[tuple[int, int]]:
