@@ -6,24 +6,15 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hybrid.app import reader, remote
-from hybrid.app.coverage import FileCoverage, file_coverage
-from hybrid.app.reader import NoteText
-from hybrid.app.refs import Ref
 from hybrid.app.registry import Registry
-from hybrid.app.status import VaultStatus, vault_status
 from hybrid.core.config import Config, Vault, load_config, override
 from hybrid.core.errors import HybridError, IndexCorrupt, PathRefused, VaultError
 from hybrid.embedders import Embedder, Options, make_embedder, make_reranker, options_from, spec_id
-from hybrid.embedders.remote import destinations
-from hybrid.indexing.indexer import index_vault
-from hybrid.indexing.report import IndexReport, Progress
 from hybrid.retrieval.context import with_context
 from hybrid.retrieval.filters import check_filters, resolve_props
 from hybrid.retrieval.graph import GraphCache, LinkGraph
-from hybrid.retrieval.listing import list_notes
 from hybrid.retrieval.pipeline import run_search
 from hybrid.retrieval.request import SearchRequest, as_request
 from hybrid.retrieval.result import SearchResult
@@ -33,6 +24,15 @@ from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
 from hybrid.store.agent.view import AgentView, Hidden
 from hybrid.store.base import VacuumReport
 from hybrid.store.port import Searchable, Store
+
+# What only indexing, reading a note, `status` or a remote model need is imported where it is
+# used: a search (a cold `hybrid query`, above all a lexical one) does not pay for it.
+if TYPE_CHECKING:
+    from hybrid.app.coverage import FileCoverage
+    from hybrid.app.reader import NoteText
+    from hybrid.app.refs import Ref
+    from hybrid.app.status import VaultStatus
+    from hybrid.indexing.report import IndexReport, Progress
 
 log = logging.getLogger("hybrid")
 AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
@@ -133,6 +133,8 @@ class Hybrid(Registry):
                 if self._embedder_factory is not None:
                     self._embedders[key] = self._embedder_factory(spec)
                 else:
+                    from hybrid.app import remote
+                    from hybrid.embedders.remote import destinations
                     remote.require(self.config, destinations(spec, self._options()))
                     self._embedders[key] = make_embedder(spec, options=self._options())
             return self._embedders[key]
@@ -140,7 +142,7 @@ class Hybrid(Registry):
     def _options(self) -> Options:
         """The model factories' options: the settings, and the redactor for text a model server
         elsewhere is sent (:mod:`hybrid.embedders.remote`)."""
-        return options_from(self.config.settings, redact=agent_view.agent_redactor().redact)
+        return options_from(self.config.settings, redact=_redact)
 
     # --- indexing -------------------------------------------------------------------------
     def index(self, vaults: Sequence[str] | None = None, *, reembed: bool = False, wait: float = 0,
@@ -153,6 +155,7 @@ class Hybrid(Registry):
         ``"new"`` fetches the pages not fetched yet (and those that failed before), ``"all"``
         fetches every page again."""
         self.refresh()
+        from hybrid.indexing.report import IndexReport
         reports: list[IndexReport] = []
         first: HybridError | None = None
         for vault in self.config.select(vaults):
@@ -169,6 +172,7 @@ class Hybrid(Registry):
                    progress: Progress | None, fetch: str | None = None) -> IndexReport:
         if reembed:  # the files behind an open store are about to be replaced wholesale
             self._close_store(vault.name)
+        from hybrid.indexing.indexer import index_vault
         report = index_vault(vault, self.embedder(vault.embedder), self.config.settings,
                              reembed=reembed, wait=wait, progress=progress, fetch=fetch)
         if not report.error:  # its agent settings are the vault's now (a shared store keeps them)
@@ -222,6 +226,7 @@ class Hybrid(Registry):
         request = resolve_props(request, [s for _, s in targets])
         check_filters([s for _, s in targets], request.filters)
         if request.parsed.listing:  # filters alone (`tag:x`): the notes passing them, newest first
+            from hybrid.retrieval.listing import list_notes
             with self._lock:
                 return with_context(list_notes(targets, request, self.config.settings), targets, request)
         # Resolved here, on the caller's thread: run_search embeds the query on a worker
@@ -286,6 +291,7 @@ class Hybrid(Registry):
         own apply at once, as for a local vault: the agent view is then redone by an index run,
         which makes them the vault's. Settings that merely differ never trigger one, so two
         servers with different configs do not re-index in turn."""
+        from hybrid.app import reader
         own = AgentView.of(v, self.settings)
         if self._own_views.setdefault(v.name, own.fingerprint) != own.fingerprint and reader.documents_here(v):
             return own
@@ -329,6 +335,8 @@ class Hybrid(Registry):
         if given is not None and hasattr(given, "scores") and not isinstance(given, type):
             return given  # an instance, not a factory
         spec = self.config.settings.rerank_model
+        from hybrid.app import remote
+        from hybrid.embedders.remote import destinations
         options = self._options()
         found = destinations(spec, options, rerank=True)  # from the settings alone: no I/O
         key = " ".join([spec, *(d.url for d in found)])  # another server, another reranker
@@ -353,6 +361,7 @@ class Hybrid(Registry):
         A :class:`~hybrid.app.refs.Ref` is taken as it is (a file with ``#`` in its name, by path).
         With ``links`` (the default) the note's ``backlinks`` and resolved ``links`` come with it
         (None when it is not indexed; an agent's only name notes it may see: :mod:`hybrid.app.links`)."""
+        from hybrid.app import reader
         parsed, v = self.resolve_ref(ref, vault, vault_hint)
         from hybrid.sources.sandbox import convert_limits
         limit, pdf_limit = self.config.settings.max_file_bytes, self.config.settings.max_pdf_bytes
@@ -436,6 +445,8 @@ class Hybrid(Registry):
     def status(self, *, agent: bool = False) -> list[VaultStatus]:
         """One row per vault. With ``agent``: as an agent sees it (counts of the notes it may
         see; nothing about the others, nor the size on disk)."""
+        from hybrid.app import remote
+        from hybrid.app.status import vault_status
         counts = (lambda v: self.agent_counts(v.name)) if agent else None
         vaults = self.vaults
         rows = [vault_status(v, self.settings, agent_counts=counts) for v in vaults]
@@ -449,6 +460,7 @@ class Hybrid(Registry):
     def files(self, name: str) -> Iterator[FileCoverage]:
         """Every file of vault ``name`` and what became of it, streamed (the owner's view:
         :func:`hybrid.app.coverage.file_coverage`)."""
+        from hybrid.app.coverage import file_coverage
         return file_coverage(self.config.vault(name), self.settings)
 
     def agent_hidden(self, name: str) -> dict[str, list[str]]:
@@ -470,6 +482,12 @@ class Hybrid(Registry):
                 s.close()
             self._stores.clear()
         shutdown()
+
+
+def _redact(text: str) -> str:
+    """``text`` as a model server elsewhere may be sent it, redacted by the agent redactor
+    (loaded on first use: a search with a local model never needs it)."""
+    return agent_view.agent_redactor().redact(text)
 
 
 def open(home: str | Path | None = None, *, embedders: Iterable[Embedder] = (),  # noqa: A001

@@ -69,10 +69,16 @@ def _weigh(words: tuple[str, ...]) -> tuple[float, float]:
     """(English words, other languages' words) among Latin-script ``words``: all English when
     every word is in the English list in English letters, else each word as :func:`_word` says."""
     known = [w for w in words if len(w) > 1]
-    judged = [_word(w) for w in known]
-    if all(en for en, _ in judged):
+    if all(map(_plain, known)):  # read from the English list alone (a cold query: 15 ms, not 100)
         return float(len(known)), 0.0
+    judged = [_word(w) for w in known]
     return float(sum(v > 0 for _, v in judged)), float(sum(v < 0 for _, v in judged))
+
+
+@lru_cache(maxsize=1 << 16)
+def _plain(w: str) -> bool:
+    """Whether ``w`` is in the English list, in English letters (what :func:`_word` says first)."""
+    return w.isascii() and wordlist.count(w, "en") >= wordlist.FLOOR
 
 
 @lru_cache(maxsize=1 << 16)

@@ -4,42 +4,80 @@ The lists are the word-frequency dictionaries inside the ``pyspellchecker`` whee
 from the OpenSubtitles corpus, cleaned by its author of misspellings and foreign words): one
 gzipped JSON object ``{"word": count}`` per language, one entry a line, sorted, nothing downloaded
 at run time. A list is read only when a query holds a word that no searched vault knows, once per
-process, and kept as its decompressed bytes: a lookup is a binary search over its lines, where
-parsing the English list into a dict would cost ~0.5 s of a cold ``hybrid query``.
+process: a lookup is a binary search over its lines, where parsing the English list into a dict
+would cost ~0.5 s of a cold ``hybrid query``. Each list is decompressed once per machine into the
+user's cache folder and mapped from there (the seven lists took ~100 ms to decompress, paid by
+every cold query holding a name no list knows, such as "tailscale").
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 log = logging.getLogger("hybrid")
 # Counts below this are too rare to trust as words (most lists start at 50, the count their
 # author gives the words he adds by hand; the Basque list goes down to 1).
 FLOOR = 50
 
-_lists: dict[str, tuple[bytes, bool]] = {}
+_lists: dict[str, tuple[Any, bool]] = {}
 _lock = threading.Lock()
 
 
-def _data(lang: str) -> tuple[bytes, bool]:
-    """The decompressed list of ``lang`` (b"" when the package or the list is missing: logged
-    once, and no word counts as known through it), and whether its lines look sorted."""
+def _data(lang: str) -> tuple[Any, bool]:
+    """The decompressed list of ``lang`` (bytes, or a read-only map of its cached copy; b""
+    when the package or the list is missing: logged once, and no word counts as known through
+    it), and whether its lines look sorted."""
     with _lock:
         got = _lists.get(lang)
         if got is None:
             try:
                 from importlib.resources import files
-                data = gzip.decompress((files("spellchecker") / "resources" / f"{lang}.json.gz").read_bytes())
+                data = _decompressed(files("spellchecker") / "resources" / f"{lang}.json.gz")
             except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
                 log.warning("word list %r unavailable (%s): only the vaults' words count as real "
                             "words; `pip install pyspellchecker` restores it", lang, exc)
                 data = b""
             got = _lists[lang] = (data, _looks_sorted(data))
         return got
+
+
+def _decompressed(source: Any) -> Any:
+    """The decompressed bytes of the gzipped list ``source``: a map of its copy in the cache
+    folder (named by the source's size and time, so an upgraded package makes a new one),
+    written on first use; the bytes themselves where the cache cannot be written."""
+    import mmap
+    import os
+    from pathlib import Path
+
+    import platformdirs
+    try:
+        st = os.stat(str(source))
+    except OSError:  # not a file of its own (a zipped install): decompressed in each process
+        return gzip.decompress(source.read_bytes())
+    cached = Path(platformdirs.user_cache_dir("hybrid")) / "wordlists" / \
+        f"{Path(str(source)).name.removesuffix('.gz')}.{st.st_size}.{st.st_mtime_ns}"
+    try:
+        with open(cached, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # not made yet (or empty: ValueError)
+        pass
+    data = gzip.decompress(source.read_bytes())
+    part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part.write_bytes(data)
+        os.replace(part, cached)
+    except OSError as exc:  # a read-only home: decompressed in each process, as before
+        log.debug("cannot cache word list %s (%s)", cached, exc)
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
+    return data
 
 
 def _line(data: bytes, pos: int) -> tuple[int, int]:
@@ -71,7 +109,7 @@ def count(word: str, lang: str) -> int:
                 lo = e + 1
             else:
                 hi = s
-        at = lo if data.startswith(key, lo) else -1
+        at = lo if data[lo:lo + len(key)] == key else -1
     else:
         at = data.find(key)
     if at < 0:

@@ -133,7 +133,9 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
-                            {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets},
+                            # which model scored the vector arm (none ran: the lexical model applies)
+                            {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets}
+                            if arms.vector else set(),
                             ranks=[i + 1 for i in shown], kind=store_kind(targets))
         if request.passages:
             for h, c in zip(hits, notes.monotone([h.confidence for h in hits])):

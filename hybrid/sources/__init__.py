@@ -109,9 +109,10 @@ def include_help() -> str:
     return f"{', '.join(kinds[:-1])} and {kinds[-1]}: {', '.join(folder_globs())}"
 
 
-def _agree_with_the_config() -> None:
+def agree_with_the_config() -> None:
     """The vault registry (core) names the sources a config file may hold, and the ``include``
-    setting's default takes every kind a folder may hold; both are these."""
+    setting's default takes every kind a folder may hold; both are these (checked by the unit
+    tests, not at each import: that imported the config and settings into `hybrid --help`)."""
     from hybrid.core.config import VAULT_KINDS as registered
     from hybrid.core.settings import Settings
     if tuple(SOURCES) != tuple(registered):
@@ -119,8 +120,6 @@ def _agree_with_the_config() -> None:
     if tuple(Settings().include) != folder_globs():
         raise RuntimeError(f"the include setting's default {Settings().include} != {folder_globs()}")
 
-
-_agree_with_the_config()
 
 
 def check_source(kind: str, path: Path) -> None:

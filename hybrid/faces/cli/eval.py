@@ -75,8 +75,13 @@ you about pooled hits. More: docs/evaluation.md.
 """
 
 
+JUDGE_SUMMARY = ("Build a labelled set by judging pooled hits: for each question, the top notes of the "
+                 "lexical, vector and hybrid modes (each note once, shown with its heading and a snippet), "
+                 "and you answer for each:")
+
+
 @click.group("eval", cls=LazyGroup, invoke_without_command=True, help=EVAL_HELP,
-             lazy_commands={"judge": ".judge:judge_cmd"})
+             lazy_commands={"judge": (".judge:judge_cmd", JUDGE_SUMMARY)})
 @click.option("--vault", "vault_ref", shell_complete=complete_vault,
               help="Vault folder or registered name (default: the bundled sample vault).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),

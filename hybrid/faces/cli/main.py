@@ -26,13 +26,42 @@ from hybrid.faces.cli.support import (
 )
 from hybrid.sources import include_help
 
+# The commands whose modules load only when they run, each with the summary `--help` and Tab
+# completion list it by (held to the command's own short help by tests/unit/test_cli_startup.py)
+LAZY_COMMANDS = {
+    "audit": (".audit:audit_cmd",
+              "Show what agents asked and were given, oldest first (times in local time)."),
+    "completion": (".complete:completion_cmd",
+                   "Print the completion script for SHELL (bash, zsh or fish): commands, options, vault "
+                   "names, setting names and their allowed values."),
+    "config": (".config_cmd:config_cmd",
+               "Show and change settings in the config file (checked; its comments and formatting kept)."),
+    "eval": (".eval:eval_cmd",
+             "Measure retrieval quality on labelled queries (default: the bundled sample vault and its 70 "
+             "labelled queries): every combination of the modes and settings given is run and scored, "
+             "with a 95% confidence interval on every figure."),
+    "proposals": (".proposals:proposals_cmd",
+                  "Review the notes agents proposed (the proposals_folder setting): list, show, accept "
+                  "(move into the vault, status reviewed) or reject (delete)."),
+    "related": (".related:related_cmd",
+                "The notes most related to the note REF, best first, each with why: similar in meaning "
+                "(from the vectors already indexed), linked either way, shared tags, co-cited by the "
+                "same notes."),
+    "source": (".sources:source_cmd", "Add, list and remove sources: bookmarks and Slack exports."),
+    "status": (".status:status_cmd",
+               "Show each vault's index: notes, chunks, model, last indexed, size on disk, and the files "
+               "new, changed or deleted on disk since (what `hybrid index` would do now) or skipped."),
+    "tags": (".tags:tags_cmd",
+             "Tag suggestions approved by a person: suggest tags from the vault's own tags (the nearest "
+             "notes' tags, key phrases; optionally an LLM through Ollama), review them, and only then "
+             "write the accepted ones into the note's front block."),
+    "ui": ("hybrid.faces.ui.launch:ui_cmd",
+           "Open the search page in the browser, signed in (starts `hybrid serve --http` if needed)."),
+}
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             lazy_commands={"eval": ".eval:eval_cmd", "audit": ".audit:audit_cmd",
-                            "proposals": ".proposals:proposals_cmd", "tags": ".tags:tags_cmd",
-                            "source": ".sources:source_cmd", "ui": "hybrid.faces.ui.launch:ui_cmd",
-                            "related": ".related:related_cmd", "config": ".config_cmd:config_cmd",
-                            "completion": ".complete:completion_cmd", "status": ".status:status_cmd"})
+             lazy_commands=LAZY_COMMANDS)
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.version_option(package_name="hybrid", prog_name="hybrid")
 @click.pass_context

@@ -62,23 +62,43 @@ class Group(click.Group):
 
 
 class LazyGroup(Group):
-    """A group some of whose commands live in modules imported only when that command runs or
-    help lists it (``lazy_commands``: name -> "module:attribute"), so a plain `hybrid query`
-    does not pay for importing `hybrid audit`'s or `hybrid eval`'s modules."""
+    """A group some of whose commands live in modules imported only when that command runs
+    (``lazy_commands``: name -> ("module:attribute", its one-line summary)), so a plain `hybrid
+    query` does not pay for importing `hybrid audit`'s or `hybrid eval`'s modules, and neither
+    do the command list of `--help` nor Tab completion, which show each summary as it stands
+    (tests/unit/test_cli_startup.py holds each to its command's own short help)."""
 
-    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+    def __init__(self, *args, lazy_commands: dict[str, tuple[str, str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
+        self._listing = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str):
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            target, summary = self.lazy_commands[cmd_name]
+            if self._listing:  # a stand-in that is listed, never run
+                return click.Command(cmd_name, help=summary)
             from importlib import import_module
-            module, _, attr = self.lazy_commands[cmd_name].partition(":")
+            module, _, attr = target.partition(":")
             self.add_command(getattr(import_module(module, __package__), attr), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def shell_complete(self, ctx: click.Context, incomplete: str):
+        self._listing = True
+        try:
+            return super().shell_complete(ctx, incomplete)
+        finally:
+            self._listing = False
 
 
 class TextCommand(click.Command):
