@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hybrid.retrieval import fuse
@@ -72,13 +72,14 @@ def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Seque
     final ranking (1 = first; default: the hits are that ranking, in order)."""
     import statistics
     want = fuse.content_stems(parsed.text, analyze)
+    stems_of = _stem_set(analyze)
     median = statistics.median(vector_scores[:30]) if vector_scores else 0.0
     floor = min(vector_scores) if vector_scores else 0.0
     out = []
     for i, (hit, row) in enumerate(zip(hits, rows)):
         # a hit the vector arm did not return scores below the arm's last candidate
         cos = hit.vector_score if hit.vector_score is not None else floor
-        cov = fuse.coverage(want, [f"{row.title} {row.heading} {row.text}"], analyze) if want else 0.0
+        cov = len(want & row.derived(("stems", analyze), stems_of)) / len(want) if want else 0.0
         out.append({
             "cos": float(cos), "cos_gap": float(cos - median) if vector_scores else 0.0,
             "coverage": cov,
@@ -88,6 +89,12 @@ def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Seque
             "rank_rr": 1.0 / (ranks[i] if ranks is not None else i + 1),
         })
     return out
+
+
+def _stem_set(analyze: fuse.Analyze) -> Callable[[ChunkRow], frozenset[str]]:
+    """The stems of a passage with its note's title and heading (its coverage of a query is
+    the share of the query's content stems among them)."""
+    return lambda row: frozenset(analyze(f"{row.title} {row.heading} {row.text}"))
 
 
 def model_name(has_vector: bool, embedder_ids: set[str]) -> str:

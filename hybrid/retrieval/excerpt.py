@@ -114,9 +114,12 @@ class Marker:
             if starts else None
 
     def __call__(self, text: str) -> list[str]:
+        return self.marks(text.lower())
+
+    def marks(self, low: str) -> list[str]:
+        """What ``self(text)`` gives, from ``text.lower()`` (kept by a caller that has it)."""
         if not (self.written or self.bigrams):
             return []
-        low = text.lower()
         out = {c for c in self.compounds if c in low and _mark_re((c,)).search(low)}  # type: ignore[union-attr]
         if self.bigrams:
             out.update(self._cjk(low))

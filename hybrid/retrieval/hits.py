@@ -164,10 +164,21 @@ def snippet(text: str, needles: Sequence[str], width: int = 300) -> str:
     """About ``width`` characters of ``text`` around the densest cluster of query words,
     cut at word boundaries, with ellipses where text was dropped. Hits pass their chunk as
     :func:`hybrid.retrieval.excerpt.readable` renders it."""
-    flat = re.sub(r"\s+", " ", text).strip()
+    flat = flatten(text)
+    return flat_snippet(flat, flat.lower(), needles, width)
+
+
+def flatten(text: str) -> str:
+    """``text`` on one line, each run of white space one space (what :func:`snippet` cuts)."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def flat_snippet(flat: str, low: str, needles: Sequence[str], width: int = 300) -> str:
+    """:func:`snippet` of a text already flattened (``flat``: :func:`flatten`'s, ``low``: it in
+    lower case), for a caller that keeps them (a passage returned by many searches)."""
     if len(flat) <= width:
         return flat
-    hits = needle_hits(flat.lower(), needles)
+    hits = needle_hits(low, needles)
     start = 0
     if hits:
         best, j = (-1, 0), 0

@@ -23,7 +23,7 @@ from hybrid.core.tokens import literals
 from hybrid.retrieval import confidence, fitted, fold, fuse, notes
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
 from hybrid.retrieval.excerpt import Marker, readable
-from hybrid.retrieval.hits import NEEDLE_RE, Hit, snippet, source_fields
+from hybrid.retrieval.hits import NEEDLE_RE, Hit, flat_snippet, flatten, source_fields
 from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
@@ -121,7 +121,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
-        mark: Callable[[str], list[str]] = Marker(parsed.text, targets[0][1].lexical.stem.analyze) \
+        mark: Callable[[str], list[str]] = Marker(parsed.text, targets[0][1].lexical.stem.stems).marks \
             if targets else (lambda _: [])
         # notes (or passages) in the order shown, no two overlapping passages of one note
         folder = fold.Folder([rows[k].text for k, _ in fused], settings.duplicate_similarity)
@@ -132,7 +132,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         fold.annotate(hits, shown, folder, [k for k, _ in fused], rows)
     with clock("confidence"):
         confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
-                            parsed, targets[0][1].lexical.stem.analyze if targets else str.split,
+                            parsed, targets[0][1].lexical.stem.stems if targets else str.split,
                             # which model scored the vector arm (none ran: the lexical model applies)
                             {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets}
                             if arms.vector else set(),
@@ -337,12 +337,12 @@ def fusion_weights(targets: Targets, parsed: ParsedQuery, arms: Arms, rows: dict
     if not settings.adaptive_fusion or not arms.lexical or not arms.vector:
         return wl, wv
     store = targets[0][1]
-    want = fuse.content_stems(parsed.text, store.lexical.stem.analyze)
+    want = fuse.content_stems(parsed.text, store.lexical.stem.stems)
     if not want:
         return wl, wv
     top = [rows[k] for k, _ in arms.lexical[:COVERAGE_HITS]]
     texts = [f"{r.title} {r.heading} {r.text}" for r in top]
-    arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.analyze)
+    arms.coverage = cov = fuse.coverage(want, texts, store.lexical.stem.stems)
     return wl * fit.coverage_weight(cov), wv
 
 
@@ -426,7 +426,7 @@ def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
     centre on, and doors highlight, each hit's own ``marks``)."""
     out = set(NEEDLE_RE.findall(parsed.text.lower()))
     for _, store in targets:
-        out.update(store.lexical.stem.analyze(parsed.text))
+        out.update(store.lexical.stem.stems(parsed.text))
     return sorted(out)
 
 
@@ -436,26 +436,38 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
     snippet as readable text centred on the words ``mark`` finds in it (its ``marks``)."""
     lex_rank, lex_score = fuse.ranks([k for k, _ in arms.lexical]), dict(arms.lexical)
     vec_rank, vec_score = fuse.ranks([k for k, _ in arms.vector]), dict(arms.vector)
-    folder_names = {v.name: v.path.name for v, _ in targets}
-    names = {v.name: vault_name_dates(v) for v, _ in targets}
+    static = {v.name: _static_fields(v) for v, _ in targets}
     hits = []
     for key, score in ranked:
         r = rows[key]
-        found = mark(r.text)
+        low, flat, flat_low, fields = r.derived(*static[key[0]])
+        found = mark(low)
         hits.append(Hit(
-            vault=key[0], path=r.path, title=r.title,
-            heading_path=r.heading.split(" > ") if r.heading else [],
-            start_line=r.start_line, end_line=r.end_line,
-            snippet=snippet(readable(r.text), found, snippet_chars), marks=found, score=round(float(score), 6),
+            vault=key[0], path=r.path, title=r.title, start_line=r.start_line, end_line=r.end_line,
+            snippet=flat_snippet(flat, flat_low, found, snippet_chars), marks=found, score=round(float(score), 6),
             lexical_rank=lex_rank.get(key), lexical_score=_r(lex_score.get(key)),
             vector_rank=vec_rank.get(key), vector_score=_r(vec_score.get(key)),
             rerank_score=ce.get(key), fused_score=_r(arms.fused.get(key)), pin=arms.pins.get(key),
-            recency_penalty=arms.demoted.get(key), tags=r.tags,
-            modified=dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds"),
-            date_source=date_source(r.properties, r.modified, r.path, names[key[0]]), chunk_id=r.id, text=r.text,
-            **source_fields(r.path, r.heading, lambda r=r: r.properties, folder_names[key[0]],
-                            r.start_line)))
+            recency_penalty=arms.demoted.get(key), tags=r.tags, chunk_id=r.id, text=r.text,
+            **fields, heading_path=r.heading.split(" > ") if r.heading else []))
     return hits
+
+
+def _static_fields(vault: Vault) -> tuple[tuple, Callable[[ChunkRow], tuple[str, str, str, dict[str, Any]]]]:
+    """(key, make) for :meth:`ChunkRow.derived`: what a hit of vault ``vault`` takes from its
+    row alone, whatever the query, made once per row: its text in lower case (what the marks
+    are found in), its text as a reader sees it on one line (as is and in lower case: what the
+    snippet is cut from), and its other fields (its date and where the date came from, its
+    kind's fields, the link that opens it)."""
+    folder, names = vault.path.name, vault_name_dates(vault)
+
+    def make(r: ChunkRow) -> tuple[str, str, str, dict[str, Any]]:
+        fields = source_fields(r.path, r.heading, lambda: r.properties, folder, r.start_line)
+        fields["modified"] = dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds")
+        fields["date_source"] = date_source(r.properties, r.modified, r.path, names)
+        flat = flatten(readable(r.text))
+        return r.text.lower(), flat, flat.lower(), fields
+    return ("hit", folder, names.formats if names is not None else None), make
 
 
 def _r(x: float | None) -> float | None:

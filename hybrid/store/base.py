@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Hashable, Sequence
 
     import numpy as np
 
@@ -49,6 +49,9 @@ class FileRow:
     hash: str
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class ChunkRow:
     id: int
@@ -73,6 +76,18 @@ class ChunkRow:
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
+
+    def derived(self, key: Hashable, make: Callable[[ChunkRow], T]) -> T:
+        """``make(self)``, made once per row object under ``key`` and kept with it: a reader's
+        catalog keeps its rows between searches while its ledger is unchanged, so what a search
+        derives from a row alone (its readable text, its stems, the fields of its hit) is
+        derived once. A copy (``dataclasses.replace``: a redacted row) derives its own."""
+        memo = self.__dict__.setdefault("_derived", {})
+        try:
+            return memo[key]
+        except KeyError:
+            memo[key] = value = make(self)
+            return value
 
 
 # The columns of a chunk's row, without its note's own fields (``{alias}`` of the files table;

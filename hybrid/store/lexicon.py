@@ -5,6 +5,7 @@ read text with, so both stores rank alike."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ class StemAnalyzer:
                           .filter(tantivy.Filter.lowercase())
                           .filter(tantivy.Filter.ascii_fold())
                           .filter(tantivy.Filter.stemmer("english")).build())
+        self._stems = functools.lru_cache(maxsize=16384)(self._analyzed)
 
     @staticmethod
     def prepare(text: str) -> str:
@@ -65,6 +67,15 @@ class StemAnalyzer:
 
     def analyze(self, text: str) -> list[str]:
         return self.tokenizer.analyze(split_cjk(text))
+
+    def stems(self, text: str) -> tuple[str, ...]:
+        """:meth:`analyze`'s stems as a tuple, the most recent texts' kept: a search reads the
+        same passages' and words' stems again and again (its marks, its coverage, its
+        confidence), a long-lived handle across searches. Indexing uses :meth:`analyze`."""
+        return self._stems(text)
+
+    def _analyzed(self, text: str) -> tuple[str, ...]:
+        return tuple(self.analyze(text))
 
 
 def stem_analyzer() -> StemAnalyzer:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -51,12 +52,17 @@ from hybrid.store.sql import kind_condition, like_escape, mention_condition, pro
 
 log = logging.getLogger("hybrid")
 WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
+ROW_CACHE = 8192  # chunk rows a reader keeps between searches (about 16 MB of passages)
 
 
 
 class Catalog(EmbeddingCache, PropertyRows):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
+        # what a reader keeps of the ledger as of _cache_version (see _held); a writer: None
+        self._row_cache: dict[str, dict] | None = None
+        self._cache_version: int | None = None
+        self._cache_lock = threading.Lock()
         self.fresh = False  # True when this open created the schema (an empty or new file)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -82,6 +88,8 @@ class Catalog(EmbeddingCache, PropertyRows):
             if not readonly:
                 self.db.execute(BODY_INDEX)
                 self._relabel_legacy_model()
+            else:
+                self._row_cache = {"rows": {}, "meta": {}}
         except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
             self.close()
             raise IndexCorrupt(f"{path}: cannot open the catalog ({exc}); check that folder's "
@@ -128,6 +136,30 @@ class Catalog(EmbeddingCache, PropertyRows):
 
     # --- meta -----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        """The meta value ``key`` (None: not set). A reader keeps the values it read while the
+        ledger is unchanged: a search asks for the vault's model and languages each time."""
+        held = self._held()
+        if held is None:
+            return self._read_meta(key)
+        meta = held["meta"]
+        if key not in meta:
+            meta[key] = self._read_meta(key)
+        return meta[key]
+
+    def _held(self) -> dict[str, dict] | None:
+        """What a reader keeps of the ledger as it is now (``rows`` by id, ``meta`` by key),
+        emptied when the ledger changed (its data version); None for a writer, which reads
+        afresh (its own commits do not change the data version)."""
+        if getattr(self, "_row_cache", None) is None:  # a writer, or while opening
+            return None
+        version = self.data_version()
+        with self._cache_lock:
+            if self._cache_version != version:
+                self._cache_version = version
+                self._row_cache = {"rows": {}, "meta": {}}
+            return self._row_cache
+
+    def _read_meta(self, key: str) -> str | None:
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         except sqlite3.OperationalError as exc:
@@ -251,6 +283,26 @@ class Catalog(EmbeddingCache, PropertyRows):
         return out
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The rows of ``ids`` (live or dead; an id not in the ledger is absent). A reader keeps
+        the rows it read while the ledger is unchanged (its data version), so a long-lived
+        handle reads a passage once however many searches return it, and what a search
+        derives from a row alone (:meth:`ChunkRow.derived`) is derived once."""
+        held = self._held()
+        if held is None:
+            return self._read_chunks(ids)
+        cached = held["rows"]
+        out = {i: r for i in ids if (r := cached.get(i)) is not None}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            got = self._read_chunks(missing)
+            with self._cache_lock:
+                if len(cached) + len(got) > ROW_CACHE:
+                    cached.clear()
+                cached.update(got)
+            out.update(got)
+        return dict(sorted(out.items()))  # in id order, as the ledger gives them
+
+    def _read_chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         ids = list(ids)
         for i in range(0, len(ids), 500):
@@ -277,7 +329,7 @@ class Catalog(EmbeddingCache, PropertyRows):
         if ids is not None:
             ids = sorted(ids)
             for i in range(0, len(ids), batch):
-                yield list(self.chunks(ids[i:i + batch]).values())
+                yield list(self._read_chunks(ids[i:i + batch]).values())
             return
         last = 0
         while True:
