@@ -21,12 +21,13 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError
+from hybrid.faces import client
 from hybrid.faces.http_guard import WILDCARD_BINDS, Guard, is_loopback, protocol_class, url_host
 from hybrid.faces.ui.session import Throttle
 from hybrid.retrieval.limits import BadSearchArgs, json_object, mcp_body_limit
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hybrid")
 def server_file(h: Hybrid) -> Path:
-    return h.config.data / "server.json"
+    return client.server_file(h.config)
 
 
 def build_app(h: Hybrid, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
@@ -232,10 +233,11 @@ def _graceful_signals(server):
 
 
 def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
-               allowed_hosts: Iterable[str] = ()) -> None:
+               allowed_hosts: Iterable[str] = (), on_ready: Callable[[], None] | None = None) -> None:
     """Run until interrupted or terminated. While listening, the address is recorded in
     server.json for ``hybrid query``; it is removed on every exit Python sees (return, error,
-    Ctrl-C, SIGTERM, SIGHUP). Only a hard abort escapes that, hence the caps in limits.py."""
+    Ctrl-C, SIGTERM, SIGHUP). Only a hard abort escapes that, hence the caps in limits.py.
+    ``on_ready`` is called once the socket is bound and the address recorded."""
     import uvicorn
 
     if not is_loopback(host) and not token:
@@ -255,7 +257,11 @@ def serve_http(h: Hybrid, host: str, port: int, token: str | None, watcher=None,
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             http=protocol_class(h.settings.http_header_timeout), ws="none",
                             proxy_headers=False, use_colors=False)
-    server = _server_class()(config, on_listen=lambda: _write_info(info, host, port, token, owner_key))
+    def listening() -> None:
+        _write_info(info, host, port, token, owner_key)
+        if on_ready is not None:
+            on_ready()
+    server = _server_class()(config, on_listen=listening)
     try:
         with _graceful_signals(server):
             server.run()
@@ -288,82 +294,21 @@ def _remove_info(info: Path) -> None:
         pass
 
 
-def _error_text(exc) -> str:
-    """The server's one-line {"error": …} message, or the status if the body is not that."""
-    try:
-        return str(json.loads(exc.read())["error"]).splitlines()[0]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return f"the server refused the search (HTTP {exc.code})"
-
-
-# The request itself was refused: searching in-process would fail the same way (same checks in
-# Hybrid.search) or, worse, hide the reason. Anything else (401 without HYBRID_TOKEN, 5xx, an
-# unrelated program on the port) falls back to searching in-process.
-REFUSED = {400, 413, 415, 422}
-
-
 def remote_search(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> list[dict] | None:
     """Ask a running server (if its address file exists and it answers); None means: do it
-    in-process. Uses only the standard library so a cold ``hybrid query`` stays fast."""
-    data = _remote_call(h, request, timeout)
+    in-process (:mod:`hybrid.faces.client`, which imports nothing of the engine)."""
+    data = client.search(h.config, request, timeout)
     if data is None:
         return None
     return answer_passages(data)
 
 
 def remote_result(h: Hybrid, request: SearchRequest, timeout: float = 2.0) -> SearchResult | None:
-    """:func:`remote_search` as a :class:`~hybrid.retrieval.result.SearchResult` (hits, the words the
-    server corrected, the parsed query), as ``Hybrid.search`` returns it; None: search
-    in-process."""
-    from hybrid.retrieval.result import SearchResult
-    data = _remote_call(h, request, timeout)
-    if data is None:
-        return None
-    return SearchResult.from_response(data, request.query, request.parsed)
+    """:func:`remote_search` as a :class:`~hybrid.retrieval.result.SearchResult`
+    (:func:`hybrid.faces.client.search_result`); None: search in-process."""
+    return client.search_result(h.config, request, timeout)
 
 
 def server_info(h: Hybrid) -> dict | None:
-    """The running server's address file (``url``, ``pid``, ``token``, ``owner_key``), or None
-    when there is none, it cannot be read, or it has no owner key (a server from before the
-    agent view would not know us as the owner)."""
-    try:
-        info = json.loads(server_file(h).read_text(encoding="utf-8"))
-        info["url"], info["owner_key"] = str(info["url"]), str(info.get("owner_key") or "")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return info if info["owner_key"] else None
-
-
-def _remote_call(h: Hybrid, request: SearchRequest, timeout: float) -> dict | None:
-    """The server's JSON answer (a dict with a ``notes`` or ``hits`` list), or None."""
-    import urllib.error
-    import urllib.request
-
-    info = server_info(h)
-    if info is None:
-        return None
-    url, owner_key = info["url"], info["owner_key"]
-    body = request.to_json()
-    for name in ("passages", "context"):  # at their default: a server from before them answers as ever
-        if not body[name]:
-            del body[name]
-    req = urllib.request.Request(url + "/api/search", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json", "X-Hybrid-Owner": owner_key},
-                                 method="POST")
-    token = os.environ.get("HYBRID_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            data = json.loads(resp.read())
-        if not isinstance(data, dict) or not isinstance(data.get("notes", data.get("hits")), list):
-            raise ValueError("not a search answer")
-        return data
-    except urllib.error.HTTPError as exc:
-        if exc.code in REFUSED:
-            raise HybridError(_error_text(exc)) from None
-        log.info("server at %s answered %s; searching in-process", url, exc.code)
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        log.info("no server answering at %s; searching in-process", url)
-        return None
+    """The running server's address file: :func:`hybrid.faces.client.server_info`."""
+    return client.server_info(h.config)

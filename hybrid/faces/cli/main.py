@@ -17,6 +17,7 @@ from hybrid.faces.cli.support import (
     LazyGroup,
     TextCommand,
     confirm_remote,
+    confirm_remote_config,
     open_handle,
     print_json,
     progress_bar,
@@ -275,28 +276,31 @@ def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, 
         raise click.UsageError("--group and --passages contradict each other: use one of them")
     view = QueryView(top_k=top_k, passages=search["passages"], as_json=as_json, files=files, full=full,
                      explain=explain, look=Look.detect())
-    h = open_handle(ctx)
     from hybrid.retrieval.request import from_options
     # Checked before asking a server: "query is too long" beats the server's 413.
     request = from_options(" ".join(text), search, rerank=search["rerank"] or bool(rerank_model))
+    if not rerank_model and not local and not as_agent:
+        # a running `hybrid serve --http` has the models warm: asked by a client that reads
+        # the config alone (the engine is imported only when no server answers)
+        from hybrid.core.config import load_config
+        from hybrid.faces import client
+        config = ctx.obj.get("hybrid").config if "hybrid" in ctx.obj else load_config()
+        if mode != "lexical":
+            confirm_remote_config(config, search.get("vaults"), yes=yes)
+        result = client.search_result(config, request)
+        if result is not None:
+            view.roots = {name: config.vault(name).path for name in config.vaults}
+            view.show(result, request)
+            return
+    h = open_handle(ctx)
     if rerank_model:
         h.override(rerank_model=rerank_model)
     if mode != "lexical":
         confirm_remote(h, search.get("vaults"), yes=yes)
-
-    def run(request):
-        if not rerank_model and not local and not as_agent:
-            from hybrid.faces.http import remote_result
-            result = remote_result(h, request)  # a running `hybrid serve --http` has the model warm
-            if result is not None:
-                return result
-        started = time.perf_counter()
-        result = h.search(request, agent=as_agent)
-        if mode != "lexical":
-            slow_query_hint(h, time.perf_counter() - started)
-        return result
-
-    result = run(request)
+    started = time.perf_counter()
+    result = h.search(request, agent=as_agent)
+    if mode != "lexical":
+        slow_query_hint(h, time.perf_counter() - started)
     view.roots = {v.name: v.path for v in h.vaults}
     view.show(result, request)
 
@@ -357,18 +361,33 @@ def _start_watcher(h, watch: bool, debounce: float):
     return watcher
 
 
-def _warm_up(h) -> None:
-    """Load the embedders in the background so the first vector query is not the slow one."""
+def _warm_up(h, wait: bool) -> None:
+    """Load every vault's models (each part of a mix) and open its indexes as owner and agent
+    with one search each, so the first real search is not the slow one: before the HTTP server
+    binds and says it is ready (``wait``), or in the background (stdio, whose client starts
+    talking at once)."""
     import threading
 
     def load():
+        log = logging.getLogger("hybrid")
         for v in h.vaults:
+            started = time.perf_counter()
             try:
-                h.embedder(v.embedder).embed_query("warm up")
+                emb = h.embedder(v.embedder)
+                for part in (*getattr(emb, "parts", ()), emb):
+                    part.embed_query("warm up")
+                for agent in (False, True):
+                    h.search("warm up", vaults=[v.name], top_k=1, agent=agent)
             except Exception as exc:  # reported again, with its fix, by the first search
-                logging.getLogger("hybrid").warning("could not load %s: %s", v.embedder, exc)
+                log.warning("could not warm up vault %s: %s", v.name, exc)
+                continue
+            log.info("vault %s warm (models loaded, indexes open) in %.1f s", v.name,
+                     time.perf_counter() - started)
 
-    threading.Thread(target=load, name="hybrid-warmup", daemon=True).start()
+    if wait:
+        load()
+    else:
+        threading.Thread(target=load, name="hybrid-warmup", daemon=True).start()
 
 
 @main.command()
@@ -393,19 +412,20 @@ def serve(ctx, http_, host, port, token, allow_hosts, watch, debounce, yes):
         if not is_loopback(host) and not token:  # before anything starts or is announced
             raise HybridError(f"binding {host} exposes your notes to the network: set a token "
                               f"with --token or HYBRID_TOKEN")
-    _warm_up(h)
+    _warm_up(h, wait=http_)
     watcher = _start_watcher(h, watch, debounce)
     try:
         if http_:
             from hybrid.faces.http import serve_http
             # an IPv6 address is bracketed in a URL; /health never asks for the token
             where = f"[{host}]" if ":" in host and not host.startswith("[") else host
-            click.echo(f"hybrid: search page at http://{where}:{port}/ (sign in with `hybrid ui`"
-                       + (" or the token" if token else "") + "), MCP at /mcp"
-                       + (" (token required)" if token else "") + ", health at /health", err=True)
+            ready = (f"hybrid: search page at http://{where}:{port}/ (sign in with `hybrid ui`"
+                     + (" or the token" if token else "") + "), MCP at /mcp"
+                     + (" (token required)" if token else "") + ", health at /health")
             env_hosts = os.environ.get("HYBRID_ALLOWED_HOSTS", "").split(",")
             serve_http(h, host, port, token, watcher,
-                       allowed_hosts=[*allow_hosts, *(n.strip() for n in env_hosts if n.strip())])
+                       allowed_hosts=[*allow_hosts, *(n.strip() for n in env_hosts if n.strip())],
+                       on_ready=lambda: click.echo(ready, err=True))
         else:
             from hybrid.faces.mcp import run_stdio
             run_stdio(h, watcher)

@@ -348,11 +348,16 @@ def yes_option(command):
 def confirm_remote(h, names=None, *, yes: bool, ask: bool = True) -> None:
     """Before text of vaults ``names`` (default: all) may go to a server on another machine that
     nobody confirmed: see :func:`confirm_destinations`."""
+    confirm_remote_config(h.config, names, yes=yes, ask=ask)
+
+
+def confirm_remote_config(config, names=None, *, yes: bool, ask: bool = True) -> None:
+    """:func:`confirm_remote` from the config alone (what a client of a running server has)."""
     from hybrid.app import remote
-    if not h.config.vaults:
+    if not config.vaults:
         return
-    found = [d for v in h.config.select(names or None) for d in remote.vault_destinations(h.config, v)]
-    confirm_destinations(h.config, found, yes=yes, ask=ask)
+    found = [d for v in config.select(names or None) for d in remote.vault_destinations(config, v)]
+    confirm_destinations(config, found, yes=yes, ask=ask)
 
 
 def confirm_destinations(config, found, *, yes: bool, ask: bool = True, refuse: bool = True) -> None:

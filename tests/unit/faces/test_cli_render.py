@@ -4,11 +4,13 @@ spelling correction announced (in-process, through /api/search, in the MCP text)
 shapes. In-process CliRunner with the hash embedder; one slow test through a real server."""
 import json
 import re
+import subprocess
+import sys
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 from click.testing import CliRunner
-from helpers import JsonHandler, hash_home, hybrid_cmd, local_server, write
+from helpers import JsonHandler, free_port, hash_home, health_ok, hybrid_cmd, local_server, server_env, write
 
 import hybrid
 from hybrid.faces.cli.main import main
@@ -344,6 +346,42 @@ def test_real_server_carries_corrections(serve, home):
     r = hybrid_cmd(home, "query", "tailscael", "-n", "1")
     assert r.returncode == 0 and "showing results for: tailscale" in r.stderr
     assert r.stdout.startswith("1. vault:home/network.md:")
+
+
+ENGINE = ("hybrid.app.api", "hybrid.retrieval.pipeline", "numpy", "tantivy", "faiss", "onnxruntime", "sqlite3")
+
+
+@pytest.mark.slow
+def test_cli_through_a_real_server_imports_none_of_the_engine(serve, home):
+    """`hybrid query` with a server up is a small client: its answer is the server's, and it
+    imports no index, model or store (issue #48)."""
+    serve()
+    code = ("import sys, runpy\nsys.argv = ['hybrid', 'query', 'tailscale', '-n', '1']\n"
+            "try:\n    runpy.run_module('hybrid.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {ENGINE!r} if m in sys.modules), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], env=server_env(home), capture_output=True, text=True,
+                       timeout=120)
+    assert "LOADED []" in r.stderr, r.stderr
+    assert r.stdout.startswith("1. vault:home/network.md:")
+
+
+@pytest.mark.slow
+def test_the_server_says_it_is_ready_once_its_vaults_are_warm(home):
+    port = free_port()
+    p = subprocess.Popen([sys.executable, "-m", "hybrid", "-v", "serve", "--http", "--port", str(port)],
+                         env=server_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in p.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if "search page at" in line:
+                break
+        warm = [i for i, ln in enumerate(lines) if "vault vault warm (models loaded, indexes open)" in ln]
+        assert warm and warm[0] < len(lines) - 1, "".join(lines)
+        assert health_ok(port) < 30  # listening when it says so
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
 
 
 def test_a_note_lists_its_further_passages_under_it():
