@@ -64,9 +64,10 @@ def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView,
     from hybrid.sources.convert import judged_fields
     out: set[int] = set()
     rows = catalog.file_rows(list(file_ids))
+    root = str(disk.root)
     for fid, row in rows.items():
         try:
-            st = os.stat(disk.root / row.path)
+            st = os.stat(os.path.join(root, row.path))
         except OSError:
             out.add(fid)  # deleted or unreadable since it was indexed: nothing to judge it by
             continue

@@ -423,13 +423,18 @@ def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[Ch
 
 
 def visible(rows: Iterable[ChunkRow], view: AgentView) -> list[ChunkRow]:
-    """The rows of notes an agent may see (judged on the row's own note: path, tags, frontmatter)."""
+    """The rows of notes an agent may see (judged on the row's own note: path, tags, frontmatter;
+    kept with a row a reader keeps, for this view's settings: :meth:`ChunkRow.derived`)."""
     verdict: dict[int, bool] = {}
     out = []
+    key = ("shown to agents", view.fingerprint)
+
+    def shown(r: ChunkRow) -> bool:
+        return view.hides(r.path, r.tags, r.properties) is None
     for r in rows:
         ok = verdict.get(r.file_id)
         if ok is None:
-            ok = verdict[r.file_id] = view.hides(r.path, r.tags, r.properties) is None
+            ok = verdict[r.file_id] = r.derived(key, shown)
         if ok:
             out.append(r)
     return out
