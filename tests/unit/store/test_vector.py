@@ -102,6 +102,28 @@ def test_ivf_filters_find_allowed_neighbours(tmp_path, corpus):
     assert len(got) == 10 and not set(got) & banned
 
 
+@pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
+def test_one_query_probes_its_lists_on_every_thread_with_the_same_results(tmp_path, corpus):
+    """A query's IVF lists are split among the OpenMP threads (issue #48: FAISS's default
+    split the queries, leaving a core idle for a one-query search): ids and scores are those
+    of a search on one thread."""
+    vecs, ids = corpus
+    vi = VectorIndex(tmp_path / "v.faiss")
+    vi.rebuild(ids, vecs, DIM, VectorSpec(ann_threshold=1000))
+    rng = np.random.default_rng(7)
+    q = calibration_queries(vecs, 20, rng)
+    allowed = set(ids[rng.choice(len(ids), 3000, replace=False)].tolist())
+    threads = faiss.omp_get_max_threads()
+    for kwargs in ({}, {"allowed": allowed}, {"banned": set(ids[:4000].tolist())}):
+        got = [vi.search(x, 10, **kwargs) for x in q]
+        assert vi._load().parallel_mode == 1
+        faiss.omp_set_num_threads(1)
+        try:
+            assert [vi.search(x, 10, **kwargs) for x in q] == got
+        finally:
+            faiss.omp_set_num_threads(threads)
+
+
 def _vault(root, n):
     root.mkdir(exist_ok=True)
     for i in range(n):
