@@ -211,7 +211,8 @@ def test_the_fast_tokenizer_gives_the_pure_ports_ids():
     texts = [s for topic in TOPICS for s in topic] + [
         "", "   ", "\u200b\ufeff", "e\u0301 café CAFÉ ｆｕｌｌ width", "tab\there\nnew line", "x" * 3000,
         "`orders-created` 10.0.0.0/24 https://example.com/a?b=c", "😀 emoji 👍🏽", "كيف أفتح لوحة الأوامر",
-        "strike <s>through</s> and <unk>", "full-width ＜ｓ＞ and ﹤/s﹥", "a < b > c <pad>"]
+        "strike <s>through</s> and <unk>", "full-width ＜ｓ＞ and ﹤/s﹥", "a < b > c <pad>",
+        "| a | b |\n|" + "-" * 26 + "|" + "-" * 19 + "|", "=" * 40, "ha" * 9, "x ..... y", "ーーーーー"]
     for bos, eos in ((True, True), (False, False)):
         assert fast.encode(texts, add_bos=bos, add_eos=eos) == pure.encode(texts, add_bos=bos, add_eos=eos)
     assert fast.encode("", add_bos=True, add_eos=True) == pure.encode("", add_bos=True, add_eos=True) == [1, 0, 2]
