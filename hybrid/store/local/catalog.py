@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +38,7 @@ from hybrid.store.base import (
 )
 from hybrid.store.local.cache import EmbeddingCache
 from hybrid.store.local.db import Connection, Transaction
+from hybrid.store.local.held import Held
 from hybrid.store.local.props import PropertyRows
 from hybrid.store.local.schema import (
     BODY_INDEX,
@@ -52,17 +52,13 @@ from hybrid.store.sql import kind_condition, like_escape, mention_condition, pro
 
 log = logging.getLogger("hybrid")
 WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a checkpoint
-ROW_CACHE = 8192  # chunk rows a reader keeps between searches (about 16 MB of passages)
 
 
 
 class Catalog(EmbeddingCache, PropertyRows):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
-        # what a reader keeps of the ledger as of _cache_version (see _held); a writer: None
-        self._row_cache: dict[str, dict] | None = None
-        self._cache_version: int | None = None
-        self._cache_lock = threading.Lock()
+        self._held: Held | None = None  # what a reader keeps between searches; a writer: None
         self.fresh = False  # True when this open created the schema (an empty or new file)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -89,7 +85,7 @@ class Catalog(EmbeddingCache, PropertyRows):
                 self.db.execute(BODY_INDEX)
                 self._relabel_legacy_model()
             else:
-                self._row_cache = {"rows": {}, "meta": {}}
+                self._held = Held(self.data_version)
         except sqlite3.DatabaseError as exc:  # untranslated: cannot open (permissions, ...)
             self.close()
             raise IndexCorrupt(f"{path}: cannot open the catalog ({exc}); check that folder's "
@@ -136,28 +132,9 @@ class Catalog(EmbeddingCache, PropertyRows):
 
     # --- meta -----------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """The meta value ``key`` (None: not set). A reader keeps the values it read while the
-        ledger is unchanged: a search asks for the vault's model and languages each time."""
-        held = self._held()
-        if held is None:
-            return self._read_meta(key)
-        meta = held["meta"]
-        if key not in meta:
-            meta[key] = self._read_meta(key)
-        return meta[key]
-
-    def _held(self) -> dict[str, dict] | None:
-        """What a reader keeps of the ledger as it is now (``rows`` by id, ``meta`` by key),
-        emptied when the ledger changed (its data version); None for a writer, which reads
-        afresh (its own commits do not change the data version)."""
-        if getattr(self, "_row_cache", None) is None:  # a writer, or while opening
-            return None
-        version = self.data_version()
-        with self._cache_lock:
-            if self._cache_version != version:
-                self._cache_version = version
-                self._row_cache = {"rows": {}, "meta": {}}
-            return self._row_cache
+        """The meta value ``key`` (None: not set); a reader's kept while the ledger is unchanged
+        (:mod:`hybrid.store.local.held`: a search asks for the vault's model and languages)."""
+        return self._read_meta(key) if self._held is None else self._held.meta(key, self._read_meta)
 
     def _read_meta(self, key: str) -> str | None:
         try:
@@ -283,24 +260,9 @@ class Catalog(EmbeddingCache, PropertyRows):
         return out
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        """The rows of ``ids`` (live or dead; an id not in the ledger is absent). A reader keeps
-        the rows it read while the ledger is unchanged (its data version), so a long-lived
-        handle reads a passage once however many searches return it, and what a search
-        derives from a row alone (:meth:`ChunkRow.derived`) is derived once."""
-        held = self._held()
-        if held is None:
-            return self._read_chunks(ids)
-        cached = held["rows"]
-        out = {i: r for i in ids if (r := cached.get(i)) is not None}
-        missing = [i for i in ids if i not in out]
-        if missing:
-            got = self._read_chunks(missing)
-            with self._cache_lock:
-                if len(cached) + len(got) > ROW_CACHE:
-                    cached.clear()
-                cached.update(got)
-            out.update(got)
-        return dict(sorted(out.items()))  # in id order, as the ledger gives them
+        """The rows of ``ids`` (live or dead; an id not in the ledger is absent); a reader's kept
+        while the ledger is unchanged (:mod:`hybrid.store.local.held`)."""
+        return self._read_chunks(ids) if self._held is None else self._held.rows(ids, self._read_chunks)
 
     def _read_chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
