@@ -9,6 +9,12 @@ from pathlib import Path
 from hybrid.core.errors import IndexLocked
 
 
+def package_data(name: str) -> str:
+    """The text of ``hybrid/data/<name>``, read beside this package's files (what pip installs;
+    importlib.resources would import zipfile and more into a cold query for it)."""
+    return (Path(__file__).resolve().parent.parent / "data" / name).read_text(encoding="utf-8")
+
+
 def sibling(directory: Path, suffix: str) -> Path:
     return directory.with_name(directory.name + suffix)
 

@@ -13,7 +13,6 @@ every cold query holding a name no list knows, such as "tailscale").
 from __future__ import annotations
 
 import contextlib
-import gzip
 import logging
 import re
 import threading
@@ -37,8 +36,7 @@ def _data(lang: str) -> tuple[Any, bool]:
         got = _lists.get(lang)
         if got is None:
             try:
-                from importlib.resources import files
-                data = _decompressed(files("spellchecker") / "resources" / f"{lang}.json.gz")
+                data = _decompressed(_resources() / f"{lang}.json.gz")
             except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
                 log.warning("word list %r unavailable (%s): only the vaults' words count as real "
                             "words; `pip install pyspellchecker` restores it", lang, exc)
@@ -47,10 +45,22 @@ def _data(lang: str) -> tuple[Any, bool]:
         return got
 
 
+def _resources() -> Any:
+    """pyspellchecker's ``resources`` folder, found without importing the package (its
+    ``__init__`` imports its whole spell checker, which nothing here uses)."""
+    from importlib.util import find_spec
+    spec = find_spec("spellchecker")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'spellchecker'")
+    from pathlib import Path
+    return Path(next(iter(spec.submodule_search_locations))) / "resources"
+
+
 def _decompressed(source: Any) -> Any:
     """The decompressed bytes of the gzipped list ``source``: a map of its copy in the cache
     folder (named by the source's size and time, so an upgraded package makes a new one),
     written on first use; the bytes themselves where the cache cannot be written."""
+    import gzip
     import mmap
     import os
     from pathlib import Path

@@ -52,8 +52,8 @@ CALIBRATED = frozenset({"sentence-transformers/all-MiniLM-L6-v2",
 
 @functools.cache
 def _fitted() -> dict[str, Any]:
-    from importlib import resources  # here: importing it costs a cold lexical query ~7 ms
-    return json.loads(resources.files("hybrid").joinpath("data/confidence.json").read_text(encoding="utf-8"))
+    from hybrid.core.files import package_data
+    return json.loads(package_data("confidence.json"))
 
 
 def models(kind: str = "local") -> dict[str, dict[str, Any]]:

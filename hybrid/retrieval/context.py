@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hybrid.core.tokens import count_tokens
-from hybrid.indexing.chunk import HEADING_RE
 from hybrid.retrieval.context_blocks import Block, Context, NoteContext
 from hybrid.retrieval.hits import Hit
+from hybrid.sources.markdown import HEADING_RE  # the chunker's (not hybrid.indexing: a search imports none of it)
 from hybrid.store.base import ChunkRow
 
 if TYPE_CHECKING:

@@ -50,9 +50,8 @@ class Fusion:
 @functools.cache
 def table() -> dict[str, dict[str, Any]]:
     """``{store kind: {"fusion": {...}, ...}}`` as fitted (hybrid/data/fitted.json)."""
-    from importlib import resources
-    text = resources.files("hybrid").joinpath("data/fitted.json").read_text(encoding="utf-8")
-    return json.loads(text)["stores"]
+    from hybrid.core.files import package_data
+    return json.loads(package_data("fitted.json"))["stores"]
 
 
 def kind_of(kinds: Iterable[str]) -> str:

@@ -41,7 +41,6 @@ is the store as an agent reads it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import re
@@ -191,6 +190,7 @@ class AgentView:
                 "reach": sorted([r.vault, r.prefix, r.inside, sorted(r.exclude)] for r in self.reach),
                 "rules": PRIVACY_REVISION,
                 "redact": rules_version() if self.redact else None}
+        import hashlib
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
 
     @property
@@ -277,6 +277,7 @@ def rules_version() -> str:
         version = metadata.version("kingfisher-secret-scanner")
     except metadata.PackageNotFoundError:
         version = "absent"
+    import hashlib
     return f"{version}:{FILTER_REVISION}:{hashlib.sha256(RULES_FILE.read_bytes()).hexdigest()[:12]}"
 
 
