@@ -305,7 +305,7 @@ def slow_query_hint(h, seconds: float) -> None:
         return
     click.echo(f"hint: this query took {seconds:.1f} s because the model had to load; keep it warm with "
                f"`hybrid serve --http --watch` (or `hybrid service install`) and `hybrid query` answers "
-               f"through it in about 0.2 s", err=True)
+               f"through it in about 0.15 s", err=True)
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
