@@ -100,7 +100,7 @@ class MixEmbedder:
         # the first (English) model's half of a text in another language is left out: the
         # text is found through the second model alone
         other = {i for i, t in enumerate(texts) if foreign(t[:SAMPLE_CHARS]) > OTHER_TEXT}
-        skip = (other, set())
+        skip: tuple[set[int], set[int]] = (other, set())
         halves, jobs = [], []
         for part, have, left_out in zip(self.parts, known, skip):
             out = np.zeros((len(texts), part.dim), dtype=np.float32)

@@ -198,7 +198,7 @@ class SentencePieceTokenizer:
     def encode(self, texts: str | Sequence[str], out_type: type = int, add_bos: bool = True,
                add_eos: bool = True) -> Any:
         single = isinstance(texts, str)
-        batch = [texts] if single else list(texts)
+        batch: list[str] = [texts] if isinstance(texts, str) else list(texts)
         got = self._sp.encode(batch)
         odd = [i for i, ids in enumerate(got)
                if not ids or self._unk in ids or _names_a_control(batch[i]) or REPEATS.search(batch[i])]
