@@ -24,11 +24,11 @@ halves already known). The id is ``mix(<id a>,<id b>)``.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hybrid.core.lang import SAMPLE_CHARS, foreign
+from hybrid.core.workers import worker
 from hybrid.embedders.base import Embedder
 from hybrid.embedders.registry import Options, UnknownSpec, make_embedder, spec_id
 
@@ -111,7 +111,7 @@ class MixEmbedder:
             halves.append(out)
             jobs.append((part, out, texts, todo))
         second = jobs[1]
-        pending = _second_model_pool().submit(_fill, *second) if second[3] else None
+        pending = worker("hybrid-mix-second").submit(_fill, *second) if second[3] else None
         try:
             _fill(*jobs[0])
         finally:
@@ -143,17 +143,3 @@ def _fill(part: Embedder, out: np.ndarray, texts: Sequence[str], todo: list[int]
     """Embed ``texts`` at positions ``todo`` with ``part`` into those rows of ``out``."""
     if todo:
         out[todo] = part.embed_documents([texts[i] for i in todo])
-
-
-_POOL = None
-_POOL_LOCK = threading.Lock()
-
-
-def _second_model_pool():
-    """One worker thread for the second model's document batches (see embed_documents)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hybrid-mix-second")
-        return _POOL

@@ -79,7 +79,7 @@ def features(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Seque
     for i, (hit, row) in enumerate(zip(hits, rows)):
         # a hit the vector arm did not return scores below the arm's last candidate
         cos = hit.vector_score if hit.vector_score is not None else floor
-        cov = len(want & row.derived(("stems", analyze), stems_of)) / len(want) if want else 0.0
+        cov = fuse.covered(want, row.derived(("stems", analyze), stems_of)) if want else 0.0
         out.append({
             "cos": float(cos), "cos_gap": float(cos - median) if vector_scores else 0.0,
             "coverage": cov,

@@ -71,7 +71,12 @@ def coverage(want: set[str], texts: Iterable[str], analyze: Analyze) -> float:
     ``want`` is empty)."""
     if not want:
         return 1.0
-    return max((len(want & set(analyze(t))) / len(want) for t in texts), default=0.0)
+    return max((covered(want, analyze(t)) for t in texts), default=0.0)
+
+
+def covered(want: set[str], stems: Iterable[str]) -> float:
+    """The share of the stems ``want`` (not empty) that are among ``stems``."""
+    return len(want.intersection(stems)) / len(want)
 
 
 def coverage_weight(cov: float, full: float = COVERAGE_FULL, none: float = COVERAGE_NONE,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hybrid.core.dates import date_source
 from hybrid.core.timing import Stopwatch
 from hybrid.core.tokens import literals
+from hybrid.core.workers import worker
 from hybrid.retrieval import confidence, fitted, fold, fuse, notes
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
 from hybrid.retrieval.excerpt import Marker, readable
@@ -166,7 +167,8 @@ def embed_query(targets: Targets, mode: str, text: str,
     for _, store in targets:
         eid = store.embedder_id
         if eid and eid not in vectors:
-            vectors[eid] = _embedding_pool().submit(query_vector, eid, text, reach)
+            # torch and ONNX Runtime release the GIL during the forward pass: the lexical arm runs meanwhile
+            vectors[eid] = worker("hybrid-query-embed").submit(query_vector, eid, text, reach)
     return vectors
 
 
@@ -472,16 +474,3 @@ def _static_fields(vault: Vault) -> tuple[tuple, Callable[[ChunkRow], tuple[str,
 
 def _r(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
-
-
-_POOL = None
-
-
-def _embedding_pool():
-    """One worker thread for query embeddings (torch releases the GIL during the forward pass,
-    so the lexical arm runs meanwhile)."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hybrid-query-embed")
-    return _POOL
