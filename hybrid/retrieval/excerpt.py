@@ -109,15 +109,19 @@ class Marker:
         self.stems = frozenset(s for w in written if w.isalnum() for s in self.stem(w) if _content(s))
         self.compounds = tuple(w for w in written if not w.isalnum())
         # stems keep a word's first two letters, so only words starting like one are looked at
+        # (written words and stems are content words: two letters or more)
         starts = {w[:2] for w in (*written, *self.stems) if w.isalnum()}
-        self.candidates = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(starts))) + r")\w*") \
+        self.starts = tuple(sorted(starts))
+        self.candidates = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, self.starts)) + r")\w*") \
             if starts else None
 
     def __call__(self, text: str) -> list[str]:
         return self.marks(text.lower())
 
-    def marks(self, low: str) -> list[str]:
-        """What ``self(text)`` gives, from ``text.lower()`` (kept by a caller that has it)."""
+    def marks(self, low: str, words: dict[str, set[str]] | None = None) -> list[str]:
+        """What ``self(text)`` gives, from ``text.lower()`` (kept by a caller that has it) and
+        optionally its words by their starts (:func:`words_by_start` of it, likewise kept: the
+        words to look at are then looked up rather than scanned for)."""
         if not (self.written or self.bigrams):
             return []
         out = {c for c in self.compounds if c in low and _mark_re((c,)).search(low)}  # type: ignore[union-attr]
@@ -125,7 +129,11 @@ class Marker:
             out.update(self._cjk(low))
             low = CJK_RE.sub(" ", low)  # the words of spaced scripts around them
         if self.candidates is not None:
-            for w in set(self.candidates.findall(low)):
+            if words is None or self.bigrams:
+                found = set(self.candidates.findall(low))
+            else:
+                found = set().union(*(words.get(s, ()) for s in self.starts))
+            for w in found:
                 if w in self.written or (w.isalnum() and _content(w) and self._stem(w) in self.stems):
                     out.add(w)
         return sorted(out)
@@ -151,6 +159,17 @@ class Marker:
     def _stem(self, word: str) -> str | None:
         out = self.stem(word)
         return out[0] if len(out) == 1 else None
+
+
+def words_by_start(low: str) -> dict[str, set[str]]:
+    """The distinct words (runs of word characters) of ``low`` of two characters or more, by
+    their first two: the words :class:`Marker`'s pattern of starts (a query word's first two
+    letters; it marks no shorter word) would find in it."""
+    out: dict[str, set[str]] = {}
+    for w in set(PART_RE.findall(low)):
+        if len(w) > 1:
+            out.setdefault(w[:2], set()).add(w)
+    return out
 
 
 def _content(word: str) -> bool:

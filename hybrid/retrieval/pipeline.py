@@ -23,7 +23,7 @@ from hybrid.core.tokens import literals
 from hybrid.core.workers import worker
 from hybrid.retrieval import confidence, fitted, fold, fuse, notes
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
-from hybrid.retrieval.excerpt import Marker, readable
+from hybrid.retrieval.excerpt import Marker, readable, words_by_start
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, flat_snippet, flatten, source_fields
 from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
 from hybrid.retrieval.query import ParsedQuery
@@ -53,6 +53,8 @@ Targets = Sequence[tuple["Vault", "Searchable"]]
 QueryVector = Callable[[str, str, bool], "object"]
 READ_RETRIES = 2  # times the arms run again when an index run committed under a search
 Rescorer = Callable[[str, Sequence[str]], list[float]]
+# a passage's marks from its text in lower case and its words by their starts (excerpt.Marker)
+Mark = Callable[[str, dict[str, set[str]]], list[str]]
 
 
 @dataclass
@@ -122,8 +124,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
-        mark: Callable[[str], list[str]] = Marker(parsed.text, targets[0][1].lexical.stem.stems).marks \
-            if targets else (lambda _: [])
+        mark: Mark = Marker(parsed.text, targets[0][1].lexical.stem.stems).marks if targets else (lambda *_: [])
         # notes (or passages) in the order shown, no two overlapping passages of one note
         folder = fold.Folder([rows[k].text for k, _ in fused], settings.duplicate_similarity)
         shown = notes.select([(k, (k[0], rows[k].path), (rows[k].start_line, rows[k].end_line)) for k, _ in fused],
@@ -433,7 +434,7 @@ def needles(targets: Targets, parsed: ParsedQuery) -> list[str]:
 
 
 def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms: Arms,
-               ce: dict[Key, float], mark: Callable[[str], list[str]], snippet_chars: int) -> list[Hit]:
+               ce: dict[Key, float], mark: Mark, snippet_chars: int) -> list[Hit]:
     """One :class:`Hit` per ranked key, with each arm's rank and score for the record, its
     snippet as readable text centred on the words ``mark`` finds in it (its ``marks``)."""
     lex_rank, lex_score = fuse.ranks([k for k, _ in arms.lexical]), dict(arms.lexical)
@@ -442,8 +443,8 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
     hits = []
     for key, score in ranked:
         r = rows[key]
-        low, flat, flat_low, fields = r.derived(*static[key[0]])
-        found = mark(low)
+        low, flat, flat_low, fields, words = r.derived(*static[key[0]])
+        found = mark(low, words)
         hits.append(Hit(
             vault=key[0], path=r.path, title=r.title, start_line=r.start_line, end_line=r.end_line,
             snippet=flat_snippet(flat, flat_low, found, snippet_chars), marks=found, score=round(float(score), 6),
@@ -455,20 +456,24 @@ def build_hits(targets: Targets, ranked: Ranked, rows: dict[Key, ChunkRow], arms
     return hits
 
 
-def _static_fields(vault: Vault) -> tuple[tuple, Callable[[ChunkRow], tuple[str, str, str, dict[str, Any]]]]:
+Static = tuple[str, str, str, dict[str, Any], dict[str, set[str]]]
+
+
+def _static_fields(vault: Vault) -> tuple[tuple, Callable[[ChunkRow], Static]]:
     """(key, make) for :meth:`ChunkRow.derived`: what a hit of vault ``vault`` takes from its
     row alone, whatever the query, made once per row: its text in lower case (what the marks
-    are found in), its text as a reader sees it on one line (as is and in lower case: what the
-    snippet is cut from), and its other fields (its date and where the date came from, its
-    kind's fields, the link that opens it)."""
+    are found in) and its words by their starts (where they are looked up), its text as a
+    reader sees it on one line (as is and in lower case: what the snippet is cut from), and its
+    other fields (its date and where the date came from, its kind's fields, the link that
+    opens it)."""
     folder, names = vault.path.name, vault_name_dates(vault)
 
-    def make(r: ChunkRow) -> tuple[str, str, str, dict[str, Any]]:
+    def make(r: ChunkRow) -> Static:
         fields = source_fields(r.path, r.heading, lambda: r.properties, folder, r.start_line)
         fields["modified"] = dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds")
         fields["date_source"] = date_source(r.properties, r.modified, r.path, names)
-        flat = flatten(readable(r.text))
-        return r.text.lower(), flat, flat.lower(), fields
+        flat, low = flatten(readable(r.text)), r.text.lower()
+        return low, flat, flat.lower(), fields, words_by_start(low)
     return ("hit", folder, names.formats if names is not None else None), make
 
 

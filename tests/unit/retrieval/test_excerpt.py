@@ -12,7 +12,7 @@ from mcp import Client
 import hybrid
 from hybrid.faces.cli.main import main
 from hybrid.faces.mcp import build_server
-from hybrid.retrieval.excerpt import Marker, mark_spans, readable
+from hybrid.retrieval.excerpt import Marker, mark_spans, readable, words_by_start
 from hybrid.retrieval.result import answer_passages
 from hybrid.store.lexicon import stem_analyzer
 
@@ -58,6 +58,22 @@ def test_readable_renders_markdown_as_text(markdown, shown):
 ])
 def test_marker_marks_whole_words_of_the_query(query, text, marked):
     assert Marker(query, STEM)(text) == marked
+    # a hit's words kept by their starts (looked up, not scanned for) mark the same
+    assert Marker(query, STEM).marks(text.lower(), words_by_start(text.lower())) == marked
+
+
+def test_looked_up_words_mark_what_the_scan_marks():
+    """Random passages of words, identifiers, accents, digits and underscores: the words a
+    marker looks up among a passage's kept words are exactly the words its pattern finds."""
+    import random
+    rng = random.Random(5)
+    vocab = ["tomato", "Tomatoes", "grow", "growth", "x", "a1", "_id", "user_id", "10.0.0.0/24", "é",
+             "Ünïcode", "ünicode", "top", "topic", "in", "--flag", "advertise-routes", "²", "t", "to"]
+    for _ in range(200):
+        text = rng.choice([" ", ", ", "-", "\n"]).join(rng.choice(vocab) for _ in range(rng.randint(0, 40)))
+        query = " ".join(rng.sample(vocab, rng.randint(1, 5)))
+        m = Marker(query, STEM)
+        assert m.marks(text.lower(), words_by_start(text.lower())) == m(text), (query, text)
 
 
 def test_mark_spans_are_whole_words_longest_first():

@@ -48,3 +48,29 @@ def test_long_query_compiles_no_regex_per_word(monkeypatch):
     for _ in range(20):
         snippet(text, words, 300)
     assert len(calls) <= 2 * 20  # the old matcher looked up 1,000 patterns per call
+
+
+def every_word_start(low, needles):
+    """The matcher as it was: every place no word character precedes, tried in turn."""
+    from hybrid.core.tokens import SPACED_WORD
+    out = []
+    for m in re.finditer(rf"(?<!{SPACED_WORD}).", low, re.S):
+        out += [(m.start(), n) for n in sorted(set(needles)) if len(n) >= 2 and low.startswith(n, m.start())]
+    return out
+
+
+def test_needle_hits_visit_only_where_a_needle_starts_and_find_the_same():
+    """Spaced words, CJK runs (every character is a word start), punctuation, overlapping
+    needles at one place (``tail`` and ``tailscale``), regex characters in a needle, and a
+    query with more starts than the one pattern takes: the same hits, in the same order."""
+    from hybrid.retrieval import hits as H
+    rng = random.Random(11)
+    vocab = ["tail", "tailscale", "保管庫", "保管", "を", "onedrive", "c++", "(x)", "a.b", "10.0.0.0/24",
+             "é", "ünïcode", "-", "--flag", "\n", "word", "wörd", "[link]", "x" * 30]
+    for _ in range(300):
+        low = rng.choice(["", " "]).join(rng.choice(vocab) for _ in range(rng.randint(0, 80)))
+        needles = rng.sample(vocab, rng.randint(0, 8))
+        assert needle_hits(low, needles) == every_word_start(low, needles)
+    many = [f"{chr(0x4e00 + i)}{chr(0x4e00 + i)}" for i in range(H.PREFIX_SCAN + 1)]
+    text = "".join(many[::-3]) + " word"
+    assert needle_hits(text, many + ["word"]) == every_word_start(text, many + ["word"])
