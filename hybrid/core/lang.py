@@ -110,3 +110,26 @@ def other_language_share(texts: list[str]) -> float:
         return 0.0
     return sum(foreign(t[:SAMPLE_CHARS]) > 0.5 for t in texts) / len(texts)
 
+
+def languages_held(texts: list[str]) -> list[str]:
+    """The languages other than English that ``texts`` (chunk texts, a sample of a vault's)
+    are written in, among those the shipped word lists cover (:data:`wordlist.LANGUAGES`):
+    a text mostly not English (:func:`foreign` of its first :data:`SAMPLE_CHARS` characters
+    above one half) is in the language whose list holds the most of its words, two at least
+    (every language tied there). Typo repair takes a word of such a language as a word."""
+    held: set[str] = set()
+    for t in texts:
+        sample = t[:SAMPLE_CHARS]
+        if foreign(sample) <= 0.5:
+            continue
+        words = {w.lower() for w in WORD_RE.findall(NOT_PROSE_RE.sub(" ", sample)) if len(w) > 1}
+        found = {lang: sum(_in_list(w, lang) for w in words) for lang in wordlist.LANGUAGES if lang != "en"}
+        best = max(found.values(), default=0)
+        if best >= 2:
+            held.update(lang for lang, n in found.items() if n == best)
+    return sorted(held)
+
+
+@lru_cache(maxsize=1 << 16)
+def _in_list(word: str, lang: str) -> bool:
+    return wordlist.count(word, lang) >= wordlist.FLOOR

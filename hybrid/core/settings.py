@@ -17,9 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hybrid.core.errors import ConfigError
-
-# the languages of the word lists typo repair can read (hybrid.core.wordlist)
-SPELL_LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "nl", "ar", "eu", "fa", "lv")
+from hybrid.core.wordlist import LANGUAGES as SPELL_LANGUAGES  # the lists typo repair can read
 
 
 def _setting(default: Any, help: str, *, choices: tuple[str, ...] = (),  # noqa: A002 - as in datasette
@@ -216,7 +214,8 @@ class Settings:
     spell_languages: tuple[str, ...] = _setting(
         ("en",), "Word lists whose words typo repair never rewrites, even when no vault holds them "
                  "(`bread` in a vault about servers): any of en, es, fr, de, pt, it, ru, nl, ar, eu, "
-                 "fa, lv (shipped with pyspellchecker); empty = only the vaults' own words count.",
+                 "fa, lv (shipped with pyspellchecker). The languages the searched vaults' notes are in "
+                 "count too; empty = only the vaults' own words and languages count.",
         check=lambda v: set(v) <= set(SPELL_LANGUAGES), hint='a list like ["en", "de"]')
     stopwords: bool = _setting(True, "Drop English function words from free-text queries in the "
                                      "BM25 arm (never from phrases or the index).")

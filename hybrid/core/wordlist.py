@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 log = logging.getLogger("hybrid")
+# The languages whose lists the pyspellchecker wheel ships
+LANGUAGES = ("en", "es", "fr", "de", "pt", "it", "ru", "nl", "ar", "eu", "fa", "lv")
 # Counts below this are too rare to trust as words (most lists start at 50, the count their
 # author gives the words he adds by hand; the Basque list goes down to 1).
 FLOOR = 50

@@ -200,18 +200,18 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
 
 
 OTHER_LANGUAGES = "other_languages"  # catalog meta: the share of chunks not in English (a sample's)
+LANGUAGES = "languages"  # catalog meta: the other languages a sample of the chunks is in ("de,ru")
 LANGUAGE_SAMPLE = 300
 
 
-def _other_languages(cat) -> float:
-    """The share of the vault's chunks written in another language than English, from up to
-    :data:`LANGUAGE_SAMPLE` of them spread evenly over the ledger (hybrid.core.lang): a
-    multilingual embedder then weighs its multilingual half on English questions too."""
-    from hybrid.core.lang import other_language_share
+def _language_sample(cat) -> list[str]:
+    """The texts of up to :data:`LANGUAGE_SAMPLE` chunks spread evenly over the ledger, from
+    which the vault's languages are told (hybrid.core.lang): the share in other languages than
+    English (a multilingual embedder then weighs its multilingual half on English questions
+    too), and which (typo repair takes their words as words)."""
     ids = cat.all_chunk_ids()
     step = max(1, len(ids) // LANGUAGE_SAMPLE)
-    rows = cat.chunks(ids[::step][:LANGUAGE_SAMPLE])
-    return other_language_share([r.text for r in rows.values()])
+    return [r.text for r in cat.chunks(ids[::step][:LANGUAGE_SAMPLE]).values()]
 
 
 def upgrades(embedder: Embedder, stored: str) -> bool:
@@ -336,8 +336,11 @@ def _finish(store: Store, job: _Job, report: IndexReport) -> None:
         cat.set_meta("dim", str(job.embedder.dim))
     cat.set_meta("last_indexed", str(time.time()))
     report.chunks = cat.chunk_count()
-    if report.added or report.updated or report.removed or cat.get_meta(OTHER_LANGUAGES) is None:
-        cat.set_meta(OTHER_LANGUAGES, f"{_other_languages(cat):.4f}")
+    if report.added or report.updated or report.removed or cat.get_meta(LANGUAGES) is None:
+        from hybrid.core.lang import languages_held, other_language_share
+        sample = _language_sample(cat)
+        cat.set_meta(OTHER_LANGUAGES, f"{other_language_share(sample):.4f}")
+        cat.set_meta(LANGUAGES, ",".join(languages_held(sample)))
     store.reclaim(job.embedder.id, force=bool(report.upgraded))  # an upgrade: the part's vectors go
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
     timed = job.clock.rounded()

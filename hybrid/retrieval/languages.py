@@ -9,6 +9,7 @@ by MiniLM alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,3 +36,21 @@ def other_languages(store: Searchable) -> float:
         return float(store.ledger.get_meta("other_languages") or 0.0)
     except ValueError:
         return 0.0
+
+
+def held_languages(store: Searchable) -> list[str]:
+    """The other languages than English a vault's chunks are in, among those the shipped word
+    lists cover, as its last index run sampled them (empty when never measured)."""
+    from hybrid.core.wordlist import LANGUAGES
+    raw = store.ledger.get_meta("languages") or ""
+    return [lang for lang in raw.split(",") if lang in LANGUAGES]
+
+
+def spell_languages(stores: Sequence[Searchable], configured: Sequence[str]) -> tuple[str, ...]:
+    """The word lists whose words typo repair takes as words: the configured ones
+    (``spell_languages``) and every language a searched vault holds ("Reise" is a word in a
+    vault with German notes, never a typo of "raise")."""
+    out = dict.fromkeys(configured)
+    for store in stores:
+        out.update(dict.fromkeys(held_languages(store)))
+    return tuple(out)

@@ -4,7 +4,9 @@ do about each.
 A word is **not a typo** when any searched vault holds it, as typed or by its stem (``drawing``
 when a vault says ``drawings``; ``--advertise-routes`` when it says ``route``), or when a shipped
 word list has it (:mod:`hybrid.core.wordlist`: ``bread`` in a vault that never mentions
-bread). Only a word of 5+ letters that passes neither test is a typo; a CJK word never is (the
+bread), the configured lists or the list of a language a searched vault's notes are written in
+(:func:`hybrid.retrieval.languages.spell_languages`: ``Reise`` in a vault with German notes is
+never a typo of ``raise``). Only a word of 5+ letters that passes neither test is a typo; a CJK word never is (the
 lexical arm reads it as bigrams: one edit away is another word).
 
 For a typo, each vault proposes its most frequent word one edit away (same first letter). The
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from hybrid.core import wordlist
 from hybrid.core.tokens import STOPWORDS
+from hybrid.retrieval.languages import spell_languages
 from hybrid.retrieval.result import WORD_RE
 from hybrid.store.lexicon import LexicalQuery, spellable
 
@@ -51,7 +54,7 @@ def words_of(parsed: ParsedQuery) -> list[str]:
 def repair(stores: Sequence[Searchable], parsed: ParsedQuery, languages: Sequence[str] = ("en",)) -> Spelling:
     """Decide, over the searched vaults' ``stores``, which words of ``parsed`` are typos and
     which of those to rewrite (see the module's docstring). ``languages``: the word lists whose
-    words are real words."""
+    words are real words, besides those of the languages the vaults hold."""
     content = [w for w in words_of(parsed) if w not in STOPWORDS and len(w) > 1]
     held: set[str] = set()
     for store in stores:
@@ -60,6 +63,8 @@ def repair(stores: Sequence[Searchable], parsed: ParsedQuery, languages: Sequenc
             break
         held |= store.lexical.known(rest)
     unknown = [w for w in content if w not in held and spellable(w)]
+    if unknown:  # the vaults' languages are read only for a word none of them holds
+        languages = spell_languages(stores, languages)
     typos = [w for w in unknown if not wordlist.is_word(w, languages)]
     out = Spelling(typos=typos)
     if not typos:

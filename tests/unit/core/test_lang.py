@@ -47,3 +47,18 @@ def test_the_share_of_texts_in_other_languages():
     assert other_language_share([]) == 0.0
     assert other_language_share([english] * 3) == 0.0
     assert other_language_share([english, german, russian, english]) == 0.5
+
+
+def test_the_languages_a_vaults_texts_are_in():
+    """Which word lists' languages a vault holds: each text mostly not English is in the
+    language whose list holds most of its words (two at least). English, CJK (no list) and a
+    text of names say none."""
+    from hybrid.core.lang import languages_held
+    english = "Tomato plants need at least six hours of direct sun a day and deep watering."
+    german = "Um einen platten Reifen zu flicken, nimm den Schlauch heraus und suche das Loch."
+    russian = "Декларацию о доходах за прошлый год нужно подать в налоговую инспекцию."
+    spanish = "La receta de la abuela lleva tomates, cebolla y un poco de aceite de oliva."
+    assert languages_held([]) == [] and languages_held([english] * 3) == []
+    assert languages_held([english, german, russian]) == ["de", "ru"]
+    assert languages_held([spanish, english]) == ["es"]
+    assert languages_held(["我们每天晚上把文件同步到服务器", "OneDrive Tailscale Syncthing"]) == []

@@ -161,3 +161,35 @@ def test_correctly_spelled_sample_queries_see_no_rewrite(tmp_path):
         assert _search(h, "zfs scrub schedlue").corrections == {"schedlue": "schedule"}
     finally:
         h.close()
+
+
+MIXED = {"salary.md": "# Salary\n\nAsk for a raise in the yearly review; the raise was approved in March.\n",
+         "travel.md": "# Travel\n\nBook the flights early and keep the passport in the carry-on.\n",
+         "steuer.md": "# Steuererklärung\n\nDie Steuererklärung muss bis Ende Juli beim Finanzamt sein. "
+                      "Die Fristen für die Abgabe und die Belege sind wichtig.\n",
+         "backup.md": "# Резервное копирование\n\nРезервное копирование делается каждую ночь на внешний "
+                      "диск, а раз в неделю в облако.\n"}
+
+
+def test_a_word_of_a_language_the_vault_holds_is_never_rewritten(tmp_path):
+    """A German question in a vault with German notes: "Reise" is a German word, never a typo
+    of the English "raise" (which led to a salary note), and "Tokio" is not "tokyo"; a Russian
+    word likewise. English typos are still repaired there, and a vault with no German notes
+    still repairs "reise" as before."""
+    h = _vaults(tmp_path, {"v": MIXED})
+    try:
+        from hybrid.retrieval.languages import held_languages
+        assert held_languages(h._store(h.config.vault("v"))) == ["de", "ru"]
+        for q in ("Tokio Reise", "Reise", "Fristen Reise", "копирование ночью"):
+            r = _search(h, q)
+            assert r.corrections == {} and r.suggestions == {}, q
+        assert _search(h, "yearly reviw").corrections == {"reviw": "review"}
+    finally:
+        h.close()
+    english = {k: v for k, v in MIXED.items() if k in ("salary.md", "travel.md")}
+    h = _vaults(tmp_path / "en", {"v": english})
+    try:
+        assert h._store(h.config.vault("v")).ledger.get_meta("languages") == ""
+        assert _search(h, "Reise").corrections == {"reise": "raise"}
+    finally:
+        h.close()
