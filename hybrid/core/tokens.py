@@ -80,6 +80,20 @@ def identifiers(text: str) -> list[str]:
 
 
 SYMBOL_RE = re.compile(r"[^\w\s]{2,8}")  # a run of punctuation: `%%`, `==`, `![[`, `=>`
+VERSION_RE = re.compile(r"v?(\d+(?:\.\d+)+)")  # a version number, with or without its "v"
+
+
+def query_idents(text: str) -> list[str]:
+    """The identifier tokens a query's text is looked up by in the ``ident`` field, by either
+    store: its compound identifiers and runs of punctuation, and for a version number its other
+    spelling too (``0.8.12`` finds the note named ``v0.8.12``, ``v1.6.0`` the one titled
+    ``1.6.0``)."""
+    out = [t for t in ident_tokens(text) if is_compound(t) or SYMBOL_RE.fullmatch(t)]
+    for t in list(out):
+        m = VERSION_RE.fullmatch(t)
+        if m:
+            out.append(m.group(1) if t.startswith("v") else "v" + t)
+    return list(dict.fromkeys(out))
 
 
 def symbols(text: str) -> list[str]:

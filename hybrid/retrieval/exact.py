@@ -11,6 +11,8 @@ from hybrid.core.tokens import literals
 from hybrid.retrieval import fuse
 from hybrid.store.base import ChunkRow
 
+NAMED_LIFT = 0.5  # added to the lift of a note named for the literals (fused scores stay below it)
+
 
 def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False,
                 verbatim: str = ""):
@@ -18,17 +20,22 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
     query move above all others, their scores lifted by 1. Plain RRF would otherwise let
     semantically close notes outrank the one that names the thing. They keep their fused order,
     or BM25 order when the query is nothing but literals (a lookup, where term statistics and
-    title/heading matches say more than similarity).
+    title/heading matches say more than similarity), except that the notes *named* for the
+    literals (in their title, file name or aliases: the release note ``v1.9.1`` for ``1.9.1``)
+    go before those that only mention them, lifted :data:`NAMED_LIFT` more.
+
+    A literal is found where it stands whole: ``1.9.1`` is not in ``1.9.10`` nor ``11.9.1``
+    (a version in ``v1.9.1`` is).
 
     ``verbatim`` (see :func:`verbatim_text`): lexical hits containing the whole query as
     written (``publish: false``, ``Obsidian Desktop v1.1.10``) go above those, lifted by 2."""
     tiers = []
+    needles = [x.lower() for x in lits]
     if verbatim:
-        tiers.append((2.0, [k for k in lex_keys if k in rows and verbatim in _haystack(rows[k])]))
+        tiers.append((2.0, [k for k in lex_keys if k in rows and holds(_haystack(rows[k]), verbatim)]))
     if lits:
-        needles = [x.lower() for x in lits]
         tiers.append((1.0, [k for k in lex_keys if k in rows
-                            and all(n in _haystack(rows[k]) for n in needles)]))
+                            and all(holds(_haystack(rows[k]), n) for n in needles)]))
     score, out = dict(fused), []
     placed: set = set()
     for lift, keys in tiers:
@@ -36,15 +43,41 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
         if not chosen:
             continue
         order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
-        out += [(k, lift + score.get(k, 0.0)) for k in order]
+        named = {k for k in order if needles and all(holds(_name(rows[k]), n) for n in needles)}
+        order.sort(key=lambda k: k not in named)  # stable: the notes named for the literals first
+        out += [(k, lift + NAMED_LIFT * (k in named) + score.get(k, 0.0)) for k in order]
         placed |= chosen
     if not placed:
         return fused
     return out + [kv for kv in fused if kv[0] not in placed]
 
 
+def holds(haystack: str, needle: str) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` whole: where it starts or ends with a digit,
+    not inside a longer number (no digit, nor a point and a digit, right before or after)."""
+    start = haystack.find(needle)
+    if start < 0 or not (needle[:1].isdigit() or needle[-1:].isdigit()):
+        return start >= 0
+    while start >= 0:
+        end = start + len(needle)
+        before, after = haystack[max(0, start - 2):start], haystack[end:end + 2]
+        if not (needle[:1].isdigit() and (before[-1:].isdigit() or (before[-1:] == "." and before[:1].isdigit()))) \
+                and not (needle[-1:].isdigit() and (after[:1].isdigit() or (after[:1] == "." and after[1:].isdigit()))):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
 def _haystack(row: ChunkRow) -> str:
-    return _squash(f"{row.title}\n{row.heading}\n{row.text}")
+    """Where a literal is looked for: the row's name (:func:`_name`), heading and text."""
+    return row.derived(("exact-haystack",), lambda r: _squash(f"{_name(r)}\n{r.heading}\n{r.text}"))
+
+
+def _name(row: ChunkRow) -> str:
+    """What names the row's note, as the lexical arm's title field has it: its title, file
+    name and aliases (lower case, white space squashed)."""
+    return row.derived(("exact-name",), lambda r: _squash(
+        " ".join([r.title, r.path.rsplit("/", 1)[-1].removesuffix(".md"), *r.aliases])))
 
 
 def _squash(text: str) -> str:

@@ -33,12 +33,10 @@ from typing import TYPE_CHECKING
 from hybrid.core.errors import HybridError, IndexCorrupt
 from hybrid.core.tokens import (
     STOPWORDS,
-    SYMBOL_RE,
     WORD_RE,
     has_cjk,
-    ident_tokens,
     identifiers,
-    is_compound,
+    query_idents,
     within_one_edit,
 )
 from hybrid.sources import kind_term
@@ -298,7 +296,7 @@ class LexicalIndex:
             text = kept or text
         stems: list[str | tuple[int, str]] = list(self.stem.analyze(text))
         clauses = []
-        idents = [t for t in ident_tokens(text) if is_compound(t) or SYMBOL_RE.fullmatch(t)]
+        idents = query_idents(text)
         if phrase and len(stems) > 1:
             for f, b in FIELD_BOOSTS.items():
                 clauses.append(Q.boost_query(Q.phrase_query(s, f, stems), b))

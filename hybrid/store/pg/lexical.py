@@ -29,12 +29,10 @@ from typing import Any
 
 from hybrid.core.tokens import (
     STOPWORDS,
-    SYMBOL_RE,
     WORD_RE,
     has_cjk,
-    ident_tokens,
     identifiers,
-    is_compound,
+    query_idents,
     within_one_edit,
 )
 from hybrid.store.lexicon import (
@@ -146,7 +144,7 @@ class PgLexical:
             kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
             text = kept or text
         stems = list(self.stem.analyze(text))
-        idents = [t for t in ident_tokens(text) if is_compound(t) or SYMBOL_RE.fullmatch(t)]
+        idents = query_idents(text)
         alts: list[str] = []
         if phrase and len(stems) > 1:
             alts.append("(" + " <-> ".join(quote(s) for s in stems) + ")")

@@ -217,8 +217,9 @@ S = dict(FUSED)
     case("no-lexical-hits", FUSED, [], ["FORGE-1533"], False, FUSED),
     case("no-row-contains-the-literal", FUSED, list(ROWS), ["ZZZ-9"], False, FUSED),
     case("empty-fusion", [], list(ROWS), ["FORGE-1533"], False, []),
+    # found in text, title and heading alike; the note named for it (its title) first
     case("text-title-heading-case-insensitive", FUSED, list(ROWS), ["forge-1533"], False,
-         [("ticket", 1 + S["ticket"]), ("both", 1 + S["both"]), ("ticket-title", 1 + S["ticket-title"]),
+         [("ticket-title", 1.5 + S["ticket-title"]), ("ticket", 1 + S["ticket"]), ("both", 1 + S["both"]),
           ("ticket-heading", 1 + S["ticket-heading"]), ("plain", S["plain"])]),
     case("every-literal-must-occur", FUSED, list(ROWS), ["FORGE-1533", "K7QX2M"], False,
          [("both", 1 + S["both"])] + [kv for kv in FUSED if kv[0] != "both"]),

@@ -261,3 +261,76 @@ def test_a_long_query_ranks_the_body_that_holds_its_words_above_a_title_holding_
     h = indexed(tmp_path, vault)
     hits = h.search("alpha beta gamma delta epsilon measured", mode="lexical")
     assert [x.path for x in hits][:2] == ["b.md", "a.md"]
+
+
+# --- a literal's note: named for it, whole, either spelling of a version -------------------------
+
+@pytest.mark.parametrize("haystack, needle, found", [
+    ("released 1.9.1 today", "1.9.1", True),
+    ("v1.9.1", "1.9.1", True),            # a version's "v"
+    ("(1.9.1),", "1.9.1", True),
+    ("1.9.10", "1.9.1", False),           # a longer number
+    ("11.9.1", "1.9.1", False),
+    ("1.9.1.2", "1.9.1", False),
+    ("0.1.9.1", "1.9.1", False),
+    ("see 1.9.10 and 1.9.1", "1.9.1", True),  # a later occurrence stands whole
+    ("forge-15330", "forge-1533", False),
+    ("forge-1533: fixed", "forge-1533", True),
+    ("big-orders-created", "orders-created", True),  # words: as before, anywhere
+])
+def test_a_literal_ending_in_a_digit_is_found_only_whole(haystack, needle, found):
+    from hybrid.retrieval.exact import holds
+    assert holds(haystack, needle) is found
+
+
+def test_a_version_is_looked_up_by_either_spelling():
+    from hybrid.core.tokens import query_idents
+    assert query_idents("0.8.12") == ["0.8.12", "v0.8.12"]
+    assert query_idents("Obsidian v1.6.0") == ["v1.6.0", "1.6.0"]
+    assert query_idents("10.0.0.0/24") == ["10.0.0.0/24"]  # no version: no other spelling
+
+
+def versioned(cid, path, text, title=""):
+    return ChunkRow(cid, path, title, "", 1, 1, text, [], [], 0.0, "")
+
+
+def test_the_note_named_for_a_literal_goes_first():
+    """The release note named v0.8.12 (its file name: no text of it says 0.8.12) goes above
+    a note that mentions 0.8.12, which fusion ranked higher; v0.8.15 and a note about 0.8.120
+    are not lifted."""
+    rows = {1: versioned(1, "Release notes/v0.8.12.md", "Released on 2020/09/07. Update Electron."),
+            2: versioned(2, "en/Sync.md", "Sync needs Obsidian 0.8.12 or later."),
+            3: versioned(3, "Release notes/v0.8.15.md", "Released on 2020/09/14."),
+            4: versioned(4, "en/Other.md", "Fixed in 0.8.120.")}
+    fused = [(3, 0.3), (2, 0.25), (4, 0.2), (1, 0.1)]
+    out = exact_first(fused, [3, 2, 4, 1], rows, ["0.8.12"])
+    assert [k for k, _ in out] == [1, 2, 3, 4]
+    assert out[0][1] == pytest.approx(1.6) and out[1][1] == pytest.approx(1.25)
+    # a title from the front matter names it too ("1.6.0" for the query's "v1.6.0")
+    rows = {5: versioned(5, "Release notes/v1.6.0.md", "Shiny new things", title="1.6.0"),
+            6: versioned(6, "en/Canvas.md", "Since v1.6.0, canvases open faster.")}
+    out = exact_first([(6, 0.3), (5, 0.2)], [6, 5], rows, ["v1.6.0"])
+    assert [k for k, _ in out] == [5, 6]
+
+
+def test_a_version_finds_its_release_note_by_either_spelling(tmp_path):
+    """Real tantivy: a release note that says its version only in its file name (v0.8.12.md) or
+    only in its front-matter title (1.6.0) is first for the version in the other spelling,
+    above notes that mention the version and release notes of neighbouring versions; BM25
+    alone has it among its first three."""
+    vault = tmp_path / "vault"
+    notes = {"Release notes/v0.8.12.md": "Released on 2020/09/07.\n\n## Shiny new things\n\n- Update Electron.\n",
+             "Release notes/v0.8.15.md": "Released on 2020/09/14.\n\n## Changes\n\n- Faster 0.8 search, 12 fixes.\n",
+             "Release notes/v1.6.0.md": "---\ntitle: \"1.6.0\"\n---\n\n## Shiny new things\n\n- Canvas improvements.\n",
+             "Release notes/v1.6.1.md": "---\ntitle: \"1.6.1\"\n---\n\n## Fixes\n\n- Fixed a crash from 1.6.0.\n"}
+    for rel, text in notes.items():
+        write(vault, rel, text)
+    write(vault, "en/Sync.md", "# Sync\n\nSync needs Obsidian 0.8.12 or later; since v1.6.0 it is faster.\n")
+    h = indexed(tmp_path, vault)
+    try:
+        for q, want in [("0.8.12", "Release notes/v0.8.12.md"), ("v0.8.12", "Release notes/v0.8.12.md"),
+                        ("v1.6.0", "Release notes/v1.6.0.md"), ("Obsidian 1.6.0", "Release notes/v1.6.0.md")]:
+            assert h.search(q, top_k=3)[0].path == want, q  # hybrid: exact-first, named first
+            assert want in [x.path for x in h.search(q, mode="lexical", top_k=3)], q  # BM25 finds it
+    finally:
+        h.close()
