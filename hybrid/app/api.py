@@ -235,8 +235,8 @@ class Hybrid(Registry):
 
         def query_vector(embedder_id: str, text: str, reach: bool = False):
             emb = embedders[embedder_id]
-            if reach and hasattr(emb, "parts"):  # a mix: English questions reach other languages
-                return emb.embed_query(text, reach=True)  # type: ignore[call-arg]
+            if reach and hasattr(emb, "reach_query"):  # a mix: English questions reach other languages
+                return emb.reach_query(text)
             return emb.embed_query(text)
 
         rescore = self.reranker().scores if request.rerank else None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hybrid.core.lang import SAMPLE_CHARS, foreign
@@ -128,14 +129,61 @@ class MixEmbedder:
         return 1.0 - s, english * (1.0 - s) + s
 
     def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
+        return self._query(text, reach)[0]
+
+    def reach_query(self, text: str) -> ReachQuery | np.ndarray:
+        """The query vectors of ``text`` where the vaults searched hold notes in other
+        languages: a :class:`ReachQuery` when both models weigh (an English or mixed question),
+        else the one vector (a question in another language: the second model alone scores
+        every document)."""
+        vector, halves, weights = self._query(text, True)
+        if min(weights) <= 0:
+            return vector
+        import numpy as np
+        second = np.concatenate([np.zeros(self.parts[0].dim, dtype=np.float32), halves[1]]) * np.float32(ROOT2)
+        return ReachQuery(vector, np.ascontiguousarray(second, dtype=np.float32), weights)
+
+    def _query(self, text: str, reach: bool) -> tuple[np.ndarray, list[np.ndarray], tuple[float, float]]:
+        """(the query vector, each model's unit vector of ``text`` (zeros where its weight is
+        0: not run), the weights)."""
         import numpy as np
         wa, wb = self.weights(text, reach)
         scale = np.float32(ROOT2 / (wa + wb))
-        halves = []
-        for part, w in zip(self.parts, (wa, wb)):
-            halves.append(part.embed_query(text) * np.float32(w) if w > 0
-                          else np.zeros(part.dim, dtype=np.float32))
-        return np.ascontiguousarray(np.concatenate(halves) * scale)
+        units = [part.embed_query(text) if w > 0 else np.zeros(part.dim, dtype=np.float32)
+                 for part, w in zip(self.parts, (wa, wb))]
+        vector = np.concatenate([u * np.float32(w) for u, w in zip(units, (wa, wb))]) * scale
+        return np.ascontiguousarray(vector), units, (wa, wb)
+
+
+@dataclass(frozen=True)
+class ReachQuery:
+    """An English (or mixed) question over vaults that hold notes in other languages.
+    ``vector`` scores a document with both halves ``(a·cos_a + b·cos_b) / (a + b)``, but a
+    note in another language has no first half: it scored ``b·cos_b / (a + b)``, a third of
+    its cosine for an English question, and so never came first however well it answered.
+    ``second`` scores every document by the second model's cosine alone. The vector arm
+    searches with both, and :meth:`rescore` scores each document by the mean of the cosines
+    of the halves it has (weighted): an English note as before, a note in another language by
+    the multilingual model's cosine."""
+    vector: np.ndarray
+    second: np.ndarray
+    weights: tuple[float, float]
+
+    def rescore(self, by_vector: Mapping[int, float], by_second: Mapping[int, float]) -> dict[int, float]:
+        """Scores by document id, from ``by_vector`` (``vector``'s, for every document of
+        either search) and ``by_second`` (``second``'s): a document both scored whose two
+        scores say it has no first half (``vector``'s score is the second's times
+        ``b / (a + b)``, to float rounding) takes ``second``'s."""
+        a, b = self.weights
+        out = dict(by_vector)
+        for i, cos_b in by_second.items():
+            mixed = by_vector.get(i)
+            if mixed is not None and abs(mixed * (a + b) - b * cos_b) <= NO_FIRST_HALF:
+                out[i] = cos_b
+        return out
+
+
+NO_FIRST_HALF = 1e-4  # how near the two scores of a document without a first half agree (float32 sums)
 
 
 

@@ -37,6 +37,7 @@ from hybrid.store.lexicon import LexicalQuery
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
     from hybrid.core.settings import Settings
+    from hybrid.embedders.mix import ReachQuery
     from hybrid.store.port import Searchable
 
 log = logging.getLogger("hybrid")
@@ -244,14 +245,32 @@ def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: i
     filters (folders, tags, date, kinds, excluded folders) are conditions of the vector query
     itself where the arm takes them (PostgreSQL: ``filters_in_query``); else they become ids
     too (a broad filter is applied after the search, see :func:`post_filtered`)."""
+    from hybrid.embedders.mix import ReachQuery
     lists = []
     for vault, store in targets:
         if not store.embedder_id:
             continue
         qvec = vectors[store.embedder_id].result()
-        hits = _vector_hits(store, qvec, parsed, filters, depth)
+        if isinstance(qvec, ReachQuery):
+            hits = _reach_hits(store, qvec, parsed, filters, depth)
+        else:
+            hits = _vector_hits(store, qvec, parsed, filters, depth)
         lists.append([((vault.name, cid), s) for cid, s in hits])
     return fuse.merge_by_score(lists, depth)
+
+
+def _reach_hits(store: Searchable, q: ReachQuery, parsed: ParsedQuery, filters: Filters,
+                depth: int) -> list[tuple[int, float]]:
+    """The nearest chunks for an English question over a vault with notes in other languages
+    (:class:`hybrid.embedders.mix.ReachQuery`): the nearest by both halves and the nearest by
+    the second model's alone, each document scored over the halves it has, best ``depth``."""
+    by_vector = dict(_vector_hits(store, q.vector, parsed, filters, depth))
+    by_second = dict(_vector_hits(store, q.second, parsed, filters, depth))
+    missing = [i for i in by_second if i not in by_vector]
+    if missing:  # the mixed score of those too (they passed the filters in the second search)
+        by_vector.update(store.vector.search(q.vector, len(missing), set(missing)))
+    scores = q.rescore(by_vector, by_second)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
 
 
 def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,

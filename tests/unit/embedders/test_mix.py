@@ -3,7 +3,7 @@ its parts: logic with hash embedders, then the real default pair on a multilingu
 
 import numpy as np
 import pytest
-from helpers import CountingEmbedder, paths, write, write_multilingual_vault
+from helpers import SAMPLE_VAULT, CountingEmbedder, paths, write, write_multilingual_vault
 
 import hybrid
 from hybrid.embedders import make_embedder, spec_id
@@ -141,6 +141,8 @@ def test_the_evaluation_cache_passes_a_mix_through():
     q = "how much sun do tomatoes need"
     np.testing.assert_array_equal(cached.embed_query(q, reach=True), mix.embed_query(q, reach=True))
     assert not np.array_equal(mix.embed_query(q, reach=True), mix.embed_query(q))
+    reach = cached.reach_query(q)  # an English question's two vectors (ReachQuery), as the mix gives them
+    np.testing.assert_array_equal(reach.vector, mix.embed_query(q, reach=True))
     known = {0: mix.parts[0].embed_documents(["one note"])[0]}
     np.testing.assert_allclose(cached.embed_documents(["one note"], [known, {}]),
                                mix.embed_documents(["one note"]), atol=1e-6)
@@ -172,3 +174,64 @@ def test_the_index_command_says_what_an_upgrade_did(tmp_path, hybrid_home):
     second = CliRunner().invoke(main, ["index"])
     assert second.exit_code == 0, second.output
     assert "· upgraded to mix(hash:32,hash:16) (1 vectors kept their first half)" in second.output
+
+
+def test_a_note_in_another_language_is_scored_by_the_cosine_of_the_half_it_has():
+    """ReachQuery.rescore: a document whose two scores say it has no first half (the mixed
+    score is the second model's cosine times b/(a+b)) takes that cosine; an English document,
+    and one only the mixed search scored, keep theirs."""
+    from hybrid.embedders.mix import ReachQuery
+    q = ReachQuery(np.zeros(3, dtype=np.float32), np.zeros(3, dtype=np.float32), (1.0, 0.5))
+    out = q.rescore({1: 0.6, 2: 0.5 * 0.45 / 1.5, 3: 0.3}, {1: 0.7, 2: 0.45})
+    assert out == {1: 0.6, 2: 0.45, 3: 0.3}
+
+
+def _english_vault_with_notes_in_other_languages(root):
+    """Sixteen English notes of the sample vault (money, baking, travel, backups, Spanish
+    practice) and six notes in Chinese, Japanese, French, German, Spanish and Russian, each on a
+    topic no English note covers."""
+    import shutil
+    for rel in ["finance/Tax checklist 2024.md", "finance/Insurance.md", "finance/Emergency fund.md",
+                "finance/Budget 2025.md", "misc/Car maintenance.md", "misc/Sourdough.md",
+                "misc/Half marathon plan.md", "misc/Reading list.md", "home-lab/backups.md",
+                "home-lab/networking.md", "home-lab/ZFS pool.md", "journal/Lisbon trip.md",
+                "learning/Spanish practice.md", "work/runbooks/Redis Failover.md",
+                "work/design/Inventory Reservation.md", "home-lab/home assistant.md"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_VAULT / rel, root / rel)
+    write(root, "intl/红烧肉.md", "# 红烧肉\n\n五花肉六百克切块，冷水下锅焯水。小火把冰糖炒化，倒入肉块翻炒上色，"
+          "加生抽、老抽、八角和葱，加开水没过肉，小火炖一个小时，最后大火收汁。\n")
+    write(root, "intl/歯医者.md", "# 歯医者\n\n半年に一回、歯のクリーニングと検診。駅前の田中歯科、予約は電話で。"
+          "歯間ブラシを毎晩使うように言われた。\n")
+    write(root, "intl/Vélo.md", "# Entretien du vélo\n\nNettoyer et lubrifier la chaîne tous les 300 km ou après "
+          "chaque sortie sous la pluie. Pression des pneus : 6 bars. Changer les plaquettes de frein usées.\n")
+    write(root, "intl/Mietvertrag.md", "# Kündigung Mietvertrag\n\nDie Kündigungsfrist für Mieter beträgt drei "
+          "Monate zum Monatsende. Die Kündigung muss schriftlich per Einschreiben an die Hausverwaltung.\n")
+    write(root, "intl/Tortilla.md", "# Tortilla de patatas\n\nFreír las patatas en láminas y la cebolla a fuego "
+          "lento en mucho aceite de oliva, mezclar con seis huevos batidos y cuajar en la sartén.\n")
+    write(root, "intl/Борщ.md", "# Борщ\n\nСварить бульон из говядины, свёклу потушить с томатной пастой и "
+          "уксусом, добавить картофель, капусту, морковь и лук. Подавать со сметаной.\n")
+    return root
+
+
+@pytest.mark.slow  # the real models index 22 notes
+def test_english_questions_find_the_note_in_another_language_first(default_mix, tmp_path):
+    """Among English notes, an English question's answer written in another language comes
+    first (by both halves it scored a third of its cosine, below English notes that did not
+    answer), and English questions about English notes are answered as before."""
+    h = hybrid.open(tmp_path / "home", embedders=[default_mix])
+    try:
+        h.add_vault(_english_vault_with_notes_in_other_languages(tmp_path / "vault"), "notes")
+        h.index()
+        for q, want in [("how do I cook red braised pork belly", "intl/红烧肉.md"),
+                        ("how often should I get my teeth cleaned", "intl/歯医者.md"),
+                        ("how often should I lubricate the bike chain", "intl/Vélo.md"),
+                        ("notice period for cancelling the apartment lease", "intl/Mietvertrag.md"),
+                        ("spanish potato omelette recipe", "intl/Tortilla.md"),
+                        ("beetroot soup recipe", "intl/Борщ.md")]:
+            for mode in ("vector", "hybrid"):
+                assert paths(h.search(q, mode=mode))[0] == want, (q, mode)
+        assert paths(h.search("how much should we keep in the emergency fund"))[0] == "finance/Emergency fund.md"
+        assert paths(h.search("sourdough starter feeding ratio"))[0] == "misc/Sourdough.md"
+    finally:
+        h.close()
