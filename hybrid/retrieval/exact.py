@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hybrid.core.tokens import literals
+from hybrid.core.tokens import WORD_RE, literals
 from hybrid.retrieval import fuse
 from hybrid.store.base import ChunkRow
 
@@ -21,8 +21,8 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
     semantically close notes outrank the one that names the thing. They keep their fused order,
     or BM25 order when the query is nothing but literals (a lookup, where term statistics and
     title/heading matches say more than similarity), except that the notes *named* for the
-    literals (in their title, file name or aliases: the release note ``v1.9.1`` for ``1.9.1``)
-    go before those that only mention them, lifted :data:`NAMED_LIFT` more.
+    literals (:func:`named_for`: the release note ``v1.9.1`` for ``1.9.1``) go before those
+    that only mention them, lifted :data:`NAMED_LIFT` more.
 
     A literal is found where it stands whole: ``1.9.1`` is not in ``1.9.10`` nor ``11.9.1``
     (a version in ``v1.9.1`` is).
@@ -43,7 +43,7 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
         if not chosen:
             continue
         order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
-        named = {k for k in order if needles and all(holds(_name(rows[k]), n) for n in needles)}
+        named = {k for k in order if needles and named_for(rows[k], needles)}
         order.sort(key=lambda k: k not in named)  # stable: the notes named for the literals first
         out += [(k, lift + NAMED_LIFT * (k in named) + score.get(k, 0.0)) for k in order]
         placed |= chosen
@@ -69,15 +69,34 @@ def holds(haystack: str, needle: str) -> bool:
 
 
 def _haystack(row: ChunkRow) -> str:
-    """Where a literal is looked for: the row's name (:func:`_name`), heading and text."""
-    return row.derived(("exact-haystack",), lambda r: _squash(f"{_name(r)}\n{r.heading}\n{r.text}"))
+    """Where a literal is looked for: the row's names (:func:`_names`), heading and text."""
+    return row.derived(("exact-haystack",), lambda r: _squash("\n".join([*_names(r), r.heading, r.text])))
 
 
-def _name(row: ChunkRow) -> str:
+def named_for(row: ChunkRow, needles: Sequence[str]) -> bool:
+    """Whether ``row``'s note is named for the literals ``needles`` (lower case): one of its
+    names holds every one of them, whole, and at most :data:`NAMED_WORDS` words besides
+    (``v1.9.1``; ``FORGE-1533 post-mortem``; ``HTML content``). A title that mentions a
+    literal among many words is about more than it: a paper titled "Foxp3(+) T cells regulate
+    immunoglobulin A selection…" is one of many on Foxp3."""
+    for name in _names(row):
+        if all(holds(name, n) for n in needles):
+            rest = name
+            for n in needles:
+                rest = rest.replace(n, " ")
+            if len(WORD_RE.findall(rest)) <= NAMED_WORDS:
+                return True
+    return False
+
+
+NAMED_WORDS = 2
+
+
+def _names(row: ChunkRow) -> tuple[str, ...]:
     """What names the row's note, as the lexical arm's title field has it: its title, file
-    name and aliases (lower case, white space squashed)."""
-    return row.derived(("exact-name",), lambda r: _squash(
-        " ".join([r.title, r.path.rsplit("/", 1)[-1].removesuffix(".md"), *r.aliases])))
+    name and aliases (each in lower case, white space squashed)."""
+    return row.derived(("exact-names",), lambda r: tuple(
+        _squash(x) for x in [r.title, r.path.rsplit("/", 1)[-1].removesuffix(".md"), *r.aliases] if x))
 
 
 def _squash(text: str) -> str:

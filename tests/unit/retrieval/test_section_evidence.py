@@ -334,3 +334,17 @@ def test_a_version_finds_its_release_note_by_either_spelling(tmp_path):
             assert want in [x.path for x in h.search(q, mode="lexical", top_k=3)], q  # BM25 finds it
     finally:
         h.close()
+
+
+def test_a_title_that_mentions_a_literal_among_many_words_does_not_name_the_note():
+    """A note is named for a literal when one of its names is little more than it: a release
+    note, a ticket's post-mortem, "HTML content"; a paper's long title that mentions a gene is
+    one paper of many on it (SciFact: the cited paper is rarely the one named so)."""
+    from hybrid.retrieval.exact import named_for
+    assert named_for(versioned(1, "Release notes/v0.8.12.md", ""), ["0.8.12"])
+    assert named_for(versioned(2, "n.md", "", title="FORGE-1533 post-mortem"), ["forge-1533"])
+    assert named_for(versioned(3, "en/HTML content.md", "", title="HTML content"), ["html"])
+    paper = versioned(4, "13072113.md", "", title="Foxp3(+) T cells regulate immunoglobulin A selection")
+    assert not named_for(paper, ["foxp3"])
+    rows = {4: paper, 5: versioned(5, "2.md", "Foxp3 enables memory T cell development.", title="Memory T cells")}
+    assert [k for k, _ in exact_first([(5, 0.3), (4, 0.2)], [5, 4], rows, ["Foxp3"])] == [5, 4]
