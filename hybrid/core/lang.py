@@ -100,6 +100,9 @@ def _word(w: str) -> tuple[bool, int]:
 
 
 SAMPLE_CHARS = 300  # of a chunk's text: some 50 words, enough to tell its language
+# catalog meta an index run writes from a sample of the chunks and searches read
+SHARE_META = "other_languages"  # the share of chunks not in English
+LANGUAGES_META = "languages"    # the other languages they are in, by word list ("de,ru")
 
 
 def other_language_share(texts: list[str]) -> float:
@@ -132,4 +135,4 @@ def languages_held(texts: list[str]) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _in_list(word: str, lang: str) -> bool:
-    return wordlist.count(word, lang) >= wordlist.FLOOR
+    return wordlist.is_word(word, (lang,))  # cached: a vault's words repeat

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybrid.core import lang
 from hybrid.core.config import Vault
 from hybrid.core.dates import NameDates
 from hybrid.core.errors import EmbedderMismatch, VaultError
@@ -199,8 +200,6 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
                                               redactor=job.redactor).journal
 
 
-OTHER_LANGUAGES = "other_languages"  # catalog meta: the share of chunks not in English (a sample's)
-LANGUAGES = "languages"  # catalog meta: the other languages a sample of the chunks is in ("de,ru")
 LANGUAGE_SAMPLE = 300
 
 
@@ -336,11 +335,10 @@ def _finish(store: Store, job: _Job, report: IndexReport) -> None:
         cat.set_meta("dim", str(job.embedder.dim))
     cat.set_meta("last_indexed", str(time.time()))
     report.chunks = cat.chunk_count()
-    if report.added or report.updated or report.removed or cat.get_meta(LANGUAGES) is None:
-        from hybrid.core.lang import languages_held, other_language_share
+    if report.added or report.updated or report.removed or cat.get_meta(lang.LANGUAGES_META) is None:
         sample = _language_sample(cat)
-        cat.set_meta(OTHER_LANGUAGES, f"{other_language_share(sample):.4f}")
-        cat.set_meta(LANGUAGES, ",".join(languages_held(sample)))
+        cat.set_meta(lang.SHARE_META, f"{lang.other_language_share(sample):.4f}")
+        cat.set_meta(lang.LANGUAGES_META, ",".join(lang.languages_held(sample)))
     store.reclaim(job.embedder.id, force=bool(report.upgraded))  # an upgrade: the part's vectors go
     report.warnings.extend(w for w in store.warnings if w not in report.warnings)
     timed = job.clock.rounded()

@@ -33,7 +33,8 @@ def other_languages(store: Searchable) -> float:
     """The share of a vault's chunks in other languages than English, as its last index run
     sampled it (0 when never measured)."""
     try:
-        return float(store.ledger.get_meta("other_languages") or 0.0)
+        from hybrid.core.lang import SHARE_META  # not imported by a lexical search
+        return float(store.ledger.get_meta(SHARE_META) or 0.0)
     except ValueError:
         return 0.0
 
@@ -41,8 +42,9 @@ def other_languages(store: Searchable) -> float:
 def held_languages(store: Searchable) -> list[str]:
     """The other languages than English a vault's chunks are in, among those the shipped word
     lists cover, as its last index run sampled them (empty when never measured)."""
+    from hybrid.core.lang import LANGUAGES_META
     from hybrid.core.wordlist import LANGUAGES
-    raw = store.ledger.get_meta("languages") or ""
+    raw = store.ledger.get_meta(LANGUAGES_META) or ""
     return [lang for lang in raw.split(",") if lang in LANGUAGES]
 
 
