@@ -205,7 +205,9 @@ class Chunker:
         cur: list[_Block] = []
         total = 0
         for p in pieces:
-            if cur and total + p.tokens > budget:
+            # a heading goes with the text after it, even over the budget (_enforce_limit
+            # still holds the model's limit): alone it would be a bare heading as a whole hit
+            if cur and total + p.tokens > budget and not self._only_headings(note, cur):
                 out.append((cur[0].start, cur[-1].end, total))
                 carry: list[_Block] = []
                 carried = 0
@@ -220,6 +222,10 @@ class Chunker:
         if cur:
             out.append((cur[0].start, cur[-1].end, total))
         return out
+
+    @staticmethod
+    def _only_headings(note: Note, blocks: list[_Block]) -> bool:
+        return all(b.end - b.start == 1 and HEADING_RE.match(note.lines[b.start]) for b in blocks)
 
     def _split_block(self, note: Note, block: _Block, budget: int) -> list[_Block]:
         """A block over budget: split by lines (a code fence or table too, as a last resort).

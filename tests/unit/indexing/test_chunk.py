@@ -132,6 +132,24 @@ def test_empty_and_heading_only_notes(counter):
     assert [c.heading for c in chunks] == ["A > B"]
 
 
+def test_a_heading_is_never_a_chunk_of_its_own(counter):
+    """A heading whose first paragraph is over the budget goes with that paragraph: alone it
+    is a bare heading as a whole hit (issue #49: short Hindi and Hebrew notes, whose words
+    cost MiniLM many word pieces each, gave `# दाल मखनी की विधि` as their best passage)."""
+    hindi = ("# दाल मखनी की विधि\n\n"
+             "काली उड़द की दाल और राजमा को रात भर भिगो दें। सुबह प्रेशर कुकर में नमक डालकर पकाएं।\n"
+             "मक्खन और क्रीम मिलाकर धीमी आंच पर दो घंटे तक पकाएं। टमाटर की प्यूरी और अदरक लहसुन डालें।\n")
+    english = "# Setup\n\n" + "word " * 150 + "\n\n## Next\n\nshort text\n"
+    for name, text in (("hindi.md", hindi), ("english.md", english)):
+        chunks = chunker(counter, 128, 32).chunk(parse_note(name, text))
+        lines = text.split("\n")
+        for c in chunks:
+            body = [ln for ln in lines[c.start_line - 1:c.end_line] if ln.strip() and not ln.startswith("#")]
+            assert body, (name, c.start_line, c.end_line, c.text)
+        assert chunks[0].start_line == 1  # the heading line is cited with its first paragraph
+        assert max(counter([c.embed_text for c in chunks])) <= 254
+
+
 def test_heading_inside_fence_is_not_a_heading(counter):
     text = "# Real\n\n```bash\n# not a heading\necho hi\n```\n"
     chunks = chunker(counter).chunk(parse_note("f.md", text))
