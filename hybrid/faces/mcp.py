@@ -14,7 +14,7 @@ back as tool errors whose message names the fix; the server keeps running.
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -51,15 +51,18 @@ BRIEF = ("vault", "path", "citation", "heading_path", "start_line", "end_line", 
          "confidence", "marks", "also_in")
 
 
-def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "") -> str:
+def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "",
+                notices: Sequence[str] = ()) -> str:
     """Compact text with citations, bounded in size, of an answer as
     :meth:`~hybrid.retrieval.result.SearchResult.to_json` gives it: one entry per note (its
     best passage, then its other passages' citations), or per passage. ``corrected`` (the query
     after typo repair, when it changed) or ``suggested`` (a repair in doubt: the query ran as
-    typed) is announced first, and a weak answer plainly."""
+    typed) is announced first, then the ``notices`` (why the answer is what it is), and a weak
+    answer plainly."""
     lines = [f"showing results for {corrected!r} (spelling corrected)"] if corrected and corrected != query else []
     if suggested and suggested != query:
         lines.append(f"maybe you meant {suggested!r} (searched as typed)")
+    lines += notices
     grouped = "notes" in answer
     entries = [n["passages"] for n in answer["notes"]] if grouped else [[h] for h in answer.get("hits", [])]
     if not entries:
@@ -242,7 +245,7 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
             for note in answer.get("notes", []):  # an agent's context is the scarce thing
                 note["passages"][1:] = [{k: p.get(k) for k in BRIEF} for p in note["passages"][1:]]
             text = render_hits(query, answer, result.corrected_query,
-                               result.suggested_query if result.suggestions else "")
+                               result.suggested_query if result.suggestions else "", result.notices)
             if result.context is not None and result.context.notes:  # `context`: the text around the hits
                 text += (f"\n\nContext ({result.context.used} of {result.context.budget} tokens; "
                          f"each block under its citation):\n{result.context.text}")

@@ -29,6 +29,43 @@ def scored_by(embedder_id: str, text: str, reach: bool) -> str:
     return embedder_id[4:].split(",", 1)[0] if foreign(text) <= SURE_ENGLISH else embedder_id
 
 
+def scripts_read(embedder_id: str) -> frozenset[str] | None:
+    """The scripts the model(s) recorded as ``embedder_id`` read (a mix: either part's), or
+    None for a model that reads them all or is not known to read only some."""
+    from hybrid.embedders.base import MINILM_ID, MINILM_SCRIPTS
+    from hybrid.embedders.use_multilingual import MODEL_ID as USE_ID
+    from hybrid.embedders.use_multilingual import SCRIPTS as USE_SCRIPTS
+    if embedder_id.startswith("mix(") and embedder_id.endswith(")"):
+        parts = [scripts_read(p) for p in embedder_id[4:-1].split(",")]
+        return None if any(p is None for p in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+    if embedder_id.startswith(MINILM_ID):
+        return MINILM_SCRIPTS
+    return USE_SCRIPTS if embedder_id == USE_ID else None
+
+
+def unread_by(embedder_id: str, text: str) -> str | None:
+    """The script (``Georgian``) most words of the query ``text`` are in when the vault's
+    embedder reads none of them: its cosines would be noise, so the vector arm leaves that
+    vault out (the keyword arm still reads any script). None when the model reads the query."""
+    scripts = scripts_read(embedder_id)
+    if scripts is None:
+        return None
+    from hybrid.core.lang import unread_script
+    script = unread_script(text, scripts)
+    return SCRIPT_NAMES.get(script, script) if script else None
+
+
+SCRIPT_NAMES = {"Cjk": "Han (CJK)"}  # as a notice names them
+
+
+def unread_notice(script: str, mode: str) -> str:
+    """What a search tells its reader when the vaults' model cannot read the query's script."""
+    if mode == "vector":
+        return (f"no model here reads {script} script, so a meaning search cannot answer this: "
+                f"search by keywords (mode lexical or hybrid)")
+    return f"no model here reads {script} script: searched by keywords only"
+
+
 def other_languages(store: Searchable) -> float:
     """The share of a vault's chunks in other languages than English, as its last index run
     sampled it (0 when never measured)."""

@@ -25,7 +25,7 @@ from hybrid.retrieval import confidence, fitted, fold, fuse, notes
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
 from hybrid.retrieval.excerpt import Marker, readable, words_by_start
 from hybrid.retrieval.hits import NEEDLE_RE, Hit, flat_snippet, flatten, source_fields
-from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by
+from hybrid.retrieval.languages import REACH_SHARE, other_languages, scored_by, unread_by, unread_notice
 from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import Filters, SearchRequest
 from hybrid.retrieval.result import SearchResult, apply_corrections
@@ -88,7 +88,11 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
                     if settings.fuzzy else Spelling())
         parsed = apply_corrections(request.parsed, spelling.rewrites)
     reach = request.mode != "lexical" and any(other_languages(store) >= REACH_SHARE for _, store in targets)
-    vectors = embed_query(targets, request.mode, parsed.text, query_vector, reach)
+    # a vault whose model cannot read the query's script is searched by keywords alone
+    unread = ({} if request.mode == "lexical" else
+              {eid: script for eid in {s.embedder_id for _, s in targets if s.embedder_id}
+               if (script := unread_by(eid, parsed.text))})
+    vectors = embed_query(targets, request.mode, parsed.text, query_vector, reach, skip=set(unread))
     typos = [w for w in spelling.typos if w not in spelling.rewrites]
     for attempt in range(1 + READ_RETRIES):
         versions = [store.catalog.data_version() for _, store in targets]
@@ -153,22 +157,24 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
               if arms.weights else {})
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=spelling.rewrites,
                         suggestions=spelling.suggestions, needles=words, fusion=fusion,
-                        grouped=not request.passages)
+                        grouped=not request.passages,
+                        notices=[unread_notice(s, request.mode) for s in dict.fromkeys(unread.values())])
 
 
-def embed_query(targets: Targets, mode: str, text: str,
-                query_vector: QueryVector | None, reach: bool = False) -> dict[str, Future]:
+def embed_query(targets: Targets, mode: str, text: str, query_vector: QueryVector | None,
+                reach: bool = False, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, Future]:
     """Start embedding ``text`` (the text with its sure typos rewritten: the model reads a
     misspelling as noise) once per distinct embedder of the target vaults, on the embedding thread; the
     lexical arm runs meanwhile. Empty when the vector arm does not run. ``reach`` tells a
     multilingual embedder that some vault holds notes in other languages (so an English
-    question weighs its multilingual half too: :mod:`hybrid.embedders.mix`)."""
+    question weighs its multilingual half too: :mod:`hybrid.embedders.mix`); the embedders in
+    ``skip`` are not asked (their vaults' vector arm does not run)."""
     vectors: dict[str, Future] = {}
     if mode not in ("vector", "hybrid") or query_vector is None:
         return vectors
     for _, store in targets:
         eid = store.embedder_id
-        if eid and eid not in vectors:
+        if eid and eid not in vectors and eid not in skip:
             # torch and ONNX Runtime release the GIL during the forward pass: the lexical arm runs meanwhile
             vectors[eid] = worker("hybrid-query-embed").submit(query_vector, eid, text, reach)
     return vectors
@@ -248,7 +254,7 @@ def vector_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: i
     from hybrid.embedders.mix import ReachQuery
     lists = []
     for vault, store in targets:
-        if not store.embedder_id:
+        if store.embedder_id not in vectors:  # no vectors, or a model that cannot read the query
             continue
         qvec = vectors[store.embedder_id].result()
         if isinstance(qvec, ReachQuery):

@@ -26,12 +26,13 @@ class SearchResult(list[Hit]):
     and ``query`` (the text as given). ``needles`` are the words snippets centre on (as typed
     and as the vaults stem them), when the engine reported them. ``grouped``: the answer is
     notes (:attr:`notes`; the list holds each note's passages together, its best first), not
-    passages (:mod:`hybrid.retrieval.notes`)."""
+    passages (:mod:`hybrid.retrieval.notes`). ``notices``: one-line reasons the answer is what
+    it is, for every door to show (a query in a script no model here reads)."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
                  fusion: Mapping[str, float] | None = None, suggestions: Mapping[str, str] | None = None,
-                 grouped: bool = False):
+                 grouped: bool = False, notices: Sequence[str] = ()):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
@@ -42,6 +43,8 @@ class SearchResult(list[Hit]):
         self.needles: list[str] = list(needles)
         self.fusion: dict[str, float] = dict(fusion or {})  # RRF k and the arms' weights (hybrid mode)
         self.grouped = grouped
+        # one-line reasons the answer is what it is (a query in a script no model here reads)
+        self.notices: list[str] = list(notices)
         # the text around the hits (hybrid.retrieval.context), when the request asked for it
         self.context: Context | None = None
 
@@ -93,7 +96,7 @@ class SearchResult(list[Hit]):
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
-                "fusion": self.fusion, "props": [str(p) for p in self.parsed.props]}
+                "fusion": self.fusion, "props": [str(p) for p in self.parsed.props], "notices": self.notices}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -109,11 +112,14 @@ class SearchResult(list[Hit]):
         fusion = {str(k): v for k, v in fusion.items()
                   if isinstance(v, (int, float))} if isinstance(fusion, dict) else {}
         grouped = isinstance(data.get("notes"), list)
+        notices = data.get("notices")
+        notices = [str(n) for n in notices] if isinstance(notices, list) else []
         props = data.get("props")
         parsed = as_filters(parsed, {str(p) for p in props} if isinstance(props, list) else set())
         out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
-                  needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped)
+                  needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped,
+                  notices=notices)
         if "context" in data:
             out.context = Context.from_dict(data["context"])
         return out

@@ -147,6 +147,8 @@ class QueryView:
             self.echo(self.look.style(f"showing results for: {result.corrected_query}", dim=True), err=True)
         if result.suggestions:  # not applied: the query ran as typed, near spellings included
             self.echo(self.look.style(f"maybe you meant: {result.suggested_query}", dim=True), err=True)
+        for notice in result.notices:
+            self.echo(self.look.style(notice, dim=True), err=True)
         if self.explain:
             for line in explain_lines(result, request, self.look):
                 self.echo(line, err=self.as_json or self.files)

@@ -183,5 +183,6 @@ function summary(a: Answer, ms: number): string {
   if (n && a.relevant === false) line += " · none looks like an answer (all weak)";
   if (a.corrected) line += ` · searched with ${a.corrected}`;
   if (a.suggested) line += ` · maybe you meant ${a.suggested}`;
+  for (const notice of a.notices) line += ` · ${notice}`;
   return line;
 }

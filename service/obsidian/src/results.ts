@@ -41,6 +41,7 @@ export interface Answer {
   relevant: boolean | null;
   corrected: string;   // "wrong → right" for the words typo repair replaced before searching
   suggested: string;   // "typed → likelier" for the spellings only offered
+  notices: string[];   // one-line reasons the answer is what it is (a script no model reads)
   fusion: Record<string, number>;
 }
 
@@ -92,6 +93,7 @@ export function readAnswer(data: Record<string, unknown>): Answer {
     relevant: typeof data.relevant === "boolean" ? data.relevant : null,
     corrected: pairs(data.corrections),
     suggested: pairs(data.suggestions),
+    notices: strs(data.notices),
     fusion,
   };
 }

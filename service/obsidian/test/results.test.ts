@@ -24,6 +24,12 @@ describe("results", () => {
     expect(a.corrected).toBe("resitc → restic");
   });
 
+  it("keeps the server's notices, and none from an older server", () => {
+    const notice = "no model here reads Georgian script: searched by keywords only";
+    expect(readAnswer({ hits: [], notices: [notice] }).notices).toEqual([notice]);
+    expect(readAnswer({ hits: [] }).notices).toEqual([]);
+  });
+
   it("names confidences as hybrid does", () => {
     expect([0.95, 0.7, 0.69, 0.4, 0.39, null].map(confidenceWord)).toEqual(["strong", "strong", "fair", "fair", "weak", ""]);
   });

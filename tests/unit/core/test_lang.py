@@ -62,3 +62,17 @@ def test_the_languages_a_vaults_texts_are_in():
     assert languages_held([english, german, russian]) == ["de", "ru"]
     assert languages_held([spanish, english]) == ["es"]
     assert languages_held(["我们每天晚上把文件同步到服务器", "OneDrive Tailscale Syncthing"]) == []
+
+
+def test_unread_script_names_the_script_most_words_are_in_when_none_is_read():
+    from hybrid.core.lang import unread_script
+    latin = frozenset({"LATIN"})
+    assert unread_script("ხაჭაპური ყველი", latin) == "Georgian"
+    assert unread_script("μουσακά με μελιτζάνες", latin) == "Greek"
+    assert unread_script("दाल मखनी recipe", latin) == "Devanagari"  # two words of three
+    assert unread_script("ხაჭაპური recipe", latin) is None  # half is read: the model still helps
+    assert unread_script("café crème brûlée", latin) is None  # accents are Latin letters
+    assert unread_script("cafe\u0301", latin) is None  # an accent written apart is no script
+    assert unread_script("?!? ... 42", latin) is None  # no words at all
+    assert unread_script("привет мир", latin) == "Cyrillic"
+    assert unread_script("привет мир", latin | {"CYRILLIC"}) is None

@@ -254,6 +254,15 @@ def test_a_suggestion_says_maybe_you_meant_and_claims_no_rewrite():
     assert rebuilt.suggestions == {"bred": "bread"} and rebuilt.parsed.terms == ["sourdough", "bred"]
 
 
+def test_a_notice_is_said_on_stderr_before_the_answer():
+    """Why the answer is what it is (a query in a script no model reads): one line on stderr."""
+    lines: list[tuple[str, bool]] = []
+    notice = "no model here reads Georgian script: searched by keywords only"
+    result = SearchResult([], query="ყველი", notices=[notice])
+    QueryView(echo=lambda text="", err=False: lines.append((text, err))).show(result, SearchRequest("ყველი"))
+    assert lines[0] == (notice, True) and ("no hits", True) in lines
+
+
 def test_mcp_text_says_showing_results_for():
     hit = Hit("v", "a.md", "A", [], 1, 2, "snippet", 0.5).to_dict(text=False)
     assert render_hits("consumrs", {"hits": [hit]}, "consumers").startswith("showing results for 'consumers'")

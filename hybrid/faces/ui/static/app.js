@@ -161,6 +161,7 @@ const runSearch = guard(async () => {
   $("verdict").hidden = !(n && data.relevant === false);
   if (data.corrected_query) line += ` · searched for “${data.corrected_query}”`;
   if (data.suggested_query) line += ` · maybe you meant “${data.suggested_query}”`;
+  for (const notice of data.notices || []) line += ` · ${notice}`;
   const read = readAs(data.parsed);
   if (read) line += ` · read as ${read}`;
   $("summary").textContent = line;
