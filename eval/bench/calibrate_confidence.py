@@ -254,7 +254,8 @@ def main() -> int:
 
 def render(result: dict) -> str:
     lines = ["# Confidence calibration", "",
-             "`.venv/bin/python eval/bench/calibrate_confidence.py --keep lexical --write --report eval/reports/confidence.md`",
+             "`.venv/bin/python eval/bench/calibrate_confidence.py --keep lexical --write "
+             "--report eval/reports/confidence.md`",
              "", "Per model, fitted on the tune split; every hit of the top 10 (all three modes pooled where",
              "the model applies). Brier and ECE: lower is better; AUC: how well it orders relevant above not.",
              "\"Nothing relevant\": answered queries (top hit relevant) with no hit fair or better; \"false",

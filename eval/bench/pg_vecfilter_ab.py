@@ -2,7 +2,7 @@
 query by query in one process on one database (so the machine's load drifts over both alike).
 
 Old (before issue #31 part B): the nearest 10·depth then 40·depth unfiltered, kept if the
-catalog says they pass (``pipeline.post_filtered``), else the full list of passing chunk ids
+catalog says they pass (``arms.post_filtered``), else the full list of passing chunk ids
 (``catalog.filter_ids``) as ``id = ANY(...)``. New: ``vector.search(..., where=filters)``, the
 filters as conditions of the query. Per mode (scale.FILTERS, plus no filter): p50/p95 ms of each,
 the share of chunks the filter keeps, and how many of the new top ``depth`` the old one also has.
@@ -24,7 +24,7 @@ import scale
 
 
 def old_way(store, qvec, depth: int, f) -> list[tuple[int, float]]:
-    from hybrid.retrieval.pipeline import post_filtered
+    from hybrid.retrieval.arms import post_filtered
     banned = store.catalog.filter_ids(folders=f.exclude_folders) if f.exclude_folders else set()
     if not f.narrows:
         return store.vector.search(qvec, depth, None, banned)

@@ -31,6 +31,29 @@ class NoMatchingNotes(HybridError):
     secret_values: tuple[str, ...] = ()
 
 
+def all_shown(stores: Sequence[Searchable], filters: Filters, notes_shown: int) -> int | None:
+    """How many notes pass ``filters`` when an answer of ``notes_shown`` notes (each passing
+    them) shows every one of them, else None: the filters, not the words, chose that answer
+    (``recipe rating>=4`` over the four recipes rated 4 or more). Counts lazily, stopping
+    past ``notes_shown``."""
+    from itertools import islice
+    if not filters.narrows or not notes_shown:
+        return None
+    f, passing = filters, 0
+    for store in stores:
+        ids = store.catalog.note_ids(f.folders, f.tags, f.since, f.sources, f.props)
+        passing += sum(1 for _ in islice(ids, notes_shown + 1 - passing))
+        if passing > notes_shown:
+            return None
+    return passing if passing == notes_shown else None
+
+
+def all_shown_notice(count: int) -> str:
+    if count == 1:
+        return "the filters pass 1 note: it is shown"
+    return f"the filters pass {count} notes: all {count} are shown"
+
+
 def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
     """NoMatchingNotes when no note of ``stores`` (VaultStores or AgentStores: their catalogs
     and hidden sets) passes ``filters``; the message names the part that matches nothing."""

@@ -32,7 +32,7 @@ class SearchResult(list[Hit]):
     def __init__(self, hits: Iterable[Hit] = (), *, query: str = "", parsed: ParsedQuery | None = None,
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
                  fusion: Mapping[str, float] | None = None, suggestions: Mapping[str, str] | None = None,
-                 grouped: bool = False, notices: Sequence[str] = ()):
+                 grouped: bool = False, notices: Sequence[str] = (), by_filters: int | None = None):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
@@ -45,6 +45,9 @@ class SearchResult(list[Hit]):
         self.grouped = grouped
         # one-line reasons the answer is what it is (a query in a script no model here reads)
         self.notices: list[str] = list(notices)
+        # how many notes the filters pass, when the answer shows every one of them (the filters
+        # chose it: no "nothing relevant" over it, however weakly the words match)
+        self.by_filters = by_filters
         # the text around the hits (hybrid.retrieval.context), when the request asked for it
         self.context: Context | None = None
 
@@ -56,11 +59,13 @@ class SearchResult(list[Hit]):
     @property
     def relevant(self) -> bool | None:
         """Whether any hit is at least fair (confidence >= 0.4); None when there are hits but
-        no confidence (a listing): unknown. No hits: False."""
+        no confidence (a listing), or none is fair but the filters chose the answer
+        (:attr:`by_filters`): unknown. No hits: False."""
         known = [h.confidence for h in self if h.confidence is not None]
         if self and not known:
             return None
-        return any(c >= FAIR for c in known)
+        fair = any(c >= FAIR for c in known)
+        return None if not fair and self and self.by_filters else fair
 
     def to_json(self, *, text: bool = True) -> dict[str, Any]:
         """The answer as every door's JSON gives it: ``notes`` (each with its ``passages``)
@@ -96,7 +101,8 @@ class SearchResult(list[Hit]):
     def response_extras(self) -> dict[str, Any]:
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
-                "fusion": self.fusion, "props": [str(p) for p in self.parsed.props], "notices": self.notices}
+                "fusion": self.fusion, "props": [str(p) for p in self.parsed.props], "notices": self.notices,
+                "by_filters": self.by_filters}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -114,12 +120,14 @@ class SearchResult(list[Hit]):
         grouped = isinstance(data.get("notes"), list)
         notices = data.get("notices")
         notices = [str(n) for n in notices] if isinstance(notices, list) else []
+        by_filters = data.get("by_filters")
+        by_filters = by_filters if isinstance(by_filters, int) and not isinstance(by_filters, bool) else None
         props = data.get("props")
         parsed = as_filters(parsed, {str(p) for p in props} if isinstance(props, list) else set())
         out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped,
-                  notices=notices)
+                  notices=notices, by_filters=by_filters)
         if "context" in data:
             out.context = Context.from_dict(data["context"])
         return out

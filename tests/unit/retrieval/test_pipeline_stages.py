@@ -11,7 +11,8 @@ from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.reading import ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport
 from hybrid.retrieval import fitted, fuse
-from hybrid.retrieval.pipeline import Arms, apply_priors, fuse_arms
+from hybrid.retrieval.arms import Arms
+from hybrid.retrieval.pipeline import apply_priors, fuse_arms
 from hybrid.retrieval.query import parse_query
 from hybrid.sources.walk import FileEntry
 from hybrid.store.base import ChunkRow

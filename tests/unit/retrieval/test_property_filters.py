@@ -185,7 +185,8 @@ def test_every_door_takes_them(h, monkeypatch):
     assert r.exit_code == 0, r.output
     assert sorted(x["path"] for x in json.loads(r.output)) == ["ops/deploy.md", "work/alpha.md"]
     r = run(main, ["query", "meeting", "--prop", "type:review", "--json", "--local"])
-    assert r.exit_code == 0 and [x["path"] for x in json.loads(r.output)] == ["work/beta.md"]
+    assert r.exit_code == 0 and [x["path"] for x in json.loads(r.stdout)] == ["work/beta.md"]
+    assert "the filters pass 1 note: it is shown" in r.stderr  # the property chose the answer
     r = run(main, ["query", "meeting rating>=4", "--explain", "--local"])
     assert r.exit_code == 0 and "property rating>=4" in r.output
     r = run(main, ["query", "status:don", "--local"])

@@ -5,8 +5,8 @@ from helpers import consistent, write
 
 import hybrid
 from hybrid.retrieval import fuse
+from hybrid.retrieval.arms import by_section
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
-from hybrid.retrieval.pipeline import by_section
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import LexicalQuery, doc_fields, section_text
 from hybrid.store.local.lexical import LexicalIndex
@@ -149,7 +149,8 @@ def test_coverage_and_weight():
 
 
 def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
-    from hybrid.retrieval.pipeline import Arms, fusion_weights, hydrate, lexical_arm
+    from hybrid.retrieval.arms import Arms, lexical_arm
+    from hybrid.retrieval.pipeline import fusion_weights, hydrate
     from hybrid.retrieval.request import SearchRequest
     vault = tmp_path / "vault"
     write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")

@@ -177,12 +177,12 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     (here: under 50) goes to the selector at once, without the oversampled searches."""
     import numpy as np
 
-    from hybrid.retrieval import pipeline
-    from hybrid.retrieval.pipeline import post_filtered
+    from hybrid.retrieval import arms
+    from hybrid.retrieval.arms import post_filtered
     from hybrid.retrieval.request import Filters
-    monkeypatch.setattr(pipeline, "FEW_NOTES", 50)
+    monkeypatch.setattr(arms, "FEW_NOTES", 50)
     tried = []
-    monkeypatch.setattr(pipeline, "post_filtered", lambda *a: tried.append(1) or post_filtered(*a))
+    monkeypatch.setattr(arms, "post_filtered", lambda *a: tried.append(1) or post_filtered(*a))
     root = tmp_path / "v"
     for i in range(400):
         folder = "keep" if i % share == 0 else "other"
