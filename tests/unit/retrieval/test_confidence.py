@@ -122,3 +122,19 @@ def test_a_question_in_another_language_answered_first_is_not_nothing_relevant(s
         result = sample.search(q, top_k=5)
         assert result[0].path == path, (q, [h.path for h in result])
         assert result.relevant and result[0].confidence >= 0.4, (q, result[0].confidence)
+
+
+@pytest.mark.slow
+def test_bad_queries_get_an_honest_answer_or_one_line(sample):
+    """Issue #49's bad input, with the real models on the sample vault: punctuation, stop words
+    (of three languages), mixed scripts, a script no model reads, a made-up word each get an
+    answer whose every hit is weak ("nothing relevant") or no hit with the reason; an empty or
+    10,000-character query a one-line error."""
+    for q in ("?!?...", "the and of", "и в на", "der die das", "привет 東京 hello", "ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ", "xyzzy qwrtp"):
+        result = sample.search(q, top_k=5)
+        assert result.relevant is False, (q, [(h.path, h.confidence) for h in result])
+        assert result or result.notices, q
+    for q in ("", "   ", "kafka lag " * 1000):
+        with pytest.raises(HybridError) as info:
+            sample.search(q)
+        assert "\n" not in str(info.value) and str(info.value), q
