@@ -55,7 +55,7 @@ def test_keywords_find_the_note_and_the_answer_says_how(handle):
 
 def test_no_keyword_match_is_no_answer_not_a_noise_hit(handle):
     """"How do I make it" in Georgian shares no word with any note: before, the vector arm's
-    noise gave the Hindi note as "fair"."""
+    noise answered it (in a vault of notes in several scripts, an Amharic note as "fair")."""
     result = handle.search("როგორ გავაკეთო")
     assert list(result) == [] and result.notices
     vector = handle.search("ყველი სულგუნი", mode="vector")
