@@ -58,17 +58,28 @@ def setup_home(tmp_path, name, vault, store=None):
 
 def snapshot(home):
     """What must not depend on the index's history: the chunk set, and the vector arm's top
-    hits (exact search over the same vectors). BM25 scores may legitimately differ a little:
-    tantivy counts deleted documents in its term statistics until segments merge."""
+    hits (exact search over the same vectors; ties at the cut aside, :func:`decided`). BM25
+    scores may legitimately differ a little: tantivy counts deleted documents in its term
+    statistics until segments merge."""
     h = hybrid.open(home)
     chunks = set()
     store = open_store(h.config.vault("vault"))
     for batch in store.catalog.iter_chunks():
         chunks.update((c.path, c.heading, c.start_line, c.end_line, c.text) for c in batch)
     store.close()
-    results = {q: {(x.path, x.start_line) for x in h.search(q, top_k=5, mode="vector")} for q in QUERIES}
+    results = {q: decided(h.search(q, top_k=10, mode="vector", passages=True)) for q in QUERIES}
+    assert all(results.values()), results  # something to compare for every query
     h.close()
     return chunks, results
+
+
+def decided(hits) -> set[tuple[str, int, float]]:
+    """The passages the vector arm ranked, with their scores, but for those tied with the last
+    one: the hash embedder gives many passages the same score (0 for no shared token), and which
+    of a tie the cut keeps follows the chunk ids, which an index's history decides."""
+    scored = {(x.path, x.start_line, round(x.vector_score, 6)) for x in hits}
+    last = min((s for _, _, s in scored), default=0.0)
+    return {x for x in scored if x[2] > last}
 
 
 def answers_consistently(home):
