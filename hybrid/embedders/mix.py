@@ -58,6 +58,14 @@ def mix_id(ids: Sequence[str]) -> str:
     return f"mix({','.join(ids)})"
 
 
+def mix_parts(embedder_id: str) -> list[str] | None:
+    """The ids of the parts a mix recorded as ``embedder_id`` (:func:`mix_id`), or None for an
+    embedder that is no mix."""
+    if not (embedder_id.startswith("mix(") and embedder_id.endswith(")")):
+        return None
+    return embedder_id[4:-1].split(",")
+
+
 def build(arg: str, options: Options) -> MixEmbedder:
     a, b = split_spec(arg)
     first, second = (make_embedder(s, options=options) for s in (a, b))

@@ -203,10 +203,8 @@ def few_notes_pass(store: Searchable, filters: Filters) -> bool:
     stops at the first ``FEW_NOTES + 1``). Their chunk list is then cheap to make, and the
     oversampled unfiltered searches of :func:`post_filtered` would find too few of them anyway
     (measured at 100k chunks: a tag on 28 notes spent 35 ms there before the list was made)."""
-    from itertools import islice
-    passing = store.catalog.note_ids(filters.folders, filters.tags, filters.since, filters.sources,
-                                     filters.props)
-    return sum(1 for _ in islice(passing, FEW_NOTES + 1)) <= FEW_NOTES
+    from hybrid.retrieval.filters import notes_passing
+    return notes_passing(store, filters, FEW_NOTES + 1) <= FEW_NOTES
 
 
 def post_filtered(store: Searchable, qvec, depth: int, banned: set[int],

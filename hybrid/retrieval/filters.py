@@ -36,16 +36,21 @@ def all_shown(stores: Sequence[Searchable], filters: Filters, notes_shown: int) 
     them) shows every one of them, else None: the filters, not the words, chose that answer
     (``recipe rating>=4`` over the four recipes rated 4 or more). Counts lazily, stopping
     past ``notes_shown``."""
-    from itertools import islice
     if not filters.narrows or not notes_shown:
         return None
-    f, passing = filters, 0
+    passing = 0
     for store in stores:
-        ids = store.catalog.note_ids(f.folders, f.tags, f.since, f.sources, f.props)
-        passing += sum(1 for _ in islice(ids, notes_shown + 1 - passing))
+        passing += notes_passing(store, filters, notes_shown + 1 - passing)
         if passing > notes_shown:
             return None
     return passing if passing == notes_shown else None
+
+
+def notes_passing(store: Searchable, filters: Filters, at_most: int) -> int:
+    """How many of ``store``'s notes pass ``filters``, counted lazily up to ``at_most``."""
+    from itertools import islice
+    f = filters
+    return sum(1 for _ in islice(store.catalog.note_ids(f.folders, f.tags, f.since, f.sources, f.props), at_most))
 
 
 def all_shown_notice(count: int) -> str:

@@ -9,6 +9,7 @@ by MiniLM alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,21 +23,25 @@ def scored_by(embedder_id: str, text: str, reach: bool) -> str:
     """The model whose cosines the vector arm's scores are for this query: a mix scores an
     English question by its first model alone (unless the vaults hold other languages), so
     the confidence calibrated on that model applies (:mod:`hybrid.embedders.mix`)."""
-    if not embedder_id.startswith("mix(") or reach:
+    from hybrid.embedders.mix import SURE_ENGLISH, mix_parts
+    parts = mix_parts(embedder_id)
+    if parts is None or reach:
         return embedder_id
     from hybrid.core.lang import foreign
-    from hybrid.embedders.mix import SURE_ENGLISH
-    return embedder_id[4:].split(",", 1)[0] if foreign(text) <= SURE_ENGLISH else embedder_id
+    return parts[0] if foreign(text) <= SURE_ENGLISH else embedder_id
 
 
+@functools.lru_cache(maxsize=64)
 def scripts_read(embedder_id: str) -> frozenset[str] | None:
     """The scripts the model(s) recorded as ``embedder_id`` read (a mix: either part's), or
     None for a model that reads them all or is not known to read only some."""
     from hybrid.embedders.base import MINILM_ID, MINILM_SCRIPTS
+    from hybrid.embedders.mix import mix_parts
     from hybrid.embedders.use_multilingual import MODEL_ID as USE_ID
     from hybrid.embedders.use_multilingual import SCRIPTS as USE_SCRIPTS
-    if embedder_id.startswith("mix(") and embedder_id.endswith(")"):
-        parts = [scripts_read(p) for p in embedder_id[4:-1].split(",")]
+    ids = mix_parts(embedder_id)
+    if ids is not None:
+        parts = [scripts_read(p) for p in ids]
         return None if any(p is None for p in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
     if embedder_id.startswith(MINILM_ID):
         return MINILM_SCRIPTS

