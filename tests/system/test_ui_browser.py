@@ -261,6 +261,25 @@ def test_typing_is_debounced_and_only_the_last_query_answers(sample_server, open
     assert page.locator("#results .hit").count() == 0
 
 
+def test_typing_before_the_filters_load_is_kept(sample_server, open_page):
+    """The page shows its search box before the filters' options arrive; what is typed in that
+    window stays, and is searched (once the options land, only the filters are read from the
+    address again). CI met this: under load the options came late and the query was wiped."""
+    p = open_page(sample_server)
+    held = []
+    p.page.route("**/ui/api/facets", lambda route: held.append(route))
+    page = p.sign_in()
+    while not held:
+        page.wait_for_timeout(20)
+    page.fill("#q", "kafka consumer lag")
+    held[0].continue_()  # the options land inside the typing's debounce
+    page.wait_for_function("() => document.querySelector('#f-mode').options.length > 1")
+    assert page.input_value("#q") == "kafka consumer lag"
+    page.wait_for_function("q => document.querySelector('#results').dataset.answered === q",
+                           arg="kafka consumer lag")
+    assert "Kafka consumer lag" in page.locator("#hit-0 h3").inner_text()
+
+
 @pytest.fixture
 def small(tmp_path, hybrid_home):
     """A two-note vault with the hash embedder (the page's logic, not ranking quality)."""

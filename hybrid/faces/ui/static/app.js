@@ -107,6 +107,14 @@ function loadUrl() {
   $("f-rerank").checked = p.get("rerank") === "1";
 }
 
+// once the filters' options exist: the address's filters a rebuilt list dropped. The query and
+// any filter already set stay: the search box is shown before the options arrive, and what
+// someone typed meanwhile is theirs.
+function reloadUrlFilters() {
+  const p = new URLSearchParams(location.search);
+  for (const k of FILTERS) if (p.has(k) && !$(`f-${k}`).value) ensureOption($(`f-${k}`), p.get(k));
+}
+
 function ensureOption(input, value) {
   if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) {
     input.append(el("option", { value, text: value }));
@@ -468,7 +476,7 @@ async function start() {
   }
   loadUrl();
   await loadFacets();
-  loadUrl(); // the filters' options exist now
+  reloadUrlFilters();
   const status = await api("/ui/api/status").catch(() => null);
   if (status && status.server.rerank_model) $("rerank-field").hidden = false;
   if ($("q").value || $("f-tag").value || $("f-folder").value || $("f-source").value) runSearch();
