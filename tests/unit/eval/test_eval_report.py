@@ -129,7 +129,7 @@ def _hybrid_exe() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "hybrid"]
 
 
-@pytest.mark.slow  # two CLI runs on the sample vault, the first compiling ranx's nDCG (~40 s)
+@pytest.mark.slow  # three CLI runs on the sample vault, the first compiling ranx's nDCG (~15 s)
 def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
     """A new user's first `hybrid eval`: numba compiles ranx's metrics on first use (a fresh
     NUMBA_CACHE_DIR) and warns about it, matplotlib builds its font cache (a fresh MPLCONFIGDIR);
@@ -155,7 +155,7 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
     assert (report.parent / CATEGORY_PLOT).is_file() and "## answer@1 misses" in report.read_text()
 
     res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--limit", "5", "--modes", "lexical",
-                          "--json", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                          "--metrics", "ndcg@10", "--json", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["queries"] == 5  # stdout is JSON only
@@ -163,7 +163,7 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
 
     before = sorted((home / "data" / "eval").iterdir())
     res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--limit", "5", "--modes", "lexical",
-                          "--json", "--no-report"], env=env, capture_output=True, text=True, timeout=600)
+                          "--metrics", "ndcg@10", "--json", "--no-report"], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["queries"] == 5 and res.stderr.strip() == ""
     assert sorted((home / "data" / "eval").iterdir()) == before  # no report folder written
