@@ -155,15 +155,16 @@ def test_cli_eval_default_run_stderr_is_clean_and_report_is_found(tmp_path):
     assert (report.parent / CATEGORY_PLOT).is_file() and "## answer@1 misses" in report.read_text()
 
     res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--limit", "5", "--modes", "lexical",
-                          "--metrics", "ndcg@10", "--json", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True,
-                         timeout=600)
+                          "--metrics", "ndcg@10", "--json", "--out", str(tmp_path / "out")],
+                         env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["queries"] == 5  # stdout is JSON only
     assert res.stderr.strip() == f"report: {tmp_path / 'out' / 'report.md'}"
 
     before = sorted((home / "data" / "eval").iterdir())
     res = subprocess.run([*_hybrid_exe(), "eval", "--embedder", "hash:64", "--limit", "5", "--modes", "lexical",
-                          "--metrics", "ndcg@10", "--json", "--no-report"], env=env, capture_output=True, text=True, timeout=600)
+                          "--metrics", "ndcg@10", "--json", "--no-report"],
+                         env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["queries"] == 5 and res.stderr.strip() == ""
     assert sorted((home / "data" / "eval").iterdir()) == before  # no report folder written
