@@ -42,7 +42,7 @@ import numpy as np
 from hybrid.core.lang import foreign
 from hybrid.embedders.mix import SURE_ENGLISH
 from hybrid.retrieval import confidence
-from hybrid.retrieval.hits import confidence_label
+from hybrid.retrieval.hits import FAIR, confidence_label
 from hybrid.retrieval.notes import monotone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,18 +165,27 @@ def answer_table(records: list[dict], probs: np.ndarray) -> dict:
     missed ones (answerable, top hit not relevant) and unanswerable ones; "nothing relevant"
     is the share of answered queries with no hit fair or better, "false fair" the share of
     unanswerable ones with one."""
-    by_query: dict[tuple, list[tuple[int, int, float, bool]]] = collections.defaultdict(list)
+    by_query: dict[tuple, list[tuple[int, int, float, bool, str]]] = collections.defaultdict(list)
     for r, p in zip(records, probs):
-        by_query[(r["set"], r["qid"], r["mode"])].append((r["rank"], r["label"], float(p), r["answerable"]))
+        by_query[(r["set"], r["qid"], r["mode"])].append((r["rank"], r["label"], float(p), r["answerable"],
+                                                          r["model"]))
     out: dict[str, dict[str, int]] = {}
+    unsure: collections.Counter = collections.Counter()
     for hits in by_query.values():
         hits.sort()
-        _, label, p, answerable = hits[0]
+        _, label, p, answerable, model = hits[0]
         kind = "unanswerable" if not answerable else ("top hit relevant" if label else "top hit wrong")
         out.setdefault(kind, {"strong": 0, "fair": 0, "weak": 0})[confidence_label(p)] += 1
+        # keyword evidence alone that says neither way: unknown, not "nothing relevant"
+        # (hybrid.retrieval.confidence.keywords_cannot_tell; its identifier rule is not modelled)
+        if model == "lexical" and confidence.KEYWORDS_NOTHING <= p < FAIR:
+            unsure[kind] += 1
     answered, none = out.get("top hit relevant", {}), out.get("unanswerable", {})
     return {"labels": out,
-            "nothing_relevant": round(answered.get("weak", 0) / max(1, sum(answered.values())), 3),
+            "nothing_relevant": round((answered.get("weak", 0) - unsure["top hit relevant"])
+                                      / max(1, sum(answered.values())), 3),
+            "unknown": round(unsure["top hit relevant"] / max(1, sum(answered.values())), 3),
+            "unanswerable_unknown": round(unsure["unanswerable"] / max(1, sum(none.values())), 3),
             "false_fair": round((none.get("fair", 0) + none.get("strong", 0)) / max(1, sum(none.values())), 3),
             "answered": sum(answered.values()), "unanswerable": sum(none.values())}
 
@@ -260,16 +269,19 @@ def render(result: dict) -> str:
              "the model applies). Brier and ECE: lower is better; AUC: how well it orders relevant above not.",
              "\"Nothing relevant\": answered queries (top hit relevant) with no hit fair or better; \"false",
              "fair\": unanswerable queries with a fair or strong hit (confidences as shown: non-increasing",
-             "down each list).", "",
+             "down each list). \"Unknown\": keyword evidence alone (no vector arm) that says neither way",
+             "(`confidence.keywords_cannot_tell`): the answer is neither \"nothing relevant\" nor fair; shown",
+             "for answered and for unanswerable queries.", "",
              "## By language group, as a search shows them", "",
-             "| questions | mode | split | hits | ECE | AUC | answered | nothing relevant | unanswerable "
-             "| false fair |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| questions | mode | split | hits | ECE | AUC | answered | nothing relevant | unknown "
+             "| unanswerable | false fair | unknown |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, v in result["languages"].items():
         lang, mode, split = key.split()
         lines.append(f"| {'English' if lang == 'en' else 'other languages'} | {mode} | {split} | {v['n']} | "
                      f"{v['ece']} | {v['auc']} | {v['answered']} | {v['nothing_relevant']:.0%} | "
-                     f"{v['unanswerable']} | {v['false_fair']:.0%} |")
+                     f"{v['unknown']:.0%} | {v['unanswerable']} | {v['false_fair']:.0%} | "
+                     f"{v['unanswerable_unknown']:.0%} |")
     lines.append("")
     for model, fitted in result["fit"].items():
         m = result["models"][model]

@@ -125,6 +125,30 @@ def probability(feats: dict[str, float], name: str, kind: str = "local") -> floa
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+# without a vector arm (the ``lexical`` model), a top hit under this confidence holds almost none
+# of the query's words (coverage under ~0.12): "nothing relevant" is then sure. Above it, the
+# keyword scores cannot tell: a right first hit was "nothing relevant" for 30% of English and
+# 50% of other-language held-out questions (eval/reports/confidence.md); 0.1 is where the tune
+# split's right first hits stop being called so (0 of 51 English, 2 of 15 others).
+KEYWORDS_NOTHING = 0.1
+
+
+def keywords_cannot_tell(hits: Sequence[Hit], rows: Sequence[ChunkRow], parsed: ParsedQuery,
+                         keywords_only: bool) -> bool:
+    """Whether an answer whose confidences came from keyword evidence alone (``keywords_only``:
+    no vector arm ran) can say neither way whether it answers: no hit is fair, yet the first
+    holds enough of the query's words (:data:`KEYWORDS_NOTHING`), and every identifier the
+    query names (:func:`hybrid.retrieval.exact.strong_literals`) is in some hit. Its
+    ``relevant`` is then unknown, not "nothing relevant"."""
+    from hybrid.retrieval.exact import holds_all, strong_literals
+    from hybrid.retrieval.hits import FAIR
+    known = [h.confidence for h in hits if h.confidence is not None]
+    if not keywords_only or not known or max(known) >= FAIR or max(known) < KEYWORDS_NOTHING:
+        return False
+    needles = [x.lower() for x in strong_literals(parsed.terms)]
+    return not needles or any(holds_all(r, needles) for r in rows)
+
+
 def annotate(hits: Sequence[Hit], rows: Sequence[ChunkRow], vector_scores: Sequence[float],
              parsed: ParsedQuery, analyze: fuse.Analyze, embedder_ids: set[str],
              ranks: Sequence[int] | None = None, kind: str = "local") -> None:

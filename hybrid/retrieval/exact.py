@@ -34,8 +34,7 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
     if verbatim:
         tiers.append((2.0, [k for k in lex_keys if k in rows and holds(_haystack(rows[k]), verbatim)]))
     if lits:
-        tiers.append((1.0, [k for k in lex_keys if k in rows
-                            and all(holds(_haystack(rows[k]), n) for n in needles)]))
+        tiers.append((1.0, [k for k in lex_keys if k in rows and holds_all(rows[k], needles)]))
     score, out = dict(fused), []
     placed: set = set()
     for lift, keys in tiers:
@@ -50,6 +49,12 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
     if not placed:
         return fused
     return out + [kv for kv in fused if kv[0] not in placed]
+
+
+def holds_all(row: ChunkRow, needles: Sequence[str]) -> bool:
+    """Whether ``row`` (its names, heading and text) holds every literal of ``needles`` (lower
+    case) whole (:func:`holds`)."""
+    return all(holds(_haystack(row), n) for n in needles)
 
 
 def holds(haystack: str, needle: str) -> bool:
