@@ -176,9 +176,10 @@ def answer_table(records: list[dict], probs: np.ndarray) -> dict:
         _, label, p, answerable, model = hits[0]
         kind = "unanswerable" if not answerable else ("top hit relevant" if label else "top hit wrong")
         out.setdefault(kind, {"strong": 0, "fair": 0, "weak": 0})[confidence_label(p)] += 1
-        # keyword evidence alone that says neither way: unknown, not "nothing relevant"
-        # (hybrid.retrieval.confidence.keywords_cannot_tell; its identifier rule is not modelled)
-        if model == "lexical" and confidence.KEYWORDS_NOTHING <= p < FAIR:
+        # a first hit near the cut: unknown, not "nothing relevant"
+        # (hybrid.retrieval.confidence.cannot_tell; its identifier rule is not modelled)
+        floor = confidence.KEYWORDS_NOTHING if model == "lexical" else confidence.NOTHING_BELOW
+        if floor <= p < FAIR:
             unsure[kind] += 1
     answered, none = out.get("top hit relevant", {}), out.get("unanswerable", {})
     return {"labels": out,
@@ -269,9 +270,9 @@ def render(result: dict) -> str:
              "the model applies). Brier and ECE: lower is better; AUC: how well it orders relevant above not.",
              "\"Nothing relevant\": answered queries (top hit relevant) with no hit fair or better; \"false",
              "fair\": unanswerable queries with a fair or strong hit (confidences as shown: non-increasing",
-             "down each list). \"Unknown\": keyword evidence alone (no vector arm) that says neither way",
-             "(`confidence.keywords_cannot_tell`): the answer is neither \"nothing relevant\" nor fair; shown",
-             "for answered and for unanswerable queries.", "",
+             "down each list). \"Unknown\": no hit fair, but the first near the cut (`confidence.cannot_tell`:",
+             "at or above `NOTHING_BELOW`, or `KEYWORDS_NOTHING` without a vector arm), so the answer says",
+             "neither; shown for answered and for unanswerable queries.", "",
              "## By language group, as a search shows them", "",
              "| questions | mode | split | hits | ECE | AUC | answered | nothing relevant | unknown "
              "| unanswerable | false fair | unknown |",

@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hybrid")
 
+# why an answer with no fair hit is not "nothing relevant" (confidence.cannot_tell)
 KEYWORDS_UNSURE = "keyword scores alone cannot tell whether these answer: a hybrid search can"
+NEAR_CUT = "no hit is fair, but the first is near the cut: it may answer"
 READ_RETRIES = 2  # times the arms run again when an index run committed under a search
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 # a passage's marks from its text in lower case and its words by their starts (excerpt.Marker)
@@ -126,12 +128,12 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     # the filters chose the answer when it shows every note passing them: never "nothing relevant"
     chosen = all_shown([s for _, s in targets], filters, len({(h.vault, h.path) for h in hits}))
-    # keyword evidence alone that says neither way: unknown, not "nothing relevant"
-    unsure = not chosen and confidence.keywords_cannot_tell(
+    # no fair hit, but a first one near the cut: unknown, not "nothing relevant"
+    unsure = not chosen and confidence.cannot_tell(
         hits, [rows[(h.vault, h.chunk_id)] for h in hits], parsed, keywords_only=not arms.vector)
     notices = [unread_notice(s, request.mode) for s in dict.fromkeys(unread.values())]
     notices += [all_shown_notice(chosen)] if chosen else []
-    notices += [KEYWORDS_UNSURE] if unsure else []
+    notices += [KEYWORDS_UNSURE if not arms.vector else NEAR_CUT] if unsure else []
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
     fusion = ({"k": fit.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
@@ -139,7 +141,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=spelling.rewrites,
                         suggestions=spelling.suggestions, needles=words, fusion=fusion,
                         grouped=not request.passages, notices=notices, by_filters=chosen,
-                        keywords_unsure=unsure)
+                        unsure=unsure)
 
 
 def store_kind(targets: Targets) -> str:

@@ -33,7 +33,7 @@ class SearchResult(list[Hit]):
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
                  fusion: Mapping[str, float] | None = None, suggestions: Mapping[str, str] | None = None,
                  grouped: bool = False, notices: Sequence[str] = (), by_filters: int | None = None,
-                 keywords_unsure: bool = False):
+                 unsure: bool = False):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
@@ -49,9 +49,9 @@ class SearchResult(list[Hit]):
         # how many notes the filters pass, when the answer shows every one of them (the filters
         # chose it: no "nothing relevant" over it, however weakly the words match)
         self.by_filters = by_filters
-        # the confidences came from keyword evidence alone, which says neither way here
-        # (hybrid.retrieval.confidence.keywords_cannot_tell): no "nothing relevant" either
-        self.keywords_unsure = keywords_unsure
+        # no hit is fair, but the first is too near the cut to say nothing is relevant
+        # (hybrid.retrieval.confidence.cannot_tell)
+        self.unsure = unsure
         # the text around the hits (hybrid.retrieval.context), when the request asked for it
         self.context: Context | None = None
 
@@ -64,13 +64,13 @@ class SearchResult(list[Hit]):
     def relevant(self) -> bool | None:
         """Whether any hit is at least fair (confidence >= 0.4); None when there are hits but
         no confidence (a listing), or none is fair but the filters chose the answer
-        (:attr:`by_filters`) or keyword scores alone cannot tell (:attr:`keywords_unsure`):
+        (:attr:`by_filters`) or the first is too near the cut to tell (:attr:`unsure`):
         unknown. No hits: False."""
         known = [h.confidence for h in self if h.confidence is not None]
         if self and not known:
             return None
         fair = any(c >= FAIR for c in known)
-        return None if not fair and self and (self.by_filters or self.keywords_unsure) else fair
+        return None if not fair and self and (self.by_filters or self.unsure) else fair
 
     def to_json(self, *, text: bool = True) -> dict[str, Any]:
         """The answer as every door's JSON gives it: ``notes`` (each with its ``passages``)
@@ -107,7 +107,7 @@ class SearchResult(list[Hit]):
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
                 "fusion": self.fusion, "props": [str(p) for p in self.parsed.props], "notices": self.notices,
-                "by_filters": self.by_filters, "keywords_unsure": self.keywords_unsure}
+                "by_filters": self.by_filters, "unsure": self.unsure}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -127,13 +127,13 @@ class SearchResult(list[Hit]):
         notices = [str(n) for n in notices] if isinstance(notices, list) else []
         by_filters = data.get("by_filters")
         by_filters = by_filters if isinstance(by_filters, int) and not isinstance(by_filters, bool) else None
-        keywords_unsure = data.get("keywords_unsure") is True
+        unsure = data.get("unsure") is True
         props = data.get("props")
         parsed = as_filters(parsed, {str(p) for p in props} if isinstance(props, list) else set())
         out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped,
-                  notices=notices, by_filters=by_filters, keywords_unsure=keywords_unsure)
+                  notices=notices, by_filters=by_filters, unsure=unsure)
         if "context" in data:
             out.context = Context.from_dict(data["context"])
         return out
