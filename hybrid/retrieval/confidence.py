@@ -137,19 +137,20 @@ KEYWORDS_NOTHING = 0.1
 
 
 def cannot_tell(hits: Sequence[Hit], rows: Sequence[ChunkRow], parsed: ParsedQuery,
-                keywords_only: bool) -> bool:
+                keywords_only: bool, coverage: float = 1.0) -> bool:
     """Whether an answer with no fair hit can say neither way whether it answers: its first
     hit is above the floor (:data:`NOTHING_BELOW`, or :data:`KEYWORDS_NOTHING` when the
     confidences came from keyword evidence alone: ``keywords_only``, no vector arm ran) and
-    every identifier the query names (:func:`hybrid.retrieval.exact.strong_literals`) is in
-    some hit. Its ``relevant`` is then unknown, not "nothing relevant"."""
+    every identifier the query names is in some hit: the literals exact-first honours
+    (:func:`hybrid.retrieval.exact.strong_literals`, ``coverage`` as the arms measured it). Its
+    ``relevant`` is then unknown, not "nothing relevant"."""
     from hybrid.retrieval.exact import holds_all, strong_literals
     from hybrid.retrieval.hits import FAIR
     known = [h.confidence for h in hits if h.confidence is not None]
     floor = KEYWORDS_NOTHING if keywords_only else NOTHING_BELOW
     if not known or max(known) >= FAIR or max(known) < floor:
         return False
-    needles = [x.lower() for x in strong_literals(parsed.terms)]
+    needles = [x.lower() for x in strong_literals(parsed.terms, coverage)]
     return not needles or any(holds_all(r, needles) for r in rows)
 
 

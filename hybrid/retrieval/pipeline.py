@@ -112,8 +112,9 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
                              copy_of=folder.copy_of if settings.duplicate_similarity else None)
         hits = build_hits(targets, [fused[i] for i in shown], rows, arms, ce, mark, settings.snippet_chars)
         fold.annotate(hits, shown, folder, [k for k, _ in fused], rows)
+    shown_rows = [rows[(h.vault, h.chunk_id)] for h in hits]
     with clock("confidence"):
-        confidence.annotate(hits, [rows[(h.vault, h.chunk_id)] for h in hits], [s for _, s in arms.vector],
+        confidence.annotate(hits, shown_rows, [s for _, s in arms.vector],
                             parsed, targets[0][1].lexical.stem.stems if targets else str.split,
                             # which model scored the vector arm (none ran: the lexical model applies)
                             {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets}
@@ -129,8 +130,8 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     # the filters chose the answer when it shows every note passing them: never "nothing relevant"
     chosen = all_shown([s for _, s in targets], filters, len({(h.vault, h.path) for h in hits}))
     # no fair hit, but a first one near the cut: unknown, not "nothing relevant"
-    unsure = not chosen and confidence.cannot_tell(
-        hits, [rows[(h.vault, h.chunk_id)] for h in hits], parsed, keywords_only=not arms.vector)
+    unsure = not chosen and confidence.cannot_tell(hits, shown_rows, parsed, keywords_only=not arms.vector,
+                                                   coverage=arms.coverage)
     notices = [unread_notice(s, request.mode) for s in dict.fromkeys(unread.values())]
     notices += [all_shown_notice(chosen)] if chosen else []
     notices += [KEYWORDS_UNSURE if not arms.vector else NEAR_CUT] if unsure else []
