@@ -101,7 +101,9 @@ JUDGE_SUMMARY = ("Build a labelled set by judging pooled hits: for each question
 @click.option("--context-header", help="Comma list of on/off (default: the setting).")
 @click.option("--rrf-k", help="Comma list (default: the rrf_k setting).")
 @click.option("--weights", help="Comma list of LEXICAL:VECTOR weights, e.g. 1:1,1:0.5.")
-@click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True)
+@click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True,
+              help="Comma list of ranx metrics (ndcg, recall, mrr, map, precision, hits, …, each with "
+                   "an optional @k); answer@1 and answer@10 are always reported.")
 @click.option("--significance", is_flag=True, help="Paired t-test of every run against the first.")
 @click.option("--rerank-model", help="Reranker for the rerank mode: late, ollama:MODEL or a cross-encoder "
                                       "(overrides the setting).")
@@ -139,6 +141,8 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
 
     if out and no_report:
         raise click.UsageError("--out writes the report, --no-report writes none: use one of them")
+    from hybrid.eval.inputs import metric_list
+    chosen_metrics = metric_list(_csv(metrics, str, "metric names"))
     h = open_handle(ctx)
     changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
     settings = replace(h.settings, **changes)
@@ -161,7 +165,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
     with quiet_libraries():
         with progress_bar(sys.stderr.isatty()) as progress:
             result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
-                              exclude=exclude, metrics=_csv(metrics, str, "metric names"),
+                              exclude=exclude, metrics=chosen_metrics,
                               significance=significance, progress=progress, store=store,
                               sources=tuple(sources))
         result.advice = advise(result, settings)

@@ -268,3 +268,20 @@ def test_cli_eval_split(hybrid_home, vault, tmp_path):
     assert json.loads(res.stdout)["queries"] == 1
     res = CliRunner().invoke(main, [*args, "--split", "test"])
     assert res.exit_code == 1 and "no query has split 'test'" in res.output
+
+
+def test_metric_names_are_checked_before_anything_is_indexed(hybrid_home, vault, tmp_path):
+    """A metric ranx does not know was a traceback after the whole index was built; now it is
+    one line, at once. answer@1 and answer@10 (the help lists them) are always reported, so
+    naming them is accepted and asks for nothing more."""
+    from click.testing import CliRunner
+
+    from hybrid.eval.inputs import metric_list
+    from hybrid.faces.cli.main import main
+    assert metric_list(["NDCG@5", "answer@1", "mrr", "ndcg@5", "recall@100"]) == ("ndcg@5", "mrr", "recall@100")
+    assert metric_list(["answer@1", "answer@10"]) == ("ndcg@10",)
+    for bad in (["ndcg@0"], ["bleu"], ["recall@ten"], []):
+        with pytest.raises(HybridError, match="metric"):
+            metric_list(bad)
+    res = CliRunner().invoke(main, ["eval", "--vault", str(vault), "--metrics", "ndcg@10,accuracy"])
+    assert res.exit_code == 1 and "unknown metric 'accuracy'" in res.output and "Traceback" not in res.output
