@@ -22,7 +22,9 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
     or BM25 order when the query is nothing but literals (a lookup, where term statistics and
     title/heading matches say more than similarity), except that the notes *named* for the
     literals (:func:`named_for`: the release note ``v1.9.1`` for ``1.9.1``) go before those
-    that only mention them, lifted :data:`NAMED_LIFT` more.
+    that only mention them, lifted :data:`NAMED_LIFT` more; a note more of whose names (title,
+    file name, aliases) are for them goes first among those (``v1.5.11.md`` titled 1.5.11
+    before ``v1.5.md`` titled 1.5.11).
 
     A literal is found where it stands whole: ``1.9.1`` is not in ``1.9.10`` nor ``11.9.1``
     (a version in ``v1.9.1`` is).
@@ -42,8 +44,8 @@ def exact_first(fused, lex_keys, rows, lits: Sequence[str], lookup: bool = False
         if not chosen:
             continue
         order = [k for k in keys if k in chosen] if lookup else [k for k, _ in fused if k in chosen]
-        named = {k for k in order if needles and named_for(rows[k], needles)}
-        order.sort(key=lambda k: k not in named)  # stable: the notes named for the literals first
+        named = {k: n for k in order if needles and (n := named_for(rows[k], needles))}
+        order.sort(key=lambda k: -named.get(k, 0))  # stable: the notes named for the literals first
         out += [(k, lift + NAMED_LIFT * (k in named) + score.get(k, 0.0)) for k in order]
         placed |= chosen
     if not placed:
@@ -78,20 +80,20 @@ def _haystack(row: ChunkRow) -> str:
     return row.derived(("exact-haystack",), lambda r: _squash("\n".join([*_names(r), r.heading, r.text])))
 
 
-def named_for(row: ChunkRow, needles: Sequence[str]) -> bool:
-    """Whether ``row``'s note is named for the literals ``needles`` (lower case): one of its
-    names holds every one of them, whole, and at most :data:`NAMED_WORDS` words besides
-    (``v1.9.1``; ``FORGE-1533 post-mortem``; ``HTML content``). A title that mentions a
-    literal among many words is about more than it: a paper titled "Foxp3(+) T cells regulate
-    immunoglobulin A selection…" is one of many on Foxp3."""
-    for name in _names(row):
+def named_for(row: ChunkRow, needles: Sequence[str]) -> int:
+    """How many of ``row``'s note's names are for the literals ``needles`` (lower case), 0 when
+    none is: a name is for them when it holds every one of them, whole, and at most
+    :data:`NAMED_WORDS` words besides (``v1.9.1``; ``FORGE-1533 post-mortem``; ``HTML
+    content``). A title that mentions a literal among many words is about more than it: a paper
+    titled "Foxp3(+) T cells regulate immunoglobulin A selection…" is one of many on Foxp3."""
+    count = 0
+    for name in dict.fromkeys(_names(row)):
         if all(holds(name, n) for n in needles):
             rest = name
             for n in needles:
                 rest = rest.replace(n, " ")
-            if len(WORD_RE.findall(rest)) <= NAMED_WORDS:
-                return True
-    return False
+            count += len(WORD_RE.findall(rest)) <= NAMED_WORDS
+    return count
 
 
 NAMED_WORDS = 2

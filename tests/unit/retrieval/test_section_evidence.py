@@ -314,6 +314,21 @@ def test_the_note_named_for_a_literal_goes_first():
     assert [k for k, _ in out] == [5, 6]
 
 
+def test_the_note_more_of_whose_names_are_for_a_literal_goes_first():
+    """Two release notes titled 1.5.11 (the public release, v1.5.md, and the insider build,
+    v1.5.11.md): the one whose file name says it too goes first, though fusion ranked the other
+    higher; a note one of whose names is for the literal still goes above a note that mentions it."""
+    rows = {1: versioned(1, "Release notes/v1.5.md", "Tables: align columns.", title="1.5.11"),
+            2: versioned(2, "Release notes/v1.5.11.md", "Tables: drag into cells.", title="1.5.11"),
+            3: versioned(3, "en/Tables.md", "Since 1.5.11 cells take dragged content.")}
+    out = exact_first([(3, 0.4), (1, 0.3), (2, 0.2)], [3, 1, 2], rows, ["1.5.11"])
+    assert [k for k, _ in out] == [2, 1, 3]
+    from hybrid.retrieval.exact import named_for
+    assert (named_for(rows[2], ["1.5.11"]), named_for(rows[1], ["1.5.11"]), named_for(rows[3], ["1.5.11"])) == (2, 1, 0)
+    # a title that repeats the file name is one name, not two
+    assert named_for(versioned(4, "Release notes/v1.6.0.md", "", title="v1.6.0"), ["v1.6.0"]) == 1
+
+
 def test_a_version_finds_its_release_note_by_either_spelling(tmp_path):
     """Real tantivy: a release note that says its version only in its file name (v0.8.12.md) or
     only in its front-matter title (1.6.0) is first for the version in the other spelling,
