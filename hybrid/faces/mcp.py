@@ -26,7 +26,15 @@ from hybrid.core.errors import HybridError
 from hybrid.core.version import version
 from hybrid.retrieval.hits import confidence_label
 from hybrid.retrieval.limits import MAX_TOP_K_MCP, BadSearchArgs, check_texts
-from hybrid.retrieval.request import OPTIONS, QUERY_HELP, SearchRequest, from_options, option_help
+from hybrid.retrieval.request import (
+    OPTIONS,
+    QUERY_HELP,
+    SearchRequest,
+    empty_query,
+    from_options,
+    option_help,
+    stands_alone,
+)
 from hybrid.retrieval.result import answer_passages
 
 if TYPE_CHECKING:
@@ -233,10 +241,8 @@ def _add_search(server: MCPServer, h: "Hybrid") -> None:
         values = request_values(options)
 
         def call() -> CallToolResult:
-            if not isinstance(query, str) or not (query.strip() or values.get("folders") or values.get("tags")
-                                                  or values.get("since") or values.get("sources")):
-                raise ToolError("query is empty: pass the words or identifier to search for "
-                                "(or a filter alone, e.g. tags, to list the notes passing it)")
+            if not isinstance(query, str) or not (query.strip() or stands_alone(values)):
+                raise ToolError(empty_query("agent"))
             request = from_options(query, values, max_top_k=MAX_TOP_K_MCP)  # tighter top_k than the API's
             result = h.search(request, agent=True)
             answer = result.to_json(text=False)

@@ -10,7 +10,7 @@ registries: modes, document kinds) and help. The doors derive from it: the CLI's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -91,9 +91,11 @@ class SearchRequest:
         """The query text split into terms, phrases, exclusions and inline filters
         (QuerySyntaxError for an empty query, an open quote, a bad date). No text at all with a
         folder, tag or date filter is a listing (``ParsedQuery.listing``), as ``tag:x`` is."""
-        if not self.query.strip() and (self.folders or self.tags or self.since is not None
-                                       or self.sources or self.props):
-            return ParsedQuery()
+        if not self.query.strip():
+            if stands_alone({o.name: getattr(self, o.name) for o in LISTING}):
+                return ParsedQuery()
+            from hybrid.core.errors import QuerySyntaxError
+            raise QuerySyntaxError(empty_query("api"))
         return parse_query(self.query)
 
     @property
@@ -185,6 +187,7 @@ class Option:
     agent_high: float | None = None
     cli_help: str | None = None
     agent_help: str | None = None
+    lists: bool = False  # a filter that may stand without words: alone, it lists the notes passing it
 
     def describe(self) -> dict[str, Any]:
         """The option as JSON (the search page builds its controls from these)."""
@@ -208,13 +211,14 @@ OPTIONS: tuple[Option, ...] = (
            cli_help="Search only this vault (repeatable).",
            agent_help="Names of vaults to search (default: all; see list_vaults)."),
     Option("folders", "texts", "Only notes under these vault-relative folders (any of them).", ("--folder",),
-           agent="folder", agent_single=True, cli_help="Only notes under this folder (repeatable: any).",
+           agent="folder", agent_single=True, lists=True, cli_help="Only notes under this folder (repeatable: any).",
            agent_help='Only notes under this vault-relative folder, e.g. "work/runbooks".'),
     Option("tags", "texts", "Only notes carrying all these tags (a tag also matches its nested children).",
-           ("--tag",), agent="tags", cli_help="Only notes with this tag or a nested child (repeatable: all)."),
+           ("--tag",), agent="tags", lists=True,
+           cli_help="Only notes with this tag or a nested child (repeatable: all)."),
     Option("since", "text", "Only notes dated since YYYY-MM-DD or an age like 30d, 6m, 1y (a note's frontmatter "
            "updated/modified/date/created, else its file's modification time).", ("--since",),
-           agent="since"),
+           agent="since", lists=True),
     Option("rerank", "bool", "Rescore the top candidates with the cross-encoder (setting rerank_model; slower).",
            ("--rerank",), agent="rerank",
            agent_help="Rescore the top candidates with the configured cross-encoder (slower; needs the "
@@ -228,7 +232,7 @@ OPTIONS: tuple[Option, ...] = (
            agent_help="Leave out hits whose confidence is below this, 0-1 (each hit's confidence estimates "
                       "how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong). 0.4 drops "
                       "weak hits; you may then get none."),
-    Option("sources", "choices", "Only documents of these kinds", ("--source",), agent="source",
+    Option("sources", "choices", "Only documents of these kinds", ("--source",), agent="source", lists=True,
            choices=_kinds, choices_help=_kinds_help, cli_help="Only documents of this kind (repeatable: any)."),
     Option("passages", "bool", "Answer with passages, best first, not with notes (by default each note "
            "comes once: its best passage, then up to 3 more of its passages).", ("--passages",), agent="passages",
@@ -243,7 +247,7 @@ OPTIONS: tuple[Option, ...] = (
                       "this many tokens in all (e.g. 1000; 0: off): saves a get_note call per hit."),
     Option("props", "texts", "Only notes whose frontmatter passes each of these property filters: KEY:VALUE "
            "(equal, ignoring case; a list property: contains it), KEY>=VALUE, KEY<=VALUE, KEY>VALUE, "
-           "KEY<VALUE (numbers, or dates YYYY-MM-DD).", ("--prop",), agent="props",
+           "KEY<VALUE (numbers, or dates YYYY-MM-DD).", ("--prop",), agent="props", lists=True,
            cli_help="Only notes whose property passes KEY:VALUE or KEY>=VALUE (<=, >, <) (repeatable: all).",
            agent_help="Frontmatter property filters, all must hold: \"status:done\" (equal, ignoring case; a "
                       "list property: contains), \"rating>=4\", \"due<2026-01-01\" (>=, <=, >, <: numbers "
@@ -254,6 +258,24 @@ QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quo
               f"so does a frontmatter property some note has: status:done, rating>=4, due<2026-01-01 (or "
               f"prop:KEY=VALUE). Filters alone (or an empty query with tags/folder/since/props) list the notes "
               f"passing them, newest first.")
+
+LISTING: tuple[Option, ...] = tuple(o for o in OPTIONS if o.lists)
+
+
+def stands_alone(values: Mapping[str, Any]) -> bool:
+    """Whether a door's option values (by option name) hold a filter that may stand without
+    words (:data:`LISTING`): a search of no words and such a filter lists the notes passing it.
+    The one rule every door asks (the CLI, MCP, the HTTP API through :attr:`SearchRequest.parsed`)."""
+    return any(values.get(o.name) not in (None, "", (), []) for o in LISTING)
+
+
+def empty_query(door: str) -> str:
+    """Why a search of neither words nor a filter that stands alone is refused, in one line that
+    names those filters as ``door`` spells them (``cli``: flags, ``agent``: the MCP tool's
+    arguments, else the request's fields)."""
+    names = [o.flags[-1] if door == "cli" else (o.agent if door == "agent" else None) or o.name for o in LISTING]
+    return (f"query is empty: give words to search for, or a filter alone ({', '.join(map(str, names))}) "
+            "to list the notes passing it, newest first")
 
 
 def option_help(option: Option, door: str, **values: Any) -> str:

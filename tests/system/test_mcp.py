@@ -107,6 +107,12 @@ async def exercise(session: ClientSession):
                      ({"query": "   "}, "query is empty")]:
         res = await session.call_tool("search", bad)
         assert res.is_error and fix in res.content[0].text
+    # a property filter alone lists the notes passing it, as the schema offers (it was "query is empty")
+    res = await session.call_tool("search", {"query": "", "props": ["rating>=5"]})
+    assert not res.is_error, res.content[0].text
+    assert [h["path"] for h in answer_passages(res.structured_content)] == ["learning/DDIA book notes.md"]
+    res = await session.call_tool("search", {"query": "", "props": []})
+    assert res.is_error and "props" in res.content[0].text and "tags" in res.content[0].text
     res = await session.call_tool("list_vaults", {})
     assert res.structured_content["vaults"][0]["name"] == "sample"
     assert res.structured_content["vaults"][0]["chunks"] > 0

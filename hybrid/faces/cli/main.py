@@ -255,8 +255,9 @@ def search_options(command):
 @click.pass_context
 def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, as_agent, yes, **search):
     """Search. TEXT takes words, "phrases" (required), -word / -"phrase" (excluded),
-    and inline filters tag:NAME folder:PATH since:DATE source:KIND. Filters alone (`tag:recipes`,
-    or no TEXT with --tag/--folder/--since/--source) list the notes that pass them, newest first.
+    and inline filters tag:NAME folder:PATH since:DATE source:KIND KEY:VALUE. Filters alone
+    (`tag:recipes`, `rating>=4`, or no TEXT with --tag/--folder/--since/--source/--prop) list the
+    notes that pass them, newest first.
 
     TEXT may start with a dash: `hybrid query -wifi router` (router, not wifi) and
     `hybrid query --advertise-routes` (a flag searched for as written) work; a word that is one
@@ -267,9 +268,9 @@ def query(ctx, text, files, explain, as_json, group, full, rerank_model, local, 
     (--passages: passages instead). When no hit is even fair, it says "nothing relevant" (on
     stderr) before the weak matches. Misspelled words are corrected (said on stderr). NO_COLOR
     turns colour off."""
-    if not text and not (search["folders"] or search["tags"] or search["since"] or search["sources"]):
-        raise click.UsageError("give words to search for, or a --tag, --folder, --since or --source "
-                               "filter to list notes")
+    from hybrid.retrieval.request import empty_query, stands_alone
+    if not text and not stands_alone(search):
+        raise click.UsageError(empty_query("cli"))
     top_k, mode = search["top_k"], search["mode"]
     from hybrid.faces.cli.render import Look, QueryView
     if group and search["passages"]:

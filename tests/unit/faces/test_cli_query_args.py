@@ -18,6 +18,7 @@ def indexed(tmp_path_factory):
     write(v, "wired.md", "# Wired\n\nThe router in the rack is wired to the switch.\n")
     write(v, "tailscale.md", "# Tailscale\n\nRun `tailscale up --advertise-routes=10.0.0.0/24` on the pi.\n")
     write(v, "modes.md", "# Modes\n\nPass `--mode lexical` for exact strings.\n")
+    write(v, "modem review.md", "---\nrating: 5\n---\n# Modem review\n\nThe best modem we had.\n")
     return hash_home(root / "home", v)
 
 
@@ -69,3 +70,14 @@ def test_a_near_miss_of_an_option_is_searched_and_pointed_out(home):
 def test_help_documents_the_double_dash():
     out = CliRunner().invoke(main, ["query", "--help"])
     assert out.exit_code == 0 and "-- --explain" in out.stdout and "-wifi router" in out.stdout
+
+
+def test_a_property_filter_alone_lists_the_notes_passing_it(home):
+    """`--prop` stands without words as --tag and --folder do (it was a usage error, exit 2, while
+    MCP, the HTTP API and `rating>=5` typed as a word listed the notes); no words and no filter at
+    all is still a usage error naming every filter that may stand alone."""
+    out, hits = query("--prop", "rating>=5")
+    assert out.exit_code == 0, out.output
+    assert [h["path"] for h in hits] == ["modem review.md"]
+    bare = CliRunner().invoke(main, ["query", "--local"])
+    assert bare.exit_code == 2 and "--prop" in bare.stderr and "--tag" in bare.stderr

@@ -77,3 +77,21 @@ def test_json_round_trip():
 def test_from_json_refuses(body, message):
     with pytest.raises(BadSearchArgs, match=message):
         SearchRequest.from_json(body)
+
+
+def test_which_filters_stand_without_words_is_one_rule():
+    """A folder, tag, date, source or property filter alone lists the notes passing it; each door
+    asks the same rule (request.stands_alone) and refuses the rest with one line naming those
+    filters as that door spells them."""
+    from hybrid.core.errors import QuerySyntaxError
+    from hybrid.retrieval.request import empty_query, stands_alone
+    for alone in ({"props": ["rating>=5"]}, {"folders": ["work"]}, {"tags": ["x"]}, {"since": "30d"},
+                  {"sources": ["pdf"]}):
+        assert stands_alone(alone), alone
+        assert SearchRequest("", **alone).parsed.listing
+    for not_alone in ({}, {"props": []}, {"exclude_folders": ["archive"]}, {"top_k": 3}):
+        assert not stands_alone(not_alone), not_alone
+        with pytest.raises(QuerySyntaxError, match="props"):
+            _ = SearchRequest("  ", **not_alone).parsed
+    assert "--prop" in empty_query("cli") and "--tag" in empty_query("cli")
+    assert "props" in empty_query("agent") and "folder" in empty_query("agent")
