@@ -73,6 +73,8 @@ def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggest
     lines += notices
     grouped = "notes" in answer
     entries = [n["passages"] for n in answer["notes"]] if grouped else [[h] for h in answer.get("hits", [])]
+    if not entries and answer.get("below_min_score"):  # they matched: a notice above says how
+        return "\n".join([*lines, "Nothing to show at this min_score."])
     if not entries:
         return "\n".join([*lines, f"No notes matched {query!r}. Try fewer or different keywords, or another mode."])
     if answer.get("relevant") is False:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,14 @@ log = logging.getLogger("hybrid")
 # why an answer with no fair hit is not "nothing relevant" (confidence.cannot_tell)
 KEYWORDS_UNSURE = "keyword scores alone cannot tell whether these answer: a hybrid search can"
 NEAR_CUT = "no hit is fair, but the first is near the cut: it may answer"
+
+
+def below_min_score_notice(count: int, unit: str, best: float, min_score: float) -> str:
+    """Why an answer that matched shows nothing: each of its ``count`` notes or passages
+    (``unit``) was under the ``min_score`` asked for."""
+    what = f"1 {unit} matched" if count == 1 else f"{count} {unit}s matched"
+    best = math.floor(best * 100) / 100  # shown down: 0.987 under 0.99 is not "the best: 0.99"
+    return f"{what}, all under min_score {min_score:g} (the best: {best:.2f}): lower it to see them"
 READ_RETRIES = 2  # times the arms run again when an index run committed under a search
 Rescorer = Callable[[str, Sequence[str]], list[float]]
 # a passage's marks from its text in lower case and its words by their starts (excerpt.Marker)
@@ -125,6 +134,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
                 h.confidence = c
         else:
             notes.monotone_notes(hits)
+        matched = hits
         if request.min_score:  # confidence falls down the list: this cuts its tail
             hits = [h for h in hits if (h.confidence or 0.0) >= request.min_score]
     # the filters chose the answer when it shows every note passing them: never "nothing relevant"
@@ -135,6 +145,11 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     notices = [unread_notice(s, request.mode) for s in dict.fromkeys(unread.values())]
     notices += [all_shown_notice(chosen)] if chosen else []
     notices += [KEYWORDS_UNSURE if not arms.vector else NEAR_CUT] if unsure else []
+    def counted(some: Sequence[Hit]) -> int:
+        return len(some) if request.passages else len({(h.vault, h.path) for h in some})
+    if matched and not hits:  # not "no notes matched": they did, under the bar asked for
+        notices.append(below_min_score_notice(counted(matched), "passage" if request.passages else "note",
+                                              max(h.confidence or 0.0 for h in matched), request.min_score))
     if log.isEnabledFor(logging.DEBUG):  # not worth a dict per search otherwise
         log.debug("search stages (s): %s", clock.rounded())
     fusion = ({"k": fit.rrf_k, "lexical": round(arms.weights[0], 4), "vector": round(arms.weights[1], 4)}
@@ -142,7 +157,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     return SearchResult(hits, query=request.query, parsed=parsed, corrections=spelling.rewrites,
                         suggestions=spelling.suggestions, needles=words, fusion=fusion,
                         grouped=not request.passages, notices=notices, by_filters=chosen,
-                        unsure=unsure)
+                        unsure=unsure, below_min_score=counted(matched) - counted(hits))
 
 
 def store_kind(targets: Targets) -> str:

@@ -33,7 +33,7 @@ class SearchResult(list[Hit]):
                  corrections: Mapping[str, str] | None = None, needles: Sequence[str] = (),
                  fusion: Mapping[str, float] | None = None, suggestions: Mapping[str, str] | None = None,
                  grouped: bool = False, notices: Sequence[str] = (), by_filters: int | None = None,
-                 unsure: bool = False):
+                 unsure: bool = False, below_min_score: int = 0):
         super().__init__(hits)
         self.query = query
         self.parsed = parsed if parsed is not None else ParsedQuery()
@@ -52,6 +52,8 @@ class SearchResult(list[Hit]):
         # no hit is fair, but the first is too near the cut to say nothing is relevant
         # (hybrid.retrieval.confidence.cannot_tell)
         self.unsure = unsure
+        # how many hits matched but were left out for a confidence under the request's min_score
+        self.below_min_score = below_min_score
         # the text around the hits (hybrid.retrieval.context), when the request asked for it
         self.context: Context | None = None
 
@@ -107,7 +109,7 @@ class SearchResult(list[Hit]):
         """What ``/api/search`` sends besides the hits (old clients ignore it)."""
         return {"corrections": self.corrections, "suggestions": self.suggestions, "needles": self.needles,
                 "fusion": self.fusion, "props": [str(p) for p in self.parsed.props], "notices": self.notices,
-                "by_filters": self.by_filters, "unsure": self.unsure}
+                "by_filters": self.by_filters, "unsure": self.unsure, "below_min_score": self.below_min_score}
 
     @classmethod
     def from_response(cls, data: Mapping[str, Any], query: str, parsed: ParsedQuery) -> SearchResult:
@@ -128,12 +130,14 @@ class SearchResult(list[Hit]):
         by_filters = data.get("by_filters")
         by_filters = by_filters if isinstance(by_filters, int) and not isinstance(by_filters, bool) else None
         unsure = data.get("unsure") is True
+        below = data.get("below_min_score")
+        below = below if isinstance(below, int) and not isinstance(below, bool) and below > 0 else 0
         props = data.get("props")
         parsed = as_filters(parsed, {str(p) for p in props} if isinstance(props, list) else set())
         out = cls((Hit.from_dict(d) for d in answer_passages(data)), query=query,
                   parsed=apply_corrections(parsed, corrections), corrections=corrections,
                   needles=needles, fusion=fusion, suggestions=suggestions, grouped=grouped,
-                  notices=notices, by_filters=by_filters, unsure=unsure)
+                  notices=notices, by_filters=by_filters, unsure=unsure, below_min_score=below)
         if "context" in data:
             out.context = Context.from_dict(data["context"])
         return out

@@ -1,6 +1,7 @@
 """The MCP server through a real MCP ClientSession, over stdio and over Streamable HTTP, on the
 sample vault indexed with the real model; HTTP security; the CLI fast path."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -92,6 +93,15 @@ async def exercise(session: ClientSession):
     cut = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5,
                                              "min_score": max(sure)})
     assert [h["confidence"] for h in answer_passages(cut.structured_content)] == [c for c in sure if c >= max(sure)]
+    # a min_score above every hit: not "no notes matched" (they did), but how many and the best one
+    above = max(sure) + (1 - max(sure)) / 2
+    none = await session.call_tool("search", {"query": "tailscale subnet router advertise routes", "top_k": 5,
+                                              "min_score": above})
+    assert not none.is_error and answer_passages(none.structured_content) == []
+    assert "No notes matched" not in none.content[0].text
+    assert f"all under min_score {above:g} (the best: {math.floor(max(sure) * 100) / 100:.2f})" \
+        in none.content[0].text
+    assert none.structured_content["below_min_score"] == 5
     bad = await session.call_tool("search", {"query": "tailscale", "min_score": 2})
     assert bad.is_error and "min_score must be a number from 0 to 1" in bad.content[0].text
 

@@ -164,7 +164,8 @@ class QueryView:
                 print_json(answer)
             return
         if not result:
-            self.echo("no hits", err=True)
+            if not result.below_min_score:  # else a notice above said they matched, under the bar
+                self.echo("no hits", err=True)
             return
         if self.files:
             for n in result.notes:

@@ -81,3 +81,11 @@ def test_a_property_filter_alone_lists_the_notes_passing_it(home):
     assert [h["path"] for h in hits] == ["modem review.md"]
     bare = CliRunner().invoke(main, ["query", "--local"])
     assert bare.exit_code == 2 and "--prop" in bare.stderr and "--tag" in bare.stderr
+
+
+def test_a_min_score_above_every_hit_says_they_matched(home):
+    """Hits that matched but fell under --min-score are not "no hits": stderr says how many and the best."""
+    out, hits = query("router", "--min-score", "1")
+    assert out.exit_code == 0, out.output
+    assert hits == [] and "2 notes matched, all under min_score 1 (the best: " in out.stderr
+    assert "no hits" not in out.stderr

@@ -95,7 +95,8 @@ def test_the_cli_shows_and_filters_by_it(tmp_path, monkeypatch):
     out = runner.invoke(main, ["query", "tomatoes", "sun", "--local"])
     assert confidence_label(hits[0]["confidence"]) in out.output
     out = runner.invoke(main, ["query", "tomatoes", "sun", "--json", "--local", "--passages", "--min-score", "1"])
-    assert out.exit_code == 0 and json.loads(out.output or "[]") == []
+    assert out.exit_code == 0 and json.loads(out.stdout) == []
+    assert "passages matched, all under min_score 1" in out.stderr  # they matched: not "no hits"
     out = runner.invoke(main, ["query", "tomatoes", "--min-score", "2"])
     assert out.exit_code == 2 and "min-score" in out.output
 
