@@ -55,6 +55,25 @@ def test_server_version_annotations_and_bounds(h):
     assert note["max_chars"]["maximum"] == MAX_NOTE_CHARS and note["start_line"]["minimum"] == 1
 
 
+def test_the_readme_and_agents_doc_name_every_tool(h):
+    """The README's "Agents get N tools: ..." and docs/agents.md's list are the server's tools
+    (the README said four while there were six)."""
+    import re
+
+    from helpers import REPO
+
+    async def work(c):
+        return {t.name for t in (await c.list_tools()).tools}
+    tools = session(h, work)
+    readme = (REPO / "README.md").read_text()
+    m = re.search(r"Agents get (\w+) tools:(.*?)\.\s", readme, re.S)
+    assert m, "README: the sentence 'Agents get N tools: ...' is gone"
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    assert m.group(1) == words[len(tools)] and set(re.findall(r"`(\w+)`", m.group(2))) == tools
+    agents = (REPO / "docs" / "agents.md").read_text()
+    assert all(f"- `{t}(" in agents for t in tools), [t for t in tools if f"- `{t}(" not in agents]
+
+
 def test_out_of_range_values_are_refused_naming_the_fix(h):
     async def work(c):
         return (await c.call_tool("search", {"query": "long", "top_k": 51}),
