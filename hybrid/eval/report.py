@@ -222,8 +222,10 @@ def write_report(result: EvalResult, out: Path, command: str, settings: Settings
     parts = ["# hybrid eval report", "",
              f"Command: `{command}`", "",
              f"{len(result.queries)} queries; {len(result.results)} runs; "
-             f"{result.chunks_embedded} chunk texts embedded ({result.chunks_reused} more served from "
-             f"the embeddings of an earlier chunking); {result.seconds:.1f} s in all.", "",
+             f"{result.chunks_embedded} chunk texts embedded ({result.chunks_reused - result.chunks_from_index} "
+             f"more served from the embeddings of an earlier chunking"
+             + (f", {result.chunks_from_index} read from the vault's own index" if result.chunks_from_index else "")
+             + f"); {result.seconds:.1f} s in all.", "",
              "Settings: " + ", ".join(f"`{k}={v!r}`" for k, v in sorted(settings.as_dict().items())), "",
              "## Runs", "", _md_table(header, body), "",
              "Metrics from ranx over notes (a note ranks by its best chunk; section-judged queries "

@@ -79,16 +79,21 @@ class CachingEmbedder:
     """Wraps an embedder with an in-memory cache for one evaluation, keyed by the embedder's id
     and a hash of the exact text the model reads (chunk text with its context header), so the
     chunkings of a grid embed a text they share once: the vector served again is the one the
-    model produced, bit for bit. ``reuse=False`` turns the cache off (to measure what it saves)."""
+    model produced, bit for bit. ``reuse=False`` turns the cache off (to measure what it saves).
+    ``source``: the catalog of the evaluated vault's own index (a registered vault), whose cached
+    vectors, under this model's id and the hash of the same text (``text_hash``, as the indexer
+    keys them), are served before the model is asked: an indexed vault is not embedded again."""
 
-    def __init__(self, inner, reuse: bool = True):
+    def __init__(self, inner, reuse: bool = True, source=None):
         self.inner = inner
         self.id = inner.id
         self.max_tokens = inner.max_tokens
         self.reuse = reuse
+        self.source = source
         self.cache: dict[bytes, Any] = {}
         self.embedded = 0    # texts the model embedded
         self.requested = 0   # texts asked for (each chunking's index asks once per new text)
+        self.from_index = 0  # texts whose vectors the vault's own index had
 
     @property
     def dim(self) -> int:
@@ -119,13 +124,33 @@ class CachingEmbedder:
             return self.inner.embed_documents(texts, *known)
         keys = [self.key(t) for t in texts]
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        first = {k: t for k, t in zip(keys, texts)}
+        if todo and self.source is not None:
+            todo = self._from_index(todo, first)
         if todo:
-            first = {k: t for k, t in zip(keys, texts)}
             vecs = self.inner.embed_documents([first[k] for k in todo])
             self.embedded += len(todo)
             for k, v in zip(todo, vecs):
                 self.cache[k] = v
         return np.stack([self.cache[k] for k in keys]).astype(np.float32)
+
+    def _from_index(self, todo: list[bytes], first: dict[bytes, str]) -> list[bytes]:
+        """Serve what the vault's own index holds of ``todo`` (cache keys; ``first``: their
+        texts); returns the keys still to embed."""
+        import numpy as np
+
+        from hybrid.indexing.reading import text_hash
+        hashes = {k: text_hash(first[k]) for k in todo}
+        got = self.source.cached_vectors(self.id, hashes.values())
+        rest = []
+        for k in todo:
+            blob = got.get(hashes[k])
+            if blob is not None and len(blob) == 4 * self.dim:
+                self.cache[k] = np.frombuffer(blob, dtype=np.float32)
+                self.from_index += 1
+            else:
+                rest.append(k)
+        return rest
 
     def embed_query(self, text, **options):
         return self.inner.embed_query(text, **options)
@@ -166,6 +191,7 @@ class EvalResult:
     index_seconds: dict[str, float] = field(default_factory=dict)
     chunks_embedded: int = 0
     chunks_reused: int = 0   # chunk texts an earlier chunking had embedded: served from the cache
+    chunks_from_index: int = 0  # chunk texts whose vectors the evaluated vault's own index held
     seconds: float = 0.0
     advice: Any = None  # "apply this setting": a hybrid.eval.advice.Advice, set by the caller
     significance: dict = field(default_factory=dict)
@@ -251,7 +277,8 @@ class EvalResult:
         return {
             "seconds": round(self.seconds, 2),
             "chunks_embedded": self.chunks_embedded,
-            "chunk_texts_reused": self.chunks_reused,
+            "chunk_texts_reused": self.chunks_reused - self.chunks_from_index,
+            "chunk_texts_from_index": self.chunks_from_index,
             "index_seconds": self.index_seconds,
             "queries": len(self.queries),
             "skipped": dict(self.problems.counts),
@@ -330,13 +357,15 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
              metrics: Sequence[str] = DEFAULT_METRICS, significance: bool = False,
              progress: Progress | None = None, workdir: Path | None = None,
              embedder=None, reranker=None, store: str | None = None,
-             sources: Sequence[str] = (), reuse_embeddings: bool = True) -> EvalResult:
+             sources: Sequence[str] = (), reuse_embeddings: bool = True, reuse_from=None) -> EvalResult:
     """Evaluate ``configs`` on the vault at ``vault_path``. ``embedder`` and ``reranker``
     (default: built from ``settings``) let a caller share already loaded models. ``store``: a
     PostgreSQL store (a URL, or ``postgresql`` for ``$HYBRID_DATABASE_URL``) to index into
     instead of local files; the evaluation's vault is dropped from it afterwards. ``sources``:
     search only documents of these kinds (``--source``). ``reuse_embeddings=False``: embed
-    every chunking's texts afresh (only to measure what the shared cache saves)."""
+    every chunking's texts afresh (only to measure what the shared cache saves). ``reuse_from``:
+    the catalog of the vault's own index (a registered vault): vectors it holds for the same
+    model and text are read, not embedded (see :class:`CachingEmbedder`)."""
     from ranx import Qrels
 
     t0 = time.perf_counter()
@@ -347,7 +376,7 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
     from hybrid.store.agent.view import agent_redactor
     options = options_from(settings, redact=agent_redactor().redact)  # text sent elsewhere: redacted
     cached = CachingEmbedder(embedder or make_embedder(settings.embedder, options=options),
-                             reuse=reuse_embeddings)
+                             reuse=reuse_embeddings, source=reuse_from if reuse_embeddings else None)
     if any(c.mode == "rerank" for c in configs) and reranker is None:
         try:
             reranker = make_reranker(settings.rerank_model, options=options)
@@ -378,6 +407,7 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
                 vault = h.config.vault(name)
                 backend(vault).drop(vault)
     result.chunks_embedded, result.chunks_reused = cached.embedded, cached.reused
+    result.chunks_from_index = cached.from_index
     if significance and len(result.results) > 1:
         result.significance = _significance(result.results, qr, metrics)
     result.seconds = time.perf_counter() - t0

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,9 @@ from hybrid.faces.cli.support import (
     yes_option,
 )
 from hybrid.sources import KINDS
+
+if TYPE_CHECKING:
+    from hybrid.core.config import Vault
 
 
 def _csv(value: str, cast, what: str) -> list:
@@ -146,13 +150,21 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
     h = open_handle(ctx)
     changes = {k: v for k, v in (("rerank_model", rerank_model), ("embedder", embedder)) if v}
     settings = replace(h.settings, **changes)
+    problems = Problems()
+    vault_path, include, exclude, queries, qrels, registered = _labelled_set(
+        h, settings, vault_ref, queries_path, qrels_path, (beir, beir_split), limit, split, problems)
+    reuse_from = None
+    if registered is not None:
+        # the vault as it is indexed: its own left-out sections and blocks, its model (unless
+        # --embedder names another), and the vectors its index holds for the same texts
+        settings = replace(settings, exclude_sections=tuple(registered.exclude_sections),
+                           exclude_blocks=tuple(registered.exclude_blocks),
+                           **({} if embedder else {"embedder": registered.embedder}))
+        reuse_from = h.catalog_or_none(registered)
     from hybrid.embedders import options_from
     from hybrid.embedders.remote import destinations
     confirm_destinations(h.config, destinations(settings.embedder, options_from(settings))
                          + destinations(settings.rerank_model, options_from(settings), rerank=True), yes=yes)
-    problems = Problems()
-    vault_path, include, exclude, queries, qrels = _labelled_set(
-        h, settings, vault_ref, queries_path, qrels_path, (beir, beir_split), limit, split, problems)
     s = settings
     configs = grid(
         _csv(modes, str, "modes") if modes else default_modes(settings),
@@ -167,7 +179,7 @@ def eval_cmd(ctx, vault_ref, queries_path, qrels_path, beir, beir_split, modes, 
             result = run_eval(vault_path, queries, qrels, configs, settings, problems, include=include,
                               exclude=exclude, metrics=chosen_metrics,
                               significance=significance, progress=progress, store=store,
-                              sources=tuple(sources))
+                              sources=tuple(sources), reuse_from=None if store else reuse_from)
         result.advice = advise(result, settings)
         target = None if no_report else Path(out) if out else default_out(h.config.data)
         _output(result, target, as_json, settings, h.config.path)
@@ -225,16 +237,18 @@ def quiet_libraries() -> Iterator[None]:
 
 def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path,
                   beir_set: tuple[str | None, str | None], limit, split, problems: Problems
-                  ) -> tuple[Path, list[str], list[str], dict[str, Query], dict]:
+                  ) -> tuple[Path, list[str], list[str], dict[str, Query], dict, Vault | None]:
     """The vault (folder, include, exclude), queries and judgements to evaluate: a BEIR
     dataset, a registered vault or folder with --queries/--qrels, or the bundled sample set;
-    judgements on notes the vault lacks are dropped with a warning."""
+    judgements on notes the vault lacks are dropped with a warning. Last, the registered vault
+    evaluated (named, or the folder of one), else None."""
     import tempfile
 
     from hybrid.eval.inputs import beir_qrels_file, load_beir, load_qrels, load_queries, reconcile, sample_set
     from hybrid.sources.walk import discover
 
     include, exclude = list(settings.include), list(settings.exclude)
+    registered: Vault | None = None
     beir, beir_split = beir_set
     if beir_split and not beir:
         raise click.UsageError("--beir-split chooses a split of --beir DIR: pass --beir too")
@@ -248,10 +262,13 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path,
             queries_path = queries_path or str(sample_queries)
             qrels_path = qrels_path or str(sample_qrels)
         elif vault_ref in h.config.vaults:
-            v = h.config.vault(vault_ref)
-            vault_path, include, exclude = v.path, v.include, v.exclude
+            registered = h.config.vault(vault_ref)
         else:
             vault_path = Path(vault_ref).expanduser()
+            registered = next((v for v in h.config.all_vaults() if v.is_folder and not v.store
+                               and vault_path.is_dir() and v.path == vault_path.resolve()), None)
+        if registered is not None:
+            vault_path, include, exclude = registered.path, registered.include, registered.exclude
         if not vault_path.is_dir():
             raise click.ClickException(f"vault {vault_ref or vault_path} is neither a folder nor a registered vault")
         if not queries_path or not qrels_path:
@@ -270,7 +287,7 @@ def _labelled_set(h, settings: Settings, vault_ref, queries_path, qrels_path,
     if not notes:
         raise click.ClickException(f"{vault_path}: no notes (empty vault, or include globs match nothing)")
     queries, qrels = reconcile(queries, qrels, notes, problems, qrels_name)
-    return vault_path, include, exclude, queries, qrels
+    return vault_path, include, exclude, queries, qrels, registered
 
 
 def _output(result, out: Path | None, as_json: bool, settings: Settings, config_path: Path) -> None:

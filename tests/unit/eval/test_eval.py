@@ -285,3 +285,48 @@ def test_metric_names_are_checked_before_anything_is_indexed(hybrid_home, vault,
             metric_list(bad)
     res = CliRunner().invoke(main, ["eval", "--vault", str(vault), "--metrics", "ndcg@10,accuracy"])
     assert res.exit_code == 1 and "unknown metric 'accuracy'" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.slow  # ranx compiles its metrics with numba on first use (~8 s)
+def test_eval_of_an_indexed_vault_reads_its_vectors_and_its_own_settings(hybrid_home, vault, tmp_path):
+    """`hybrid eval --vault NAME` (or its folder) over a vault already indexed embeds nothing
+    again: the vectors its index holds for the same model and text are read, and the figures
+    are those of an evaluation that embeds afresh. The vault's own exclude_sections hold in the
+    evaluation and in its report's settings line (both were the global settings')."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    import hybrid
+    from hybrid.faces.cli.main import main
+    write(vault, "home/secret.md", "# Plans\n\nMove the herb bed.\n\n## Private\n\nzebrafish tank upkeep.\n")
+    copy = tmp_path / "copy"
+    shutil.copytree(vault, copy)
+    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n\n'
+                                      f'[vaults.me]\npath = "{vault}"\nexclude_sections = ["Private"]\n\n'
+                                      f'[vaults.twin]\npath = "{copy}"\nexclude_sections = ["Private"]\n')
+    h = hybrid.open(hybrid_home)
+    h.index(["me"])  # the twin, the same notes, is never indexed: its evaluation embeds them
+    h.close()
+    q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun", "category": "keyword"}\n'
+                                   '{"qid": "z", "text": "zebrafish", "category": "private"}\n'
+                                   '{"qid": "n", "text": "tailscale routes", "category": "keyword"}\n')
+    r = write(tmp_path, "r.json", json.dumps({"g": {"home/garden.md": 2}, "z": {"home/secret.md": 2},
+                                              "n": {"home/network.md": 2}}))
+    base = ["eval", "--queries", str(q), "--qrels", str(r), "--modes", "lexical,hybrid", "--json"]
+    out = tmp_path / "report"
+    runs = {}
+    for ref in ("me", str(vault), "twin"):
+        res = CliRunner().invoke(main, [*base, "--vault", ref, *(["--out", str(out)] if ref == "me" else [])])
+        assert res.exit_code == 0, res.output
+        runs[ref] = data = json.loads(res.stdout)
+        # the Private section is left out, as in the vault's index: no word of the notes is "zebrafish"
+        lexical = next(c for c in data["configs"] if c["mode"] == "lexical")
+        assert lexical["categories"]["answer@10"]["private"] == 0.0, ref
+    for ref in ("me", str(vault)):
+        assert runs[ref]["chunks_embedded"] == 0 and runs[ref]["chunk_texts_from_index"] > 0, ref
+    assert runs["twin"]["chunks_embedded"] == runs["me"]["chunk_texts_from_index"]
+    assert runs["twin"]["chunk_texts_from_index"] == 0
+    assert [c["metrics"] for c in runs["me"]["configs"]] == [c["metrics"] for c in runs["twin"]["configs"]]
+    assert "`exclude_sections=['Private']`" in (out / "report.md").read_text()
+    assert "read from the vault's own index" in (out / "report.md").read_text()
