@@ -106,3 +106,30 @@ def test_judge_from_audit_asks_what_agents_asked(judging, hybrid_home):
     assert res.exit_code == 0, res.output
     assert "[1/1] j001: tailscale routes" in res.output and "old question" not in res.output
     assert list(json.loads(rfile.read_text())["j001"].values()) == [1]
+
+
+@pytest.mark.slow  # indexes a small vault (~0.5 s)
+def test_judge_names_an_answer_no_mode_found(judging, vault):
+    """`a` names a note by path or title (a ref that names none is said and asked again), with
+    its grade, then the shown note is asked again; a question whose pooled notes are all judged
+    and none relevant is offered again in the next session to name its answer. --question gives
+    questions without a file."""
+    args, _, rfile = judging
+    base = [a for a in args if a != args[2]]  # no questions file
+    ask = [*base, "--question", "what to plant in spring", "--depth", "1"]
+    res = CliRunner().invoke(main, ask, input="a\nno such note here\nGarden\n\n" + "n\n" * 10)
+    assert res.exit_code == 0, res.output
+    assert "[1/1] j001: what to plant in spring" in res.output and "no such note here" in res.output
+    judged = json.loads(rfile.read_text())["j001"]
+    assert judged["home/garden.md"] == 2 and sorted(judged.values()).count(2) == 1
+    assert all(g == 0 for p, g in judged.items() if p != "home/garden.md")
+
+    ask = [*base, "--question", "kafka partitions count", "--depth", "1"]
+    res = CliRunner().invoke(main, ask, input="n\n" * 10)  # nothing pooled is relevant
+    assert res.exit_code == 0 and "have no relevant note yet" in res.output
+    res = CliRunner().invoke(main, ask, input="a\nwork/orders.md\ny\n")
+    assert res.exit_code == 0, res.output
+    assert "pooled notes are judged and none is relevant" in res.output
+    assert json.loads(rfile.read_text())["j002"]["work/orders.md"] == 1
+    res = CliRunner().invoke(main, [*base, "--question", "x", "--from-audit"])
+    assert res.exit_code == 2 and "one of them" in res.output
