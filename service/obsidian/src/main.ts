@@ -15,8 +15,8 @@ export default class HybridPlugin extends Plugin {
   async onload(): Promise<void> {
     this.settings = readSettings(await this.loadData());
     this.registerView(RELATED_VIEW, (leaf: WorkspaceLeaf) => new RelatedView(leaf, this));
-    this.addCommand({ id: "search", name: "Search notes", hotkeys: [{ modifiers: ["Mod", "Shift"], key: "h" }],
-      callback: () => this.openSearch() });
+    // no default hotkey (Obsidian's plugin guidelines): the user picks one under Settings > Hotkeys
+    this.addCommand({ id: "search", name: "Search notes", callback: () => this.openSearch() });
     this.addCommand({ id: "search-selection", name: "Search notes for the selection",
       editorCallback: (editor) => this.openSearch(editor.getSelection()) });
     this.addCommand({ id: "related", name: "Show related notes", callback: () => { void this.showRelated(); } });

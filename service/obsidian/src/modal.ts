@@ -105,7 +105,7 @@ export class SearchModal extends Modal {
       attr: { title: `confidence ${fmt(g.confidence, 2)}: how likely this note answers the query` } });
     const local = inThisVault(this.app, g, this.host.settings.vault);
     head.createSpan({ cls: "hybrid-note-path", text: local ? g.path : `${g.vault}:${g.path} (another vault)` });
-    head.addEventListener("click", () => this.choose(g.passages[0]));
+    head.addEventListener("click", (e) => this.choose(g.passages[0], e));
     const list = li.createEl("ul", { cls: "hybrid-passages" });
     for (const p of g.passages) this.renderPassage(list, p);
   }
@@ -124,7 +124,7 @@ export class SearchModal extends Modal {
       e.stopPropagation();
       this.toggleBreakdown(item, why, p);
     });
-    item.addEventListener("click", () => this.choose(p));
+    item.addEventListener("click", (e) => this.choose(p, e));
     item.addEventListener("mousemove", () => { if (this.selected !== index) this.select(index); });
     this.entries.push({ el: item, passage: p });
   }
@@ -148,6 +148,9 @@ export class SearchModal extends Modal {
   }
 
   private onKey(e: KeyboardEvent): void {
+    // an input method (Chinese, Japanese, Korean…) is composing: its Enter and arrows pick a
+    // candidate word, not a search or a hit
+    if (e.isComposing || e.keyCode === 229) return;
     const n = this.entries.length;
     if (e.key === "ArrowDown" && n) {
       e.preventDefault();
@@ -162,7 +165,7 @@ export class SearchModal extends Modal {
         this.timer = null;
         this.searching = this.run();
       } else if (this.entries[this.selected]) {
-        void this.choose(this.entries[this.selected].passage);
+        void this.choose(this.entries[this.selected].passage, e);
       }
     } else if (e.altKey && (e.code === "KeyB" || e.key === "b") && this.entries[this.selected]) {
       e.preventDefault();
@@ -172,8 +175,8 @@ export class SearchModal extends Modal {
     }
   }
 
-  async choose(p: Passage): Promise<void> {
-    if (await openAt(this.app, p, p.start_line, this.host.settings.vault)) this.close();
+  async choose(p: Passage, evt?: MouseEvent | KeyboardEvent): Promise<void> {
+    if (await openAt(this.app, p, p.start_line, this.host.settings.vault, evt)) this.close();
   }
 }
 

@@ -1,6 +1,6 @@
 // Opening a hit: the file of this vault it cites, opened at the cited line. Reads only: a hit
 // whose note is not in this vault (another of hybrid's vaults) is reported, never created.
-import { App, MarkdownView, Notice, TFile } from "obsidian";
+import { App, Keymap, MarkdownView, Notice, TFile } from "obsidian";
 
 export interface Located { vault: string; path: string; uri: string }
 
@@ -29,8 +29,11 @@ export function localFile(app: App, hit: Located, vaultName: string): TFile | nu
 }
 
 // Open the hit's note at line (1-based, as hybrid cites): the view scrolls there through the
-// ephemeral state, and the editor's cursor is put on it when the note opens in an editor.
-export async function openAt(app: App, hit: Located, line: number, vaultName: string): Promise<boolean> {
+// ephemeral state, and the editor's cursor is put on it when the note opens in an editor. The
+// event that chose it decides where, as everywhere in Obsidian: Mod (Ctrl/Cmd) a new tab,
+// Mod+Alt a split, Mod+Alt+Shift a window, none the current tab.
+export async function openAt(app: App, hit: Located, line: number, vaultName: string,
+  evt?: MouseEvent | KeyboardEvent | null): Promise<boolean> {
   const file = localFile(app, hit, vaultName);
   if (!file) {
     new Notice(inThisVault(app, hit, vaultName)
@@ -39,7 +42,7 @@ export async function openAt(app: App, hit: Located, line: number, vaultName: st
     return false;
   }
   const zeroBased = Math.max(0, line - 1);
-  const leaf = app.workspace.getLeaf(false);
+  const leaf = app.workspace.getLeaf(Keymap.isModEvent(evt ?? null));
   await leaf.openFile(file, { active: true, eState: { line: zeroBased } });
   const view = app.workspace.getActiveViewOfType(MarkdownView);
   if (view && view.file === file && view.editor) {

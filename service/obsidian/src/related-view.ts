@@ -147,6 +147,6 @@ export class RelatedView extends ItemView {
       for (const d of it.detail) why.createEl("li", { text: d });
     }
     if (it.snippet) li.createDiv({ cls: "hybrid-snippet", text: it.snippet });
-    li.addEventListener("click", () => { void openAt(this.app, it, it.line, this.host.settings.vault); });
+    li.addEventListener("click", (e) => { void openAt(this.app, it, it.line, this.host.settings.vault, e); });
   }
 }

@@ -40,6 +40,13 @@ export interface SettingsHost extends Plugin {
   saveSettings(): Promise<void>;
 }
 
+// Why the plugin sees what agents see, said where its settings are (it surprised owners).
+export const AGENT_VIEW = "You see here what agents see: notes hidden from agents (agent_exclude, #private, "
+  + "private: true) are left out, secrets show as [redacted secret], and each search is in the audit log. "
+  + "The owner's view needs the key the server writes to its own server.json: it changes whenever the server "
+  + "starts, and this plugin's settings are a plain file inside the vault (it travels wherever the vault is "
+  + "synced or copied), so the plugin does not keep it. For every note, run `hybrid ui` or `hybrid query`.";
+
 export class HybridSettingTab extends PluginSettingTab {
   constructor(app: App, private readonly host: SettingsHost) {
     super(app, host);
@@ -51,6 +58,7 @@ export class HybridSettingTab extends PluginSettingTab {
     containerEl.empty();
     containerEl.createEl("p", { cls: "hybrid-settings-intro",
       text: "Searches go to a hybrid server running on this machine (`hybrid serve --http`). The plugin only reads: it never changes a note." });
+    containerEl.createEl("p", { cls: "hybrid-settings-view", text: AGENT_VIEW });
 
     const warning = containerEl.createDiv({ cls: "hybrid-warning" });
     const showWarning = () => {

@@ -80,6 +80,34 @@ describe("search modal", () => {
     expect(log.opened[0].eState).toEqual({ line: Number(start) - 1 });
   });
 
+  it("an input method's Enter picks its word, not a hit; Mod+Enter and Mod+click open a new tab", async () => {
+    const { plugin } = await makePlugin();
+    // no command comes with a default hotkey (Obsidian's plugin guidelines)
+    expect((plugin as unknown as { commands: { hotkeys?: unknown }[] }).commands.every((c) => !c.hotkeys)).toBe(true);
+    const modal = plugin.openSearch();
+    await search(modal, "restic backup");
+    // composing (Chinese, Japanese…): Enter and the arrows belong to the input method
+    modal.inputEl.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowDown", isComposing: true }));
+    modal.inputEl.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", isComposing: true }));
+    modal.inputEl.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", keyCode: 229 }));
+    await sleep(50);
+    expect(log.opened).toEqual([]);
+    expect(modal.resultsEl.querySelectorAll(".hybrid-passage")[0].classList.contains("is-selected")).toBe(true);
+    modal.inputEl.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", ctrlKey: true }));
+    await until(() => log.opened.length);
+    expect(log.leaves).toEqual(["tab"]);
+
+    const again = plugin.openSearch();
+    await search(again, "restic backup");
+    const passage = again.resultsEl.querySelector<HTMLElement>(".hybrid-passage")!;
+    passage.dispatchEvent(new MouseEvent("click", { bubbles: true, metaKey: true, altKey: true }));
+    await until(() => log.opened.length === 2);
+    expect(log.leaves).toEqual(["tab", "split"]);
+    passage.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    await until(() => log.opened.length === 3);
+    expect(log.leaves[2]).toBe(false); // a plain click: the current tab
+  });
+
   it("builds the score breakdown only when asked", async () => {
     const { plugin } = await makePlugin();
     const modal = plugin.openSearch();

@@ -30,6 +30,10 @@ describe("settings", () => {
     expect(warning.textContent).toContain("not this machine");
     expect(await check(t)).toContain("is not this machine");
     expect(t.containerEl.querySelector<HTMLInputElement>("input[type=password]")).toBeTruthy();
+    // the tab says plainly that this is the agents' view, and why the owner's is not offered
+    const view = t.containerEl.querySelector<HTMLElement>(".hybrid-settings-view")!.textContent!;
+    expect(view).toContain("what agents see");
+    expect(view).toContain("changes whenever the server starts");
   });
 
   it("checks the connection: connected, not running, wrong token", async () => {

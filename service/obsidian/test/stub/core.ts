@@ -18,7 +18,8 @@ export const log = {
   writes: [] as string[],     // vault write methods called (each also threw)
   opened: [] as { path: string; eState: any; active?: boolean }[],
   cursor: [] as { path: string; line: number }[],
-  reset() { this.requests = []; this.notices = []; this.writes = []; this.opened = []; this.cursor = []; },
+  leaves: [] as (boolean | string | undefined)[],  // what each getLeaf call asked for (false: the current tab)
+  reset() { this.requests = []; this.notices = []; this.writes = []; this.opened = []; this.cursor = []; this.leaves = []; },
 };
 
 let requester: Requester | null = null;
@@ -33,6 +34,16 @@ export function requestUrl(p: RequestUrlParam | string): Promise<RequestUrlRespo
     return { ...r, get json() { return JSON.parse(r.text); }, arrayBuffer: new ArrayBuffer(0) };
   });
 }
+
+// Obsidian's rule for a click or key that opens something: Mod (Ctrl, or Cmd on macOS) a new tab,
+// Mod+Alt a split, Mod+Alt+Shift a window; none the current tab.
+export const Keymap = {
+  isModEvent(e?: { ctrlKey?: boolean; metaKey?: boolean; altKey?: boolean; shiftKey?: boolean } | null): boolean | string {
+    if (!e || !(e.ctrlKey || e.metaKey)) return false;
+    if (e.altKey) return e.shiftKey ? "window" : "split";
+    return "tab";
+  },
+};
 
 export class Notice {
   constructor(message: string) { log.notices.push(message); }
@@ -130,7 +141,7 @@ export class Workspace extends Events {
   activeView: MarkdownView | null = null;
   leaves: WorkspaceLeaf[] = [];
   constructor(private app: App) { super(); }
-  getLeaf(): WorkspaceLeaf { return new WorkspaceLeaf(this.app); }
+  getLeaf(newLeaf?: boolean | string): WorkspaceLeaf { log.leaves.push(newLeaf); return new WorkspaceLeaf(this.app); }
   getRightLeaf(): WorkspaceLeaf { return new WorkspaceLeaf(this.app); }
   getActiveFile(): TFile | null { return this.activeFile; }
   getActiveViewOfType(type: any): any { return this.activeView instanceof type ? this.activeView : null; }
