@@ -17,6 +17,11 @@ HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 QUOTE_RE = re.compile(r"^[ \t]{0,3}(?:>[ \t]?)+(?:\[![\w-]+\][+-]?[ \t]*)?")  # quote, Obsidian callout
 TABLE_RULE_RE = re.compile(r"^\s*\|?[\s:|-]*-{3,}[\s:|-]*\|?\s*$")
 CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
+# an HTML tag (Obsidian renders a note's inline HTML: a reader sees what is between tags) or comment
+HTML_TAG_RE = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+HTML_BREAK_RE = re.compile(r"<br\s*/?>", re.I)
+CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")  # a table row's cell border (not an escaped \|)
+LIST_MARK_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")
 MDLINK_RE = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 EMPHASIS_RES = (
@@ -33,11 +38,14 @@ PART_RE = re.compile(r"\w+")
 def readable(text: str) -> str:
     """``text`` (markdown) as a reader sees it rendered: no code-fence lines (the code stays),
     heading hashes, quote and callout markers, table rules, emphasis markers (``**``, ``__``,
-    ``*``, ``_``, ``~~``, ``==``) or backticks; ``[[note|alias]]`` shows ``alias``,
-    ``[[note#part]]`` shows ``note › part``, ``[text](url)`` shows ``text``. Code keeps its
-    characters (``__init__`` in backticks or in a fence stays as it is)."""
+    ``*``, ``_``, ``~~``, ``==``), backticks or HTML tags and comments (``<br>`` is a space);
+    ``[[note|alias]]`` shows ``alias``, ``[[note#part]]`` shows ``note › part``, ``[text](url)``
+    shows ``text``; a table row shows its cells, the empty ones left out, between `` · ``; a
+    line that repeats the heading right above it (a canvas card's first line, which is also its
+    heading) is shown once. Code keeps its characters (``__init__`` in backticks or in a fence
+    stays as it is, and so does ``<div>`` there)."""
     out: list[str] = []
-    fence = ""
+    fence = heading = ""
     for line in text.split("\n"):
         m = FENCE_RE.match(line)
         if fence:
@@ -51,8 +59,18 @@ def readable(text: str) -> str:
             continue
         if TABLE_RULE_RE.match(line) and "-" in line:
             continue
+        titled = HEADING_RE.match(line)
         line = QUOTE_RE.sub("", HEADING_RE.sub("", line), count=1)
-        out.append(_inline(line))
+        if line.lstrip().startswith("|"):
+            cells = [_inline(c).strip() for c in CELL_SPLIT_RE.split(line.strip().strip("|"))]
+            shown = " · ".join(c for c in cells if c)
+        else:
+            shown = _inline(line)
+        if heading and not titled and LIST_MARK_RE.sub("", shown).strip() == heading:
+            heading = ""
+            continue
+        heading = shown.strip() if titled else ""  # only the line right below a heading repeats it
+        out.append(shown)
     return "\n".join(out)
 
 
@@ -66,6 +84,8 @@ def _inline(line: str) -> str:
 
 
 def _prose(text: str) -> str:
+    if "<" in text:
+        text = HTML_TAG_RE.sub("", HTML_BREAK_RE.sub(" ", text))
     text = WIKILINK_RE.sub(_wikilink, text)
     text = MDLINK_RE.sub(lambda m: m.group(1), text)
     for pattern in EMPHASIS_RES:

@@ -28,7 +28,18 @@ STEM = stem_analyzer().analyze
     ("[[Note]] ![[diagram.png]] [[#^block1]]", "Note diagram.png block1"),
     ("read [the docs](https://x.org/a_(b) \"Docs\") and ![alt](img.png)", "read the docs and alt"),
     ("> [!note] Careful\n> quoted line", "Careful\nquoted line"),
-    ("| a | b |\n|---|:--:|\n| 1 | 2 |", "| a | b |\n| 1 | 2 |"),
+    ("| a | b |\n|---|:--:|\n| 1 | 2 |", "a · b\n1 · 2"),
+    # a table row shows its cells, empty ones left out; an escaped pipe (a link's alias) is no border
+    ("| code | where | count | |\n| --- | --- | --- | --- |\n| `E42` | [[networking#Subnet router\\|router]] |  | x |",
+     "code · where · count\nE42 · router · x"),
+    # HTML as rendered: tags and comments go, what is between them stays; <br> is a space
+    ('Use <span class="icon-app icon-notion"></span> Notion, <b>bold</b><br>next <!-- note --> end',
+     "Use  Notion, bold next  end"),
+    ("a < b and c > d; `<div>` in code", "a < b and c > d; <div> in code"),
+    # a line repeating the heading right above it (a canvas text card's first line) shows once
+    ("# Plan\nPlan\n\nCall the plumber", "Plan\n\nCall the plumber"),
+    ("# Buy milk\n- Buy milk", "Buy milk"),
+    ("# Plan\n\nPlan", "Plan\n\nPlan"),  # not right below: a line of its own
     ("snake_case and a*b*c and `__init__` and 2*3 = 6", "snake_case and a*b*c and __init__ and 2*3 = 6"),
 ])
 def test_readable_renders_markdown_as_text(markdown, shown):
