@@ -78,10 +78,19 @@ def fake_indexed(fake, vault):
 
 
 @pytest.fixture(scope="session")
-def kingfisher_cache(tmp_path_factory):
-    """One compiled-rule cache for every redactor a test builds itself: the secret rules
-    compile once per session (5-7 s), and each later Redactor loads them (about 0.4 s)."""
-    return tmp_path_factory.mktemp("kf-cache")
+def kingfisher_cache():
+    """One compiled-rule cache for every redactor a test builds itself, kept in the running
+    environment between test runs (beside hybrid's install, never in the user's cache) and
+    named for the rules file and the kingfisher release: the secret rules compile once (5-10 s
+    a worker), and each later Redactor, in this run or the next, loads them (about 0.4 s).
+    kingfisher recompiles an entry it cannot read and writes its cache best effort, so two
+    workers may share it."""
+    import hashlib
+    from importlib.metadata import version
+
+    from hybrid.store.agent.redact import RULES_FILE
+    key = hashlib.sha256(RULES_FILE.read_bytes() + version("kingfisher-secret-scanner").encode()).hexdigest()[:16]
+    return Path(sys.prefix) / ".hybrid-test-cache" / f"kingfisher-{key}"
 
 
 @pytest.fixture(scope="session")
