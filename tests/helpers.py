@@ -106,7 +106,8 @@ def local_server(handler: type[BaseHTTPRequestHandler]):
     set); shut down and closed on exit."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for the loop to look (0.5 s by default, at every test's end)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield server
