@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 Key = tuple[str, int]                    # (vault name, chunk id)
 Ranked = list[tuple[Key, float]]         # best first
 # why a hit was pinned at the top: the whole query verbatim, every identifier of a short query,
-# or a required phrase
-Pin = Literal["verbatim", "literal", "phrase"]
+# a required phrase, or a tag the query names (hybrid.retrieval.tagged)
+Pin = Literal["verbatim", "literal", "phrase", "tag"]
 # a store, or one seen through the agent view (hybrid.store.agent.store.AgentStore: the same parts,
 # filtered): hybrid.store.port.Searchable
 Targets = Sequence[tuple["Vault", "Searchable"]]

@@ -30,6 +30,7 @@ from hybrid.retrieval.query import ParsedQuery
 from hybrid.retrieval.request import SearchRequest
 from hybrid.retrieval.result import SearchResult, apply_corrections
 from hybrid.retrieval.spelling import Spelling, repair
+from hybrid.retrieval.tagged import tag_first
 from hybrid.sources.daily import vault_name_dates
 from hybrid.store.base import ChunkRow
 
@@ -105,7 +106,8 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
         weights = fusion_weights(targets, parsed, arms, rows, settings, fit) if request.mode == "hybrid" else None
     fused = fuse_arms(request.mode, arms, fit, weights)
     arms.fused, arms.weights = dict(fused), weights
-    fused = apply_priors(fused, arms, rows, parsed, request.mode, settings)
+    fused = apply_priors(fused, arms, rows, parsed, request.mode, settings,
+                         targets[0][1].lexical.stem.stems if targets else None)
     ce: dict[Key, float] = {}
     if request.rerank and rescore is not None and fused and not arms.exact:
         with clock("rerank"):
@@ -223,9 +225,11 @@ def hydrate(targets: Targets, keys: Sequence[Key]) -> dict[Key, ChunkRow]:
 
 
 def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: ParsedQuery,
-                 mode: str, settings: Settings) -> Ranked:
-    """Exact-first (hybrid mode: chunks naming every literal of the query rank first) and the
-    recency demotion of notes not modified for ``recency_months``."""
+                 mode: str, settings: Settings, stems: Callable[[str], Any] | None = None) -> Ranked:
+    """Exact-first (hybrid mode: chunks naming every literal of the query rank first), then
+    tag-first (a short query naming a tag: the notes carrying it next; ``stems``: the vaults'
+    analyzer, None to skip it) and the recency demotion of notes not modified for
+    ``recency_months``."""
     if mode == "hybrid" and settings.exact_first:
         lits = strong_literals(parsed.terms, arms.coverage)
         lookup = bool(lits) and len(lits) == len(parsed.terms)
@@ -236,6 +240,9 @@ def apply_priors(fused: Ranked, arms: Arms, rows: dict[Key, ChunkRow], parsed: P
         lifted = [(k, s - old.get(k, 0.0)) for k, s in fused if s != old.get(k)]
         arms.exact = len(lifted)
         arms.pins.update((k, "verbatim" if lift >= 2.0 else "literal") for k, lift in lifted)
+        if stems is not None:  # a short query naming a tag: the notes carrying it next
+            fused, tagged = tag_first(fused, rows, parsed.text, stems)
+            arms.pins.update((k, "tag") for k in tagged)
     if settings.recency_months:
         cutoff = time.time() - settings.recency_months * 30.44 * 86400
         penalties = {k: settings.recency_penalty for k, _ in fused if rows[k].modified < cutoff}

@@ -127,6 +127,17 @@ def test_search_expand_follow_a_filter_and_the_score_breakdown(sample_server, op
     assert float(rows["Final"]) > 0 and "Fused" in rows
     widths = first.locator(".mix span").evaluate_all("s => s.map(x => parseFloat(x.style.width))")
     assert len(widths) == 2 and abs(sum(widths) - 100) < 1 and all(w > 0 for w in widths)
+    # filters alone list notes newest first: the breakdown says so and gives the date, no scores
+    search(page, "tag:journal")
+    rows = dict(zip(page.locator("#hit-0 .breakdown dt").all_inner_texts(),
+                    page.locator("#hit-0 .breakdown dd").all_inner_texts()))
+    assert rows["Listed"] == "by the filters, newest first" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", rows["Date"])
+    assert "BM25" not in rows and "Final" not in rows
+    dates = [d.strip(" ·") for d in page.locator("#results .hit .cite .date").all_inner_texts()]
+    assert len(dates) >= 2 and dates == sorted(dates, reverse=True), dates
+    # a query naming a tag puts the notes carrying it first, and the breakdown says why
+    search(page, "journal")
+    assert page.locator("#hit-0 .breakdown .pin dd").inner_text() == "tag first"
     # an identifier the query names verbatim is pinned by exact-first, and the breakdown says so
     search(page, "max.poll.interval.ms")
     assert "exact-first" in page.locator("#hit-0 .breakdown .pin dd").inner_text()

@@ -150,8 +150,10 @@ export function breakdownRows(p: Passage, fusion: Record<string, number>): Break
       title: fusion.k ? `reciprocal-rank fusion: ${fmt(fusion.lexical ?? 1, 3)}/(${k}+BM25 rank) + ${fmt(fusion.vector ?? 1, 3)}/(${k}+vector rank)`
         : "one arm's score" });
   }
-  if (p.pin) rows.push({ key: "pin", name: "Pinned", value: p.pin === "phrase" ? "kept first (phrase)" : `exact-first (${p.pin})`,
-    title: "the passage contains the query's literal words, so it ranks above the rest" });
+  if (p.pin) rows.push({ key: "pin", name: "Pinned",
+    value: p.pin === "phrase" ? "kept first (phrase)" : p.pin === "tag" ? "tag first" : `exact-first (${p.pin})`,
+    title: p.pin === "tag" ? "the query names a tag this note carries, so it ranks above the rest"
+      : "the passage contains the query's literal words, so it ranks above the rest" });
   if (p.recency_penalty) rows.push({ key: "recency", name: "Recency", value: `×${fmt(1 - p.recency_penalty, 2)}`,
     title: "demoted: the note has not changed for a long time" });
   if (p.rerank_score !== null) rows.push({ key: "rerank", name: "Rerank", value: fmt(p.rerank_score, 3), title: "cross-encoder score" });

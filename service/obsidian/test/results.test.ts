@@ -52,5 +52,9 @@ describe("results", () => {
     expect(rows.map((r) => r.name)).toEqual(["BM25", "Vector", "Fused", "Pinned", "Final", "Confidence"]);
     expect(rows[0].value).toBe("#2 · 7.5");
     expect(rows[1].value).toBe("not near");
+    expect(rows[3].value).toBe("exact-first (verbatim)");
+    const tagged = breakdownRows(toPassage({ ...hit("a.md", 1, 0.5), pin: "tag" }), {});
+    expect(tagged.find((r) => r.key === "pin")!.value).toBe("tag first");
+    expect(tagged.find((r) => r.key === "pin")!.title).toContain("names a tag");
   });
 });

@@ -10,6 +10,12 @@ const DEBOUNCE_MS = 180;
 const TOP_K = 20;
 const SAFE_LINK = /^(obsidian:|https?:)/i;
 const FILTERS = ["vault", "folder", "tag", "since", "source", "mode"];
+// why a hit was lifted above the fused order (hybrid.retrieval.arms.Pin)
+const PIN_LABELS = { phrase: "kept first (phrase)", tag: "tag first" };
+const PIN_WHY = {
+  literal: "the passage contains the query's literal words as written, so it ranks above the rest",
+  tag: "the query names a tag this note carries, so it ranks above the rest",
+};
 const MODE_LABELS = { hybrid: "Hybrid", lexical: "Words (BM25)", vector: "Meaning (vectors)" };
 
 const state = {
@@ -161,6 +167,7 @@ const runSearch = guard(async () => {
   $("results").removeAttribute("aria-busy");
   $("error").textContent = "";
   state.fusion = data.fusion || {};
+  state.listing = !!(data.parsed && data.parsed.listing);  // filters alone: newest first, no scores
   const n = renderAnswer(data);
   $("results").dataset.answered = q; // the query these results answer
   const unit = data.notes ? ["note", "notes"] : ["passage", "passages"];
@@ -268,7 +275,8 @@ function hitItem(h, i) {
       el("h3", {}, title),
       where(h) ? el("p", { class: "where", text: where(h) }) : null,
       el("p", { class: "cite" }, el("code", { text: citation }),
-         h.url ? el("span", { text: ` · ${h.url}` }) : null),
+         h.url ? el("span", { text: ` · ${h.url}` }) : null,
+         dayOf(h) ? el("span", { class: "date", title: dateWhy(h), text: ` · ${dayOf(h)}` }) : null),
       highlight(el("p", { class: "snippet" }), h.snippet || "", h.marks),
       alsoIn(h),
       chips,
@@ -287,9 +295,27 @@ function where(h) {
 
 function confLabel(c) { return c >= 0.7 ? "strong" : c >= 0.4 ? "fair" : "weak"; }
 
+// The note's date (YYYY-MM-DD) and where it comes from (its front matter's field, its name, or
+// the file's modification time): what a listing is ordered by.
+function dayOf(h) { return (h.modified || "").slice(0, 10); }
+function dateWhy(h) {
+  const src = h.date_source || "";
+  if (src.startsWith("frontmatter:")) return `the note's ${src.slice(12)} property`;
+  if (src === "name") return "the date in the note's name";
+  return "the file's modification time";
+}
+
 // How hybrid retrieval placed this passage: each arm's rank and score, what fusion made of them,
 // the priors that moved it (exact-first pin, recency demotion), the reranker, the final score.
+// A listing (filters alone) has no scores: it says so, and the date it is ordered by.
 function breakdown(h) {
+  if (state.listing) {
+    const dl = el("dl", { class: "breakdown", "aria-label": "Why it is listed" },
+      el("div", { class: "listed", title: "no words to score: every note passing the filters, by date" },
+        el("dt", { text: "Listed" }), el("dd", { text: "by the filters, newest first" })),
+      el("div", { class: "date", title: dateWhy(h) }, el("dt", { text: "Date" }), el("dd", { text: dayOf(h) || "unknown" })));
+    return el("div", { class: "score" }, dl);
+  }
   const k = state.fusion.k ?? 60;
   const wl = state.fusion.lexical ?? 1;
   const wv = state.fusion.vector ?? 1;
@@ -306,8 +332,7 @@ function breakdown(h) {
     row("fused", "Fused", fmt(h.fused_score), state.fusion.k
       ? `reciprocal-rank fusion: ${fmt(wl, 3)}/(${k}+BM25 rank) + ${fmt(wv, 3)}/(${k}+vector rank)` : "one arm's score");
   }
-  if (h.pin) row("pin", "Pinned", h.pin === "phrase" ? "kept first (phrase)" : `exact-first (${h.pin})`,
-                 "the passage contains the query's literal words as written, so it ranks above the rest");
+  if (h.pin) row("pin", "Pinned", PIN_LABELS[h.pin] || `exact-first (${h.pin})`, PIN_WHY[h.pin] || PIN_WHY.literal);
   if (h.recency_penalty) row("recency", "Recency", `×${fmt(1 - h.recency_penalty, 2)}`,
                              "demoted: the note has not changed for a long time");
   if (h.rerank_score !== null && h.rerank_score !== undefined) {
