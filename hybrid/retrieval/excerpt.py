@@ -75,7 +75,13 @@ def readable(text: str) -> str:
 
 
 def _inline(line: str) -> str:
-    """One line's inline markdown rendered; code spans lose their backticks and nothing else."""
+    """One line's inline markdown rendered; code spans lose their backticks and nothing else. A
+    wikilink whose target holds a code span (``[[networking#`pi-parents` via DERP]]``) is a link:
+    Obsidian reads the link first; a wikilink inside a code span stays code."""
+    if "[[" in line and "`" in line:
+        codes = [(m.start(), m.end()) for m in CODE_SPAN_RE.finditer(line)]
+        line = WIKILINK_RE.sub(lambda m: m.group(0) if any(a <= m.start() < b for a, b in codes)
+                               else _wikilink(m).replace("`", ""), line)
     parts, last = [], 0
     for m in CODE_SPAN_RE.finditer(line):
         parts += [_prose(line[last:m.start()]), m.group(2).strip()]
