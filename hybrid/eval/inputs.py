@@ -28,7 +28,7 @@ DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "recall@100", "mrr@10", "
 RANX_METRICS = ("hits", "hit_rate", "precision", "recall", "f1", "r-precision", "mrr", "map", "ndcg",
                 "ndcg_burges")  # what ranx scores, each with an optional @k
 ALWAYS_REPORTED = ("answer@1", "answer@10")  # computed by the eval itself, in every report
-METRIC_RE = re.compile(r"([a-z_-]+)(?:@([1-9][0-9]*))?")
+METRIC_RE = re.compile(r"([a-z_-]+)(?:@[1-9][0-9]*)?")
 
 
 def metric_list(names: list[str]) -> tuple[str, ...]:
@@ -36,19 +36,19 @@ def metric_list(names: list[str]) -> tuple[str, ...]:
     ``recall@100``, ``mrr``…) in the order given, without duplicates; ``answer@1`` and
     ``answer@10`` are in every report already, so naming them asks for nothing more (only them:
     ``ndcg@10`` ranks the runs). Raises :class:`HybridError` naming the first unknown one."""
+    if not names:
+        raise HybridError(f"--metrics names no metric: e.g. {','.join(DEFAULT_METRICS[:2])}")
     out: list[str] = []
     for raw in names:
         name = raw.strip().lower()
-        m = METRIC_RE.fullmatch(name)
         if name in ALWAYS_REPORTED:
             continue
+        m = METRIC_RE.fullmatch(name)
         if not m or m.group(1) not in RANX_METRICS:
             raise HybridError(f"unknown metric {raw!r}: use {', '.join(RANX_METRICS)}, each with an optional @k "
                               f"(ndcg@10, recall@100); {' and '.join(ALWAYS_REPORTED)} are always reported")
         if name not in out:
             out.append(name)
-    if not names:
-        raise HybridError(f"--metrics names no metric: e.g. {','.join(DEFAULT_METRICS[:2])}")
     return tuple(out) or ("ndcg@10",)
 
 log = logging.getLogger("hybrid")

@@ -102,12 +102,12 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     arms.lexical = [kv for kv in arms.lexical if kv[0] in rows]
     arms.vector = [kv for kv in arms.vector if kv[0] in rows]
     fit = fusion_of(targets, settings)
+    analyze = targets[0][1].lexical.stem.stems if targets else None  # the vaults' words, as BM25 reads them
     with clock("weigh"):
         weights = fusion_weights(targets, parsed, arms, rows, settings, fit) if request.mode == "hybrid" else None
     fused = fuse_arms(request.mode, arms, fit, weights)
     arms.fused, arms.weights = dict(fused), weights
-    fused = apply_priors(fused, arms, rows, parsed, request.mode, settings,
-                         targets[0][1].lexical.stem.stems if targets else None)
+    fused = apply_priors(fused, arms, rows, parsed, request.mode, settings, analyze)
     ce: dict[Key, float] = {}
     if request.rerank and rescore is not None and fused and not arms.exact:
         with clock("rerank"):
@@ -115,7 +115,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
             arms.pins.update((k, "phrase") for k, _ in fused[:kept])
     with clock("hits"):
         words = needles(targets, parsed)
-        mark: Mark = Marker(parsed.text, targets[0][1].lexical.stem.stems).marks if targets else (lambda *_: [])
+        mark: Mark = Marker(parsed.text, analyze).marks if analyze else (lambda *_: [])
         # notes (or passages) in the order shown, no two overlapping passages of one note
         folder = fold.Folder([rows[k].text for k, _ in fused], settings.duplicate_similarity)
         shown = notes.select([(k, (k[0], rows[k].path), (rows[k].start_line, rows[k].end_line)) for k, _ in fused],
@@ -126,7 +126,7 @@ def run_search(targets: Targets, request: SearchRequest, settings: Settings,
     shown_rows = [rows[(h.vault, h.chunk_id)] for h in hits]
     with clock("confidence"):
         confidence.annotate(hits, shown_rows, [s for _, s in arms.vector],
-                            parsed, targets[0][1].lexical.stem.stems if targets else str.split,
+                            parsed, analyze or str.split,
                             # which model scored the vector arm (none ran: the lexical model applies)
                             {scored_by(store.embedder_id or "", parsed.text, reach) for _, store in targets}
                             if arms.vector else set(),
