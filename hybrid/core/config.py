@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid.core.errors import ConfigError, VaultError
+from hybrid.core.kinds import VAULT_KINDS  # a folder, a bookmarks export, a Slack export
 from hybrid.core.settings import NAMES, SETTINGS, Setting, Settings
 
 __all__ = ["SETTINGS", "Setting", "Settings", "Config", "Vault", "load_config", "override"]
@@ -58,8 +59,6 @@ VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store", "e
 ADDS_TO_SETTING = ("exclude", "agent_exclude", "exclude_sections", "exclude_blocks")
 # the vault keys whose values are checked by the setting's rule when the file is read
 CHECKED_VAULT_KEYS = ("exclude_sections", "exclude_blocks")
-# where a vault's documents come from (hybrid.sources): a folder, a bookmarks export, a Slack export
-VAULT_KINDS = ("notes", "bookmarks", "slack")
 
 
 def _real(path: str) -> Path:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hybrid.core.errors import ConfigError
+from hybrid.core.kinds import folder_globs
 from hybrid.core.wordlist import LANGUAGES as SPELL_LANGUAGES  # the lists typo repair can read
 
 
@@ -171,7 +172,7 @@ class Settings:
              "warning (its converter process is stopped and started again).",
         check=lambda v: v > 0, hint="a number of seconds, more than 0", reindex="limits")
     include: tuple[str, ...] = _setting(
-        ("**/*.md", "**/*.pdf", "**/*.txt", "**/*.html", "**/*.htm", "**/*.canvas", "**/*.docx"),
+        folder_globs(),  # every kind a folder indexes by default (hybrid.core.kinds)
         "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
         "(text per page), plain text, saved web pages (their main text), canvases (card by card), "
         "Excalidraw drawings (their text) and Word files (by heading) are read.", reindex="files")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hybrid.sources import KIND, KINDS, kind_of
+from hybrid.sources import KIND, KIND_LIST, kind_of
 from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits, expand_limit
@@ -81,24 +81,20 @@ def _given(path: str, data: bytes | None) -> bytes:
     return data
 
 
-# How each kind kept as text is parsed, from its decoded text: bookmarks and Slack days are
+# How each reading kept as text is parsed, from its decoded text: bookmarks and Slack days are
 # rendered as markdown by their sources. parse_note is looked up at each call (a test's seam).
 TEXT_PARSERS: dict[str, TextParser] = {
-    "note": lambda path, text, most: parse_note(path, text),
+    "markdown": lambda path, text, most: parse_note(path, text),
     "text": lambda path, text, most: text_note(path, text),
-    "bookmark": lambda path, text, most: parse_note(path, text),
-    "slack": lambda path, text, most: parse_note(path, text),
-    "excalidraw": drawing_note,
+    "drawing": drawing_note,
 }
-# How each document kind (hybrid.sources.KIND) is read.
-READERS: dict[str, Reader] = {
-    **{kind: _decoded(parse) for kind, parse in TEXT_PARSERS.items()},
+# The readers, by the name a kind's record binds (hybrid.core.kinds.Kind.reads).
+READINGS: dict[str, Reader] = {
+    **{name: _decoded(parse) for name, parse in TEXT_PARSERS.items()},
     "pdf": _pdf, "web": _web, "canvas": _canvas, "docx": _docx,
 }
-if set(READERS) != set(KINDS):
-    raise RuntimeError(f"hybrid.sources.convert.READERS must read every kind: {sorted(set(KINDS) ^ set(READERS))}")
-if missing := [k.name for k in KIND.values() if k.owner_fields and k.name not in TEXT_PARSERS]:
-    raise RuntimeError(f"a kind whose fields are the owner's is judged from its text: {missing}")
+# How each document kind is read, from its record.
+READERS: dict[str, Reader] = {k.name: READINGS[k.reads] for k in KIND_LIST}
 
 
 def text_note(path: str, text: str) -> Note:
@@ -156,5 +152,5 @@ def judged_fields(rel: str, text: str, max_chars: int | None = None) -> tuple[li
     kind = KIND[kind_of(rel)]
     if not kind.owner_fields:
         return [], {}
-    note = TEXT_PARSERS[kind.name](rel, text, expand_limit(None) if max_chars is None else max_chars)
+    note = TEXT_PARSERS[kind.reads](rel, text, expand_limit(None) if max_chars is None else max_chars)
     return note.tags, note.properties

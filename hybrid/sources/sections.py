@@ -56,7 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from hybrid.sources import kind_of
+from hybrid.sources import KIND, kind_of
 from hybrid.sources.excalidraw import drawing_heading
 from hybrid.sources.markdown import (
     FENCE_RE,
@@ -250,7 +250,7 @@ def applies(path: str) -> bool:
     """Whether leaving out applies to the document at ``path``: the kinds Obsidian opens as
     markdown, notes and drawings (a PDF's page headings, a web page's or a Slack day's are not
     the owner's)."""
-    return kind_of(path) in ("note", "excalidraw")
+    return KIND[kind_of(path)].markdown
 
 
 def _unmatched(path: str, lines: Sequence[str]) -> int | None:

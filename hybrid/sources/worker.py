@@ -347,6 +347,8 @@ def _docx_table(table) -> list[str]:
     return rows
 
 
+# The operations, by the name a kind's record binds (hybrid.core.kinds.Kind.op). This file
+# imports nothing of hybrid, so it cannot read the records: a unit test checks they agree.
 _OPS = {"pdf": _pdf, "html": _html, "docx": _docx}
 
 

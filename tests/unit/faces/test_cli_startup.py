@@ -63,8 +63,3 @@ def test_import_hybrid_is_lazy_and_whole():
     import hybrid
     with pytest.raises(AttributeError):
         hybrid.no_such_name  # noqa: B018
-
-
-def test_the_sources_agree_with_the_config():
-    from hybrid.sources import agree_with_the_config
-    agree_with_the_config()  # raises when a kind is declared in one place and not the other
