@@ -60,7 +60,7 @@ def main() -> None:
         h = hybrid.open(work / "home", embedder="hash:64")
         h.add_vault(vault, "v")
         h.index()
-        store = h._store(h.vault_for("v"))
+        store = h.session.store(h.vault_for("v"))
         live = store.lexical.count()
         notes = sorted(p for p in vault.rglob("*.md"))
         random.Random(args.seed).shuffle(notes)

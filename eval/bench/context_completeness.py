@@ -84,7 +84,7 @@ def main() -> None:
         ap.error("give the HYBRID_HOME that indexed obsidian-help")
     h = hybrid.open(args.home)
     vault = h.config.select(None)[0]
-    targets = [(v, h._store(v)) for v in h.config.select(None)]  # what Hybrid.search reads (owner's view)
+    targets = [(v, h.session.store(v)) for v in h.config.select(None)]  # what Hybrid.search reads (owner's view)
     questions = [json.loads(line) for line in SPANS.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = []
     for q in questions:

@@ -226,7 +226,7 @@ def main() -> None:
     report = h.index([args.name])[0]
     print(f"index: {report.added} added, {report.unchanged} unchanged, {report.chunks} chunks "
           f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    store = h._store(h.config.vault(args.name))
+    store = h.session.store(h.config.vault(args.name))
     graph = LinkGraph.build(store.catalog.notes())
     edges = sum(len(x) for x in graph.out.values())
     print(f"graph: {len(graph.notes)} notes, {edges} links, {len(graph.back)} notes linked to",

@@ -76,7 +76,7 @@ def measure(name: str, source: Path, work: Path, server, repeat: int, n_notes: i
         h.add_vault(vault, name)
         h.index()
         handles[kind] = h
-    paths = sorted(handles["local"]._store(handles["local"].config.vault(name)).catalog.files())
+    paths = sorted(handles["local"].session.store(handles["local"].config.vault(name)).catalog.files())
     picked = random.Random(7).sample(paths, min(n_notes, len(paths)))
     rec: dict = {"vault": name, "notes": len(paths), "size": sizes(url), "get_ms": {}}
     for links in (False, True):

@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--tags", type=float, help="tag weight of those runs (default: the product's)")
     args = ap.parse_args()
     h, v = open_vault(args.home, args.vault.resolve(), args.name)
-    store = h._store(v)
+    store = h.session.store(v)
     graph = LinkGraph.build(store.catalog.notes())
     rel = {fid: graph.neighbours(fid) for fid, n in graph.notes.items() if n.path.lower().endswith(".md")}
     notes = sorted((f for f, ns in rel.items() if len(ns) >= 2), key=lambda f: graph.notes[f].path)

@@ -83,7 +83,7 @@ def run_seed(vault: Path, seed: int, fraction: float, embedder, work: Path) -> d
     t0 = time.perf_counter()
     h.index()
     index_s = time.perf_counter() - t0
-    store = h._store(h.config.vault("v"))
+    store = h.session.store(h.config.vault("v"))
     vocab = sg.vocabulary(store)
     frequent = [t for t, _ in sorted(vocab.items(), key=lambda kv: (-kv[1], kv[0]))[:K]]
     files = store.catalog.files()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hybrid.core.config import Vault
 from hybrid.core.errors import HybridError
+from hybrid.core.folding import fold
 
 TITLE_MAX = 200
 SLUG_MAX = 60
@@ -57,7 +58,7 @@ def _bad_char(text: str, *, newlines: bool) -> str | None:
     return None
 
 
-def _check_title(title: object) -> str:
+def check_title(title: object) -> str:
     if not isinstance(title, str):
         raise ProposalError(f"title must be text, got {type(title).__name__}")
     title = title.strip()
@@ -72,7 +73,7 @@ def _check_title(title: object) -> str:
     return title
 
 
-def _check_content(content: object, max_chars: int) -> str:
+def check_content(content: object, max_chars: int) -> str:
     if not isinstance(content, str):
         raise ProposalError(f"content must be text, got {type(content).__name__}")
     content = content.replace("\r\n", "\n")
@@ -89,7 +90,7 @@ def _check_content(content: object, max_chars: int) -> str:
     return content
 
 
-def _check_based_on(based_on: object) -> list[str]:
+def check_based_on(based_on: object) -> list[str]:
     if based_on is None:
         return []
     if isinstance(based_on, (str, bytes)) or not isinstance(based_on, Sequence):
@@ -116,7 +117,7 @@ def _check_based_on(based_on: object) -> list[str]:
     return out
 
 
-def _clean_client(proposed_by: object) -> str:
+def clean_client(proposed_by: object) -> str:
     """A client name cut down to one printable line of at most PROPOSED_BY_MAX characters."""
     text = str(proposed_by) if proposed_by is not None else ""
     text = "".join(" " if _bad_char(ch, newlines=False) else ch for ch in text)
@@ -142,7 +143,7 @@ def slugify(title: str) -> str:
 
 
 # --- paths ------------------------------------------------------------------------------------
-def _root(vault: Vault) -> Path:
+def vault_root(vault: Vault) -> Path:
     root = Path(vault.path).expanduser()
     if not root.is_dir():
         raise ProposalError(f"vault {vault.name!r}: folder {str(root)!r} does not exist; "
@@ -150,7 +151,7 @@ def _root(vault: Vault) -> Path:
     return root.resolve()
 
 
-def _rel_parts(value: object, what: str, *, dot_ok: bool = False) -> list[str]:
+def rel_parts(value: object, what: str, *, dot_ok: bool = False) -> list[str]:
     """A vault-relative path split into parts: text, not absolute, no backslash, drive or
     control character, no '..' and no hidden part ('.' alone = the vault's top level when
     ``dot_ok``)."""
@@ -199,12 +200,12 @@ def _walk_checked(root: Path, parts: list[str], what: str, shown: str) -> Path:
     return target
 
 
-def _folder(vault: Vault, folder: str, what: str, *, create: bool,
+def checked_folder(vault: Vault, folder: str, what: str, *, create: bool,
             dot_ok: bool = False) -> tuple[Path, str]:
     """The checked folder (absolute path, vault-relative text); created, parents too, when
     ``create``, then checked again (nothing may have swapped a symlink in meanwhile)."""
-    parts = _rel_parts(folder, what, dot_ok=dot_ok)
-    root = _root(vault)
+    parts = rel_parts(folder, what, dot_ok=dot_ok)
+    root = vault_root(vault)
     target = _walk_checked(root, parts, what, folder)
     if create:
         try:
@@ -219,30 +220,30 @@ def _folder(vault: Vault, folder: str, what: str, *, create: bool,
     return target, "/".join(parts)
 
 
-def _proposals_folder(vault: Vault, folder: str, *, create: bool = False) -> tuple[Path, str]:
+def locate_proposals(vault: Vault, folder: str, *, create: bool = False) -> tuple[Path, str]:
     if not isinstance(folder, str) or not folder.strip().strip("/"):
         raise ProposalError(OFF_MESSAGE)
-    return _folder(vault, folder, "proposals_folder", create=create)
+    return checked_folder(vault, folder, "proposals_folder", create=create)
 
 
-def _inside(rel: str, folder_rel: str) -> bool:
-    """Whether vault-relative ``rel`` is ``folder_rel`` or below it, ignoring case (as the
+def inside_folder(rel: str, folder_rel: str) -> bool:
+    """Whether vault-relative ``rel`` is ``folder_rel`` or below it, compared folded (as the
     engine does when it hides proposals: on a case-insensitive disk both are one folder)."""
-    a, b = rel.casefold(), folder_rel.casefold()
+    a, b = fold(rel), fold(folder_rel)
     return a == b or a.startswith(b + "/")
 
 
-def _find(vault: Vault, folder: str, name: object) -> tuple[Path, str, Path, str]:
+def find_proposal(vault: Vault, folder: str, name: object) -> tuple[Path, str, Path, str]:
     """The proposal file ``name`` names: (file, vault-relative path, folder, folder's relative
     path). ``name`` is a file name (found anywhere below the folder when unique, '.md' may be
     left off), a path relative to the folder, or a vault-relative path into it. Only regular
     files inside the folder, reached through no symlink, are found."""
-    base, folder_rel = _proposals_folder(vault, folder)
-    parts = _rel_parts(name, "proposal name")
+    base, folder_rel = locate_proposals(vault, folder)
+    parts = rel_parts(name, "proposal name")
     fparts = folder_rel.split("/")
     tries: list[list[str]] = [parts]
-    if len(parts) > len(fparts) and [p.casefold() for p in parts[:len(fparts)]] == \
-            [p.casefold() for p in fparts]:
+    if len(parts) > len(fparts) and [fold(p) for p in parts[:len(fparts)]] == \
+            [fold(p) for p in fparts]:
         tries.append(parts[len(fparts):])  # vault-relative
     if not parts[-1].lower().endswith(".md"):
         tries += [t[:-1] + [t[-1] + ".md"] for t in tries]
@@ -252,7 +253,7 @@ def _find(vault: Vault, folder: str, name: object) -> tuple[Path, str, Path, str
             return _checked_file(base, folder_rel, t, name), f"{folder_rel}/{'/'.join(t)}", base, folder_rel
     if len(parts) == 1 and base.is_dir():
         wanted = {parts[0], parts[0] + ".md"}
-        found = [p for p in _md_files(base) if p.rsplit("/", 1)[-1] in wanted]
+        found = [p for p in md_files(base) if p.rsplit("/", 1)[-1] in wanted]
         if len(found) == 1:
             t = found[0].split("/")
             return _checked_file(base, folder_rel, t, name), f"{folder_rel}/{found[0]}", base, folder_rel
@@ -282,7 +283,7 @@ def _checked_file(base: Path, folder_rel: str, parts: list[str], name: object) -
     return cur
 
 
-def _md_files(base: Path) -> list[str]:
+def md_files(base: Path) -> list[str]:
     """Markdown files directly in or below ``base``, relative to it: no hidden parts, no
     symlinks (neither followed nor listed)."""
     out = []
@@ -301,7 +302,7 @@ def _md_files(base: Path) -> list[str]:
     return out
 
 
-def _check_not_proposals(dest: Path, proposals_dir: Path, root: Path, folder_rel: str, shown: str) -> None:
+def check_not_proposals(dest: Path, proposals_dir: Path, root: Path, folder_rel: str, shown: str) -> None:
     """Refuse a destination that is (inside) the proposals folder under another spelling (a
     case-insensitive disk): the folder is compared by identity with each existing ancestor of
     the destination, up to the vault's top."""

@@ -38,19 +38,19 @@ from typing import Any
 from hybrid.app.proposal_checks import (
     OFF_MESSAGE,
     ProposalError,
-    _check_based_on,
-    _check_content,
-    _check_not_proposals,
-    _check_title,
-    _clean_client,
-    _find,
-    _folder,
-    _inside,
-    _md_files,
-    _proposals_folder,
-    _rel_parts,
-    _root,
+    check_based_on,
+    check_content,
+    check_not_proposals,
+    check_title,
+    checked_folder,
+    clean_client,
+    find_proposal,
+    inside_folder,
+    locate_proposals,
+    md_files,
+    rel_parts,
     slugify,
+    vault_root,
 )
 from hybrid.core.config import Vault
 from hybrid.core.files import fsync_dir
@@ -172,17 +172,17 @@ def write_proposal(vault: Vault, folder: str, title: str, content: str, *, propo
     proposal with its vault-relative path."""
     if not isinstance(folder, str) or not folder.strip().strip("/"):
         raise ProposalError(OFF_MESSAGE)
-    title = _check_title(title)
-    content = _check_content(content, max_chars)
-    cites = _check_based_on(based_on)
-    client = _clean_client(proposed_by)
+    title = check_title(title)
+    content = check_content(content, max_chars)
+    cites = check_based_on(based_on)
+    client = clean_client(proposed_by)
     when = _utc(now)
     meta: dict[str, Any] = {"title": title, "status": "proposed", "proposed_by": client,
                             "created": _iso(when), "based_on": cites}
     body = "\n" + content + ("" if content.endswith("\n") else "\n")
     text = _text(meta, body)
-    base, folder_rel = _proposals_folder(vault, folder, create=True)
-    pending = len(_md_files(base))
+    base, folder_rel = locate_proposals(vault, folder, create=True)
+    pending = len(md_files(base))
     if pending >= MAX_PENDING:
         raise ProposalError(f"the proposals inbox {vault.name}:{folder_rel}/ is full ({pending} "
                             f"unreviewed): ask the user to review them with `hybrid proposals`")
@@ -238,11 +238,11 @@ def list_proposals(vault: Vault, folder: str) -> list[Proposal]:
     """The proposals (``.md`` files directly in or below ``folder``), newest first. A file
     that cannot be read is skipped with a warning; one whose frontmatter cannot be parsed is
     listed with status "unknown"."""
-    base, folder_rel = _proposals_folder(vault, folder)
+    base, folder_rel = locate_proposals(vault, folder)
     if not base.is_dir():
         return []
     out: list[tuple[Proposal, int]] = []
-    for rel in _md_files(base):
+    for rel in md_files(base):
         path = base / rel
         try:
             out.append((_proposal(vault, f"{folder_rel}/{rel}", path, _read_text(path)),
@@ -257,7 +257,7 @@ def list_proposals(vault: Vault, folder: str) -> list[Proposal]:
 def read_proposal(vault: Vault, folder: str, name: str) -> tuple[Proposal, str]:
     """The proposal ``name`` (a file name, a path relative to ``folder`` or a vault-relative
     path) and its whole text."""
-    path, rel, _, _ = _find(vault, folder, name)
+    path, rel, _, _ = find_proposal(vault, folder, name)
     try:
         text = _read_text(path)
     except OSError as exc:
@@ -272,9 +272,9 @@ def accept(vault: Vault, folder: str, name: str, to_folder: str, *,
     time>`` in its frontmatter; every other key and the body are kept. The new file is written
     (O_EXCL, fsync) before the proposal is removed, so a crash leaves two copies, never none.
     Returns the moved note."""
-    src, rel, base, folder_rel = _find(vault, folder, name)
-    parts = _rel_parts(to_folder, "--to folder", dot_ok=True)
-    if parts and _inside("/".join(parts), folder_rel):
+    src, rel, base, folder_rel = find_proposal(vault, folder, name)
+    parts = rel_parts(to_folder, "--to folder", dot_ok=True)
+    if parts and inside_folder("/".join(parts), folder_rel):
         raise ProposalError(f"--to {to_folder!r} is inside the proposals folder {folder_rel!r}: "
                             f"name a folder outside it, where reviewed notes belong")
     try:
@@ -300,15 +300,15 @@ def accept(vault: Vault, folder: str, name: str, to_folder: str, *,
     new_meta.setdefault("status", "reviewed")
     new_meta["reviewed"] = when
     new_text = _text(new_meta, body)
-    dest_dir, to_rel = _folder(vault, to_folder, "--to folder", create=False, dot_ok=True)
-    _check_not_proposals(dest_dir, base, _root(vault), folder_rel, to_folder)
+    dest_dir, to_rel = checked_folder(vault, to_folder, "--to folder", create=False, dot_ok=True)
+    check_not_proposals(dest_dir, base, vault_root(vault), folder_rel, to_folder)
     file_name = src.name
     new_rel = f"{to_rel}/{file_name}" if to_rel else file_name
     _verify(new_rel, new_text, {"status": "reviewed", "reviewed": when})
     if os.path.lexists(dest_dir / file_name):
         raise ProposalError(f"{vault.name}:{new_rel} already exists: rename or move that note, or "
                             f"accept into another folder")
-    dest_dir, to_rel = _folder(vault, to_folder, "--to folder", create=True, dot_ok=True)
+    dest_dir, to_rel = checked_folder(vault, to_folder, "--to folder", create=True, dot_ok=True)
     try:
         _write_new(dest_dir / file_name, new_text)
     except FileExistsError:
@@ -331,7 +331,7 @@ def reject(vault: Vault, folder: str, name: str) -> Proposal:
     """Delete proposal ``name`` (only ever a file inside the proposals folder); returns what it
     was."""
     proposal, _ = read_proposal(vault, folder, name)
-    path, rel, _, _ = _find(vault, folder, name)
+    path, rel, _, _ = find_proposal(vault, folder, name)
     try:
         path.unlink()
     except OSError as exc:

@@ -121,12 +121,12 @@ def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_
             text = _file_text(v, target, rel, ref.path, convert)
         except PathRefused:
             if agent is not None:  # a file it cannot read now: it learns no more than of a hidden one
-                raise _agent_refusal(v, ref.path) from None
+                raise agent_refusal(v, ref.path) from None
             raise
     else:
         rel, text = _source_text(v, ref.path, agent, catalog)
     if agent is not None and not agent.allows_text(rel, text):
-        raise _agent_refusal(v, ref.path)
+        raise agent_refusal(v, ref.path)
     if agent is not None:  # the sections the index leaves out, left out for agents too (blank lines)
         text = kept_text(rel, text, LeaveOut.of(v))
     if agent is not None and agent.redactor is not None:
@@ -267,7 +267,7 @@ def _source_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog
     (an agent's: only one it may see)."""
     if catalog is None:
         raise PathRefused(f"source {v.name!r} is not indexed yet; run `hybrid index --vault {v.name}`")
-    refused = _agent_refusal(v, path)
+    refused = agent_refusal(v, path)
     known = set(catalog.files())
     rel = path if path in known else None
     if rel is None:
@@ -368,7 +368,7 @@ def _ledger_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog
     if not v.is_folder:
         return _source_path(v, path, agent, catalog)
     rel = _check_syntax(v, path)
-    refused = _agent_refusal(v, path) if agent is not None else \
+    refused = agent_refusal(v, path) if agent is not None else \
         PathRefused(f"{path!r}: no such note in vault {v.name!r}")
     tries = [rel] + ([rel + ".md"] if not rel.lower().endswith(".md") else [])
     found = next((p for p in tries if catalog.file_fields(p) is not None), None)
@@ -406,7 +406,7 @@ def _agent_note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int],
                      agent: AgentCheck) -> tuple[Path, str]:
     """``note_file`` for an agent: refusals that depend on what is on disk all read the same."""
     _check_syntax(v, path)
-    refused = _agent_refusal(v, path)
+    refused = agent_refusal(v, path)
     try:
         target, rel = note_file(v, path, max_file_bytes)
     except PathRefused:
@@ -417,7 +417,7 @@ def _agent_note_file(v: Vault, path: str, max_file_bytes: int | tuple[int, int],
     return target, rel
 
 
-def _agent_refusal(v: Vault, asked: str) -> PathRefused:
+def agent_refusal(v: Vault, asked: str) -> PathRefused:
     """The one refusal an agent gets for a document it may not read, whether it is private,
     excluded or absent: the same words, so asking cannot tell them apart."""
     if v.is_folder:

@@ -13,19 +13,20 @@ from hybrid.store import backend
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from hybrid.app.session import Session
     from hybrid.core.config import Config, Vault
 
 
 class Registry:
     """The vault registry's operations of a handle (which supplies ``config``, ``settings``,
-    ``refresh`` and ``_close_store``)."""
+    ``refresh`` and its ``session``)."""
 
     config: Config
     settings: Any
+    session: Session
 
     if TYPE_CHECKING:  # the handle's own
         def refresh(self) -> bool: ...
-        def _close_store(self, name: str) -> None: ...
 
     def add_vault(self, path: str | Path, name: str | None = None, include: Sequence[str] = (),
                   exclude: Sequence[str] = (), store: str | None = None, kind: str = "notes") -> Vault:
@@ -58,7 +59,7 @@ class Registry:
         with self._index_lock(vault, wait):
             with self.config.edit() as cfg:
                 cfg.remove_vault(name)
-            self._close_store(name)
+            self.session.close_store(name)
             if purge:
                 backend(vault).purge(vault)
         return vault
@@ -73,7 +74,7 @@ class Registry:
                 raise VaultError(f"{target} already exists (an index kept by `vault remove "
                                  f"--keep-index`?); move it away or pick another name")
             with self.config.edit() as cfg:
-                self._close_store(old)
+                self.session.close_store(old)
                 backend(vault).rename(vault, new, target)  # refused where the name is shared
                 cfg.rename_vault(old, new)
         from hybrid.core.files import sibling
@@ -85,7 +86,7 @@ class Registry:
         the next ``index`` re-reads only what differs."""
         with self.config.edit() as cfg:
             cfg.move_vault(name, Path(path))
-        self._close_store(name)
+        self.session.close_store(name)
         return self.config.vault(name)
 
     def _index_lock(self, vault: Vault, wait: float):

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from hybrid.app.refs import Ref
+    from hybrid.app.session import Session
     from hybrid.core.config import Vault
     from hybrid.store.base import ChunkRow
     from hybrid.store.port import Searchable
@@ -52,32 +53,36 @@ SNIPPET_CHARS = 200
 ROWS_READ = 300  # nearest chunks whose rows are read, at most
 
 
-def find_related(h: Any, ref: str | Ref, vault: str | None, *, top_k: int = 10, agent: bool = False,
-                 vault_hint: str = "--vault", weights: Weights = WEIGHTS) -> RelatedResult:
-    """See :meth:`hybrid.app.api.Hybrid.related` (``h``: that handle; typed loosely, as
-    :mod:`hybrid.app.api` imports this module)."""
+def check_top_k(top_k: object) -> None:
+    """BadSearchArgs unless ``top_k`` is a whole number from 1 to MAX_TOP_K."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise BadSearchArgs(f"top_k must be a whole number from 1 to {MAX_TOP_K} (got {top_k!r})")
-    parsed, v = h.resolve_ref(ref, vault, vault_hint)
-    store = h._store(v)  # VaultError: not indexed yet
-    s = h.settings
+
+
+def find_related(session: Session, parsed: Ref, v: Vault, *, top_k: int = 10, agent: bool = False,
+                 weights: Weights = WEIGHTS) -> RelatedResult:
+    """See :meth:`hybrid.app.api.Hybrid.related` (``parsed``: the reference as it resolved to
+    vault ``v``)."""
+    check_top_k(top_k)
+    store = session.store(v)  # VaultError: not indexed yet
+    s = session.settings
     check, searchable, redacted = None, cast("Searchable", store), None
     if agent:
-        view = h.agent_view(v, store)
-        check = reader.AgentCheck(view, store.catalog, h._redactor(view))
-        agent_store = h._agent_store(v)
+        view = session.agent_view(v, store)
+        check = reader.AgentCheck(view, store.catalog, session.redactor(view))
+        agent_store = session.agent_store(v)
         searchable, redacted = agent_store, agent_store.hidden.redacted
     rel = reader.note_path(v, parsed, s.max_file_bytes, agent=check, catalog=store.catalog,
                            max_pdf_bytes=s.max_pdf_bytes)
-    graph = h.link_graph(v)
+    graph = session.link_graph(v)
     fid = graph.by_path(rel)
     if agent:
         graph = graph.without(searchable.hidden_files)
     if fid is None or fid not in graph.notes:
         if agent:
-            raise reader._agent_refusal(v, parsed.path)
+            raise reader.agent_refusal(v, parsed.path)
         raise PathRefused(f"{rel!r} is not indexed yet; run `hybrid index --vault {v.name}`")
-    with h._lock:  # one reader at a time per handle, as search: shared connections
+    with session.lock:  # one reader at a time per handle, as search: shared connections
         return relate(searchable, v, graph, fid, top_k, weights, agent=agent, redacted=redacted,
                       asked=parsed.path)
 
@@ -90,7 +95,7 @@ def relate(searchable: Searchable, v: Vault, graph: LinkGraph, fid: int, top_k: 
     found, rows, own_rows, meaning = gather(searchable, graph, fid, weights.mode, agent=agent,
                                             redacted=redacted)
     if agent and found is None:  # hidden since its hidden set was made (changed on disk)
-        raise reader._agent_refusal(v, asked or note.path)
+        raise reader.agent_refusal(v, asked or note.path)
     ranked = rank(found or {}, weights, top_k, drop=[fid])
     firsts = _first_rows(searchable, {f for f, _, sig in ranked if sig.chunk is None}
                          | {z for _, _, sig in ranked for z in sig.cociters})

@@ -8,9 +8,10 @@ functions that use them.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from hybrid.core.errors import ModelUnavailable
 
@@ -32,7 +33,43 @@ def canonical_id(model_id: str | None) -> str | None:
     return LEGACY_IDS.get(model_id, model_id) if model_id is not None else None
 
 
+@dataclass(frozen=True)
+class ReachQuery:
+    """An English (or mixed) question over vaults that hold notes in other languages.
+    ``vector`` scores a document with both halves ``(a·cos_a + b·cos_b) / (a + b)``, but a
+    note in another language has no first half: it scored ``b·cos_b / (a + b)``, a third of
+    its cosine for an English question, and so never came first however well it answered.
+    ``second`` scores every document by the second model's cosine alone. The vector arm
+    searches with both, and :meth:`rescore` scores each document by the mean of the cosines
+    of the halves it has (weighted): an English note as before, a note in another language by
+    the multilingual model's cosine."""
+    vector: np.ndarray
+    second: np.ndarray
+    weights: tuple[float, float]
+
+    def rescore(self, by_vector: Mapping[int, float], by_second: Mapping[int, float]) -> dict[int, float]:
+        """Scores by document id, from ``by_vector`` (``vector``'s, for every document of
+        either search) and ``by_second`` (``second``'s): a document both scored whose two
+        scores say it has no first half (``vector``'s score is the second's times
+        ``b / (a + b)``, to float rounding) takes ``second``'s."""
+        a, b = self.weights
+        out = dict(by_vector)
+        for i, cos_b in by_second.items():
+            mixed = by_vector.get(i)
+            if mixed is not None and abs(mixed * (a + b) - b * cos_b) <= NO_FIRST_HALF:
+                out[i] = cos_b
+        return out
+
+
+NO_FIRST_HALF = 1e-4  # how near the two scores of a document without a first half agree (float32 sums)
+
+
 class Embedder(Protocol):
+    """A model that turns text into unit vectors. ``embed_query(text, reach=True)`` is asked
+    where the vaults searched hold notes in other languages: a model made of an English and a
+    multilingual part (:class:`hybrid.embedders.mix.MixEmbedder`) then answers a
+    :class:`~hybrid.embedders.mix.ReachQuery`; one model answers its vector as always. A model
+    made of others lists them in ``parts`` (optional: :func:`parts_of`)."""
     id: str
     max_tokens: int  # content tokens the model reads (special tokens excluded)
 
@@ -40,7 +77,22 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
-    def embed_query(self, text: str) -> np.ndarray: ...
+    @overload
+    def embed_query(self, text: str, reach: Literal[False] = False) -> np.ndarray: ...
+    @overload
+    def embed_query(self, text: str, reach: bool) -> np.ndarray | ReachQuery: ...
+
+
+def parts_of(embedder: Embedder) -> Sequence[Embedder]:
+    """The models ``embedder`` is made of (a mix's two), none for one model: the one place that
+    reads the protocol's optional ``parts`` (an embedder a caller injects may lack it)."""
+    return getattr(embedder, "parts", ())
+
+
+def part_of(embedder: Embedder, model_id: str | None) -> Embedder | None:
+    """The part of ``embedder`` that records ``model_id`` (an index that part built alone), if
+    one does."""
+    return next((p for p in parts_of(embedder) if p.id == model_id), None)
 
 
 class Reranker(Protocol):

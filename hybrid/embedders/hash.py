@@ -38,5 +38,5 @@ class HashEmbedder:
                 out[row, h % self._dim] += 1.0 if (h >> 63) else -1.0
         return normalize(out)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         return self.embed_documents([text])[0]

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from hybrid.core.lang import SAMPLE_CHARS, foreign
 from hybrid.core.workers import worker
-from hybrid.embedders.base import Embedder
+from hybrid.embedders.base import Embedder, ReachQuery
 from hybrid.embedders.registry import Options, UnknownSpec, make_embedder, spec_id
 
 if TYPE_CHECKING:
@@ -89,10 +88,6 @@ class MixEmbedder:
     def dim(self) -> int:
         return self.parts[0].dim + self.parts[1].dim
 
-    def part(self, model_id: str) -> Embedder | None:
-        """The part recording ``model_id``, if one does."""
-        return next((p for p in self.parts if p.id == model_id), None)
-
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.parts[0].count_tokens(texts)
 
@@ -136,16 +131,18 @@ class MixEmbedder:
         english = max(self.english, REACH_WEIGHT) if reach else self.english
         return 1.0 - s, english * (1.0 - s) + s
 
-    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
-        return self._query(text, reach)[0]
+    @overload
+    def embed_query(self, text: str, reach: Literal[False] = False) -> np.ndarray: ...
+    @overload
+    def embed_query(self, text: str, reach: bool) -> np.ndarray | ReachQuery: ...
 
-    def reach_query(self, text: str) -> ReachQuery | np.ndarray:
-        """The query vectors of ``text`` where the vaults searched hold notes in other
-        languages: a :class:`ReachQuery` when both models weigh (an English or mixed question),
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray | ReachQuery:
+        """The query vector of ``text``. With ``reach`` (the vaults searched hold notes in other
+        languages): a :class:`ReachQuery` when both models weigh (an English or mixed question),
         else the one vector (a question in another language: the second model alone scores
         every document)."""
-        vector, halves, weights = self._query(text, True)
-        if min(weights) <= 0:
+        vector, halves, weights = self._query(text, reach)
+        if not reach or min(weights) <= 0:
             return vector
         import numpy as np
         second = np.concatenate([np.zeros(self.parts[0].dim, dtype=np.float32), halves[1]]) * np.float32(ROOT2)
@@ -161,38 +158,6 @@ class MixEmbedder:
                  for part, w in zip(self.parts, (wa, wb))]
         vector = np.concatenate([u * np.float32(w) for u, w in zip(units, (wa, wb))]) * scale
         return np.ascontiguousarray(vector), units, (wa, wb)
-
-
-@dataclass(frozen=True)
-class ReachQuery:
-    """An English (or mixed) question over vaults that hold notes in other languages.
-    ``vector`` scores a document with both halves ``(a·cos_a + b·cos_b) / (a + b)``, but a
-    note in another language has no first half: it scored ``b·cos_b / (a + b)``, a third of
-    its cosine for an English question, and so never came first however well it answered.
-    ``second`` scores every document by the second model's cosine alone. The vector arm
-    searches with both, and :meth:`rescore` scores each document by the mean of the cosines
-    of the halves it has (weighted): an English note as before, a note in another language by
-    the multilingual model's cosine."""
-    vector: np.ndarray
-    second: np.ndarray
-    weights: tuple[float, float]
-
-    def rescore(self, by_vector: Mapping[int, float], by_second: Mapping[int, float]) -> dict[int, float]:
-        """Scores by document id, from ``by_vector`` (``vector``'s, for every document of
-        either search) and ``by_second`` (``second``'s): a document both scored whose two
-        scores say it has no first half (``vector``'s score is the second's times
-        ``b / (a + b)``, to float rounding) takes ``second``'s."""
-        a, b = self.weights
-        out = dict(by_vector)
-        for i, cos_b in by_second.items():
-            mixed = by_vector.get(i)
-            if mixed is not None and abs(mixed * (a + b) - b * cos_b) <= NO_FIRST_HALF:
-                out[i] = cos_b
-        return out
-
-
-NO_FIRST_HALF = 1e-4  # how near the two scores of a document without a first half agree (float32 sums)
-
 
 
 def _fill(part: Embedder, out: np.ndarray, texts: Sequence[str], todo: list[int]) -> None:

@@ -73,5 +73,5 @@ class OllamaEmbedder(ServedEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([self.document_prefix + t for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         return self._embed([self.query_prefix + text])[0]

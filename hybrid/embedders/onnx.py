@@ -225,7 +225,7 @@ class OnnxEmbedder:
             out[idx] = self._batch(session, [texts[i] for i in idx])
         return np.ascontiguousarray(out)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         import numpy as np
         session = self._ready()
         return np.ascontiguousarray(self._batch(session, [self.query_prefix + text])[0])

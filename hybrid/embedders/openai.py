@@ -81,7 +81,7 @@ class OpenAIEmbedder(ServedEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(list(texts))
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         return self._embed([text])[0]
 
 

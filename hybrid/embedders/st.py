@@ -88,7 +88,7 @@ class SentenceTransformerEmbedder:
                                  normalize_embeddings=True, show_progress_bar=False)
         return normalize(vecs)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         """One short text on one thread: on two cores a second thread's wake-ups cost more than
         it saves (15 vs 18–19 ms measured, and far worse when the machine is busy). The change
         is scoped to this call; threads that embed documents keep their own setting."""

@@ -172,7 +172,7 @@ class UseMultilingualEmbedder:
             return np.zeros((0, DIM), dtype=np.float32)
         return normalize(self.backend.encode(list(texts)))
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, reach: bool = False) -> np.ndarray:
         return normalize(self.backend.encode([text]))[0]
 
 

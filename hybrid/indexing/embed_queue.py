@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from hybrid.core.errors import EmbedderMismatch
 from hybrid.core.faults import checkpoint
+from hybrid.embedders.base import parts_of
 from hybrid.indexing.report import Estimate
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class EmbedQueue:
         part's vectors of ``hashes`` already cached under that part's own id (an index the part
         built alone, being upgraded), by position; None for any other embedder, or when no
         part has any."""
-        parts = getattr(self.embedder, "parts", None)
+        parts = parts_of(self.embedder)
         if not parts:
             return None
         import numpy as np

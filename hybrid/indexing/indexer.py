@@ -23,6 +23,7 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.embedders import Embedder
+from hybrid.embedders.base import part_of
 from hybrid.indexing import skipped
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
@@ -216,8 +217,7 @@ def _language_sample(cat) -> list[str]:
 def upgrades(embedder: Embedder, stored: str) -> bool:
     """Whether an index of model ``stored`` becomes ``embedder``'s by adding vectors: ``stored``
     is a part of it (:class:`hybrid.embedders.mix.MixEmbedder`)."""
-    part = getattr(embedder, "part", None)
-    return part is not None and part(stored) is not None
+    return part_of(embedder, stored) is not None
 
 
 def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:

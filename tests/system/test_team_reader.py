@@ -190,7 +190,7 @@ def test_servers_follow_the_agent_settings_the_indexer_wrote(tmp_path, pg_url, c
     a = indexed_vault(tmp_path / "a", notes, "team", store="postgresql")
     b = hybrid.open(tmp_path / "b", embedder="hash:64", agent_exclude=["journal"])
     b.add_vault(tmp_path / "a" / "vault", "team", store="postgresql")
-    catalog = a._store(a.config.vault("team")).ledger
+    catalog = a.session.store(a.config.vault("team")).ledger
     version, indexed_under = catalog.data_version(), catalog.get_meta(META_KEY)
     caplog.set_level(logging.WARNING, logger="hybrid")
     for _ in range(3):  # in turn, as two servers answering agents would
@@ -231,7 +231,7 @@ def test_a_local_vault_keeps_this_machines_agent_settings(tmp_path):
     """Nothing is written for a local vault: its readers are on the machine whose config it is."""
     from hybrid.store.agent.view import SETTINGS_KEY
     h = indexed_vault(tmp_path, NOTES, "v")
-    assert h._store(h.config.vault("v")).ledger.get_meta(SETTINGS_KEY) is None
+    assert h.session.store(h.config.vault("v")).ledger.get_meta(SETTINGS_KEY) is None
     h.close()
 
 

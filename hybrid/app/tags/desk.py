@@ -118,7 +118,7 @@ class TagDesk:
         else:
             v = self.h.vault_for(vault)
             paths = []
-        store = self.h._store(v)
+        store = self.h.session.store(v)
         vocab = sg.vocabulary(store)
         if not vocab and not (llm and new_tags):
             raise sg.NoSuggestions(f"vault {v.name!r} has no tags at all: tag a few notes by hand first "
@@ -302,7 +302,7 @@ class TagDesk:
         got = self.h.get(note, vault, max_chars=1, agent=True, vault_hint="the `vault` argument", links=False)
         v = self.h.config.vault(got.vault)
         doc = self._read(v, got.path)
-        vocab = sg.vocabulary(self.h._store(v))
+        vocab = sg.vocabulary(self.h.session.store(v))
         at, who = now_iso(), f"agent:{by}"[:120]
 
         def change(entries: dict[str, Entry]) -> list[str]:

@@ -369,13 +369,15 @@ def _warm_up(h, wait: bool) -> None:
     talking at once)."""
     import threading
 
+    from hybrid.embedders.base import parts_of
+
     def load():
         log = logging.getLogger("hybrid")
         for v in h.vaults:
             started = time.perf_counter()
             try:
                 emb = h.embedder(v.embedder)
-                for part in (*getattr(emb, "parts", ()), emb):
+                for part in (*parts_of(emb), emb):
                     part.embed_query("warm up")
                 for agent in (False, True):
                     h.search("warm up", vaults=[v.name], top_k=1, agent=agent)

@@ -66,7 +66,7 @@ def _locate(h, name: str, vault: str | None) -> Vault:
                         f"name one with --vault")
 
 
-def _reindex(h, vault: Vault, no_index: bool) -> str:
+def reindex(h, vault: Vault, no_index: bool) -> str:
     """Re-index ``vault`` (unless ``no_index``); what was done, for the stderr line."""
     if no_index:
         return f"not re-indexed (run `hybrid index --vault {vault.name}`)"
@@ -180,7 +180,7 @@ def accept_cmd(ctx, name, to_folder, vault, no_index, as_json):
     if not _indexed(v, done.path):
         click.echo(f"warning: {done.path} is outside vault {v.name!r}'s include globs or excluded: "
                    f"it will not be indexed", err=True)
-    click.echo(_reindex(h, v, no_index), err=True)
+    click.echo(reindex(h, v, no_index), err=True)
 
 
 @proposals_cmd.command("reject")
@@ -204,4 +204,4 @@ def reject_cmd(ctx, name, vault, no_index, yes, as_json):
     else:
         click.echo(f"{gone.vault}:{gone.path}")
     click.echo(f"rejected: deleted {gone.vault}:{gone.path}", err=True)
-    click.echo(_reindex(h, v, no_index), err=True)
+    click.echo(reindex(h, v, no_index), err=True)

@@ -25,7 +25,7 @@ def _line(vault: str, path: str, tags: list[str], many: bool) -> str:
 
 
 def _reindex(h, vault: str, no_index: bool) -> None:
-    from hybrid.faces.cli.proposals import _reindex as reindex
+    from hybrid.faces.cli.proposals import reindex
     click.echo(reindex(h, h.config.vault(vault), no_index), err=True)
 
 

@@ -45,7 +45,7 @@ def indexed(request, tmp_path_factory):
 def searchable(request, indexed):
     """What a search reads: the owner's store, or the agent view of it (a :class:`Searchable`)."""
     h, vault = indexed
-    return request.param, (h._agent_store(vault) if request.param == "agent" else h._store(vault))
+    return request.param, (h.session.agent_store(vault) if request.param == "agent" else h.session.store(vault))
 
 
 def _ids_by_path(store) -> dict[str, int]:
@@ -250,7 +250,7 @@ def test_write_runs_one_job_as_the_only_writer(indexed):
 
 def test_vacuum_reports_and_keeps_every_note(indexed):
     h, vault = indexed
-    h._close_store(vault.name)
+    h.session.close_store(vault.name)
     report = backend(vault).vacuum(vault, wait=5)
     assert report.vault == "v" and report.embeddings_removed >= 0
     assert h.search("partitions", mode="lexical")[0].path == "work/orders.md"

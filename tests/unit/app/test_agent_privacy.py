@@ -40,10 +40,10 @@ def vault_option(h, name, key, value):
     """Set a per-vault option in the config file (the handle reloads it)."""
     import tomllib
 
-    import tomli_w
+    import tomlkit
     data = tomllib.loads(h.config.path.read_text())
     data["vaults"][name][key] = value
-    h.config.path.write_text(tomli_w.dumps(data))
+    h.config.path.write_text(tomlkit.dumps(data))
     h.refresh()
 
 
@@ -253,7 +253,7 @@ def test_a_redacted_chunk_without_its_vector_gets_no_vector_score(home, store_ki
     """Until the redacted text is embedded, the chunk is left out of the agent's vector arm
     (fail closed), and still found by its redacted words."""
     h, v = home({"wifi.md": SECRET_NOTE})
-    store = h._store(h.config.vault("v"))
+    store = h.session.store(h.config.vault("v"))
     model = store.embedder_id
     assert store.catalog.redacted_ids() and store.catalog.redacted_vectors(model)
     missing = [i for i, _, _ in store.catalog.redacted_vectors(model)]
@@ -262,7 +262,7 @@ def test_a_redacted_chunk_without_its_vector_gets_no_vector_score(home, store_ki
     else:
         store.catalog.q("DELETE FROM hybrid_embeddings WHERE text_hash IN (SELECT agent_embed_hash FROM "
                         "hybrid_chunks WHERE agent_embed_hash IS NOT NULL)")
-    h._hidden = type(h._hidden)()  # forget what was loaded
+    h.session._hidden = type(h.session._hidden)()  # forget what was loaded (a test edited the ledger)
     got = answer_passages(call(h, "search", {"query": "router admin login", "mode": "vector", "top_k": 5,
                                              "passages": True}).structured_content)
     assert not any(x["chunk_id"] in missing for x in got)

@@ -104,7 +104,7 @@ def test_english_questions_reach_other_languages_only_where_the_vault_holds_them
     h.index()
     shares = {}
     for name in ("multi", "english"):
-        store = h._store(h.config.vault(name))
+        store = h.session.store(h.config.vault(name))
         shares[name] = other_languages(store)
     assert shares["english"] == 0.0 and shares["multi"] == pytest.approx(2 / 3, abs=0.01)
     assert shares["multi"] >= REACH_SHARE > shares["english"]
@@ -139,10 +139,16 @@ def test_the_evaluation_cache_passes_a_mix_through():
     cached = CachingEmbedder(mix)
     assert cached.parts is mix.parts and cached.id == mix.id
     q = "how much sun do tomatoes need"
-    np.testing.assert_array_equal(cached.embed_query(q, reach=True), mix.embed_query(q, reach=True))
-    assert not np.array_equal(mix.embed_query(q, reach=True), mix.embed_query(q))
-    reach = cached.reach_query(q)  # an English question's two vectors (ReachQuery), as the mix gives them
-    np.testing.assert_array_equal(reach.vector, mix.embed_query(q, reach=True))
+    # an English question's two vectors (ReachQuery), as the mix gives them, through the wrapper
+    reach, direct = cached.embed_query(q, reach=True), mix.embed_query(q, reach=True)
+    assert isinstance(reach, mixmod.ReachQuery) and isinstance(direct, mixmod.ReachQuery)
+    np.testing.assert_array_equal(reach.vector, direct.vector)
+    np.testing.assert_array_equal(reach.second, direct.second)
+    assert not np.array_equal(direct.vector, mix.embed_query(q))  # reaching weighs the second model more
+    assert isinstance(mix.embed_query(q), np.ndarray)
+    # a question in another language: the one vector, reaching or not
+    de = "Wie viel Sonne brauchen Tomatenpflanzen im Garten?"
+    assert isinstance(mix.embed_query(de, reach=True), np.ndarray)
     known = {0: mix.parts[0].embed_documents(["one note"])[0]}
     np.testing.assert_allclose(cached.embed_documents(["one note"], [known, {}]),
                                mix.embed_documents(["one note"]), atol=1e-6)

@@ -78,7 +78,7 @@ def test_a_store_reads_the_old_label_as_the_new_id(tmp_path):
 
     from hybrid.store.local.store import VaultStore
     h = indexed_vault(tmp_path, {"a.md": "# A\n\nalpha\n"})
-    index_dir = h._store(h.vaults[0]).directory
+    index_dir = h.session.store(h.vaults[0]).directory
     h.close()
     cat = Catalog(index_dir / "catalog.sqlite")
     cat.set_meta("embedder", MINILM_ID + "+onnx")

@@ -50,7 +50,7 @@ def test_engine_bench_small(tmp_path):
     h = hybrid.open(tmp_path / "home-120")
     st = h.status()[0]
     assert st.notes == 120 and st.chunks == r["chunks"] and st.pending == 0
-    store = h._store(h.vaults[0])
+    store = h.session.store(h.vaults[0])
     assert store.lexical.count() == store.vector.count() == r["chunks"]
     for where in ("warm", "http"):
         for mode in ("lexical", "vector", "hybrid", "hybrid+filters"):

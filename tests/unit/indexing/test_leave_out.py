@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-import tomli_w
+import tomlkit
 from helpers import write
 from mcp import Client
 from mcp_types import Implementation
@@ -90,12 +90,12 @@ def vault_option(h, key, value):
     """Set vault `v`'s own ``key`` in the config file (the handle re-reads it)."""
     data = tomllib.loads(h.config.path.read_text())
     data["vaults"]["v"][key] = value
-    h.config.path.write_text(tomli_w.dumps(data))
+    h.config.path.write_text(tomlkit.dumps(data))
     h.refresh()
 
 
 def chunk_texts(h) -> list[str]:
-    store = h._store(h.config.vault("v"))
+    store = h.session.store(h.config.vault("v"))
     rows = store.catalog.chunks(store.catalog.all_chunk_ids()).values()
     return [r.text for r in rows]
 
@@ -287,7 +287,7 @@ def test_a_link_in_a_left_out_section_is_no_backlink(home):
 
 def test_the_database_keeps_no_left_out_text(home, store_kind):
     h, v, _ = home
-    store = h._store(h.config.vault("v"))
+    store = h.session.store(h.config.vault("v"))
     if store_kind != "postgresql":
         assert not store.catalog.keeps_text
         return

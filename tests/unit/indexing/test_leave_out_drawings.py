@@ -58,7 +58,7 @@ def call(h, tool, args):
 
 
 def chunk_texts(h) -> list[str]:
-    store = h._store(h.config.vault("v"))
+    store = h.session.store(h.config.vault("v"))
     return [r.text for r in store.catalog.chunks(store.catalog.all_chunk_ids()).values()]
 
 
@@ -139,7 +139,7 @@ def test_left_out_text_of_drawings_and_titles_is_in_no_chunk_hit_title_or_agents
         assert not res.is_error and not [w for w in GONE if w in res.content[0].text]
     assert "tessaract" in h.get(BOARD, "v").text  # the owner's get shows the drawing's text whole
     if store_kind == "postgresql":  # the text the database keeps for readers without the folder
-        text = h._store(h.config.vault("v")).catalog.note_text(BOARD)
+        text = h.session.store(h.config.vault("v")).catalog.note_text(BOARD)
         assert "pelargon" in text and not [w for w in GONE if w in text]
 
 

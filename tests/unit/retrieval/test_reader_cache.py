@@ -34,7 +34,7 @@ def test_a_row_the_reader_kept_is_read_again_after_a_commit(tmp_path):
     """A replaced chunk's row is marked dead (then purged): the reader's kept row must follow."""
     h = indexed_vault(tmp_path, {"a.md": "# Alpha\n\nThe kettle boils at dawn.\n"})
     hit = h.search("kettle", mode="lexical")[0]
-    catalog = h._store(h.vaults[0]).catalog
+    catalog = h.session.store(h.vaults[0]).catalog
     kept = catalog.chunks([hit.chunk_id])[hit.chunk_id]
     assert not kept.dead and catalog.get_meta("chunks_purged") is None
     write(tmp_path / "vault", "a.md", "# Alpha\n\nThe kettle sings at noon.\n")
@@ -47,7 +47,7 @@ def test_a_row_the_reader_kept_is_read_again_after_a_commit(tmp_path):
 def test_unchanged_data_is_read_once(tmp_path, monkeypatch):
     h = indexed_vault(tmp_path, {"a.md": "# Alpha\n\nThe kettle boils at dawn.\n"})
     first = h.search("kettle", mode="lexical")
-    catalog = h._store(h.vaults[0]).catalog
+    catalog = h.session.store(h.vaults[0]).catalog
     reads = []
     real = catalog._read_chunks
     monkeypatch.setattr(catalog, "_read_chunks", lambda ids: reads.append(list(ids)) or real(ids))

@@ -156,7 +156,7 @@ def test_a_paraphrase_lightens_bm25_and_a_keyword_query_does_not(tmp_path):
     write(vault, "sync.md", "# Selective sync\n\nExclude a folder from Sync so large files stay on one device.\n")
     write(vault, "misc.md", "# Misc\n\nI keep one huge list of my other devices and a folder of PDFs.\n")
     h = indexed(tmp_path, vault)
-    targets = [(v, h._store(v)) for v in h.config.select(None)]
+    targets = [(v, h.session.store(v)) for v in h.config.select(None)]
     s = h.settings
 
     def weight(text):

@@ -179,7 +179,7 @@ def test_a_word_of_a_language_the_vault_holds_is_never_rewritten(tmp_path):
     h = _vaults(tmp_path, {"v": MIXED})
     try:
         from hybrid.retrieval.languages import held_languages
-        assert held_languages(h._store(h.config.vault("v"))) == ["de", "ru"]
+        assert held_languages(h.session.store(h.config.vault("v"))) == ["de", "ru"]
         for q in ("Tokio Reise", "Reise", "Fristen Reise", "копирование ночью"):
             r = _search(h, q)
             assert r.corrections == {} and r.suggestions == {}, q
@@ -189,7 +189,7 @@ def test_a_word_of_a_language_the_vault_holds_is_never_rewritten(tmp_path):
     english = {k: v for k, v in MIXED.items() if k in ("salary.md", "travel.md")}
     h = _vaults(tmp_path / "en", {"v": english})
     try:
-        assert h._store(h.config.vault("v")).ledger.get_meta("languages") == ""
+        assert h.session.store(h.config.vault("v")).ledger.get_meta("languages") == ""
         assert _search(h, "Reise").corrections == {"reise": "raise"}
     finally:
         h.close()

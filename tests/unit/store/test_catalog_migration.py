@@ -61,7 +61,7 @@ def test_a_local_index_without_tag_sets_is_read_then_migrated(tmp_path):
         conn.execute("DROP TABLE file_tags")
         conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     h = hybrid.open(tmp_path / "home", embedder="hash:32")
-    store = h._store(h.vaults[0])
+    store = h.session.store(h.vaults[0])
     assert not store.catalog.has_tag_sets  # a reader reads the JSON tags
     assert {t: sorted(x.path for x in h.search("notes", tags=[t], top_k=10)) for t in asked} == asked
     report = h.index()[0]

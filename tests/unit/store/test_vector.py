@@ -192,7 +192,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     h = hybrid.open(embedder="hash:256")
     h.add_vault(root, "v")
     h.index()
-    store = h._store(h.vaults[0])
+    store = h.session.store(h.vaults[0])
     q = h.embedder("hash:256").embed_query("alpha3 beta2 words")
     allowed = store.catalog.filter_ids(folders=["keep"])
     truth = store.vector.search(q, 1000, allowed)  # exact: the selector path over a flat index
