@@ -152,8 +152,8 @@ class CachingEmbedder:
                 rest.append(k)
         return rest
 
-    def embed_query(self, text, **options):
-        return self.inner.embed_query(text, **options)
+    def embed_query(self, text: str, reach: bool = False) -> Any:
+        return self.inner.embed_query(text, reach=reach)
 
 
 @dataclass
