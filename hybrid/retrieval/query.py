@@ -57,7 +57,9 @@ class ParsedQuery:
 
 
 def normalize_folder(folder: str) -> str:
-    """A vault-relative folder as the indexes store it: no surrounding spaces or slashes."""
+    """A vault-relative folder as the indexes store it: no surrounding spaces or slashes. Case
+    and accents are kept as typed: the stores compare it with the paths as they were walked
+    (folding it here would not fold what they compare it with)."""
     return folder.strip().strip("/")
 
 

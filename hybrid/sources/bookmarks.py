@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from hybrid.core.errors import VaultError
+from hybrid.core.folding import fold
 from hybrid.sources import VirtualDoc
 from hybrid.sources.markdown import FENCE_RE
 
@@ -335,10 +336,10 @@ def bookmark_paths(bookmarks: Sequence[Bookmark]) -> list[str]:
     for b in bookmarks:
         stem = "/".join(_safe_part(p) for p in (*b.folder, b.title))
         path, n = stem + SUFFIX, 1
-        while path.casefold() in seen:
+        while fold(path) in seen:
             n += 1
             path = f"{stem} ({n}){SUFFIX}"
-        seen.add(path.casefold())
+        seen.add(fold(path))
         out.append(path)
     return out
 

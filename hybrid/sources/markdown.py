@@ -125,7 +125,9 @@ def heading_text(rest: str) -> str:
 
 def normalize_tag(tag: str) -> str:
     """A tag as the indexes store it: no '#' or outer '/', NFC (a tag typed on macOS, whose
-    file names and some keyboards give decomposed accents, is the same tag), lower case."""
+    file names and some keyboards give decomposed accents, is the same tag), lower case. A form
+    that is shown and written into notes, so lower case, as Obsidian matches tags (``#Straße``
+    keeps its ``ß``), not :func:`hybrid.core.folding.fold`, the key names are compared by."""
     return unicodedata.normalize("NFC", tag.strip().lstrip("#").strip("/")).lower()
 
 

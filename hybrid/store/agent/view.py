@@ -45,13 +45,13 @@ import json
 import logging
 import re
 import threading
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError
+from hybrid.core.folding import fold  # paths, globs and tags are compared folded
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -73,13 +73,6 @@ class AgentViewStale(HybridError):
 # Bump when what :meth:`AgentView.hides` decides changes for the same settings (it feeds the
 # fingerprint: an index built under older rules is brought in step before an agent is served).
 PRIVACY_REVISION = 4  # 4: a note with tags left out (markdown.TAGS_CUT)
-
-
-def fold(text: str) -> str:
-    """``text`` as the agent view compares paths, globs and tags: NFC, case-folded."""
-    if text.isascii():
-        return text.lower()
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
 
 
 @dataclass(frozen=True)
