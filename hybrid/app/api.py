@@ -161,7 +161,7 @@ class Hybrid(Registry):
         # One search at a time per handle (the lock): SQLite connections and the tantivy
         # searcher are shared, and a server calls this from several threads.
         return assembled_search(targets, request, self.settings, embedders=self.models.for_targets,
-                                reranker=self.models.reranker, guard=session.lock)
+                                reranker=self.reranker, guard=session.lock)
 
     def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
         """What agents may see of vault ``v`` (:meth:`hybrid.app.session.Session.agent_view`)."""

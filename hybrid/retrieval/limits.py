@@ -2,9 +2,9 @@
 
 Each limit exists because an unbounded value was shown to take the server down: a huge
 ``top_k`` aborted the process on allocation, a 700 KB query took 6 GB and 26 s, a 50 MB body
-held the search lock for over a minute. ``check_search`` is called by ``Hybrid.search`` so no
-path can skip it; the HTTP and MCP servers call it earlier too, to answer with 400 / a tool error
-before doing any work.
+held the search lock for over a minute. Every search argument is checked when its
+:class:`~hybrid.retrieval.request.SearchRequest` is made, so no path can skip it; the HTTP and
+MCP servers make it early, to answer with 400 / a tool error before doing any work.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 from hybrid.core.errors import HybridError
@@ -43,54 +43,18 @@ class BadSearchArgs(HybridError, ValueError):
     too, so plain-Python callers can catch it the usual way."""
 
 
-def check_search(query, *, top_k=8, mode="hybrid", vaults=None, folders=(), tags=(), since=None,
-                 rerank=False, exclude_folders=(), min_score=0.0, sources=(), passages=False,
-                 context=0, props=(), max_top_k: int = MAX_TOP_K) -> None:
-    """Raise BadSearchArgs (one line naming the argument and the fix) unless every argument
-    has the documented type and range. Explicit checks, because a wrong type that slips
-    through is worse than a TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
+def check_query(query: object) -> None:
+    """BadSearchArgs unless ``query`` is text of at most MAX_QUERY_CHARS characters. The
+    options are checked by their declarations (:func:`hybrid.retrieval.request.check_options`)."""
     if not isinstance(query, str):
         raise BadSearchArgs(f"query must be a string (got {type(query).__name__})")
     _check_text("query", query)
     if len(query) > MAX_QUERY_CHARS:
         raise BadSearchArgs(f"query is too long ({len(query)} characters; the limit is "
                             f"{MAX_QUERY_CHARS}): search for a few distinctive words instead")
-    _check_top_k(top_k, max_top_k)
-    if not isinstance(mode, str) or mode not in MODES:
-        raise BadSearchArgs(f"mode must be one of {', '.join(MODES)} (got {_show(mode)})")
-    if vaults is not None:
-        _check_strings("vaults", vaults)
-    for name, value in (("folders", folders), ("tags", tags), ("exclude_folders", exclude_folders),
-                        ("sources", sources), ("props", props)):
-        _check_strings(name, value)
-    from hybrid.sources import check_kinds
-    try:
-        check_kinds(sources)
-    except ValueError as exc:
-        raise BadSearchArgs(str(exc)) from None
-    if since is not None and not (isinstance(since, str) or _is_number(since)):
-        raise BadSearchArgs(f"since must be a date like 2024-01-31 or an age like 30d (got {_show(since)})")
-    if isinstance(since, str):
-        _check_text("since", since)
-    for name, flag in (("rerank", rerank), ("passages", passages)):
-        if not isinstance(flag, bool):
-            raise BadSearchArgs(f"{name} must be true or false (got {type(flag).__name__})")
-    if not _is_number(min_score) or not 0 <= min_score <= 1:
-        raise BadSearchArgs(f"min_score must be a number from 0 to 1, a hit's confidence (got {_show(min_score)})")
-    if isinstance(context, bool) or not isinstance(context, Integral) or not 0 <= int(context) <= MAX_CONTEXT_TOKENS:
-        raise BadSearchArgs(f"context must be a whole number of tokens from 0 (off) to {MAX_CONTEXT_TOKENS}, "
-                            f"the answer's total (got {_show(context)})")
 
 
-def _check_top_k(top_k, max_top_k: int) -> None:
-    """An integer in range; bool is refused although Python counts it as an int."""
-    if isinstance(top_k, bool) or not isinstance(top_k, Integral):
-        raise BadSearchArgs(f"top_k must be an integer between 1 and {max_top_k} (got {_show(top_k)})")
-    if not 1 <= int(top_k) <= max_top_k:
-        raise BadSearchArgs(f"top_k must be between 1 and {max_top_k} (got {_show(top_k)})")
-
-
-def _check_strings(name: str, value) -> None:
+def check_strings(name: str, value) -> None:
     """A list (or tuple) of strings; a bare string is refused rather than split into letters."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise BadSearchArgs(f"{name} must be a list of strings (got {type(value).__name__})")
@@ -213,12 +177,12 @@ def encodable(text: str) -> bool:
     return True
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
     """A finite real number (a timestamp); not bool, not NaN or infinity."""
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _show(value, width: int = 40) -> str:
+def show(value, width: int = 40) -> str:
     """repr() cut short: an error message stays one short line whatever was sent."""
     try:
         text = repr(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, fields
 from functools import cached_property
+from numbers import Integral
 from typing import Any
 
 from hybrid.core.dates import parse_date
@@ -23,8 +24,12 @@ from hybrid.retrieval.limits import (
     MAX_TOP_K_MCP,
     MODES,
     BadSearchArgs,
-    check_search,
+    check_query,
+    check_strings,
+    check_texts,
+    is_number,
     json_object,
+    show,
 )
 from hybrid.retrieval.query import ParsedQuery, normalize_folder, parse_query
 from hybrid.store.base import NoteFilter as Filters  # which notes a search may return (both arms)
@@ -54,11 +59,8 @@ class SearchRequest:
     max_top_k: InitVar[int] = MAX_TOP_K
 
     def __post_init__(self, max_top_k: int) -> None:
-        check_search(self.query, top_k=self.top_k, mode=self.mode, vaults=self.vaults,
-                     folders=self.folders, tags=self.tags, since=self.since, rerank=self.rerank,
-                     exclude_folders=self.exclude_folders, min_score=self.min_score,
-                     sources=self.sources, passages=self.passages, context=self.context,
-                     props=self.props, max_top_k=max_top_k)
+        check_query(self.query)
+        check_options({o.name: getattr(self, o.name) for o in OPTIONS}, {"top_k": max_top_k})
         from hybrid.sources.markdown import normalize_tag
         set_ = object.__setattr__
         set_(self, "top_k", int(self.top_k))
@@ -160,6 +162,11 @@ def _kinds() -> tuple[str, ...]:
     return KINDS
 
 
+def _check_kinds(kinds: Any) -> object:
+    from hybrid.sources import check_kinds
+    return check_kinds(kinds)
+
+
 def _kinds_help() -> str:
     from hybrid.sources import KIND_LIST
     return "; ".join(f"{k.name}: {k.help}" for k in KIND_LIST)
@@ -173,7 +180,8 @@ class Option:
     not offered to agents); ``agent_single``: agents give one value of a list; ``agent_high``:
     a lower maximum for agents than ``high`` (MCP's ``top_k``). ``cli_help`` and
     ``agent_help`` replace ``help`` where that door shows something else (the CLI shows notes,
-    MCP passages)."""
+    MCP passages). A value is checked by its type and range (:func:`check_options`); ``must``
+    words the refusal. ``text`` takes a number too (``since``: epoch seconds)."""
     name: str
     type: str
     help: str
@@ -188,6 +196,9 @@ class Option:
     cli_help: str | None = None
     agent_help: str | None = None
     lists: bool = False  # a filter that may stand without words: alone, it lists the notes passing it
+    must: str = ""  # what a wrong value is told it must be ("{low}", "{high}": the range)
+    must_range: str = ""  # the same for a value of the right type out of range (default: ``must``)
+    check: Callable[[Any], object] | None = None  # a check of its own past type and range (ValueError)
 
     def describe(self) -> dict[str, Any]:
         """The option as JSON (the search page builds its controls from these)."""
@@ -203,6 +214,7 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("top_k", "int", "Number of notes to return (passages with `passages`).", ("-n", "--top-k"),
            agent="top_k", low=1, high=MAX_TOP_K, agent_high=MAX_TOP_K_MCP,
+           must="an integer between {low} and {high}", must_range="between {low} and {high}",
            cli_help="Notes to show (passages with --passages).",
            agent_help="Number of notes to return (passages with `passages`), 1-{max_top_k}."),
     Option("mode", "choice", "hybrid (both arms fused), lexical (BM25 only, best for exact strings) or "
@@ -218,7 +230,7 @@ OPTIONS: tuple[Option, ...] = (
            cli_help="Only notes with this tag or a nested child (repeatable: all)."),
     Option("since", "text", "Only notes dated since YYYY-MM-DD or an age like 30d, 6m, 1y (a note's frontmatter "
            "updated/modified/date/created, else its file's modification time).", ("--since",),
-           agent="since", lists=True),
+           agent="since", lists=True, must="a date like 2024-01-31 or an age like 30d"),
     Option("rerank", "bool", "Rescore the top candidates with the cross-encoder (setting rerank_model; slower).",
            ("--rerank",), agent="rerank",
            agent_help="Rescore the top candidates with the configured cross-encoder (slower; needs the "
@@ -228,12 +240,13 @@ OPTIONS: tuple[Option, ...] = (
            agent_help="Vault-relative folders to leave out."),
     Option("min_score", "float", "Leave out hits whose confidence is below this, 0-1 (each hit's confidence "
            "estimates how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong).",
-           ("--min-score",), agent="min_score", low=0.0, high=1.0,
+           ("--min-score",), agent="min_score", low=0.0, high=1.0, must="a number from 0 to 1, a hit's confidence",
            agent_help="Leave out hits whose confidence is below this, 0-1 (each hit's confidence estimates "
                       "how likely its note answers the query: weak < 0.4 <= fair < 0.7 <= strong). 0.4 drops "
                       "weak hits; you may then get none."),
     Option("sources", "choices", "Only documents of these kinds", ("--source",), agent="source", lists=True,
-           choices=_kinds, choices_help=_kinds_help, cli_help="Only documents of this kind (repeatable: any)."),
+           choices=_kinds, choices_help=_kinds_help, cli_help="Only documents of this kind (repeatable: any).",
+           check=_check_kinds),
     Option("passages", "bool", "Answer with passages, best first, not with notes (by default each note "
            "comes once: its best passage, then up to 3 more of its passages).", ("--passages",), agent="passages",
            cli_help="One entry per passage, not one per note (top_k then counts passages)."),
@@ -241,6 +254,7 @@ OPTIONS: tuple[Option, ...] = (
            "passage's neighbours, its section's start, the parent section's intro, sibling sections), "
            "up to this many tokens in all, counted by hybrid.core.tokens.count_tokens; nothing is "
            "sent twice. 0: off.", ("--context",), agent="context", low=0, high=MAX_CONTEXT_TOKENS,
+           must="a whole number of tokens from 0 (off) to {high}, the answer's total",
            cli_help="Also print the text around the hits, up to this many tokens in all (e.g. 600; 0: off).",
            agent_help="Also return the text around the hits (neighbouring paragraphs, the section's start, "
                       "the parent section's intro, sibling sections), each block with its line range, up to "
@@ -260,6 +274,47 @@ QUERY_HELP = (f'Words to search for (at most {MAX_QUERY_CHARS} characters). "Quo
               f"passing them, newest first.")
 
 LISTING: tuple[Option, ...] = tuple(o for o in OPTIONS if o.lists)
+
+
+def check_options(values: Mapping[str, Any], highs: Mapping[str, float] = {}) -> None:  # noqa: B006 - read only
+    """BadSearchArgs (one line naming the option and the fix) unless each of ``values`` (by
+    option name) has its option's type and range (``highs``: a caller's lower maximum, e.g.
+    MCP's ``top_k``). Explicit checks, because a wrong type that slips through is worse than a
+    TypeError: ``folders="work"`` would filter on 'w', 'o', 'r', 'k'."""
+    for option in OPTIONS:
+        if option.name in values:
+            _check(option, values[option.name], highs.get(option.name, option.high))
+
+
+def _check(o: Option, value: Any, high: float | None) -> None:
+    name = o.name
+    must = (o.must or "").format(low=o.low, high=high)
+    if o.type == "bool":
+        if not isinstance(value, bool):
+            raise BadSearchArgs(f"{name} must be true or false (got {type(value).__name__})")
+    elif o.type in ("int", "float"):
+        whole = o.type == "int"
+        if isinstance(value, bool) or not (isinstance(value, Integral) if whole else is_number(value)):
+            raise BadSearchArgs(f"{name} must be {must} (got {show(value)})")
+        if not o.low <= value <= high:
+            within = (o.must_range or o.must).format(low=o.low, high=high)
+            raise BadSearchArgs(f"{name} must be {within} (got {show(value)})")
+    elif o.type == "choice":
+        choices = o.choices() if o.choices else ()
+        if not isinstance(value, str) or value not in choices:
+            raise BadSearchArgs(f"{name} must be one of {', '.join(choices)} (got {show(value)})")
+    elif o.type == "text":
+        if value is not None and not (isinstance(value, str) or is_number(value)):
+            raise BadSearchArgs(f"{name} must be {must} (got {show(value)})")
+        if isinstance(value, str):
+            check_texts(value, name)
+    elif value is not None or name != "vaults":  # texts, choices (vaults: None is every vault)
+        check_strings(name, value)
+    if o.check is not None:
+        try:
+            o.check(value)
+        except ValueError as exc:
+            raise BadSearchArgs(str(exc)) from None
 
 
 def stands_alone(values: Mapping[str, Any]) -> bool:

@@ -95,3 +95,22 @@ def test_which_filters_stand_without_words_is_one_rule():
             _ = SearchRequest("  ", **not_alone).parsed
     assert "--prop" in empty_query("cli") and "--tag" in empty_query("cli")
     assert "props" in empty_query("agent") and "folder" in empty_query("agent")
+
+
+def test_every_option_is_checked_from_its_declaration():
+    """check_options reads each option's type and range from OPTIONS (no second list of
+    parameters): every bounded option refuses a value past its range and a value of the wrong
+    type, naming itself; every list option refuses a bare string."""
+    from hybrid.retrieval.limits import BadSearchArgs
+    from hybrid.retrieval.request import OPTIONS, SearchRequest, check_options
+    for o in OPTIONS:
+        wrong = {"bool": "yes", "int": "3", "float": "0.5", "choice": 3, "text": ["x"],
+                 "texts": "work", "choices": "note"}[o.type]
+        with pytest.raises(BadSearchArgs, match=rf"^{o.name} "):
+            check_options({o.name: wrong})
+        if o.high is not None:
+            with pytest.raises(BadSearchArgs, match=rf"^{o.name} must be"):
+                check_options({o.name: o.high + 1})
+            check_options({o.name: o.high})  # the bound itself is allowed
+    with pytest.raises(BadSearchArgs, match=r"top_k must be between 1 and 50 \(got 51\)"):
+        SearchRequest("x", top_k=51, max_top_k=50)
