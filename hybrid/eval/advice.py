@@ -48,8 +48,8 @@ class Advice:
 
     def config_lines(self) -> list[str]:
         """The TOML lines of the changed settings, as they go in the ``[settings]`` table."""
-        import tomli_w
-        return tomli_w.dumps(self.changes).splitlines()
+        import tomlkit
+        return tomlkit.dumps(self.changes).splitlines()
 
     def reindex(self) -> bool:
         return any(k in CHUNKING for k in self.changes)

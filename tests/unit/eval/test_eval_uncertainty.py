@@ -9,7 +9,7 @@ from helpers import write
 
 from hybrid.core.config import load_config
 from hybrid.core.settings import Settings
-from hybrid.eval.advice import advise
+from hybrid.eval.advice import Advice, advise
 from hybrid.eval.inputs import Problems, Query
 from hybrid.eval.report import comparison_lines
 from hybrid.eval.run import ConfigResult, EvalResult, RunConfig
@@ -143,3 +143,15 @@ def test_printed_setting_lines_make_the_winner_the_setting(hybrid_home):
     res = CliRunner().invoke(main, ["eval", "--modes", "hybrid", "--weights", "1:1.5,1:0", "--metrics", "ndcg@10",
                                     "--no-report", "--json"])
     assert json.loads(res.stdout)["apply"]["clearly_better"] is False  # the winner is the setting now
+
+
+def test_the_advised_lines_are_toml_that_reads_back_as_the_changes():
+    """Every kind of setting the advice changes (ints, a bool, floats) printed as TOML lines,
+    as tomli-w printed them before tomlkit, already in hybrid for config.toml, took over."""
+    import tomllib
+    changes = {"chunk_tokens": 256, "chunk_overlap": 0, "context_header": False, "rrf_k": 60.0,
+               "weight_lexical": 0.5, "weight_vector": 1.5}
+    lines = Advice("hybrid", "ndcg@10", "a", "b", changes).config_lines()
+    assert lines == ["chunk_tokens = 256", "chunk_overlap = 0", "context_header = false", "rrf_k = 60.0",
+                     "weight_lexical = 0.5", "weight_vector = 1.5"]
+    assert tomllib.loads("\n".join(lines)) == changes
