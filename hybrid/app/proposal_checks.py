@@ -59,18 +59,26 @@ def _bad_char(text: str, *, newlines: bool) -> str | None:
 
 
 def check_title(title: object) -> str:
-    if not isinstance(title, str):
-        raise ProposalError(f"title must be text, got {type(title).__name__}")
-    title = title.strip()
-    if not title:
-        raise ProposalError("title is empty: give the note a short title")
-    if len(title) > TITLE_MAX:
-        raise ProposalError(f"title is {len(title)} characters; the limit is {TITLE_MAX}: shorten it")
-    bad = _bad_char(title, newlines=False)
-    if bad is not None:
-        raise ProposalError(f"title contains the control character U+{ord(bad):04X}: "
-                            f"use one line of plain text")
-    return title
+    return _one_line(title, "title", TITLE_MAX, empty="give the note a short title", too_long=": shorten it",
+                     bad="use one line of plain text")
+
+
+def _one_line(value: object, name: str, limit: int, *, like: str = "", empty: str, too_long: str = "",
+              bad: str) -> str:
+    """``value`` stripped, or ProposalError naming ``name``: not text (``like``: an example of
+    it), empty (``empty``: what to give), over ``limit`` characters, or holding a control
+    character (``bad``: the fix)."""
+    if not isinstance(value, str):
+        raise ProposalError(f"{name} must be text{like}, got {type(value).__name__}")
+    value = value.strip()
+    if not value:
+        raise ProposalError(f"{name} is empty: {empty}")
+    if len(value) > limit:
+        raise ProposalError(f"{name} is {len(value)} characters; the limit is {limit}{too_long}")
+    found = _bad_char(value, newlines=False)
+    if found is not None:
+        raise ProposalError(f"{name} contains the control character U+{ord(found):04X}: {bad}")
+    return value
 
 
 def check_content(content: object, max_chars: int) -> str:
@@ -99,19 +107,10 @@ def check_based_on(based_on: object) -> list[str]:
         raise ProposalError(f"based_on has {len(based_on)} citations; the limit is {BASED_ON_MAX}: "
                             f"keep the ones the note rests on")
     out: list[str] = []
-    for i, cite in enumerate(based_on):
-        if not isinstance(cite, str):
-            raise ProposalError(f"based_on[{i}] must be text like 'vault:path:12-40', "
-                                f"got {type(cite).__name__}")
-        cite = cite.strip()
-        if not cite:
-            raise ProposalError(f"based_on[{i}] is empty: give a citation like 'vault:path:12-40'")
-        if len(cite) > CITATION_MAX:
-            raise ProposalError(f"based_on[{i}] is {len(cite)} characters; the limit is {CITATION_MAX}")
-        bad = _bad_char(cite, newlines=False)
-        if bad is not None:
-            raise ProposalError(f"based_on[{i}] contains the control character U+{ord(bad):04X}: "
-                                f"one citation per entry, on one line")
+    for i, item in enumerate(based_on):
+        cite = _one_line(item, f"based_on[{i}]", CITATION_MAX, like=" like 'vault:path:12-40'",
+                         empty="give a citation like 'vault:path:12-40'",
+                         bad="one citation per entry, on one line")
         if cite not in out:
             out.append(cite)
     return out
