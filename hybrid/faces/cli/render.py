@@ -42,6 +42,22 @@ LEAD_RE = re.compile(r"\s*(?:[-*+]\s+(?:\[.\]\s+)?|\d+[.)]\s+|>\s*)?")  # list m
 
 
 # --- what a terminal gets ------------------------------------------------------------------
+def echo_keeps_styles(stream: Any) -> bool:
+    """Whether ``click.echo`` keeps the escape sequences written to ``stream``, read from
+    click's public parts as it decides: the current context's ``color`` when set (a command's
+    ``context_settings``, or ``color=`` given to ``main``), otherwise whether ``stream`` is a
+    terminal, or a Jupyter kernel's output, which shows them."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.color is not None:
+        return ctx.color
+    try:
+        if stream.isatty():
+            return True
+    except Exception:  # noqa: BLE001 - a stream that cannot say is no terminal, for click too
+        return False
+    return type(stream).__module__.startswith("ipykernel.")
+
+
 @dataclass
 class Look:
     """Whether to style (colour, bold, dim), whether to link, and the width to wrap to."""
@@ -53,10 +69,7 @@ class Look:
     def detect(cls) -> Look:
         """Styles when click would keep them (stdout a terminal, or colour forced) and
         ``NO_COLOR`` is unset or empty; links only then and when ``TERM`` is not ``dumb``."""
-        from click import _compat
-        from click.globals import resolve_color_default
-        keep = not _compat.should_strip_ansi(sys.stdout, resolve_color_default())
-        styled = keep and not os.environ.get("NO_COLOR")
+        styled = echo_keeps_styles(sys.stdout) and not os.environ.get("NO_COLOR")
         links = styled and os.environ.get("TERM", "") != "dumb"
         return cls(styled, links, max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns))
 

@@ -63,8 +63,14 @@ def kafka_home(hybrid_home, tmp_path):
 
 
 def run(*args, color=False, **env):
-    result = CliRunner().invoke(main, ["query", *args], color=color,
-                                env={"COLUMNS": "80", "NO_COLOR": None, "TERM": "xterm", **env})
+    """`hybrid query ARGS`; ``color``: as on a terminal, colour forced where click decides it
+    (the context's ``color``, which hybrid's own styles follow too)."""
+    main.context_settings["color"] = color
+    try:
+        result = CliRunner().invoke(main, ["query", *args], color=color,
+                                    env={"COLUMNS": "80", "NO_COLOR": None, "TERM": "xterm", **env})
+    finally:
+        del main.context_settings["color"]
     assert result.exit_code == 0, result.output
     return result
 
@@ -400,3 +406,34 @@ def test_a_note_lists_its_further_passages_under_it():
         SearchResult(hits, query="words", grouped=True), SearchRequest("words"))
     subs = [line for line in lines if line.startswith("   ↳ ")]
     assert [s.split()[1] for s in subs] == ["11-13", "21-23", "31-33"]
+
+
+
+def test_styles_kept_exactly_where_click_echo_keeps_them(monkeypatch):
+    """Look.detect reads click's public parts (the context's colour, the stream's isatty) as
+    click.echo decides: on every kind of stdout, in and out of a context, the two agree."""
+    import io
+
+    import click
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    class Broken(io.StringIO):
+        def isatty(self):
+            raise ValueError("closed")
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for color in (None, True, False):
+        for kind in (Tty, io.StringIO, Broken):
+            with click.Context(main, color=color).scope():
+                echoed = kind()
+                click.echo(click.style("x", bold=True), file=echoed)
+                monkeypatch.setattr("sys.stdout", kind())
+                assert Look.detect().styled is ("\x1b[" in echoed.getvalue()), (color, kind)
+    for kind in (Tty, io.StringIO, Broken):  # no context at all: the stream decides
+        echoed = kind()
+        click.echo(click.style("x", bold=True), file=echoed)
+        monkeypatch.setattr("sys.stdout", kind())
+        assert Look.detect().styled is ("\x1b[" in echoed.getvalue()), kind

@@ -84,7 +84,8 @@ def hostile_home(hybrid_home, tmp_path):
                                   ["query", "router", "--explain"], ["query", "router", "-l"],
                                   ["get", "router"], ["get", "router", "--links"], ["related", "hall"],
                                   ["query", "router", "--context", "300"]])
-def test_no_hostile_sequence_reaches_the_terminal(hostile_home, args, color):
+def test_no_hostile_sequence_reaches_the_terminal(hostile_home, args, color, monkeypatch):
+    monkeypatch.setitem(main.context_settings, "color", color)  # True: as on a terminal
     r = CliRunner().invoke(main, args, color=color, env={"COLUMNS": "100", "NO_COLOR": None, "TERM": "xterm"})
     assert r.exit_code == 0, r.output
     assert r.stdout.strip()

@@ -137,6 +137,7 @@ def test_hits_carry_readable_snippets_and_their_own_marks(h):
 
 def test_the_cli_highlights_only_the_hits_own_whole_words(home, monkeypatch):
     monkeypatch.setenv("HYBRID_HOME", str(home))
+    monkeypatch.setitem(main.context_settings, "color", True)  # as on a terminal
     out = CliRunner().invoke(main, ["query", "what was in this top tomato", "--local", "--mode", "lexical",
                                     "--passages"], color=True, env={"NO_COLOR": None, "TERM": "xterm"})
     assert out.exit_code == 0, out.output
