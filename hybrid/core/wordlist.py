@@ -1,13 +1,18 @@
 """Shipped word lists: a word found in one is a real word, never a typo to repair.
 
-The lists are the word-frequency dictionaries inside the ``pyspellchecker`` wheel (MIT; counts
-from the OpenSubtitles corpus, cleaned by its author of misspellings and foreign words): one
-gzipped JSON object ``{"word": count}`` per language, one entry a line, sorted, nothing downloaded
-at run time. A list is read only when a query holds a word that no searched vault knows, once per
-process: a lookup is a binary search over its lines, where parsing the English list into a dict
-would cost ~0.5 s of a cold ``hybrid query``. Each list is decompressed once per machine into the
-user's cache folder and mapped from there (the seven lists took ~100 ms to decompress, paid by
-every cold query holding a name no list knows, such as "tailscale").
+The lists are pyspellchecker's word-frequency dictionaries (MIT; counts from the OpenSubtitles
+corpus, cleaned by its author of misspellings and foreign words), read through its public API
+(``SpellChecker(language=...).word_frequency``), nothing downloaded at run time. A list is read
+only when a query holds a word that no searched vault knows, once per process: a lookup is a
+binary search over the lines of the list written as sorted JSON, one entry a line, where
+holding the English list as a dict would cost ~0.5 s of a cold ``hybrid query``. Each list is
+written once per machine (and pyspellchecker release) into the user's cache folder and mapped
+from there: the first use of a list loads it through pyspellchecker (0.02-1 s a list on a
+2-core machine, English ~0.3 s; all twelve ~4 s, paid once), every later process maps the file.
+Where the cache cannot be written, each process loads the lists it reads.
+
+The file holds exactly the bytes of the dictionary pyspellchecker ships (``json.dumps`` with
+sorted keys, one entry a line), so lookups answer what they answered when they read that file.
 """
 
 from __future__ import annotations
@@ -31,15 +36,15 @@ _lock = threading.Lock()
 
 
 def _data(lang: str) -> tuple[Any, bool]:
-    """The decompressed list of ``lang`` (bytes, or a read-only map of its cached copy; b""
-    when the package or the list is missing: logged once, and no word counts as known through
-    it), and whether its lines look sorted."""
+    """The list of ``lang`` as sorted JSON lines (bytes, or a read-only map of its cached copy;
+    b"" when pyspellchecker or the list is missing: logged once, and no word counts as known
+    through it), and whether its lines look sorted."""
     with _lock:
         got = _lists.get(lang)
         if got is None:
             try:
-                data = _decompressed(_resources() / f"{lang}.json.gz")
-            except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+                data = _cached(lang)
+            except (ImportError, ValueError, OSError) as exc:  # PackageNotFoundError is an ImportError
                 log.warning("word list %r unavailable (%s): only the vaults' words count as real "
                             "words; `pip install pyspellchecker` restores it", lang, exc)
                 data = b""
@@ -47,45 +52,41 @@ def _data(lang: str) -> tuple[Any, bool]:
         return got
 
 
-def _resources() -> Any:
-    """pyspellchecker's ``resources`` folder, found without importing the package (its
-    ``__init__`` imports its whole spell checker, which nothing here uses)."""
-    from importlib.util import find_spec
-    spec = find_spec("spellchecker")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("No module named 'spellchecker'")
-    from pathlib import Path
-    return Path(next(iter(spec.submodule_search_locations))) / "resources"
+def _lines(lang: str) -> bytes:
+    """``lang``'s word counts from pyspellchecker's public API, one ``"word": count`` a line in
+    sorted order: the bytes of the gzipped JSON it ships (ValueError: no such language)."""
+    import json
+
+    from spellchecker import SpellChecker
+    counts = SpellChecker(language=lang).word_frequency.dictionary
+    return json.dumps(counts, sort_keys=True, indent=0, ensure_ascii=False).encode("utf-8")
 
 
-def _decompressed(source: Any) -> Any:
-    """The decompressed bytes of the gzipped list ``source``: a map of its copy in the cache
-    folder (named by the source's size and time, so an upgraded package makes a new one),
-    written on first use; the bytes themselves where the cache cannot be written."""
-    import gzip
+def _cached(lang: str) -> Any:
+    """:func:`_lines` of ``lang``: a map of its copy in the cache folder (named by the
+    pyspellchecker release, so an upgrade makes a new one), written on first use through a
+    temporary file renamed into place (two processes writing at once both write whole files);
+    the bytes themselves where the cache cannot be written."""
     import mmap
     import os
+    from importlib.metadata import version
     from pathlib import Path
 
     import platformdirs
-    try:
-        st = os.stat(str(source))
-    except OSError:  # not a file of its own (a zipped install): decompressed in each process
-        return gzip.decompress(source.read_bytes())
     cached = Path(platformdirs.user_cache_dir("hybrid")) / "wordlists" / \
-        f"{Path(str(source)).name.removesuffix('.gz')}.{st.st_size}.{st.st_mtime_ns}"
+        f"{lang}.json.pyspellchecker-{version('pyspellchecker')}"
     try:
         with open(cached, "rb") as fh:
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # not made yet (or empty: ValueError)
         pass
-    data = gzip.decompress(source.read_bytes())
+    data = _lines(lang)
     part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         part.write_bytes(data)
         os.replace(part, cached)
-    except OSError as exc:  # a read-only home: decompressed in each process, as before
+    except OSError as exc:  # a read-only home: loaded in each process
         log.debug("cannot cache word list %s (%s)", cached, exc)
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
