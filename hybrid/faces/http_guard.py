@@ -299,11 +299,15 @@ def protocol_class(header_timeout: float, max_connections: int | None = None):
     head's arriving (there was once a second's grace for a fresh connection instead, and 1,100
     half heads renewed each second kept every endpoint at 503).
 
-    It relies on these things of ``H11Protocol`` (uvicorn 0.54-0.55; tests pin them):
-    ``connections`` is the server's set of open protocols, ``cycle`` is replaced when a
-    request's head has been read, ``cycle.more_body`` says its body is still arriving,
-    ``cycle.response_complete`` that its answer went out, and ``flow.write_paused`` that the
-    transport holds more than it may until the client reads."""
+    uvicorn's public API has neither (``limit_concurrency`` refuses newcomers with 503 but never
+    displaces a waiting connection, ``timeout_keep_alive`` covers only the idle time between
+    requests), and ASGI middleware sees a request only once its head has been read: so this
+    relies on these things of ``H11Protocol``, pinned by
+    ``tests/system/test_http_connections.py`` and held to the releases that pass it (0.54 and
+    0.55, pyproject.toml's bound): ``connections`` is the server's set of open protocols,
+    ``cycle`` is replaced when a request's head has been read, ``cycle.more_body`` says its
+    body is still arriving, ``cycle.response_complete`` that its answer went out, and
+    ``flow.write_paused`` that the transport holds more than it may until the client reads."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
     cap = max_connections or connection_cap()
     # the connections waiting on their client, the one waiting longest first

@@ -17,7 +17,7 @@ import json
 import logging
 import re
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
@@ -26,16 +26,35 @@ from hybrid.retrieval.limits import BadSearchArgs, check_texts, encodable, long_
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
 
 log = logging.getLogger("hybrid")
 
 
+class Receives(Protocol):
+    """What the wrapper uses of the transport's read stream (the SDK's own protocol for it
+    lives in a private module)."""
+
+    async def receive(self) -> "SessionMessage | Exception": ...
+
+    async def aclose(self) -> None: ...
+
+
+class Sends(Protocol):
+    """What the wrapper uses of the transport's write stream."""
+
+    async def send(self, item: "SessionMessage", /) -> None: ...
+
+
 async def serve_stdio(server: "MCPServer") -> None:
-    """What :meth:`MCPServer.run_stdio_async` does, with the read stream wrapped."""
+    """What :meth:`MCPServer.run_stdio_async` does, with the read stream wrapped.
+
+    The one private name read: ``MCPServer._lowlevel_server``, the server that runs a
+    connection's streams. The SDK has no public way to hand its stdio runner other streams nor
+    to see the lines it failed to parse (its middleware sees parsed messages only); its own
+    in-memory client reads the same attribute. ``tests/unit/faces/test_mcp_stdio.py`` fails if
+    it moves, and pyproject.toml holds mcp to the minor release tested."""
     from mcp.server.stdio import stdio_server
-    # the SDK's public runner takes no streams; its own in-memory client reads this attribute too
     lowlevel = server._lowlevel_server
     async with stdio_server() as (read, write):
         await lowlevel.run(AnswersUnreadable(read, write), write, lowlevel.create_initialization_options())
@@ -114,7 +133,7 @@ class AnswersUnreadable:
     SDK could not parse because it holds a string that is not text gets its JSON-RPC error on
     ``write`` (:func:`unreadable_request`); everything else passes through unchanged."""
 
-    def __init__(self, inner: "ReadStream[SessionMessage | Exception]", write: "WriteStream[SessionMessage]"):
+    def __init__(self, inner: Receives, write: Sends):
         self._inner = inner
         self._write = write
 

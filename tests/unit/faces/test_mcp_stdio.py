@@ -41,3 +41,24 @@ def test_another_line_the_sdk_refused_is_a_parse_error_answered_to_its_id():
                                 "Invalid JSON: expected value")
     assert answer is not None and answer.id == 9 and answer.error.code == -32700
     assert answer.error.message == "Parse error: Invalid JSON: expected value"
+
+
+def test_the_sdk_parts_serve_stdio_relies_on_are_where_it_reads_them():
+    """serve_stdio runs the SDK's low-level server on wrapped streams, as the SDK's own
+    run_stdio_async does; the server is reached through ``MCPServer._lowlevel_server``, for
+    which the SDK has no public name. A release that moves it fails here, not in a user's
+    client (pyproject.toml holds mcp to the minor release this passes on)."""
+    import inspect
+
+    from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="probe")
+    lowlevel = server._lowlevel_server
+    assert isinstance(lowlevel, Server)
+    assert list(inspect.signature(lowlevel.run).parameters)[:3] == ["read_stream", "write_stream",
+                                                                    "initialization_options"]
+    assert lowlevel.create_initialization_options().server_name == "probe"
+    # what serve_stdio copies: the SDK's stdio runner hands stdio_server's streams to that server
+    runner = inspect.getsource(MCPServer.run_stdio_async)
+    assert "stdio_server()" in runner and "self._lowlevel_server.run(" in runner
