@@ -84,8 +84,17 @@ JUDGE_SUMMARY = ("Build a labelled set by judging pooled hits: for each question
                  "and you answer for each:")
 
 
+FIT_SUMMARY = ("Fit a store kind's fusion parameters on labelled queries (tune split), kept only if no "
+               "held-out figure falls and one rises.")
+CALIBRATE_SUMMARY = ("Fit the confidence models on labelled queries (tune split) and check them held out: "
+                     "every hit of the top 10 in each mode, labelled by the judgements; prints the models and "
+                     "their figures as JSON.")
+
+
 @click.group("eval", cls=LazyGroup, invoke_without_command=True, help=EVAL_HELP,
-             lazy_commands={"judge": (".judge:judge_cmd", JUDGE_SUMMARY)})
+             lazy_commands={"judge": (".judge:judge_cmd", JUDGE_SUMMARY),
+                            "fit": (".eval_fit:fit_cmd", FIT_SUMMARY),
+                            "calibrate": (".eval_fit:calibrate_cmd", CALIBRATE_SUMMARY)})
 @click.option("--vault", "vault_ref", shell_complete=complete_vault,
               help="Vault folder or registered name (default: the bundled sample vault).")
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=str),
