@@ -11,7 +11,7 @@
 import os
 
 # torch and FAISS each bring an OpenMP runtime whose idle threads spin for the CPU. On a busy
-# two-core machine that turned a 12 ms query embedding into 490 ms (measured; eval/reports/
+# two-core machine that turned a 12 ms query embedding into 490 ms (measured; eval/reports/speed/
 # scale/report.md); sleeping idle threads cost ~nothing when the machine is idle. Set before either
 # library loads; a value the user chose is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

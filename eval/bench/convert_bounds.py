@@ -150,10 +150,11 @@ def _hybrid_bin() -> str:
     return str(Path(sys.executable).with_name("hybrid"))
 
 
-def bomb(tmp: Path, embedder: str, address_space: int = 3_000_000_000) -> dict:
-    """`hybrid index` of a vault holding the bomb and three notes, under ``prlimit --as``."""
+def bomb(tmp: Path, embedder: str, address_space: int = 3_000_000_000, inflated: int = 400_000_000) -> dict:
+    """`hybrid index` of a vault holding the bomb (``inflated`` bytes of operators) and three
+    notes, under ``prlimit --as``."""
     vault, home = tmp / "vault", tmp / "home"
-    inflated = bomb_pdf(vault / "bomb.pdf")
+    inflated = bomb_pdf(vault / "bomb.pdf", inflated)
     for i in range(3):
         (vault / f"note{i}.md").write_text(f"# Note {i}\n\nThe zebra{i} walks to the river.\n",
                                            encoding="utf-8")
@@ -188,6 +189,8 @@ def main() -> None:
     ap.add_argument("--embedder", default="hash:64")
     ap.add_argument("--address-space", type=int, default=3_000_000_000,
                     help="prlimit --as for the bomb's index run, in bytes (0: no limit)")
+    ap.add_argument("--bomb-inflates", type=int, default=400_000_000,
+                    help="bytes of text operators the bomb's stream inflates to (default: 400 MB)")
     ap.add_argument("--out", default=str(common.ROOT / "eval" / "out" / "convert_bounds.json"))
     args = ap.parse_args()
     got: dict = {}
@@ -195,7 +198,7 @@ def main() -> None:
         if args.speed:
             got["speed"] = speed(Path(d) / "speed")
         if args.bomb:
-            got["bomb"] = bomb(Path(d) / "bomb", args.embedder, args.address_space)
+            got["bomb"] = bomb(Path(d) / "bomb", args.embedder, args.address_space, args.bomb_inflates)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(got, indent=2), encoding="utf-8")
     json.dump(got, sys.stdout, indent=2)

@@ -21,9 +21,11 @@ from hybrid.store.agent.redact import Redactor  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vault", default=str(Path(__file__).resolve().parents[3] / "shared/vaults/obsidian-help"))
+    ap.add_argument("--cache", type=Path, help="kingfisher's compiled-rule cache (default: a new, empty one, so "
+                                               "the first start-up compiles the rules)")
     args = ap.parse_args()
     notes = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(Path(args.vault).rglob("*.md"))]
-    cache = Path(tempfile.mkdtemp())
+    cache = args.cache or Path(tempfile.mkdtemp())
     t = time.perf_counter()
     Redactor(cache).redact("warm up")
     cold = time.perf_counter() - t

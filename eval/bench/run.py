@@ -4,7 +4,7 @@
     .venv/bin/python eval/bench/run.py --profile full   # adds ~1M chunks and 1M vectors (~1 h)
     .venv/bin/python eval/bench/run.py --profile smoke  # minutes; what the CI smoke test runs smaller
 
-Writes ``eval/reports/scale/report.md`` (or ``--report``) and its PNGs next to it, raw JSON under
+Writes ``eval/reports/speed/scale/report.md`` (or ``--report``) and its PNGs next to it, raw JSON under
 ``eval/out/bench/`` (ignored by git). Sections: environment; `hybrid --help`; embedding
 throughput vs the bare model and cores busy (model.py); engine at scale (scale.py); vector index
 alone at up to 1M vectors (vectors.py). Every timing is a median or percentile over repeats on
@@ -164,7 +164,7 @@ def model_markdown(m: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", choices=sorted(PROFILES), default="standard")
-    ap.add_argument("--report", type=Path, default=REPORTS / "scale" / "report.md")
+    ap.add_argument("--report", type=Path, default=REPORTS / "speed" / "scale" / "report.md")
     ap.add_argument("--work", type=Path, default=Path("/tmp/hybrid-bench"))
     ap.add_argument("--skip", default="", help="comma list of sections to skip: model,scale,vectors")
     ap.add_argument("--reuse-index", action="store_true",

@@ -1,4 +1,4 @@
-"""Learned fusion, tried for issue #49 (eval/reports/issue49-learned-fusion.md): each fused
+"""Learned fusion, tried for issue #49 (eval/reports/fusion/issue49-learned-fusion.md): each fused
 candidate's features (both arms' reciprocal ranks, BM25 share of the best, cosine and its gap to
 the best, the share of the question's content words the chunk and its title/heading hold, the
 query's BM25 coverage) are recorded under the shipped pipeline, a logistic model (pointwise, or

@@ -29,7 +29,7 @@ Cost: one forward pass over every candidate, for each query. Passages are cut to
 word pieces, special tokens included. A passage starts with its "title > heading" line, then
 the chunk text, so the cut keeps the title and the start of the chunk. For 30 candidates of
 ~150 tokens on the 2-core machine (Xeon with AMX), p50 over 21 calls, from
-``eval/bench/rerank_latency.py``:
+``eval/archive/models/rerank_latency.py``:
 
 - torch in bfloat16 (``late:minilm-torch`` where the CPU has bfloat16 instructions, :func:`native_bf16`):
   170 ms at 64 tokens on a quiet machine, and 180-190 ms with one core taken.

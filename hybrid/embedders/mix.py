@@ -99,7 +99,7 @@ class MixEmbedder:
         model reads noise in it), so the first model never reads it. The second model runs on
         a thread of its own meanwhile: the multilingual model uses one core, the first model
         both, and together they keep both busy (the mix indexed at 1.28x the first model's
-        wall time with the two in turn; eval/bench/mix_cost.py)."""
+        wall time with the two in turn; eval/archive/models/mix_cost.py)."""
         import numpy as np
         # the first (English) model's half of a text in another language is left out: the
         # text is found through the second model alone

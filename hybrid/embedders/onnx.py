@@ -10,7 +10,7 @@ Two variants of MiniLM (the ``embedder`` specs ``minilm`` and ``minilm-int8``):
   quantized per batch). The FFN down-projections, the attention output projections and the first
   layer stay fp32: their inputs have outliers that one uint8 scale per tensor handles badly.
   Quantizing everything is faster still but drops the cosine to torch below 0.98 on some texts
-  (figures in eval/reports/onnx.md); this recipe keeps every text tried at >= 0.98. Its vectors
+  (figures in eval/reports/models/onnx.md); this recipe keeps every text tried at >= 0.98. Its vectors
   differ, so it records its own id (``+onnx-int8``).
 
 The graph is built once, offline, from a model folder's ``model.safetensors`` (numpy,

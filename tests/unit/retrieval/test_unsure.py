@@ -1,7 +1,7 @@
 """No "nothing relevant" near the cut (issue #49): a weak first hit just under fair may still
 answer (held out, 6% of English and 9% of other-language right first hits were told "nothing
 relevant"; without a vector arm, where a first hit's confidence is read from how many of the
-question's words it holds, 30% and 50%: eval/reports/confidence.md). Such an answer's
+question's words it holds, 30% and 50%: eval/reports/quality/confidence.md). Such an answer's
 ``relevant`` is unknown, and it says why; "nothing relevant" stays where it is sure: the first
 hit under the floor, or no hit holding an identifier the question names."""
 import pytest

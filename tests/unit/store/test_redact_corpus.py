@@ -5,7 +5,7 @@ and no piece of it survives in the redacted text. Precision is measured twice: t
 negative snippets (ordinary notes, placeholders) that come back unchanged, and the share of all
 redacted spans, over positives and negatives, that touch a labelled secret.
 
-Print the figures (``before`` numbers in eval/reports/secrets-detectors.md came from the same
+Print the figures (``before`` numbers in eval/reports/security/secrets-detectors.md came from the same
 function run against the previous redact.py); ``--time`` adds the cost per call::
 
     .venv/bin/python tests/unit/store/test_redact_corpus.py [--time]
