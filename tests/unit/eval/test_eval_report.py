@@ -176,3 +176,43 @@ def test_no_report_and_out_contradict(hybrid_home):
     from hybrid.faces.cli.main import main
     res = CliRunner().invoke(main, ["eval", "--no-report", "--out", str(hybrid_home / "x")])
     assert res.exit_code == 2 and "use one of them" in res.output
+
+
+def test_without_the_eval_extra_hybrid_eval_says_how_to_install_it(hybrid_home, monkeypatch):
+    """ranx is the `eval` extra's (a plain `pip install` leaves it out): `hybrid eval` then stops
+    in one line naming the install command, before anything is indexed."""
+    from click.testing import CliRunner
+
+    import hybrid.eval.run
+    from hybrid.faces.cli.main import main
+    write(hybrid_home, "config.toml", '[settings]\nembedder = "hash:64"\n')
+    monkeypatch.setitem(sys.modules, "ranx", None)  # import ranx: ImportError
+    monkeypatch.setattr(hybrid.eval.run, "open_hybrid", lambda *a, **kw: pytest.fail("indexed without ranx"))
+    res = CliRunner().invoke(main, ["eval", "--no-report"])
+    assert res.exit_code == 1
+    error = [ln for ln in res.output.splitlines() if "ranx" in ln]
+    assert len(error) == 1 and "pip install 'ranx>=" in error[0] and "'eval' extra" in error[0], res.output
+
+
+def test_the_install_command_names_what_pyproject_lists_in_the_extra():
+    import tomllib
+
+    from hybrid.eval.run import EXTRA, extra_requirements
+    pyproject = Path(__file__).parents[3] / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("not run from a source tree")
+    listed = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"][EXTRA]
+    # the installed metadata is pyproject's as of the last install (scripts/bootstrap.sh
+    # reinstalls whenever pyproject.toml changes)
+    assert extra_requirements() == listed
+
+
+def test_without_matplotlib_the_report_has_no_plots_and_says_why(tmp_path, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "report"
+    write_report(_result(), out, "hybrid eval", Settings())
+    report = (out / "report.md").read_text()
+    assert "## answer@1 by category" in report and "![" not in report
+    assert not list(out.glob("*.png"))
+    assert [r.getMessage() for r in caplog.records if "plots" in r.getMessage()] == [
+        "report written without plots: matplotlib is not installed (pip install 'matplotlib>=3.8')"]
