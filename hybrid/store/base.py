@@ -10,16 +10,22 @@ policies they apply alike; the protocols they implement are in :mod:`hybrid.stor
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hybrid.core.errors import VaultError
+from hybrid.store.props import Row, raw_values
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Sequence
+    from collections.abc import Callable, Hashable, Iterator, Sequence
 
     import numpy as np
 
     from hybrid.core.settings import Settings
     from hybrid.store.props import PropFilter
+
+log = logging.getLogger("hybrid")
 
 # Unused cached embeddings (edited-away chunk texts, another model's vectors) are kept as a cache
 # for undo and renames, but only up to max(EMBED_CACHE_MIN, live chunks) of them.
@@ -32,6 +38,67 @@ EMBED_CACHE_MIN = 1000
 # stale copy: the segments of its later versions are dropped whole once fully deleted.)
 LEXICAL_EXACT_BELOW = 1000
 LEXICAL_DRIFT = 0.05
+
+
+class OwnerReading:
+    """The owner's answers to :class:`hybrid.store.port.Reading`, as both backends' catalogs
+    give them: every tag, name, value and row is shown as it is (the agent view answers for an
+    agent, :mod:`hybrid.store.agent.store`)."""
+
+    def shows(self, text: str) -> bool:
+        """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
+        return True
+
+    def hints_lone_values(self) -> bool:
+        """Its owner is told every value (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
+        return True
+
+    def shows_value(self, key: str, value: str) -> bool:
+        """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
+        return True
+
+    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
+        """Its owner is shown every row (:meth:`hybrid.store.port.Reading.shown_rows`)."""
+        return [(r, raw) for r, _, raw in raw_values(properties)]
+
+
+class StoreNotes:
+    """What both backends' stores keep alike: the repairs made on the way (``warnings``, for
+    the index report) and the embedder their ledger (``catalog``) records."""
+    warnings: list[str]
+    catalog: Any
+
+    def heal_note(self, message: str) -> None:
+        """Record (for the index report) and log a repair made on the way."""
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+    @property
+    def embedder_id(self) -> str | None:
+        from hybrid.embedders.base import canonical_id
+        return canonical_id(self.catalog.get_meta("embedder"))
+
+
+def chunk_batches(ids: Sequence[int] | None, batch: int, read: Callable[[Sequence[int]], dict[int, ChunkRow]],
+                  after: Callable[[int, int], list[ChunkRow]]) -> Iterator[list[ChunkRow]]:
+    """A catalog's ``iter_chunks``: the rows of ``ids`` (``read(ids)``, live or dead), or of
+    every live chunk (``after(id, n)``: the first ``n`` after chunk ``id``, in id order), in
+    batches of ``batch``, in id order (a note's chunks have consecutive ids: the lexical index
+    groups them into sections)."""
+    if ids is not None:
+        ids = sorted(ids)
+        for i in range(0, len(ids), batch):
+            yield list(read(ids[i:i + batch]).values())
+        return
+    last = 0
+    while rows := after(last, batch):
+        yield rows
+        last = rows[-1].id
+
+
+def not_indexed_yet(vault: str) -> VaultError:
+    """The error for opening vault ``vault`` to read before its first index run."""
+    return VaultError(f"vault {vault!r} is not indexed yet: run `hybrid index --vault {vault}`")
 
 
 def lexical_drifted(deleted: int, live: int) -> bool:

@@ -6,10 +6,11 @@ read text with, so both stores rank alike."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from hybrid.core.tokens import has_cjk, ident_tokens, split_cjk
+from hybrid.core.tokens import STOPWORDS, WORD_RE, has_cjk, ident_tokens, split_cjk
 from hybrid.sources import kind_of, kind_term
 from hybrid.store.base import ChunkRow
 
@@ -33,6 +34,23 @@ class LexicalQuery:
     # the misspelled words, also matched one edit away (with ``fuzzy``); None: the arm judges
     # by its own vocabulary (a word of 5+ letters it does not hold)
     typos: list[str] | None = None
+
+
+def only_stopwords(terms: Sequence[str]) -> bool:
+    """Whether ``terms`` are nothing but stopwords (``the who``): such a query keeps them."""
+    return not any(w.lower() not in STOPWORDS for w in terms)
+
+
+def without_stopwords(text: str) -> str:
+    """``text`` with its stopwords left out; the whole of it when it is nothing else."""
+    return " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS) or text
+
+
+def typo_candidates(terms: Sequence[str]) -> list[str]:
+    """The words of ``terms`` (lower case, each once) an arm may judge misspelled when the
+    caller did not (``LexicalQuery.typos`` is None): 5+ characters, not a number, not CJK."""
+    words = dict.fromkeys(w for t in terms for w in WORD_RE.findall(t.lower()))
+    return [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit() and not has_cjk(w)]
 
 
 def spellable(word: str) -> bool:

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hybrid.core.errors import CatalogCorrupt, IndexCorrupt, VaultError
+from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.files import lock_dir
-from hybrid.store.base import StoreFacts, VacuumReport
+from hybrid.store.base import StoreFacts, VacuumReport, not_indexed_yet
 from hybrid.store.local.layout import purge_index_dir, recover_reembed
 from hybrid.store.local.store import (
     VaultStore,
@@ -40,8 +40,7 @@ class LocalBackend:
             return VaultStore(vault.index_dir, create=False)
         except IndexCorrupt as exc:
             if str(exc) == "not indexed yet":
-                raise VaultError(f"vault {vault.name!r} is not indexed yet: run "
-                                 f"`hybrid index --vault {vault.name}`") from None
+                raise not_indexed_yet(vault.name) from None
             raise
 
     def write(self, vault: Vault, run: Callable[[Store], T], *, reembed: bool, wait: float,

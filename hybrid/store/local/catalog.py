@@ -30,6 +30,8 @@ from hybrid.store.base import (
     NoteFields,
     NoteMeta,
     NoteRecord,
+    OwnerReading,
+    chunk_batches,
     chunk_row,
     json_list,
     note_fields,
@@ -47,7 +49,7 @@ from hybrid.store.local.schema import (
     SCHEMA,
     SCHEMA_VERSION,
 )
-from hybrid.store.props import PropFilter, Row, prop_rows, raw_values
+from hybrid.store.props import PropFilter, prop_rows
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 log = logging.getLogger("hybrid")
@@ -55,7 +57,7 @@ WAL_LIMIT = 64 * 1024 * 1024  # bytes the WAL file is truncated to after a check
 
 
 
-class Catalog(EmbeddingCache, PropertyRows):
+class Catalog(OwnerReading, EmbeddingCache, PropertyRows):
     def __init__(self, path: Path, readonly: bool = False):
         self.path = path
         self._held: Held | None = None  # what a reader keeps between searches; a writer: None
@@ -286,22 +288,10 @@ class Catalog(EmbeddingCache, PropertyRows):
         return [chunk_row(r, notes.get(r[9], NO_NOTE)) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
-        """Rows of ``ids`` (live or dead), or of every live chunk, in batches, in id order (a
-        note's chunks have consecutive ids: the lexical index groups them into sections)."""
-        if ids is not None:
-            ids = sorted(ids)
-            for i in range(0, len(ids), batch):
-                yield list(self._read_chunks(ids[i:i + batch]).values())
-            return
-        last = 0
-        while True:
-            rows = self.db.execute(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
-                f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, batch)).fetchall()
-            if not rows:
-                return
-            yield self._rows(rows)
-            last = rows[-1][0]
+        """Rows of ``ids`` (live or dead), or of every live chunk, in batches (:func:`chunk_batches`)."""
+        return chunk_batches(ids, batch, self._read_chunks, lambda last, n: self._rows(self.db.execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
+            f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, n)).fetchall()))
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
@@ -350,22 +340,6 @@ class Catalog(EmbeddingCache, PropertyRows):
         else:
             sql = "SELECT c.id FROM chunks c"
         return {r[0] for r in self.db.execute(sql, args)}
-
-    def shows(self, text: str) -> bool:
-        """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
-        return True
-
-    def hints_lone_values(self) -> bool:
-        """Its owner is told every value (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
-        return True
-
-    def shows_value(self, key: str, value: str) -> bool:
-        """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
-        return True
-
-    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
-        """Its owner is shown every row (:meth:`hybrid.store.port.Reading.shown_rows`)."""
-        return [(r, raw) for r, _, raw in raw_values(properties)]
 
     # --- named queries: what the layers above ask of the ledger (they write no SQL) -------
     def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]:

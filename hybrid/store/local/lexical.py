@@ -31,26 +31,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybrid.core.errors import HybridError, IndexCorrupt
-from hybrid.core.tokens import (
-    STOPWORDS,
-    WORD_RE,
-    has_cjk,
-    identifiers,
-    query_idents,
-    within_one_edit,
-)
+from hybrid.core.tokens import identifiers, query_idents, within_one_edit
 from hybrid.sources import kind_term
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import (
     FIELD_BOOSTS,
     FUZZY_BOOST,
-    FUZZY_MIN_LEN,
     IDENT_BOOST,
     LexicalQuery,
     doc_fields,
+    only_stopwords,
     spellable,
     stem_analyzer,
+    typo_candidates,
     units,
+    without_stopwords,
 )
 from hybrid.store.local.db import disk_full, is_disk_full
 
@@ -292,8 +287,7 @@ class LexicalIndex:
         """Should-clauses matching ``text`` in title/headings/body (stemmed) and ident."""
         Q, s = self._t.Query, self.schema
         if stopwords and not phrase:
-            kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
-            text = kept or text
+            text = without_stopwords(text)
         stems: list[str | tuple[int, str]] = list(self.stem.analyze(text))
         clauses = []
         idents = query_idents(text)
@@ -323,7 +317,7 @@ class LexicalIndex:
         parts = []
         should = []
         free = " ".join(q.terms)
-        if stopwords and not any(w.lower() not in STOPWORDS for w in q.terms):
+        if stopwords and only_stopwords(q.terms):
             stopwords = False  # a query of nothing but stopwords ("the who") keeps them
         if free:
             should.extend(self._text_clause(free, phrase=False, stopwords=stopwords))
@@ -359,9 +353,7 @@ class LexicalIndex:
         if q.typos is not None:
             return [w.lower() for w in q.typos]
         searcher = self.index.searcher()
-        return [w for w in dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
-                if len(w) >= FUZZY_MIN_LEN and not w.isdigit() and not has_cjk(w)
-                and not self._holds(searcher, w)]
+        return [w for w in typo_candidates(q.terms) if not self._holds(searcher, w)]
 
     def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
                  sources: Sequence[str] = (), props: Sequence[PropFilter] = ()):

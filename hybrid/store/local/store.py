@@ -138,7 +138,7 @@ def _check_kinds(directory: Path) -> None:
                                f"away and run `hybrid index`")
 
 
-class VaultStore:
+class VaultStore(base.StoreNotes):
     """A vault's local store (:class:`hybrid.store.port.Store`): the SQLite ledger, tantivy
     and FAISS files in its index folder."""
 
@@ -268,16 +268,6 @@ class VaultStore:
         for sub in LEXICAL_DIRS:
             LexicalIndex.destroy(self.directory / sub)
         self.vector.destroy()
-
-    def heal_note(self, message: str) -> None:
-        """Record (for the index report) and log a repair made on the way."""
-        self.warnings.append(message)
-        log.warning("%s", message)
-
-    @property
-    def embedder_id(self) -> str | None:
-        from hybrid.embedders.base import canonical_id
-        return canonical_id(self.catalog.get_meta("embedder"))
 
     def lock(self, timeout: float = 0):
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""

@@ -28,6 +28,8 @@ from hybrid.store.base import (
     FileRow,
     NoteMeta,
     NoteRecord,
+    OwnerReading,
+    chunk_batches,
     chunk_row,
     json_list,
     note_fields,
@@ -37,7 +39,7 @@ from hybrid.store.base import (
 from hybrid.store.lexicon import units
 from hybrid.store.pg.cache import PgEmbeddingCache
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
-from hybrid.store.props import PropFilter, Row, prop_rows, raw_values
+from hybrid.store.props import PropFilter, prop_rows
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ log = logging.getLogger("hybrid")
 CHUNK_COLUMNS = BASE_CHUNK_COLUMNS.format(dead="false")
 
 
-class PgCatalog(PgEmbeddingCache):
+class PgCatalog(OwnerReading, PgEmbeddingCache):
     def __init__(self, store: Any):
         self.store = store
         self.conn, self.vault_id = store.conn, store.vault_id
@@ -311,20 +313,11 @@ class PgCatalog(PgEmbeddingCache):
         return [chunk_row(r, notes.get(r[9], NO_NOTE)) for r in raw]
 
     def iter_chunks(self, ids: Sequence[int] | None = None, batch: int = 2000) -> Iterator[list[ChunkRow]]:
-        if ids is not None:
-            ids = sorted(ids)
-            for i in range(0, len(ids), batch):
-                yield list(self.chunks(ids[i:i + batch]).values())
-            return
-        last = 0
-        while True:
-            rows = self.q(f"SELECT {CHUNK_COLUMNS} FROM hybrid_chunks c JOIN hybrid_files f ON "
-                          f"f.id=c.file_id WHERE c.vault=%s AND c.id > %s ORDER BY c.id LIMIT %s",
-                          (self.vault_id, last, batch)).fetchall()
-            if not rows:
-                return
-            yield self._rows(rows)
-            last = rows[-1][0]
+        """Rows of ``ids``, or of every chunk, in batches (:func:`chunk_batches`)."""
+        return chunk_batches(ids, batch, self.chunks, lambda last, n: self._rows(self.q(
+            f"SELECT {CHUNK_COLUMNS} FROM hybrid_chunks c JOIN hybrid_files f ON "
+            f"f.id=c.file_id WHERE c.vault=%s AND c.id > %s ORDER BY c.id LIMIT %s",
+            (self.vault_id, last, n)).fetchall()))
 
     def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
                    since: float | None = None, among: Sequence[int] | None = None,
@@ -343,22 +336,6 @@ class PgCatalog(PgEmbeddingCache):
         sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *where])
         for (fid,) in self.q(sql, (self.vault_id, *args)):
             yield fid
-
-    def shows(self, text: str) -> bool:
-        """Its owner is shown every tag and name as it is (:meth:`hybrid.store.port.Reading.shows`)."""
-        return True
-
-    def hints_lone_values(self) -> bool:
-        """Its owner is told every value (:meth:`hybrid.store.port.Reading.hints_lone_values`)."""
-        return True
-
-    def shows_value(self, key: str, value: str) -> bool:
-        """Its owner is shown every value as it is (:meth:`hybrid.store.port.Reading.shows_value`)."""
-        return True
-
-    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
-        """Its owner is shown every row (:meth:`hybrid.store.port.Reading.shown_rows`)."""
-        return [(r, raw) for r, _, raw in raw_values(properties)]
 
     def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """``{file id: frontmatter}`` of the notes ``file_ids``, as indexed."""

@@ -23,24 +23,18 @@ scores; phrases, and what the packed postings cannot answer cheaply, come here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from hybrid.core.tokens import (
-    STOPWORDS,
-    WORD_RE,
-    has_cjk,
-    identifiers,
-    query_idents,
-    within_one_edit,
-)
+from hybrid.core.tokens import identifiers, query_idents, within_one_edit
 from hybrid.store.lexicon import (
     FUZZY_BOOST,
-    FUZZY_MIN_LEN,
     IDENT_BOOST,
     LexicalQuery,
+    only_stopwords,
     spellable,
+    typo_candidates,
+    without_stopwords,
 )
 from hybrid.store.pg import packed
 from hybrid.store.pg.tsv import (
@@ -141,8 +135,7 @@ class PgLexical:
         """The tsquery of ``text`` (as the local index's ``_text_clause``), its lexemes added
         to the scored ones."""
         if stopwords and not phrase:
-            kept = " ".join(w for w in re.findall(r"\S+", text) if w.lower() not in STOPWORDS)
-            text = kept or text
+            text = without_stopwords(text)
         stems = list(self.stem.analyze(text))
         idents = query_idents(text)
         alts: list[str] = []
@@ -168,7 +161,7 @@ class PgLexical:
     def plan(self, q: LexicalQuery, *, fuzzy: bool = True, stopwords: bool = True) -> Plan:
         plan = Plan()
         free = " ".join(q.terms)
-        if stopwords and not any(w.lower() not in STOPWORDS for w in q.terms):
+        if stopwords and only_stopwords(q.terms):
             stopwords = False
         ors: list[str] = []
         if free:
@@ -179,9 +172,7 @@ class PgLexical:
             if q.typos is not None:  # judged by the caller over every vault searched
                 wanted = [w.lower() for w in q.typos]
             else:
-                words = dict.fromkeys(w for t in q.terms for w in WORD_RE.findall(t.lower()))
-                wanted = [w for w in words if len(w) >= FUZZY_MIN_LEN and not w.isdigit()
-                          and not has_cjk(w)]
+                wanted = typo_candidates(q.terms)
             for right in self.corrections(wanted).values():
                 ors.append(quote(IDENT + right))
                 if IDENT + right not in plan.scored:

@@ -22,7 +22,7 @@ from typing import Any
 from hybrid.core.errors import IndexLocked, StoreUnavailable
 from hybrid.core.faults import checkpoint
 from hybrid.core.store_url import redact, resolve
-from hybrid.store.base import SyncStats, VectorSpec
+from hybrid.store.base import StoreNotes, SyncStats, VectorSpec, not_indexed_yet
 from hybrid.store.pg.catalog import VECTORS_FROM_CACHE, PgCatalog
 from hybrid.store.pg.connect import connect, ensure_schema, privilege_problem
 from hybrid.store.pg.lexical import PgLexical
@@ -34,7 +34,7 @@ log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
 
 
-class PgStore:
+class PgStore(StoreNotes):
     """One vault's index in PostgreSQL (``writer``: the indexer's open, which holds the
     vault's advisory lock and may create or migrate the schema)."""
 
@@ -160,15 +160,6 @@ class PgStore:
     def stale(self) -> bool:
         """Whether the connection is gone (a long-lived handle then opens the store again)."""
         return bool(self.conn.closed or self.conn.broken)
-
-    def heal_note(self, message: str) -> None:
-        self.warnings.append(message)
-        log.warning("%s", message)
-
-    @property
-    def embedder_id(self) -> str | None:
-        from hybrid.embedders.base import canonical_id
-        return canonical_id(self.catalog.get_meta("embedder"))
 
     # --- the indexer's side ---------------------------------------------------------------
     def begin_reembed(self) -> None:
@@ -325,9 +316,7 @@ def open_store(vault: Any, writer: bool = False, wait: float = 0) -> PgStore:
         return PgStore(vault.name, url, writer=writer, wait=wait)
     except StoreUnavailable as exc:
         if str(exc) == "not indexed yet":
-            from hybrid.core.errors import VaultError
-            raise VaultError(f"vault {vault.name!r} is not indexed yet: run "
-                             f"`hybrid index --vault {vault.name}`") from None
+            raise not_indexed_yet(vault.name) from None
         raise
 
 
