@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import ModelUnavailable
 from hybrid.embedders.base import normalize
+from hybrid.embedders.ollama_api import client, not_pulled
 from hybrid.embedders.registry import Options
 from hybrid.embedders.remote import ServedEmbedder, outbound
 
@@ -35,11 +36,7 @@ class OllamaEmbedder(ServedEmbedder):
     def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
         if self._client is None:
-            try:
-                import ollama
-            except ImportError:
-                raise ModelUnavailable("the Ollama embedder needs the client: `pip install ollama`") from None
-            self._client = ollama.Client(host=self.host, timeout=120)
+            self._client = client(self.host, 120, "the Ollama embedder needs")
         import ollama
         texts = outbound(texts, self.host, self.options)
         out = []
@@ -48,8 +45,7 @@ class OllamaEmbedder(ServedEmbedder):
                 resp = self._client.embed(model=self.model_name, input=texts[i:i + self.batch_size])
             except ollama.ResponseError as exc:
                 if exc.status_code == 404:
-                    raise ModelUnavailable(f"Ollama at {self.host} does not have {self.model_name!r}: "
-                                           f"run `ollama pull {self.model_name}`") from None
+                    raise not_pulled(self.host, self.model_name) from None
                 raise ModelUnavailable(f"Ollama at {self.host} failed: {exc.error}") from None
             except (ConnectionError, OSError) as exc:
                 raise ModelUnavailable(f"cannot reach Ollama at {self.host} ({exc.__class__.__name__}): "

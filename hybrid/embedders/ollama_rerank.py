@@ -40,6 +40,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.ollama_api import client, generate, not_pulled
 from hybrid.embedders.registry import Options
 from hybrid.embedders.remote import outbound
 
@@ -109,30 +110,13 @@ class OllamaReranker:
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
-                try:
-                    import ollama
-                except ImportError:
-                    raise ModelUnavailable("the Ollama reranker needs the client: `pip install ollama`") from None
-                self._client = ollama.Client(host=self.host, timeout=self.timeout)
+                self._client = client(self.host, self.timeout, "the Ollama reranker needs")
             return self._client
 
     # --- one passage --------------------------------------------------------------------
     def _generate(self, prompt: str, **fields: Any) -> Any:
-        """One non-streaming /api/generate call. A server that does not know ``think`` for
-        this model (400 "does not support thinking") is asked again without it."""
-        import ollama
-        client = self._get_client()
-        while True:
-            think = self.think
-            extra = {} if think is None else {"think": think}
-            try:
-                return client.generate(model=self.model_name, prompt=prompt, stream=False,
-                                       **extra, **fields)
-            except ollama.ResponseError as exc:
-                if think is not None and exc.status_code == 400 and "think" in str(exc.error).lower():
-                    self.think = None
-                    continue
-                raise
+        """One non-streaming /api/generate call (without ``think`` once the server refused it)."""
+        return generate(self, self._get_client(), prompt, **fields)
 
     def _one(self, query: str, passage: str) -> float:
         passage = passage[:self.max_chars]
@@ -189,8 +173,7 @@ class OllamaReranker:
         import ollama
         if isinstance(exc, ollama.ResponseError):
             if exc.status_code == 404:
-                return ModelUnavailable(f"Ollama at {self.host} does not have {self.model_name!r}: "
-                                        f"run `ollama pull {self.model_name}`")
+                return not_pulled(self.host, self.model_name)
             detail = " ".join(str(exc.error).split())[:200]
             return ModelUnavailable(f"Ollama at {self.host} failed to rerank with {self.model_name!r}: {detail}")
         name = exc.__class__.__name__ if exc is not None else "error"

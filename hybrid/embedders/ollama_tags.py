@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hybrid.core.errors import ModelUnavailable
+from hybrid.embedders.ollama_api import client, generate, not_pulled
 
 log = logging.getLogger("hybrid")
 
@@ -56,11 +57,7 @@ class OllamaTagger:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            try:
-                import ollama
-            except ImportError:
-                raise ModelUnavailable("tag suggestions by an LLM need the client: `pip install ollama`") from None
-            self._client = ollama.Client(host=self.host, timeout=self.timeout)
+            self._client = client(self.host, self.timeout, "tag suggestions by an LLM need")
         return self._client
 
     def tags(self, title: str, text: str, vocabulary: Sequence[str], n: int = 5,
@@ -79,27 +76,19 @@ class OllamaTagger:
 
     def _generate(self, prompt: str) -> str:
         import ollama
-        client = self._get_client()
-        while True:
-            extra = {} if self.think is None else {"think": self.think}
-            try:
-                resp = client.generate(model=self.model_name, prompt=prompt, stream=False, format=FORMAT,
-                                       options=OPTIONS, **extra)
-                return str(getattr(resp, "response", "") or "")
-            except ollama.ResponseError as exc:
-                if self.think is not None and exc.status_code == 400 and "think" in str(exc.error).lower():
-                    self.think = None
-                    continue
-                if exc.status_code == 404:
-                    raise ModelUnavailable(f"Ollama at {self.host} does not have {self.model_name!r}: "
-                                           f"run `ollama pull {self.model_name}`") from None
-                detail = " ".join(str(exc.error).split())[:200]
-                raise ModelUnavailable(f"Ollama at {self.host} failed to suggest tags with "
-                                       f"{self.model_name!r}: {detail}") from None
-            except Exception as exc:
-                name, module = exc.__class__.__name__, exc.__class__.__module__
-                if isinstance(exc, (ConnectionError, OSError)) or module.startswith(("httpx", "httpcore")):
-                    what = "did not answer in time" if "Timeout" in name else f"cannot be reached ({name})"
-                    raise ModelUnavailable(f"Ollama at {self.host} {what}: start it with `ollama serve` "
-                                           f"(then `ollama pull {self.model_name}`) or set `ollama_host`") from None
-                raise
+        try:
+            resp = generate(self, self._get_client(), prompt, format=FORMAT, options=OPTIONS)
+            return str(getattr(resp, "response", "") or "")
+        except ollama.ResponseError as exc:
+            if exc.status_code == 404:
+                raise not_pulled(self.host, self.model_name) from None
+            detail = " ".join(str(exc.error).split())[:200]
+            raise ModelUnavailable(f"Ollama at {self.host} failed to suggest tags with "
+                                   f"{self.model_name!r}: {detail}") from None
+        except Exception as exc:
+            name, module = exc.__class__.__name__, exc.__class__.__module__
+            if isinstance(exc, (ConnectionError, OSError)) or module.startswith(("httpx", "httpcore")):
+                what = "did not answer in time" if "Timeout" in name else f"cannot be reached ({name})"
+                raise ModelUnavailable(f"Ollama at {self.host} {what}: start it with `ollama serve` "
+                                       f"(then `ollama pull {self.model_name}`) or set `ollama_host`") from None
+            raise

@@ -106,17 +106,7 @@ def destinations(spec: str, o: Options, *, rerank: bool = False) -> list[Destina
     text to; empty for models that run in this process. Raises nothing for a spec it does not
     know (the registry reports those)."""
     kind, _, arg = spec.partition(":")
-    if rerank:
-        if kind == "rerank" and arg:
-            try:
-                url = rerank_url(o)
-            except ConfigError:
-                return []
-            return [Destination(url, f"rerank ({spec})", is_local(url))]
-        if kind == "ollama" and arg:
-            return [Destination(o.ollama_host.rstrip("/"), f"rerank ({spec})", is_local(o.ollama_host))]
-        return []
-    if kind == "mix":
+    if kind == "mix" and not rerank:
         from hybrid.embedders.mix import split_spec
         from hybrid.embedders.registry import UnknownSpec
         try:
@@ -124,15 +114,17 @@ def destinations(spec: str, o: Options, *, rerank: bool = False) -> list[Destina
         except UnknownSpec:
             return []
         return [d for p in parts for d in destinations(p, o)]
-    if kind == "openai" and arg:
-        try:
-            url = openai_url(o)
-        except ConfigError:
-            return []
-        return [Destination(url, f"embeddings ({spec})", is_local(url))]
-    if kind == "ollama" and arg:
-        return [Destination(o.ollama_host.rstrip("/"), f"embeddings ({spec})", is_local(o.ollama_host))]
-    return []
+    served = "rerank" if rerank else "openai"  # the spec kind served at a configured URL
+    if not arg or kind not in (served, "ollama"):
+        return []
+    what = f"{'rerank' if rerank else 'embeddings'} ({spec})"
+    if kind == "ollama":
+        return [Destination(o.ollama_host.rstrip("/"), what, is_local(o.ollama_host))]
+    try:
+        url = rerank_url(o) if rerank else openai_url(o)
+    except ConfigError:
+        return []
+    return [Destination(url, what, is_local(url))]
 
 
 def outbound(texts: Sequence[str], url: str, o: Options) -> list[str]:
