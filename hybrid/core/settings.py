@@ -18,6 +18,7 @@ from typing import Any
 
 from hybrid.core.errors import ConfigError
 from hybrid.core.kinds import folder_globs
+from hybrid.core.store_url import is_store_value
 from hybrid.core.wordlist import LANGUAGES as SPELL_LANGUAGES  # the lists typo repair can read
 
 
@@ -91,6 +92,18 @@ def _env_name(value: str) -> bool:
     return bool(words) and words[-1] in KEY_WORDS
 
 
+def _base_url(help: str, example: str) -> Any:  # noqa: A002 - as _setting's
+    """A model server's base URL: an http(s) URL with no user or password, or empty."""
+    return _setting("", help, empty_ok=True, check=_http_url,
+                    hint=f"an http(s) URL without a user or password, like {example}")
+
+
+def _key_env(default: str, help: str, example: str) -> Any:  # noqa: A002 - as _setting's
+    """The name of the environment variable holding a model server's key, or empty."""
+    return _setting(default, help, empty_ok=True, check=_env_name,
+                    hint=f"a variable name like {example} ({_KEY_HINT}), never the key")
+
+
 # the fusion settings whose default a store kind's fit may replace (hybrid.retrieval.fitted)
 _FITTED = (" Where a fit for a vault's store kind is shipped (hybrid/data/fitted.json; none is today) it "
            "replaces this while this is at its default.")
@@ -113,26 +126,20 @@ class Settings:
         "embeddings API: see `openai_base_url`), `st:<directory>` (a local sentence-transformers "
         "model; the torch extra), `hash:<dim>` (tests only).", reindex="reembed")
     ollama_host: str = _setting("http://127.0.0.1:11434", "Where the Ollama server listens.")
-    openai_base_url: str = _setting(
-        "", "Base URL of the OpenAI-compatible API that `embedder = \"openai:<model>\"` calls "
-            "(`…/v1`: OpenAI, vLLM, llama.cpp's server, LM Studio, TEI); empty = $OPENAI_BASE_URL, "
-            "else https://api.openai.com/v1.", empty_ok=True, check=_http_url,
-        hint="an http(s) URL without a user or password, like http://127.0.0.1:8000/v1")
-    openai_api_key_env: str = _setting(
+    openai_base_url: str = _base_url(
+        "Base URL of the OpenAI-compatible API that `embedder = \"openai:<model>\"` calls "
+        "(`…/v1`: OpenAI, vLLM, llama.cpp's server, LM Studio, TEI); empty = $OPENAI_BASE_URL, "
+        "else https://api.openai.com/v1.", "http://127.0.0.1:8000/v1")
+    openai_api_key_env: str = _key_env(
         "OPENAI_API_KEY", "Name of the environment variable holding that API's key (the key "
-                          "itself never goes in the config); empty = send no key.",
-        empty_ok=True, check=_env_name,
-        hint=f"a variable name like OPENAI_API_KEY ({_KEY_HINT}), never the key")
-    rerank_base_url: str = _setting(
-        "", "Base URL of the `/rerank` API that `rerank_model = \"rerank:<model>\"` calls (TEI: "
-            "http://127.0.0.1:8080, Jina: https://api.jina.ai/v1, Cohere: "
-            "https://api.cohere.com/v2, vLLM); empty = $RERANK_BASE_URL.", empty_ok=True,
-        check=_http_url, hint="an http(s) URL without a user or password, like http://127.0.0.1:8080")
-    rerank_api_key_env: str = _setting(
+                          "itself never goes in the config); empty = send no key.", "OPENAI_API_KEY")
+    rerank_base_url: str = _base_url(
+        "Base URL of the `/rerank` API that `rerank_model = \"rerank:<model>\"` calls (TEI: "
+        "http://127.0.0.1:8080, Jina: https://api.jina.ai/v1, Cohere: "
+        "https://api.cohere.com/v2, vLLM); empty = $RERANK_BASE_URL.", "http://127.0.0.1:8080")
+    rerank_api_key_env: str = _key_env(
         "RERANK_API_KEY", "Name of the environment variable holding the `/rerank` API's key; "
-                          "empty = send no key.",
-        empty_ok=True, check=_env_name,
-        hint=f"a variable name like JINA_API_KEY ({_KEY_HINT}), never the key")
+                          "empty = send no key.", "JINA_API_KEY")
     remote_timeout: float = _setting(
         60, "Seconds one request to a model server (`openai:`, `rerank:`) may take before it is "
             "retried.", check=lambda v: v > 0, hint="a number of seconds, more than 0")
@@ -148,7 +155,7 @@ class Settings:
         "", "Where vaults registered without `--store` keep their index: empty for local files, "
             "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
             "postgresql://USER@HOST/DB URL without a password (team mode).", empty_ok=True,
-        check=lambda v: v in ("", "postgresql", "postgres") or v.startswith(("postgresql://", "postgres://")),
+        check=lambda v: v == "" or is_store_value(v),
         hint="empty, `postgresql`, or a postgresql:// URL", reindex="store")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "

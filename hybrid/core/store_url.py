@@ -16,15 +16,21 @@ SCHEMES = ("postgresql://", "postgres://")
 ENV_WORDS = ("postgresql", "postgres", "env")  # `store = "postgresql"`: the URL is in ENV_URL
 
 
+def is_store_value(value: str) -> bool:
+    """Whether ``value`` names a PostgreSQL store: a word for the URL in ``$HYBRID_DATABASE_URL``
+    (:data:`ENV_WORDS`), or a PostgreSQL URL. (Empty, local files, is none.)"""
+    return value in ENV_WORDS or value.startswith(SCHEMES)
+
+
 def check_store_value(value: str) -> str:
     """A vault's ``store`` as given to `hybrid vault add --store`: a PostgreSQL URL without a
     password (config files get copied and shown), or ``postgresql`` for ``$HYBRID_DATABASE_URL``."""
     value = value.strip()
-    if value in ENV_WORDS:
-        return "postgresql"
-    if not value.startswith(SCHEMES):
+    if not is_store_value(value):
         raise StoreUnavailable(f"store {redact(value)!r} is not a PostgreSQL URL "
                                f"(postgresql://user@host/db) nor `postgresql` (the URL in ${ENV_URL})")
+    if value in ENV_WORDS:
+        return "postgresql"
     if urlsplit(value).password or re.search(r"(^|[?&])password=", urlsplit(value).query):
         raise StoreUnavailable(f"the store URL holds a password, which would be written to the "
                                f"config file; set {ENV_URL} and use --store postgresql, or keep "

@@ -6,7 +6,7 @@ from helpers import write
 
 import hybrid
 from hybrid.core.config import load_config
-from hybrid.core.errors import ConfigError
+from hybrid.core.errors import ConfigError, StoreUnavailable
 from hybrid.core.settings import SETTINGS, Settings, replace
 
 
@@ -74,3 +74,20 @@ def test_handle_override_is_checked_and_survives_a_config_reload(hybrid_home, va
     h.refresh()
     assert (h.settings.rrf_k, h.settings.snippet_chars, h.settings.embedder) == (3, 99, "hash:16")
     assert load_config().settings.rrf_k == 10  # never written to the file
+
+
+@pytest.mark.parametrize("value", ["", "postgresql", "postgres", "env", "postgresql://me@db/notes",
+                                   "postgres://db/notes"])
+def test_the_store_setting_takes_what_vault_add_store_takes(hybrid_home, value):
+    """One rule for a store value (hybrid.core.store_url), the settings table's and `vault add
+    --store`'s: `env` was refused by a copy of it here. The password rule is the writer's: a URL
+    with one is refused when it would be written, not when a file holding it is read."""
+    assert Settings(store=value).store == value
+    cfg = load_config()
+    cfg.set_setting("store", value)
+    assert cfg.settings.store == ("postgresql" if value in ("postgres", "env") else value)
+    with pytest.raises(ConfigError, match="must be empty, `postgresql`, or a postgresql:// URL"):
+        Settings(store=" postgresql")
+    assert Settings(store="postgresql://me:pw@db/notes").store  # read as it stands
+    with pytest.raises(StoreUnavailable, match="holds a password"):
+        cfg.set_setting("store", "postgresql://me:pw@db/notes")
