@@ -49,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from hybrid.core.dates import utc_epoch
 from hybrid.core.errors import HybridError, QuerySyntaxError
 
 #: Largest encoded record (the JSON line, newline included); bigger ones are clipped.
@@ -78,15 +79,7 @@ def record_epoch(record: dict) -> float | None:
     """A record's ``time`` as epoch seconds (a time without offset is taken as UTC); None when
     missing or unreadable."""
     value = record.get("time")
-    if not isinstance(value, str):
-        return None
-    try:
-        when = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
+    return utc_epoch(value) if isinstance(value, str) else None
 
 
 def parse_since(value: str) -> float:

@@ -43,6 +43,18 @@ def parse_date(value: str) -> float:
     return check_since(epoch, value)
 
 
+def utc_epoch(text: str) -> float | None:
+    """An ISO date or date-time as epoch seconds, one without an offset taken as UTC (as logs
+    and exports write times); None when ``text`` is no such date."""
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
 def check_since(epoch: float, shown: object) -> float:
     """``epoch`` if it lies between years 1 and 9999, else QuerySyntaxError naming ``since``."""
     if not SINCE_MIN <= epoch <= SINCE_MAX:  # also NaN

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from hybrid.core.dates import utc_epoch
 from hybrid.core.errors import VaultError
 from hybrid.core.folding import fold
 from hybrid.sources import VirtualDoc
@@ -119,13 +120,8 @@ def _epoch(value: Any) -> float | None:
             return _epoch(float(text))
         except ValueError:
             pass
-        try:
-            when = dt.datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        return _epoch(when.timestamp())
+        when = utc_epoch(text)
+        return None if when is None else _epoch(when)
     if not isinstance(value, (int, float)):
         return None
     seconds = float(value)
