@@ -31,6 +31,7 @@ import posixpath
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import HybridError, PathRefused
@@ -223,21 +224,16 @@ class _Routes:
         import anyio
         route, answer, h, jobs = self.route, self.answer, self.h, self.jobs
 
-        @route("/ui/api/search", ["POST"], auth=True)
-        async def search(request):
-            body = await self.json_body(request)
-            return answer(await anyio.to_thread.run_sync(lambda: search_call(h, body)))
+        def posted(path: str, work: Callable[[Hybrid, dict], dict]) -> None:
+            """A POST route answering ``work(h, body)``, run off the event loop."""
+            @route(path, ["POST"], auth=True)
+            async def handler(request):
+                body = await self.json_body(request)
+                return answer(await anyio.to_thread.run_sync(lambda: work(h, body)))
 
-        @route("/ui/api/read", ["POST"], auth=True)
-        async def read(request):
-            body = await self.json_body(request)
-            return answer(await anyio.to_thread.run_sync(lambda: read_section(h, body)))
-
-        @route("/ui/api/related", ["POST"], auth=True)
-        async def related(request):
-            from hybrid.faces.related import page_related
-            body = await self.json_body(request)
-            return answer(await anyio.to_thread.run_sync(lambda: page_related(h, body)))
+        posted("/ui/api/search", search_call)
+        posted("/ui/api/read", read_section)
+        posted("/ui/api/related", related_call)
 
         @route("/ui/api/status", ["GET"], auth=True)
         async def status(request):
@@ -302,6 +298,11 @@ def search_call(h: Hybrid, body: dict) -> dict:
                        "props": [str(x) for x in p.props],
                        "since": p.since, "listing": p.listing},
             "took_ms": took}
+
+
+def related_call(h: Hybrid, body: dict) -> dict:
+    from hybrid.faces.related import page_related  # loaded when first asked
+    return page_related(h, body)
 
 
 def read_section(h: Hybrid, body: dict) -> dict:
