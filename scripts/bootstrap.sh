@@ -33,6 +33,6 @@ if [ "$dev" = 1 ] && { [ ! -f "$dev_stamp" ] || [ "$(cat "$dev_stamp")" != "$wan
     # sentence-transformers would otherwise pull the newest torch, a multi-GB CUDA build; the
     # pinned release is the CPU build this project is tested with.
     .venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/pip install -q "torch==2.13.0" >&2
-    .venv/bin/pip install -q -e '.[dev]' >&2
+    .venv/bin/pip install -q -e '.[eval,dev]' >&2
     echo "$want" > "$dev_stamp"
 fi

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 if ! .venv/bin/python -c 'import pytest, xdist, fpdf, psycopg, pgvector' 2>/dev/null; then
     echo "installing the fast tier's test tools into .venv..." >&2
-    .venv/bin/pip install -q -e '.[test]' >&2
+    .venv/bin/pip install -q -e '.[eval,test]' >&2
 fi
 cores=$(nproc 2>/dev/null || echo 1)
 workers="${HYBRID_TEST_WORKERS:-$(( cores >= 2 ? 2 : 0 ))}"
