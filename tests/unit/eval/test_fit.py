@@ -143,3 +143,20 @@ def test_cli_fit_writes_the_file_only_where_asked(tmp_path):
     assert out.read_text() == json.dumps(written, indent=1) + "\n"
     r = CliRunner().invoke(main, ["eval", "fit", "--set", str(tiny.vault), str(tiny.queries), "-"])
     assert r.exit_code == 2 and "every set needs its judgements" in r.output
+
+
+def test_cli_fit_on_postgresql_fits_that_kind_and_leaves_nothing_in_the_database(tmp_path, pg_url):
+    """--store: the sets are indexed into the database, the postgresql kind is fitted, and the
+    scratch vaults are dropped from the database at the end (the scratch home goes too)."""
+    import psycopg
+
+    from hybrid.faces.cli.main import main
+    tiny = labelled(tmp_path)
+    r = CliRunner().invoke(main, ["eval", "fit", "--set", str(tiny.vault), str(tiny.queries), str(tiny.qrels),
+                                  "--embedder", "hash:64", "--store", "postgresql", "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    assert result["kind"] == "postgresql" and len(result["tried"]) == 36
+    assert set(result["file"]["stores"]["postgresql"]) <= {"fusion"}
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM hybrid_vaults").fetchone() == (0,)
