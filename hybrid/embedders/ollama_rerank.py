@@ -22,7 +22,7 @@ unless the server rejects the field. Up to :data:`WORKERS` requests run at once.
 
 No real model's speed was measured: Ollama cannot be installed on the machine the figures come
 from. Against a stand-in server that answers at once, the reranker's own cost for 30 passages
-is ~45 ms: prompts, HTTP through the pool, and parsing (``eval/bench/rerank_latency.py
+is ~45 ms: prompts, HTTP through the pool, and parsing (``eval/archive/models/rerank_latency.py
 --fake-ollama``). An LLM reads a prompt per passage, so on a CPU expect far more than the
 300 ms that ``late`` fits in. This reranker suits an Ollama with a GPU, or users who accept
 the wait.

@@ -110,16 +110,15 @@ class QueryCache:
 
 def score(h, vault: str, loaded: Loaded, split: str | None = None) -> dict[str, dict[str, Any]]:
     """Per query of ``loaded`` (of one split, or all): nDCG@10 and answer@1 in hybrid mode."""
-    from ranx import Qrels, Run, evaluate
-
-    from hybrid.eval.run import NO_HIT, aggregate, answer_at
+    from hybrid.eval.run import NO_HIT, aggregate, answer_at, ranx_module
+    ranx = ranx_module()
     queries = [q for q in loaded.queries if split is None or q.split == split]
     run = {}
     for q in queries:
         hits = h.search(q.text, vaults=[vault], top_k=DEPTH, mode=MODE, passages=True)
         run[q.qid] = aggregate(hits, loaded.qrels[q.qid]) or {NO_HIT: 0.0}
-    qr = Qrels({q.qid: dict(loaded.qrels[q.qid]) for q in queries})
-    nd = evaluate(qr, Run(run), "ndcg@10", return_mean=False, make_comparable=True)
+    qr = ranx.Qrels({q.qid: dict(loaded.qrels[q.qid]) for q in queries})
+    nd = ranx.evaluate(qr, ranx.Run(run), "ndcg@10", return_mean=False, make_comparable=True)
     ndcg = dict(zip(qr.keys(), map(float, nd)))
     return {q.qid: {"ndcg": ndcg[q.qid], "a1": float(answer_at(run[q.qid], loaded.qrels[q.qid], 1)),
                     "split": q.split} for q in queries}

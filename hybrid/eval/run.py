@@ -463,7 +463,7 @@ def _score_config(h, cfg: RunConfig, queries: dict[str, Query], qrels: dict[str,
     # the ranking is scored with every passage in its place: folding copies under a better hit
     # (hybrid.retrieval.fold) hides a note the judgements may count apart (obsidian-help grades
     # a release note and its byte-identical twin, v1.13.md and v1.13.0.md, separately); what it
-    # changes is measured on its own (eval/bench/dups.py, eval/reports/issue30-dups.md)
+    # changes is measured on its own (eval/archive/notes/dups.py, eval/reports/notes/issue30-dups.md)
     h.override(rrf_k=cfg.rrf_k, weight_lexical=cfg.weight_lexical, weight_vector=cfg.weight_vector,
                duplicate_similarity=0)
     run: dict[str, dict[str, float]] = {}

@@ -77,8 +77,10 @@ def fit_cmd(given, embedder, store, work, out, as_json):
     from hybrid.core.settings import Settings
     from hybrid.embedders import make_embedder
     from hybrid.eval import fit
+    from hybrid.eval.run import ranx_module
     from hybrid.eval.sets import drop_from_database, load, open_indexed
 
+    ranx_module()  # scores with ranx (the eval extra): without it, say so before indexing anything
     sets = _sets(given, allow_unanswerable=False)
     base = json.loads(Path(out).read_text(encoding="utf-8")) if out and Path(out).exists() else fit.shipped_file()
     kind = "postgresql" if store else "local"

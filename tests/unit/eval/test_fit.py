@@ -160,3 +160,15 @@ def test_cli_fit_on_postgresql_fits_that_kind_and_leaves_nothing_in_the_database
     assert set(result["file"]["stores"]["postgresql"]) <= {"fusion"}
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM hybrid_vaults").fetchone() == (0,)
+
+
+def test_without_ranx_fit_says_what_to_install_before_indexing(tmp_path, monkeypatch):
+    """ranx is the eval extra's: `hybrid eval fit` stops with the one line that installs it."""
+    import sys
+
+    from hybrid.eval import sets
+    from hybrid.faces.cli.main import main
+    monkeypatch.setitem(sys.modules, "ranx", None)  # import ranx: ImportError
+    monkeypatch.setattr(sets, "open_indexed", lambda *a, **kw: pytest.fail("indexed without ranx"))
+    r = CliRunner().invoke(main, ["eval", "fit"])
+    assert r.exit_code != 0 and "pip install" in r.output and "'eval' extra" in r.output, r.output
