@@ -55,7 +55,7 @@ def _command_line() -> str:
     import os
     prog = Path(sys.argv[0])
     head = "hybrid" if prog.name in ("hybrid", "__main__.py") else f"python {os.path.relpath(prog)}"
-    return shlex.join([head, *sys.argv[1:]]) if head == "hybrid" else f"{head} {shlex.join(sys.argv[1:])}"
+    return f"{head} {shlex.join(sys.argv[1:])}"
 
 
 @click.command("fit")
