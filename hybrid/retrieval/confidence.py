@@ -17,7 +17,7 @@ A logistic model over those features maps them to a probability. Its coefficient
 by ``eval/bench/calibrate_confidence.py`` on the tune split of labelled queries (answerable
 ones over obsidian-help in English and 12 other languages, questions that vault cannot answer
 in both, the bundled sample vault's, and English and other-language questions over a vault of
-mixed languages), and checked on the held-out split (``eval/reports/confidence.md``). They live in
+mixed languages), and checked on the held-out split (``eval/reports/quality/confidence.md``). They live in
 ``hybrid/data/confidence.json``, per store kind (``models``: the local store's; ``stores``: a
 kind's own, where it has them), one model per feature set: ``full`` (hybrid or vector mode on
 MiniLM's cosines, as the default mix scores an English question), ``mix`` (the default mix's
@@ -128,7 +128,7 @@ def probability(feats: dict[str, float], name: str, kind: str = "local") -> floa
 # "nothing relevant" is said only under a floor: a weak first hit above it may still answer (a
 # calibrated 0.35 is right about a third of the time), and the answer is then unknown. Chosen on
 # the tune split, where right first hits stop being called "nothing relevant"
-# (eval/reports/confidence.md): with a vector arm 0.3 (0 of 65 English, 0 of 32 others; held out,
+# (eval/reports/quality/confidence.md): with a vector arm 0.3 (0 of 65 English, 0 of 32 others; held out,
 # 6% and 9% of right first hits were "nothing relevant" under 0.4); by keywords alone 0.1, a first
 # hit holding almost none of the query's words (0 of 51 English, 2 of 15 others; held out,
 # 30% and 50% under 0.4: the share of the query's words a hit holds cannot tell more)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 # how many steps of context a hit's rank is worth: the hit ranked r+1 starts growing when the
 # hit ranked r has taken this many steps (chosen on the tune half of qrels/obsidian-help-spans:
-# eval/reports/issue30-context.md)
+# eval/reports/notes/issue30-context.md)
 STEP_PER_RANK = 1.0
 # the hits' ranks: the order shown (a grouped answer's notes one after the other, each note's
 # passages together) or their scores (a note's further passages often score below the next

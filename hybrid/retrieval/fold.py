@@ -10,7 +10,7 @@ resemblance and containment of documents", 1997): lower-cased words, punctuation
 whitespace ignored, so a copy re-wrapped or with its markup changed is still a copy, and one
 edited in a word or two still resembles it closely. Two passages that start with different
 headings are never copies (:func:`heading_of`). The threshold is set from data in
-eval/reports/issue30-dups.md. Sets are exact (no MinHash sketch): a search compares a few dozen
+eval/reports/notes/issue30-dups.md. Sets are exact (no MinHash sketch): a search compares a few dozen
 passages at most, each only with the ones already taken (:func:`hybrid.retrieval.notes.select`
 asks for a candidate only when it would take it), and only with those that pass the prefix
 filter of set-similarity joins (Chaudhuri, Ganti & Kaushik 2006; Bayardo et al., "Scaling up

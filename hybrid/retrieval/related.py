@@ -17,7 +17,7 @@ Four signals, each in [0, 1], are added with fixed weights (:data:`WEIGHTS`) int
 Candidates are the notes of the nearest chunks, the linked and co-cited notes, and the notes
 sharing the most tags; every candidate's meaning is then measured, so no signal is missing for
 want of a search. The weights were chosen on tune splits and are reported on held-out splits
-in eval/reports/issue30-related.md (bench: eval/bench/related_links.py): the tag signal is
+in eval/reports/notes/issue30-related.md (bench: eval/archive/notes/related_links.py): the tag signal is
 shown as evidence but weighted 0 (it lowered recall where it could be measured); the link
 weight cannot be measured by hiding links and is set by design.
 """

@@ -17,7 +17,7 @@ from hybrid.store.base import ChunkRow
 # tantivy sums one saturated BM25 per field, so a word in a short title or heading already
 # counts about as much as a word the body repeats: boosts above the body's made a title sharing
 # two words of a long question outrank the text that answers it (issue #29: SciFact, and
-# obsidian-help too, gained from these lower ones; eval/reports/scifact.md)
+# obsidian-help too, gained from these lower ones; eval/reports/quality/scifact.md)
 FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "body": 1.0}
 UNITS = ("chunk", "section")
 OVERLAP_PROBE = 24  # characters of a chunk's start looked for in the previous chunk's end

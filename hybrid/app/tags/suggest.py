@@ -12,7 +12,7 @@ For a note, two kinds of evidence name tags it may lack:
   :data:`PHRASE_BODY` by how often in its text.
 
 Tags the note carries already, and tags the owner rejected for it, are never suggested. Ties go
-to the tag more notes of the vault carry. Figures: ``eval/reports/issue30-tags.md``.
+to the tag more notes of the vault carry. Figures: ``eval/reports/notes/issue30-tags.md``.
 """
 
 from __future__ import annotations

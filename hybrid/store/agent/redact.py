@@ -5,7 +5,7 @@ private key in a code block. Text shown to MCP clients (snippets, ``get_note``) 
 :class:`Redactor` first, which replaces each secret with ``[redacted secret]``.
 
 Detection is a maintained library plus a project rule file, not a home-made regex list (the
-comparison is in eval/reports/secrets-detectors.md):
+comparison is in eval/reports/security/secrets-detectors.md):
 
 - ``kingfisher-secret-scanner`` (import ``kingfisher_sdk``, Apache-2.0, MongoDB): about 490
   built-in rules, mostly the Betterleaks/gitleaks catalogue, compiled with Vectorscan. It gives

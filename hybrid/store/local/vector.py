@@ -115,7 +115,7 @@ def build(vecs: np.ndarray, ids: np.ndarray, spec: VectorSpec, seed: int = 1234)
         index, vecs, ids, spec.ann_recall, rng)
     # Real queries sit farther from every passage than any synthetic one (obsidian-help: median
     # best cosine 0.37 vs 0.71), so they need more lists: there the calibrated nprobe gave
-    # recall@10 0.936 and twice it 0.985 (eval/reports/scale/report.md). Hence the factor of two.
+    # recall@10 0.936 and twice it 0.985 (eval/reports/speed/scale/report.md). Hence the factor of two.
     info["nprobe_calibrated"] = nprobe
     index.nprobe = min(index.nlist, NPROBE_SAFETY * nprobe)
     info.update(describe(index))

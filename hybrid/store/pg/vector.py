@@ -29,7 +29,7 @@ MAX_SCAN_TUPLES = 20_000
 # tuples by the thousand to find the few that pass. Measured at 100k chunks (top 100, median of
 # 20 queries, ef_search 40 / 1000): 1.5k-10k passing vectors 3-9 ms exact against 34-91 ms
 # iterative; 11k, 14-17 against 27; 20k, 17-19 against 14-23; 29k, 43-46 against 11-28
-# (eval/reports/issue31-vecfilter.md)
+# (eval/reports/postgres/issue31-vecfilter.md)
 EXACT_BELOW = 15_000
 
 HNSW_M = 16                 # pgvector's default neighbours per layer (`hnsw_m`)
