@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from hybrid.core.errors import ModelUnavailable
 
@@ -81,6 +81,30 @@ class Embedder(Protocol):
     def embed_query(self, text: str, reach: Literal[False] = False) -> np.ndarray: ...
     @overload
     def embed_query(self, text: str, reach: bool) -> np.ndarray | ReachQuery: ...
+
+
+class Wrapped:
+    """An embedder around another (``inner``): what it does not override (a mix's ``parts``,
+    ``embed_documents`` with a mix's known halves), the inner model answers as it would. Caches
+    of one evaluation or one fit are made this way."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.id: str = inner.id
+        self.max_tokens: int = inner.max_tokens
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy being made): not the inner model's
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str, reach: bool = False) -> Any:
+        # reach only when asked: a model injected before embed_query took it works as it did
+        return self.inner.embed_query(text, reach=True) if reach else self.inner.embed_query(text)
 
 
 def parts_of(embedder: Embedder) -> Sequence[Embedder]:

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hybrid.embedders.base import Wrapped
 from hybrid.eval.sets import HELDOUT, TUNE, Loaded
 from hybrid.retrieval import fitted
 
@@ -81,30 +82,17 @@ def trying(kind: str, fusion: dict[str, float] | None) -> Iterator[None]:
             table[kind] = before
 
 
-class QueryCache:
+class QueryCache(Wrapped):
     """An embedder whose query vectors are kept: a grid asks for the same query many times."""
 
     def __init__(self, inner):
-        self.inner, self.id, self.max_tokens = inner, inner.id, inner.max_tokens
+        super().__init__(inner)
         self.memo: dict = {}
 
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def __getattr__(self, name: str) -> Any:
-        """What else the model offers (a mix's ``parts``), as the model offers it."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def embed_documents(self, texts, *known):
-        return self.inner.embed_documents(texts, *known)
-
-    def embed_query(self, text, **options):
-        key = (text, tuple(sorted(options.items())))
+    def embed_query(self, text: str, reach: bool = False) -> Any:
+        key = (text, reach)
         if key not in self.memo:
-            self.memo[key] = self.inner.embed_query(text, **options)
+            self.memo[key] = super().embed_query(text, reach)
         return self.memo[key]
 
 

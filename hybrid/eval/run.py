@@ -26,6 +26,7 @@ from hybrid.app.api import open as open_hybrid
 from hybrid.core.errors import HybridError, ModelUnavailable
 from hybrid.core.settings import Settings, replace
 from hybrid.embedders import make_embedder, make_reranker, options_from
+from hybrid.embedders.base import Wrapped
 from hybrid.eval.inputs import DEFAULT_METRICS, Problems, Query
 from hybrid.eval.uncertainty import Comparison, compare, interval
 
@@ -76,7 +77,7 @@ def grid(modes: Sequence[str], chunk_tokens: Sequence[int], overlaps: Sequence[i
     return list(out.values())
 
 
-class CachingEmbedder:
+class CachingEmbedder(Wrapped):
     """Wraps an embedder with an in-memory cache for one evaluation, keyed by the embedder's id
     and a hash of the exact text the model reads (chunk text with its context header), so the
     chunkings of a grid embed a text they share once: the vector served again is the one the
@@ -86,25 +87,13 @@ class CachingEmbedder:
     keys them), are served before the model is asked: an indexed vault is not embedded again."""
 
     def __init__(self, inner, reuse: bool = True, source=None):
-        self.inner = inner
-        self.id = inner.id
-        self.max_tokens = inner.max_tokens
+        super().__init__(inner)
         self.reuse = reuse
         self.source = source
         self.cache: dict[bytes, Any] = {}
         self.embedded = 0    # texts the model embedded
         self.requested = 0   # texts asked for (each chunking's index asks once per new text)
         self.from_index = 0  # texts whose vectors the vault's own index had
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def __getattr__(self, name: str) -> Any:
-        """What else the model offers (a mix's ``parts``), as the model offers it."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     @property
     def reused(self) -> int:
@@ -153,8 +142,6 @@ class CachingEmbedder:
                 rest.append(k)
         return rest
 
-    def embed_query(self, text: str, reach: bool = False) -> Any:
-        return self.inner.embed_query(text, reach=reach)
 
 
 @dataclass
