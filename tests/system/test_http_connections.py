@@ -19,6 +19,7 @@ from helpers import hash_home, health_ok, raw_http, uvicorn_thread
 
 import hybrid
 import hybrid.app.api
+import hybrid.retrieval.search
 import hybrid.faces.http
 from hybrid.faces.http import build_app
 from hybrid.faces.http_guard import protocol_class
@@ -289,13 +290,13 @@ def test_health_answers_while_searches_hold_the_handle(h, monkeypatch):
     """/health once re-read a changed config.toml under the handle's lock, on the event loop:
     with a search holding the lock, every connection waited for it."""
     gate, entered = threading.Event(), threading.Event()
-    real = hybrid.app.api.run_search
+    real = hybrid.retrieval.search.run_search
 
     def slow_search(*args, **kw):  # inside Hybrid.search's lock, as a long search is
         entered.set()
         gate.wait(30)
         return real(*args, **kw)
-    monkeypatch.setattr(hybrid.app.api, "run_search", slow_search)
+    monkeypatch.setattr(hybrid.retrieval.search, "run_search", slow_search)
     with uvicorn_thread(build_app(h), http=protocol_class(10)) as port:
         results: list[int] = []
         searches = [threading.Thread(target=lambda: results.append(post_search(port))) for _ in range(200)]
