@@ -286,7 +286,7 @@ def _docx_level(paragraph) -> int:
     if m:
         return min(6, max(1, int(m.group(1))))
     from docx.oxml.ns import qn
-    elements = [paragraph._p]
+    elements = [paragraph.paragraph_format.element]  # the paragraph's w:p
     try:
         style = paragraph.style
         for _ in range(10):  # a style and the styles it is based on
@@ -315,7 +315,7 @@ def _docx_paragraph(paragraph) -> list[str]:
     if level:
         return [f"{'#' * level} {' '.join(text.split())}"]
     from docx.oxml.ns import qn
-    ppr = paragraph._p.find(qn("w:pPr"))
+    ppr = paragraph.paragraph_format.element.find(qn("w:pPr"))
     num = ppr.find(qn("w:numPr")) if ppr is not None else None
     out = ["\\" + x.lstrip() if _MD_SPECIAL.match(x) else x for x in text.split("\n")]
     listed = _LIST_STYLE.match(_docx_style(paragraph))
@@ -335,9 +335,9 @@ def _docx_table(table) -> list[str]:
     for row in table.rows:
         cells, seen = [], set()
         for cell in row.cells:
-            if id(cell._tc) in seen:
+            if id(cell) in seen:  # a merged cell is the same object at each grid place it spans
                 continue
-            seen.add(id(cell._tc))
+            seen.add(id(cell))
             cells.append(" ".join(cell.text.split()).replace("|", "\\|"))
         if any(cells):
             width = width or len(cells)

@@ -24,10 +24,6 @@ THIRD_PARTY = {
     ("hybrid/core/config.py", "doc._insert_at"),
     # FastMCP keeps its low-level server (whose run() takes the streams) behind this name
     ("hybrid/faces/mcp_stdio.py", "server._lowlevel_server"),
-    # python-docx: a paragraph's and a table cell's XML element (numbering, merged cells), which
-    # its public API does not expose
-    ("hybrid/sources/worker.py", "paragraph._p"),
-    ("hybrid/sources/worker.py", "cell._tc"),
 }
 
 

@@ -137,3 +137,35 @@ def test_a_docx_in_an_agent_excluded_folder_is_hidden(office):
     h.override(agent_exclude=["reviews/**"])
     assert h.search("WAL archiving", agent=True, mode="lexical") == []
     assert h.search("WAL archiving", mode="lexical")[0].source == "docx"  # the owner still finds it
+
+
+@pytest.mark.slow  # starts a converter process
+def test_merged_cells_outline_levels_and_numbered_items_are_read():
+    """A cell merged across columns comes once per row; a paragraph whose outline level Word set
+    directly (no heading style) is a heading; a numbered item (w:numPr) is a list item at its level."""
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+    d = docx.Document()
+    d.add_paragraph("Plan")
+    outlined = d.add_paragraph("Budget lines")
+    ppr = outlined.paragraph_format.element.get_or_add_pPr()
+    lvl = OxmlElement("w:outlineLvl")
+    lvl.set(qn("w:val"), "1")
+    ppr.append(lvl)
+    item = d.add_paragraph("Count the otters")
+    num = OxmlElement("w:numPr")
+    ilvl = OxmlElement("w:ilvl")
+    ilvl.set(qn("w:val"), "1")
+    num.append(ilvl)
+    item.paragraph_format.element.get_or_add_pPr().append(num)
+    table = d.add_table(rows=2, cols=3)
+    for r, row in enumerate([("Quarter", "", "Total"), ("Q1", "Q1b", "12")]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(0, 0).merge(table.cell(0, 1))
+    buf = io.BytesIO()
+    d.save(buf)
+    lines = to_note("plan.docx", buf.getvalue()).lines
+    assert "## Budget lines" in lines
+    assert "  - Count the otters" in lines
+    assert any(x.startswith("| Quarter") and x.count("Quarter") == 1 and x.count("|") == 3 for x in lines), lines
