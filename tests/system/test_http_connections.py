@@ -19,8 +19,8 @@ from helpers import hash_home, health_ok, raw_http, uvicorn_thread
 
 import hybrid
 import hybrid.app.api
-import hybrid.retrieval.search
 import hybrid.faces.http
+import hybrid.retrieval.search
 from hybrid.faces.http import build_app
 from hybrid.faces.http_guard import protocol_class
 
