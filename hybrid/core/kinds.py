@@ -113,6 +113,13 @@ SOURCES: dict[str, Source] = {s.name: s for s in SOURCE_LIST}
 VAULT_KINDS: tuple[str, ...] = tuple(SOURCES)
 
 
+def own_file(kind: str) -> bool:
+    """Whether a document of ``kind`` is a file of its own (a bookmark or a Slack day is a part
+    of an export: no file to link to). An unknown kind: True."""
+    k = next((x for x in KIND_LIST if x.name == kind), None)
+    return k is None or SOURCES[k.source].folder
+
+
 def folder_globs() -> tuple[str, ...]:
     """The include globs that take every kind a folder of notes indexes by default (``**/*.md``,
     …): the ``include`` setting's default. A suffix that another one already takes

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hybrid.core.kinds import own_file
 from hybrid.faces.cli.term import own, visible
 from hybrid.retrieval.excerpt import mark_spans, readable
 from hybrid.retrieval.hits import Hit, needle_hits, snippet
@@ -275,7 +276,7 @@ class QueryView:
         return out
 
     def uri(self, h: Hit) -> str:
-        if h.uri or h.source in ("bookmark", "slack"):
+        if h.uri or not own_file(h.source):
             return h.uri  # a source's document has no file of its own to link
         root = self.roots.get(h.vault)
         return (root / h.path).resolve().as_uri() if root else ""

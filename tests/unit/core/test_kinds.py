@@ -99,8 +99,7 @@ def test_every_binding_by_name_is_bound_and_used():
 BINDINGS = {("hybrid/sources/convert.py", "TEXT_PARSERS"), ("hybrid/sources/convert.py", "READINGS"),
             ("hybrid/sources/worker.py", "_OPS"), ("hybrid/sources/entries.py", "EXPORTS")}
 # known leftovers owned elsewhere: (file, line's text) -> why
-KNOWN = {("hybrid/faces/cli/render.py", 'if h.uri or h.source in ("bookmark", "slack"):'):
-         "the kinds whose source is no folder; could ask KIND[h.source].source"}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _literals(tree: ast.AST):
