@@ -79,6 +79,7 @@ KIND_LIST = (
          aliases=("drawing", "drawings"), owner_fields=True, rendered=True, markdown=True),
     Kind("docx", (".docx",), "Word documents, by heading", "docx", aliases=("word",), op="docx"),
 )
+KIND: dict[str, Kind] = {k.name: k for k in KIND_LIST}
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ VAULT_KINDS: tuple[str, ...] = tuple(SOURCES)
 def own_file(kind: str) -> bool:
     """Whether a document of ``kind`` is a file of its own (a bookmark or a Slack day is a part
     of an export: no file to link to). An unknown kind: True."""
-    k = next((x for x in KIND_LIST if x.name == kind), None)
+    k = KIND.get(kind)
     return k is None or SOURCES[k.source].folder
 
 

@@ -15,14 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybrid.core.kinds import KIND_LIST, SOURCES, Kind, Source, folder_globs
+from hybrid.core.kinds import KIND, KIND_LIST, SOURCES, Kind, Source, folder_globs
 
 __all__ = ["KIND", "KINDS", "KIND_LIST", "KIND_SUFFIXES", "SOURCES", "Kind", "Source",
            "FetchedPage", "VirtualDoc", "check_kinds", "check_source", "folder_globs", "include_help",
            "kind_of", "kind_term"]
 
 
-KIND = {k.name: k for k in KIND_LIST}
 KINDS = tuple(KIND)
 KIND_SUFFIXES: dict[str, tuple[str, ...]] = {k.name: k.suffixes for k in KIND_LIST}
 
