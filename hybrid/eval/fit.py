@@ -100,7 +100,8 @@ def score(h, vault: str, loaded: Loaded, split: str | None = None) -> dict[str, 
     """Per query of ``loaded`` (of one split, or all): nDCG@10 and answer@1 in hybrid mode."""
     from hybrid.eval.run import NO_HIT, aggregate, answer_at, ranx_module
     ranx = ranx_module()
-    queries = [q for q in loaded.queries if split is None or q.split == split]
+    # a question nobody judged yet is left out, as `hybrid eval` leaves it out
+    queries = [q for q in loaded.queries if (split is None or q.split == split) and loaded.qrels.get(q.qid)]
     run = {}
     for q in queries:
         hits = h.search(q.text, vaults=[vault], top_k=DEPTH, mode=MODE, passages=True)

@@ -75,10 +75,11 @@ def fit_cmd(given, embedder, store, work, out, as_json):
     over a grid, scored by nDCG@10 + answer@1 in hybrid mode. Writes hybrid/data/fitted.json's
     format (--out). More: eval/reports/postgres/issue31-fit.md."""
     from hybrid.core.settings import Settings
-    from hybrid.embedders import make_embedder
+    from hybrid.embedders import make_embedder, options_from
     from hybrid.eval import fit
     from hybrid.eval.run import ranx_module
     from hybrid.eval.sets import drop_from_database, load, open_indexed
+    from hybrid.store.agent.view import agent_redactor
 
     ranx_module()  # scores with ranx (the eval extra): without it, say so before indexing anything
     sets = _sets(given, allow_unanswerable=False)
@@ -86,8 +87,10 @@ def fit_cmd(given, embedder, store, work, out, as_json):
     kind = "postgresql" if store else "local"
     with _work(work) as home:
         spec = embedder or Settings().embedder
+        # as hybrid eval builds it: the settings' model options, text sent elsewhere redacted
+        options = options_from(Settings(), redact=agent_redactor().redact)
         h, names = open_indexed(home, [s.vault for s in sets], store=store, log=_say,
-                                embedders=[fit.QueryCache(make_embedder(spec))], embedder=spec,
+                                embedders=[fit.QueryCache(make_embedder(spec, options=options))], embedder=spec,
                                 duplicate_similarity=0)
         try:
             loaded = [(names[s.vault.resolve()], load(s)) for s in sets]

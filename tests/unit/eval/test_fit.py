@@ -172,3 +172,19 @@ def test_without_ranx_fit_says_what_to_install_before_indexing(tmp_path, monkeyp
     monkeypatch.setattr(sets, "open_indexed", lambda *a, **kw: pytest.fail("indexed without ranx"))
     r = CliRunner().invoke(main, ["eval", "fit"])
     assert r.exit_code != 0 and "pip install" in r.output and "'eval' extra" in r.output, r.output
+
+
+@pytest.mark.slow  # indexes a vault (tantivy, FAISS; the hash embedder)
+def test_a_query_without_judgements_is_skipped_as_hybrid_eval_skips_it(tmp_path):
+    """A labelled set may hold a question nobody judged yet: scoring leaves it out (it raised a
+    KeyError, ending the fit)."""
+    tiny = labelled(tmp_path)
+    with open(tiny.queries, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"qid": "q7", "text": "who oils the bike chain"}) + "\n")
+    loaded = load(tiny)
+    h, names = open_indexed(tmp_path / "home", [tiny.vault], embedder="hash:64", duplicate_similarity=0)
+    try:
+        per = fit.score(h, names[tiny.vault.resolve()], loaded)
+    finally:
+        h.close()
+    assert set(per) == {"q1", "q2", "q3", "q4", "q5", "q6"}
