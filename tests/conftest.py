@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_VAULT, http_servers, write
+from helpers import ALL_STORES, SAMPLE_VAULT, http_servers, write
 
 import hybrid
 from hybrid.embedders import make_embedder, minilm_path
@@ -146,9 +146,9 @@ def vault(tmp_path):
 
 
 def pytest_generate_tests(metafunc):
-    """A module with ``STORES = ("local", "postgresql")`` runs each test that uses
-    ``store_kind`` (through ``fake`` or ``sample``) against both stores, except tests marked
-    ``local_only`` (they look at the local store's files)."""
+    """A module with ``STORES = ALL_STORES`` runs each test that uses ``store_kind`` (through
+    ``fake`` or ``sample``) against every store kind, except tests marked ``local_only`` (they
+    look at the local store's files)."""
     if "store_kind" in metafunc.fixturenames:
         kinds = getattr(metafunc.module, "STORES", ("local",))
         if metafunc.definition.get_closest_marker("local_only"):
@@ -156,9 +156,27 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("store_kind", [store_param(k) for k in kinds], indirect=True)
 
 
+# The store kinds that need a server: the session fixture that starts it, and the mark its runs
+# carry (with slow); the fixture holding the sample vault indexed into it.
+SERVERS = {"postgresql": ("pg_server", "postgres")}
+SAMPLE_HOMES = {"local": "sample_home", "postgresql": "sample_pg"}
+
+
 def store_param(kind: str):
-    """A store to run a test against: PostgreSQL runs are slow (a server) and marked for it."""
-    return pytest.param(kind, marks=[pytest.mark.slow, pytest.mark.postgres]) if kind == "postgresql" else kind
+    """A store to run a test against: a run on a server's store is slow and carries its mark."""
+    if kind not in SERVERS:
+        return kind
+    return pytest.param(kind, marks=[pytest.mark.slow, getattr(pytest.mark, SERVERS[kind][1])])
+
+
+def new_store_value(kind: str, request) -> str | None:
+    """The ``store`` setting of a new, empty store of ``kind`` (one of helpers.ALL_STORES) for
+    a test: None for local files, a fresh database of the session's PostgreSQL server."""
+    if kind == "local":
+        return None
+    if kind == "postgresql":
+        return new_database(request.getfixturevalue("pg_server"))
+    raise ValueError(f"no test store of kind {kind!r}: add it to conftest.new_store_value")
 
 
 @pytest.fixture
@@ -232,15 +250,14 @@ def pg_url(pg_server):
     mp.undo()
 
 
-@pytest.fixture(scope="module", params=["local", store_param("postgresql")])
+@pytest.fixture(scope="module", params=[store_param(k) for k in ALL_STORES])
 def new_store(request):
-    """For module-scoped handles: every test that uses one runs on both stores. ``new_store()``
-    is the ``store`` setting of a new home (None: local files; else a fresh database of the
-    session's PostgreSQL server)."""
-    if request.param == "local":
-        return lambda: None
-    server = request.getfixturevalue("pg_server")
-    return lambda: new_database(server)
+    """For module-scoped handles: every test that uses one runs on every store kind.
+    ``new_store()`` is the ``store`` setting of a new home (:func:`new_store_value`)."""
+    kind = request.param
+    if kind in SERVERS:
+        request.getfixturevalue(SERVERS[kind][0])  # its server starts now, for the session
+    return lambda: new_store_value(kind, request)
 
 
 def store_settings(store) -> dict:
@@ -251,17 +268,19 @@ def store_settings(store) -> dict:
 @pytest.fixture
 def any_sample_home(store_kind, request):
     """The indexed sample home of the store the test runs for."""
-    return request.getfixturevalue("sample_pg" if store_kind == "postgresql" else "sample_home")
+    return request.getfixturevalue(SAMPLE_HOMES[store_kind])
 
 
 @pytest.fixture
 def open_h(hybrid_home, store_kind, request):
-    """``hybrid.open`` whose vaults keep their index in PostgreSQL (a fresh database) when the
-    test runs for that store."""
+    """``hybrid.open`` whose vaults keep their index in a new store of the kind the test runs
+    for (PostgreSQL: a fresh database, named by $HYBRID_DATABASE_URL)."""
     extra = {}
     if store_kind == "postgresql":
         request.getfixturevalue("pg_url")
         extra["store"] = "postgresql"
+    elif (store := new_store_value(store_kind, request)) is not None:
+        extra["store"] = store
     return lambda *args, **kw: hybrid.open(*args, **{**extra, **kw})
 
 
@@ -296,7 +315,7 @@ def sample_pg(tmp_path_factory, default_mix, pg_server):
 
 @pytest.fixture
 def sample(sample_home, default_mix, store_kind, request):
-    home = request.getfixturevalue("sample_pg") if store_kind == "postgresql" else sample_home
+    home = request.getfixturevalue(SAMPLE_HOMES[store_kind])
     h = hybrid.open(home, embedders=[default_mix])
     yield h
     h.close()

@@ -19,6 +19,10 @@ REPO = Path(__file__).resolve().parents[1]  # the checkout: docs/, eval/, qrels/
 SAMPLE_VAULT = Path(hybrid.__file__).parent / "sample_vault"
 OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "obsidian-help"
 
+# Every store kind hybrid ships (hybrid.core.store_url): the stores the contract suite and every
+# module with ``STORES = ALL_STORES`` run on (conftest.new_store_value makes a new one of each).
+ALL_STORES = tuple(k.name for k in __import__("hybrid.core.store_url", fromlist=["BUILT_IN"]).BUILT_IN)
+
 
 def write(root: Path, rel: str, text: str) -> Path:
     """Write ``text`` to ``root/rel``, creating folders; returns the path."""
@@ -439,12 +443,12 @@ def set_chunking_version(vault, version: int) -> None:
 
 def index_on_backend(request, tmp_path_factory, notes: dict[str, str]):
     """A handle (hash embedder) on a new home whose vault ``v`` holds ``notes`` ({path: text}),
-    indexed on the backend of ``request.param`` (``local``, or ``postgresql``: a fresh database
-    of the session's server), for module-scoped fixtures run on every backend."""
+    indexed on the backend of ``request.param`` (one of :data:`ALL_STORES`: a new store of that
+    kind, :func:`conftest.new_store_value`), for module-scoped fixtures run on every backend."""
+    from conftest import new_store_value
     settings = {}
-    if request.param == "postgresql":
-        from conftest import new_database
-        settings["store"] = new_database(request.getfixturevalue("pg_server"))
+    if (store := new_store_value(request.param, request)) is not None:
+        settings["store"] = store
     root = tmp_path_factory.mktemp("vault")
     for rel, text in notes.items():
         write(root, rel, text)

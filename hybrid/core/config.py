@@ -99,7 +99,7 @@ class Vault:
     embedder: str
     index_dir: Path
     agent_exclude: list[str] = field(default_factory=list)  # the settings' and the vault's own
-    store: str | None = None  # a PostgreSQL URL, or "postgresql" ($HYBRID_DATABASE_URL): team mode
+    store: str | None = None  # where its store is (hybrid.core.store_url): none/"" local files
     kind: str = "notes"  # or "bookmarks" / "slack": ``path`` is then that export (a file or folder)
     # other vaults whose folders overlap this one's, as (name, prefix, inside, their
     # agent_exclude): see hybrid.store.agent.view.Reach

@@ -100,7 +100,8 @@ def open_indexed(home: Path, folders: list[Path], *, store: str | None = None, l
 def drop_from_database(h) -> None:
     """Drop the vaults of scratch home ``h`` that live in a shared database (their local
     files go with the home)."""
+    from hybrid.core.store_url import kind_of
     from hybrid.store import backend
     for vault in h.vaults:
-        if vault.store:
+        if kind_of(vault.store).shared:
             backend(vault).drop(vault)

@@ -1,12 +1,15 @@
 """Stores: where a vault's index lives. :func:`backend` is the only reader of a vault's
-``store`` setting (none: the local backend, :mod:`hybrid.store.local`; a PostgreSQL URL: team
-mode, :mod:`hybrid.store.pg`); every layer above asks it, through the protocols of
-:mod:`hybrid.store.port`, and never names a backend."""
+``store`` setting: the registry of store kinds (:mod:`hybrid.core.store_url`) names the backend
+that keeps it (none: the local backend, :mod:`hybrid.store.local`; a PostgreSQL URL: team mode,
+:mod:`hybrid.store.pg`; another scheme: the backend a package declares for it). Every layer
+above asks it, through the protocols of :mod:`hybrid.store.port`, and never names a backend."""
 
 from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING
+
+from hybrid.core.store_url import kind_of, store_kinds
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
@@ -15,13 +18,10 @@ if TYPE_CHECKING:
 
 
 def backend(vault: Vault) -> Backend:
-    """The backend that keeps ``vault``'s store (loaded on first use: a local vault never
-    imports the PostgreSQL driver)."""
-    if vault.store:
-        from hybrid.store.pg.backend import BACKEND as pg
-        return pg
-    from hybrid.store.local.backend import BACKEND as local
-    return local
+    """The backend that keeps ``vault``'s store (imported on first use: a local vault never
+    imports a database driver)."""
+    backend: Backend = kind_of(vault.store).load()
+    return backend
 
 
 def open_store(vault: Vault, *, writer: bool = False, wait: float = 0) -> Store:
@@ -31,9 +31,13 @@ def open_store(vault: Vault, *, writer: bool = False, wait: float = 0) -> Store:
 
 
 def explain(exc: BaseException) -> HybridError | None:
-    """The one-line error for a database driver's exception that escaped a store unexplained
-    (a refusal no store method translated); None when it is not a store's."""
-    if "psycopg" in sys.modules:  # only a PostgreSQL store loads it
-        from hybrid.store.pg.connect import explain as pg_explain
-        return pg_explain(exc)
+    """The one-line error for a store driver's exception that escaped a store unexplained (a
+    refusal no store method translated); None when it is not a store's. Only backends already
+    imported are asked: one that was never loaded raised nothing."""
+    for kind in store_kinds():
+        if kind.backend.partition(":")[0] in sys.modules:
+            found = kind.load().explain(exc)
+            if found is not None:
+                return found
     return None
+

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from hybrid.core.config import Vault
+    from hybrid.core.errors import HybridError
     from hybrid.sources import FetchedPage
     from hybrid.store.base import (
         ChunkRow,
@@ -326,7 +327,7 @@ class Backend(Protocol):
     picks one from the vault's ``store`` setting; nothing above ``hybrid.store`` reads that
     setting or names a backend."""
 
-    name: str  # "local", "postgresql"
+    name: str  # its kind's name (hybrid.core.store_url.StoreKind): "local", "postgresql"
 
     def open(self, vault: Vault, *, writer: bool = False, wait: float = 0) -> Store:
         """The vault's store; a reader's open (VaultError when it is not indexed yet) unless
@@ -339,6 +340,11 @@ class Backend(Protocol):
         a store built anew, replacing the old one when ``run`` returns (until then the old one
         answers). ``run`` may be called again on a fresh ledger when the old one proves
         unreadable mid-run (the notes rebuild it)."""
+        ...
+
+    def explain(self, exc: BaseException) -> HybridError | None:
+        """The one-line error for an exception of its driver that escaped a store method
+        unexplained (None: not one it knows)."""
         ...
 
     def where(self, vault: Vault) -> str | None:

@@ -5,6 +5,7 @@ import json
 
 import anyio
 import pytest
+from helpers import ALL_STORES
 from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
@@ -14,7 +15,7 @@ from hybrid.faces.http import api_search_call
 from hybrid.faces.mcp import build_server
 from hybrid.retrieval.result import answer_passages
 
-STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+STORES = ALL_STORES  # tests that use `store_kind` run against both stores
 
 SECRET = next(c for c in fake_secrets() if c["name"].startswith("github"))
 

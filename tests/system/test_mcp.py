@@ -11,14 +11,14 @@ import urllib.request
 
 import anyio
 import pytest
-from helpers import free_port, hash_home
+from helpers import ALL_STORES, free_port, hash_home
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from hybrid.core.version import version
 from hybrid.retrieval.result import answer_passages
 
-STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+STORES = ALL_STORES  # tests that use `store_kind` run against both stores
 
 pytestmark = pytest.mark.slow
 

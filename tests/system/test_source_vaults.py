@@ -8,12 +8,12 @@ import zipfile
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from helpers import hybrid_cmd, local_server, write
+from helpers import ALL_STORES, hybrid_cmd, local_server, write
 
 import hybrid
 from hybrid.core.errors import VaultError
 
-STORES = ("local", "postgresql")  # sources work on both stores (tests that use `open_h`)
+STORES = ALL_STORES  # sources work on both stores (tests that use `open_h`)
 
 ARTICLE = ("<html><head><title>Consensus</title></head><body><nav>Subscribe now</nav><article>"
            "<h1>Leader election</h1>" + "<p>Split brain happens when two nodes both believe they "

@@ -68,6 +68,10 @@ class LocalBackend:
         finally:
             lock.release()
 
+    def explain(self, exc: BaseException) -> None:
+        """Nothing of the local store's escapes unexplained (its errors are hybrid's own)."""
+        return None
+
     def where(self, vault: Vault) -> str | None:
         return None
 

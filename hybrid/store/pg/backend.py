@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hybrid.core.errors import VaultError
+from hybrid.core.errors import HybridError, VaultError
 from hybrid.core.store_url import redact, resolve
 from hybrid.store.base import StoreFacts, VacuumReport
 from hybrid.store.pg.store import PgStore, agent_fingerprint, drop_vault, open_store
@@ -41,6 +41,11 @@ class PgBackend:
             return run(store)
         finally:
             store.close()
+
+    def explain(self, exc: BaseException) -> HybridError | None:
+        """A refusal for want of a privilege that escaped every store method, as one line."""
+        from hybrid.store.pg.connect import explain
+        return explain(exc)
 
     def where(self, vault: Vault) -> str | None:
         return redact(resolve(vault.store or "", vault.name))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 from conftest import store_param
-from helpers import index_on_backend, set_chunking_version, write
+from helpers import ALL_STORES, index_on_backend, set_chunking_version, write
 
 from hybrid.store import open_store
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 NOTES = {
     "ja/sync.md": "# 同期の設定\n\n保管庫をOneDriveに置いている。スマートフォンとパソコンの間で自動的に同期される。\n",
     "zh/backup.md": "# 备份\n\n我们每天晚上把文件同步到服务器，并保留三十天的快照。\n",

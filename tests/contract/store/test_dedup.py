@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 
-from helpers import CountingEmbedder, write
+from helpers import ALL_STORES, CountingEmbedder, write
 
 from hybrid.store import open_store
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 SETUP = ("## Setup\n\nInstall the plugin from the community list, restart the application and "
          "enable the sync toggle in the settings pane.\n")

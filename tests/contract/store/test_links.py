@@ -3,10 +3,10 @@ deletion (issue #30: the link graph). Hash embedder (logic), real tantivy / FAIS
 
 from __future__ import annotations
 
+from helpers import ALL_STORES, write
 from helpers import link_graph as graph
-from helpers import write
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 
 def test_links_follow_the_notes(open_h, tmp_path):

@@ -5,11 +5,11 @@ search are then the mix's. Hash embedders (logic), real tantivy / FAISS / Postgr
 
 from __future__ import annotations
 
-from helpers import CountingEmbedder, paths, write
+from helpers import ALL_STORES, CountingEmbedder, paths, write
 
 from hybrid.embedders.mix import MixEmbedder
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from helpers import write, write_pdf
+from helpers import ALL_STORES, write, write_pdf
 from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
@@ -15,7 +15,7 @@ from hybrid.core.errors import PathRefused, VaultError
 from hybrid.faces.mcp import build_server
 from hybrid.retrieval.limits import BadSearchArgs
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 GITHUB = next(c for c in fake_secrets() if c["name"] == "github-pat")
 
 NOTES = {

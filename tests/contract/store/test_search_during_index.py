@@ -7,11 +7,11 @@ an empty answer mid-index on PostgreSQL
 
 from __future__ import annotations
 
-from helpers import paths, write
+from helpers import ALL_STORES, paths, write
 
 from hybrid.retrieval import pipeline
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 NOTES = {
     "networking.md": "# Networking\n\nThe tailscale subnet router joins the home LAN.\n",

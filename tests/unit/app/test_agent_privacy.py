@@ -11,7 +11,7 @@ import anyio
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import ALL_STORES, write
 from mcp import Client
 from mcp_types import Implementation
 from secrets_fixtures import fake_secrets
@@ -19,7 +19,7 @@ from secrets_fixtures import fake_secrets
 from hybrid.faces.mcp import build_server
 from hybrid.retrieval.result import answer_passages
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 GITHUB = next(c for c in fake_secrets() if c["name"].startswith("github"))
 
 

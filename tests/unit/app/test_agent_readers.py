@@ -8,7 +8,7 @@ import re
 import anyio
 import pytest
 from drawings import drawing_file, text_element
-from helpers import set_chunking_version, write
+from helpers import ALL_STORES, set_chunking_version, write
 from mcp import Client
 from mcp_types import Implementation
 
@@ -17,7 +17,7 @@ from hybrid.retrieval.result import answer_passages
 from hybrid.sources import excalidraw
 from hybrid.sources.convert import judged_fields
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 BOARD = "sketches/Board.excalidraw.md"
 
 

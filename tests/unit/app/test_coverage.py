@@ -8,13 +8,13 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from helpers import set_chunking_version, write, write_pdf
+from helpers import ALL_STORES, set_chunking_version, write, write_pdf
 
 from hybrid.app.coverage import STATES, skip_code
 from hybrid.faces.cli.main import main
 from hybrid.indexing import reading
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 BINARY = b"\x00\x01binary, not a note" * 10
 

@@ -10,14 +10,14 @@ import json
 import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import indexed_vault, write
+from helpers import ALL_STORES, indexed_vault, write
 from mcp import Client
 from mcp_types import Implementation
 
 from hybrid.core.errors import PathRefused
 from hybrid.faces.mcp import build_server
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 NOTES = {
     "index.md": "# Index\n\n```\n[[Garden]]\n```\nStart at [[Garden]] and [[Missing note]].\nAlso [[index]] itself.\n",

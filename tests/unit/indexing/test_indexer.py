@@ -4,7 +4,7 @@ import os
 import shutil
 
 import pytest
-from helpers import consistent, fail_embedding_at, open_store, paths, write
+from helpers import ALL_STORES, consistent, fail_embedding_at, open_store, paths, write
 
 import hybrid
 from hybrid.core.errors import EmbedderMismatch, IndexLocked, PathRefused, VaultError
@@ -12,7 +12,7 @@ from hybrid.indexing import reading
 from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.retrieval.filters import NoMatchingNotes
 
-STORES = ("local", "postgresql")  # tests that use `fake` run against both stores
+STORES = ALL_STORES  # tests that use `fake` run against both stores
 
 
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier

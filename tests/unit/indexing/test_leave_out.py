@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 import tomlkit
-from helpers import write
+from helpers import ALL_STORES, write
 from mcp import Client
 from mcp_types import Implementation
 
@@ -24,7 +24,7 @@ from hybrid.indexing.indexer import chunking_meta
 from hybrid.sources.markdown import parse_note
 from hybrid.sources.sections import NOTHING, LeaveOut, kept_text, leave_out, left_out
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 DAILY = """---
 tags: [daily]

@@ -8,7 +8,7 @@ real indexes on both stores, a real MCP session, the hash embedder."""
 import anyio
 import pytest
 from drawings import drawing_file, text_element
-from helpers import set_chunking_version, write
+from helpers import ALL_STORES, set_chunking_version, write
 from mcp import Client
 from mcp_types import Implementation
 
@@ -18,7 +18,7 @@ from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import parse_note
 from hybrid.sources.sections import LeaveOut, kept_text, leave_out
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 BOARD, SEALED = "sketches/Board.excalidraw.md", "sketches/Sealed.excalidraw.md"
 OWN = """Back of the card: the pelargon rollout.
 

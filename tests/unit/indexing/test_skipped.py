@@ -6,12 +6,12 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from helpers import write, write_pdf
+from helpers import ALL_STORES, write, write_pdf
 
 from hybrid.faces.cli.main import main
 from hybrid.indexing import reading
 
-STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+STORES = ALL_STORES  # tests that use `store_kind` run against both stores
 
 BINARY = b"\x00\x01binary, not a note" * 10
 

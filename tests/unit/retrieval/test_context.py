@@ -6,7 +6,7 @@ import json
 import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import ALL_STORES, write
 from mcp import Client
 from mcp_types import Implementation
 
@@ -19,7 +19,7 @@ from hybrid.retrieval.limits import MAX_CONTEXT_TOKENS, BadSearchArgs
 from hybrid.retrieval.request import SearchRequest
 from hybrid.store.base import ChunkRow
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 GUIDE = """# Guide
 

@@ -5,12 +5,13 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from helpers import ALL_STORES
 
 from hybrid.core.settings import Settings
 from hybrid.retrieval import confidence, fitted, fuse
 from hybrid.retrieval.pipeline import fusion_of, store_kind
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 PG_FIT = {"rrf_k": 7.0, "weight_vector": 2.5, "coverage_full": 0.7, "coverage_none": 0.4, "coverage_floor": 0.2}
 
 

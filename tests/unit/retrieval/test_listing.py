@@ -7,7 +7,7 @@ import os
 import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import ALL_STORES, write
 from mcp import Client
 from mcp_types import Implementation
 
@@ -16,7 +16,7 @@ from hybrid.faces.cli.main import main
 from hybrid.faces.mcp import build_server
 from hybrid.retrieval.filters import NoMatchingNotes
 
-STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+STORES = ALL_STORES  # tests that use `store_kind` run against both stores
 
 DAY = 86400
 NOTES = {

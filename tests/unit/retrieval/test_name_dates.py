@@ -8,13 +8,13 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from helpers import set_chunking_version, write
+from helpers import ALL_STORES, set_chunking_version, write
 
 from hybrid.core.dates import NameDates, date_source, name_pattern
 from hybrid.faces.cli.main import main
 from hybrid.sources.daily import name_dates
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 CLONED = 1_700_000_000  # 2023-11-14: a clone gave every file this mtime
 

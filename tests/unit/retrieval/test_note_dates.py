@@ -8,12 +8,12 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from helpers import set_chunking_version, write
+from helpers import ALL_STORES, set_chunking_version, write
 
 from hybrid.core.dates import date_source, note_date, note_date_value
 from hybrid.faces.cli.main import main
 
-STORES = ("local", "postgresql")  # tests that use `store_kind` run against both stores
+STORES = ALL_STORES  # tests that use `store_kind` run against both stores
 
 CLONED = 1_700_000_000  # 2023-11-14: the moment a clone gave both dated notes
 

@@ -1,8 +1,9 @@
 """Retrieval quality on the bundled sample vault with the real bundled model."""
 import pytest
+from helpers import ALL_STORES
 
 pytestmark = pytest.mark.slow
-STORES = ("local", "postgresql")  # every test (through `sample`) runs against both stores
+STORES = ALL_STORES  # every test (through `sample`) runs against both stores
 
 EXACT = {  # a verbatim identifier → the note it belongs to, which must rank first
     'pq: too many connections for role "forge_app"': "work/runbooks/DB Connection Exhaustion.md",

@@ -5,12 +5,12 @@ is indexed; agents see canvases under the same rules as notes. Real tantivy and 
 the hash embedder."""
 import pytest
 from drawings import json_canvas
-from helpers import link_graph, write
+from helpers import ALL_STORES, link_graph, write
 
 from hybrid.sources import kind_of
 from hybrid.sources.canvas import CARDS_PROPERTY, canvas_note, card_at
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 SHIP = "a3f9c2e17b04d5e8"
 DOCS = "0c44e1aa96b3f270"

@@ -10,13 +10,13 @@ import sys
 
 import pytest
 from drawings import json_canvas
-from helpers import REPO, write
+from helpers import ALL_STORES, REPO, write
 
 from hybrid.sources import canvas
 from hybrid.sources.canvas import CARDS_PROPERTY, canvas_note
 from hybrid.sources.sandbox import ConvertError
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 
 def bench():

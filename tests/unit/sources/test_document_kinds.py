@@ -6,7 +6,7 @@ import json
 
 import anyio
 import pytest
-from helpers import hybrid_cmd, write, write_pdf
+from helpers import ALL_STORES, hybrid_cmd, write, write_pdf
 from mcp import Client
 
 import hybrid
@@ -16,7 +16,7 @@ from hybrid.retrieval.filters import NoMatchingNotes
 from hybrid.retrieval.limits import BadSearchArgs
 from hybrid.retrieval.result import answer_passages
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 PAGES = [
     "Autovacuum runs in the background. The vacuum freeze threshold decides when old tuples "

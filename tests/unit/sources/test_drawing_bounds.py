@@ -9,14 +9,14 @@ import sys
 
 import pytest
 from drawings import compress_to_base64, drawing_file, scene, text_element
-from helpers import REPO, write
+from helpers import ALL_STORES, REPO, write
 
 from hybrid.sources import excalidraw
 from hybrid.sources.convert import to_note
 from hybrid.sources.lzstring import Undecodable, decompress_base64
 from hybrid.sources.sandbox import ConvertError, Limits
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 BOARD = "sketches/Board.excalidraw.md"
 
 

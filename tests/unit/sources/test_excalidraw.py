@@ -8,14 +8,14 @@ import random
 
 import pytest
 from drawings import BANNER, compress_to_base64, drawing_file, scene, text_element
-from helpers import write
+from helpers import ALL_STORES, write
 
 from hybrid.sources import kind_of
 from hybrid.sources.convert import judged_fields
 from hybrid.sources.excalidraw import drawing_heading, drawing_note
 from hybrid.sources.lzstring import Undecodable, decompress_base64
 
-STORES = ("local", "postgresql")
+STORES = ALL_STORES
 
 # compressToBase64 of lz-string 1.5.0 (npm), the library the plugin uses
 VECTORS = {
