@@ -75,9 +75,7 @@ def lexical_arm(targets: Targets, parsed: ParsedQuery, filters: Filters, depth: 
     sections or both (``lexical_unit``, see :func:`by_section`); a lookup always over chunks.
     Only ``typos`` (words no vault searched nor word list knows) also match one edit away."""
     lq = LexicalQuery(parsed.terms, parsed.phrases, parsed.excludes, typos=list(typos))
-    opts: dict[str, Any] = dict(fuzzy=settings.fuzzy, folders=filters.folders, tags=filters.tags,
-                since=filters.since, stopwords=settings.stopwords,
-                exclude_folders=filters.exclude_folders, sources=filters.sources, props=filters.props)
+    opts: dict[str, Any] = dict(where=filters, fuzzy=settings.fuzzy, stopwords=settings.stopwords)
     lists = []
     # a lookup (nothing but literals: `max.poll.interval.ms`) wants the chunk that names it,
     # not the section that repeats it most
@@ -179,16 +177,14 @@ def _vector_hits(store: Searchable, qvec, parsed: ParsedQuery, filters: Filters,
         return store.vector.search(qvec, depth, must, banned, where=where)
     banned = set()
     if filters.exclude_folders:
-        banned |= store.catalog.filter_ids(folders=filters.exclude_folders)
+        banned |= store.catalog.filter_ids(Filters(folders=filters.exclude_folders))
     for ex in parsed.excludes:
         banned |= store.lexical.matching_ids(LexicalQuery(phrases=[ex]))
     if filters.narrows and not parsed.phrases and not few_notes_pass(store, filters):
         hits = post_filtered(store, qvec, depth, banned, filters)
         if hits is not None:
             return hits
-    allowed = (store.catalog.filter_ids(filters.folders, filters.tags, filters.since,
-                                        sources=filters.sources, props=filters.props)
-               if filters.narrows else None)
+    allowed = store.catalog.filter_ids(filters) if filters.narrows else None
     if parsed.phrases:
         must = store.lexical.matching_ids(LexicalQuery(phrases=parsed.phrases))
         allowed = must if allowed is None else allowed & must
@@ -217,9 +213,7 @@ def post_filtered(store: Searchable, qvec, depth: int, banned: set[int],
     total = store.vector.count()
     for wide in (10 * depth, 40 * depth):
         cand = store.vector.search(qvec, wide, None, banned)
-        keep = store.catalog.filter_ids(filters.folders, filters.tags, filters.since, sources=filters.sources,
-                                        props=filters.props,
-                                        among=[i for i, _ in cand])
+        keep = store.catalog.filter_ids(filters, [i for i, _ in cand])
         got = [(i, s) for i, s in cand if i in keep]
         if len(got) >= depth:
             return got[:depth]

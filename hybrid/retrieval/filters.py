@@ -17,11 +17,11 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from hybrid.core.errors import HybridError
+from hybrid.store.base import NoteFilter
 
 if TYPE_CHECKING:
     from hybrid.retrieval.request import Filters, SearchRequest
     from hybrid.store.port import Searchable
-    from hybrid.store.props import PropFilter
 
 
 class NoMatchingNotes(HybridError):
@@ -49,8 +49,7 @@ def all_shown(stores: Sequence[Searchable], filters: Filters, notes_shown: int) 
 def notes_passing(store: Searchable, filters: Filters, at_most: int) -> int:
     """How many of ``store``'s notes pass ``filters``, counted lazily up to ``at_most``."""
     from itertools import islice
-    f = filters
-    return sum(1 for _ in islice(store.catalog.note_ids(f.folders, f.tags, f.since, f.sources, f.props), at_most))
+    return sum(1 for _ in islice(store.catalog.note_ids(filters), at_most))
 
 
 def all_shown_notice(count: int) -> str:
@@ -65,25 +64,25 @@ def check_filters(stores: Sequence[Searchable], filters: Filters) -> None:
     if not filters.narrows:
         return
     f = filters
-    if _exists(stores, f.folders, f.tags, f.since, f.sources, f.props):
+    if _exists(stores, dataclasses.replace(f, exclude_folders=())):  # which part matches nothing, exclusions aside
         return
-    if f.sources and not _exists(stores, (), (), None, f.sources):
+    if f.sources and not _exists(stores, NoteFilter(sources=f.sources)):
         raise NoMatchingNotes(f"no {' or '.join(f.sources)} document is indexed"
                               f"{_kinds_hint(stores)}")
-    folders_ok = not f.folders or _exists(stores, f.folders, (), None)
+    folders_ok = not f.folders or _exists(stores, NoteFilter(folders=f.folders))
     if not folders_ok:
         shown = ", ".join(repr(x) for x in f.folders)
         raise NoMatchingNotes(f"no note is in folder {shown}{_near(f.folders, _folders(stores), 'folders')}")
     for tag in f.tags:
-        if not _exists(stores, (), (tag,), None):
+        if not _exists(stores, NoteFilter(tags=(tag,))):
             raise NoMatchingNotes(f"no note carries tag {tag!r}{_near([tag], _tags(stores), 'tags')}")
-    if f.since is not None and not _exists(stores, (), (), f.since):
+    if f.since is not None and not _exists(stores, NoteFilter(since=f.since)):
         newest = max((m for s in stores for m in _modified(s)), default=None)
         when = _day(f.since)
         last = f" (the newest was modified {_day(newest)})" if newest else ""
         raise NoMatchingNotes(f"no note was modified since {when}{last}")
     for pf in f.props:
-        if not _exists(stores, (), (), None, (), (pf,)):
+        if not _exists(stores, NoteFilter(props=(pf,))):
             from hybrid.retrieval.properties import echo_hidden, problem
             exc = NoMatchingNotes(problem(stores, pf))
             if echo_hidden(stores, pf):  # the audit log keeps it redacted too
@@ -133,18 +132,16 @@ def _day(epoch: float) -> str:
         return dt.datetime.fromtimestamp(epoch, dt.UTC).date().isoformat()
 
 
-def _exists(stores: Sequence[Searchable], folders: Sequence[str], tags: Sequence[str], since: float | None,
-            sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> bool:
-    """Whether any note the stores' reader may see passes (an agent's catalog leaves out hidden
-    notes itself); stops at the first."""
-    return any(next(iter(store.catalog.note_ids(folders, tags, since, sources, props)), None) is not None
-               for store in stores)
+def _exists(stores: Sequence[Searchable], where: Filters) -> bool:
+    """Whether any note the stores' reader may see passes ``where`` (an agent's catalog leaves
+    out hidden notes itself); stops at the first."""
+    return any(next(iter(store.catalog.note_ids(where)), None) is not None for store in stores)
 
 
 def _kinds_hint(stores: Sequence[Searchable]) -> str:
     """" (indexed: note, pdf)": the kinds the searched vaults do hold."""
     from hybrid.sources import KINDS
-    held = [k for k in KINDS if _exists(stores, (), (), None, (k,))]
+    held = [k for k in KINDS if _exists(stores, NoteFilter(sources=(k,)))]
     return f" in the vaults searched (they hold: {', '.join(held)})" if held else ""
 
 

@@ -49,8 +49,7 @@ def _passing(store: Searchable, filters: Filters) -> list[tuple[int, str, float]
     """(file id, path, modified) of the live notes of ``store`` passing ``filters`` that the
     store's reader may see."""
     catalog = store.ledger
-    ids = list(store.catalog.note_ids(filters.folders, filters.tags, filters.since,  # an agent's: visible only
-                                      filters.sources, filters.props))
+    ids = list(store.catalog.note_ids(filters))  # an agent's: visible only
     out = []
     for note in catalog.notes(ids):
         if not any(note.path.startswith(f + "/") for f in filters.exclude_folders):

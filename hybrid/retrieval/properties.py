@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from hybrid.store.base import NoteFilter
 from hybrid.store.props import PropFilter, Row, has_key, raw_values
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ NEAR_KEY = 0.8  # difflib ratio from which an unknown key counts as a misspellin
 
 def known(stores: Sequence[Searchable], key: str) -> bool:
     """Whether some note the stores' reader may see has property ``key``."""
-    return any(next(iter(s.catalog.note_ids(props=(has_key(key),))), None) is not None for s in stores)
+    return any(next(iter(s.catalog.note_ids(NoteFilter(props=(has_key(key),)))), None) is not None for s in stores)
 
 
 def near_keys(stores: Sequence[Searchable], key: str, cutoff: float = 0.6) -> list[str]:
@@ -50,7 +51,7 @@ def visible_rows(stores: Sequence[Searchable], key: str, shown: bool = True) -> 
 def _rows_by_note(stores: Sequence[Searchable], key: str, shown: bool) -> list[list[tuple[Row, str]]]:
     out: list[list[tuple[Row, str]]] = []
     for store in stores:
-        ids = list(store.catalog.note_ids(props=(has_key(key),)))
+        ids = list(store.catalog.note_ids(NoteFilter(props=(has_key(key),))))
         for fm in store.ledger.note_properties(ids).values():
             rows = store.catalog.shown_rows(fm) if shown else [(r, raw) for r, _, raw in raw_values(fm)]
             out.append([(r, raw) for r, raw in rows if r[0] == key])

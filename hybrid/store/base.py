@@ -368,6 +368,9 @@ class NoteFilter:
         return bool(self.folders or self.tags or self.since is not None or self.sources or self.props)
 
 
+EVERY_NOTE = NoteFilter()  # no filter: every note passes
+
+
 @dataclass(frozen=True)
 class VectorSpec:
     """How the vector index should be laid out (from the settings)."""

@@ -17,6 +17,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from hybrid.store.base import EVERY_NOTE
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -35,15 +37,16 @@ if TYPE_CHECKING:
         VectorSpec,
     )
     from hybrid.store.lexicon import LexicalQuery
-    from hybrid.store.props import PropFilter, Row
+    from hybrid.store.props import Row
 
 T = TypeVar("T")
 
 
 class LexicalArm(Protocol):
     """BM25 over chunks and whole sections (:mod:`hybrid.store.lexicon`), filtered inside the
-    query by folder, tag, date, kind and frontmatter property; ``fuzzy`` lets misspelled words match one edit away
-    (the query's ``typos``, else each word of 5+ letters the vault does not hold),
+    query by ``where`` (folder, tag, date, kind, frontmatter property); ``fuzzy`` lets misspelled
+    words match one edit away (the query's ``typos``, else each word of 5+ letters the vault does
+    not hold),
     ``scored=False`` skips scoring, ``stopwords=False`` keeps stopwords as terms."""
 
     # whose fitted fusion and confidence parameters its rankings take (hybrid.retrieval.fitted):
@@ -65,27 +68,19 @@ class LexicalArm(Protocol):
         away with the same first letter."""
         ...
 
-    def search(self, q: LexicalQuery, limit: int, *, fuzzy: bool = True, folders: Sequence[str] = (),
-               tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
-               stopwords: bool = True, exclude_folders: Sequence[str] = (),
-               sources: Sequence[str] = (),
-               props: Sequence[PropFilter] = ()) -> list[tuple[int, float]]:
-        """(chunk id, score) of the best chunks, best first."""
+    def search(self, q: LexicalQuery, limit: int, *, where: NoteFilter = EVERY_NOTE, fuzzy: bool = True,
+               scored: bool = True, stopwords: bool = True) -> list[tuple[int, float]]:
+        """(chunk id, score) of the best chunks of the notes ``where`` lets through, best first."""
         ...
 
-    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
-                     folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
-                     scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                     sources: Sequence[str] = (),
-               props: Sequence[PropFilter] = ()) -> list[tuple[list[int], float]]:
+    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *,
+                     where: NoteFilter = EVERY_NOTE, fuzzy: bool = True, scored: bool = True,
+                     stopwords: bool = True) -> list[tuple[list[int], float]]:
         """(chunk ids of a unit, score) of the best ``unit`` s (``chunk`` or ``section``)."""
         ...
 
-    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, *, fuzzy: bool = True,
-                     folders: Sequence[str] = (), tags: Sequence[str] = (), since: float | None = None,
-                     scored: bool = True, stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                     sources: Sequence[str] = (),
-               props: Sequence[PropFilter] = ()) -> set[int]:
+    def matching_ids(self, q: LexicalQuery, limit: int = 1_000_000, *, where: NoteFilter = EVERY_NOTE,
+                     fuzzy: bool = True, scored: bool = True, stopwords: bool = True) -> set[int]:
         """The chunk ids that match ``q`` at all (unranked)."""
         ...
 
@@ -145,17 +140,13 @@ class Reading(Protocol):
         match, be suggested or be given a range of (the note judged whole)."""
         ...
 
-    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
-        """Chunk ids of the notes passing the filters (only those in ``among`` when given)."""
+    def filter_ids(self, where: NoteFilter = EVERY_NOTE, among: Sequence[int] | None = None) -> set[int]:
+        """Chunk ids of the notes ``where`` lets through (only those in ``among`` when given)."""
         ...
 
-    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = (),
-                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
-        """File ids of the live notes passing the filters, lazily (``props``: every one of
-        these frontmatter property filters, :mod:`hybrid.store.props`)."""
+    def note_ids(self, where: NoteFilter = EVERY_NOTE) -> Iterator[int]:
+        """File ids of the live notes ``where`` lets through, lazily (``where.props``: every one
+        of these frontmatter property filters, :mod:`hybrid.store.props`)."""
         ...
 
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:

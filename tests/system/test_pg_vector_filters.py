@@ -3,6 +3,7 @@ folders) are conditions of the vector query itself, on filter columns copied int
 ``hybrid_vectors``. The answers are today's: the same top k as a search restricted to the full
 list of passing chunk ids (the old way), on an exact scan and on HNSW; the agent view still
 leaves its hidden notes out; the copied columns follow a note's changes."""
+import dataclasses
 import datetime as dt
 
 import numpy as np
@@ -57,8 +58,8 @@ CASES = {
 
 def _old_way(store, q, k, f: NoteFilter) -> list[tuple[int, float]]:
     """Today's answer: the full list of passing chunk ids, searched with an exact scan."""
-    banned = store.catalog.filter_ids(folders=f.exclude_folders) if f.exclude_folders else set()
-    allowed = store.catalog.filter_ids(f.folders, f.tags, f.since, sources=f.sources) if f.narrows else None
+    banned = store.catalog.filter_ids(NoteFilter(folders=f.exclude_folders)) if f.exclude_folders else set()
+    allowed = store.catalog.filter_ids(dataclasses.replace(f, exclude_folders=())) if f.narrows else None
     with store.conn.transaction():
         store.query("SET LOCAL enable_indexscan = off")
         store.query("SET LOCAL enable_bitmapscan = off")
@@ -136,8 +137,8 @@ def test_filters_combine_with_phrase_ids_and_banned_ids(vault):
     h, store = vault
     q = _queries(store)[0]
     f = NoteFilter(folders=("work",))
-    passing = store.catalog.filter_ids(folders=("work",))
-    some = sorted(passing)[::2] + sorted(store.catalog.filter_ids(folders=("home",)))[:3]
+    passing = store.catalog.filter_ids(NoteFilter(folders=("work",)))
+    some = sorted(passing)[::2] + sorted(store.catalog.filter_ids(NoteFilter(folders=("home",))))[:3]
     banned = set(sorted(passing)[:4])
     got = store.vector.search(q, 50, allowed=some, banned=banned, where=f)
     assert {i for i, _ in got} == (set(some) & passing) - banned
@@ -229,7 +230,7 @@ def test_schema_7_is_migrated_with_the_notes_tag_sets(tmp_path, pg_url):
     notes["home/empty.md"] = "---\ntags: [garden]\n---\n"  # a tag and no chunk at all
     h = indexed_vault(tmp_path, notes, "team", store="postgresql")
     store = open_store(h.config.vault("team"))
-    before = {t: sorted(store.catalog.note_ids(tags=(t,))) for t in ("infra", "a", "a/b", "garden", "zzz")}
+    before = {t: sorted(store.catalog.note_ids(NoteFilter(tags=(t,)))) for t in ("infra", "a", "a/b", "garden", "zzz")}
     store.close()
     with psycopg.connect(pg_url) as conn:
         written = dict(conn.execute("SELECT path, tag_set FROM hybrid_files").fetchall())
@@ -248,7 +249,7 @@ def test_schema_7_is_migrated_with_the_notes_tag_sets(tmp_path, pg_url):
     assert {p: t for p, _, t in rows} == written
     assert all(t == tag_set(json.loads(tags)) for _, tags, t in rows)
     store = open_store(h.config.vault("team"))
-    assert {t: sorted(store.catalog.note_ids(tags=(t,))) for t in before} == before
+    assert {t: sorted(store.catalog.note_ids(NoteFilter(tags=(t,)))) for t in before} == before
     assert before["a/b"] and before["garden"] and not before["zzz"]
     store.close()
     assert "home/nested.md" in paths(h.search("nested tags", tags=["a/b"]))

@@ -22,6 +22,8 @@ import common
 import pg_scale
 import scale
 
+from hybrid.store.base import NoteFilter
+
 
 def compare(url: str, vault: Path, queries: int, depth: int, cache: bool) -> list[dict]:
     from hybrid.retrieval.request import SearchRequest
@@ -36,7 +38,7 @@ def compare(url: str, vault: Path, queries: int, depth: int, cache: bool) -> lis
     try:
         for fname, f in filters.items():
             w = SearchRequest(query="x", **scale.concrete(f, vault)).filters
-            opts = dict(folders=w.folders, tags=w.tags, since=w.since)
+            opts = dict(where=NoteFilter(w.folders, w.tags, w.since))
             for sname, qs in sets.items():
                 for unit in ("chunk", "section"):
                     times: dict[str, list[float]] = {"sql": [], "packed": []}

@@ -27,6 +27,8 @@ from pathlib import Path
 import common
 import scale
 
+from hybrid.store.base import NoteFilter
+
 STORES = ("local", "postgresql")
 
 
@@ -124,7 +126,7 @@ def filtered_recall(store, h, vecs: list, k: int) -> dict:
                 exact = {i for i, _ in store.vector.search(qv, k, where=where)}
             hits += len(approx & exact)
             found += len(exact)
-        share = len(store.catalog.filter_ids(where.folders, where.tags, where.since)) / total
+        share = len(store.catalog.filter_ids(NoteFilter(where.folders, where.tags, where.since))) / total
         out[name] = {"recall": round(hits / max(1, found), 4), "share": round(share, 4)}
     return out
 

@@ -23,15 +23,17 @@ import common
 import pg_scale
 import scale
 
+from hybrid.store.base import NoteFilter
+
 
 def old_way(store, qvec, depth: int, f) -> list[tuple[int, float]]:
     from hybrid.retrieval.arms import post_filtered
-    banned = store.catalog.filter_ids(folders=f.exclude_folders) if f.exclude_folders else set()
+    banned = store.catalog.filter_ids(NoteFilter(folders=f.exclude_folders)) if f.exclude_folders else set()
     if not f.narrows:
         return store.vector.search(qvec, depth, None, banned)
     hits = post_filtered(store, qvec, depth, banned, f)
     if hits is None:
-        allowed = store.catalog.filter_ids(f.folders, f.tags, f.since, sources=f.sources)
+        allowed = store.catalog.filter_ids(NoteFilter(f.folders, f.tags, f.since, sources=f.sources))
         hits = store.vector.search(qvec, depth, allowed, banned)
     return hits
 
@@ -64,7 +66,7 @@ def measure(home: Path, queries: list[str], depth: int = 100) -> dict:
                     new_ids = {x for x, _ in got}
             same += len(old_ids & new_ids)
             n += len(new_ids)
-        share = len(store.catalog.filter_ids(where.folders, where.tags, where.since)) / total if f else 1.0
+        share = len(store.catalog.filter_ids(NoteFilter(where.folders, where.tags, where.since))) / total if f else 1.0
         out[name] = {"share": round(share, 4), "old": common.summary_ms(t_old), "new": common.summary_ms(t_new),
                      "overlap": round(same / max(1, n), 4)}
         print(name, json.dumps(out[name]), flush=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybrid.store.agent.view import AgentView, Hidden, RowCache, hidden_chunk_ids, hidden_files, redact_rows, visible
+from hybrid.store.base import EVERY_NOTE, NoteFilter
 
 if TYPE_CHECKING:
     from hybrid.store.agent.vectors import Redacted
@@ -105,11 +106,10 @@ class _AgentLexical:
         self._lex, self._hidden, self._catalog = lex, hidden.chunks, catalog
         self.stem, self.store_kind = lex.stem, lex.store_kind
 
-    def _out(self, opts) -> Collection[int]:
+    def _out(self, where: NoteFilter) -> Collection[int]:
         """Hidden chunks, and those of notes passing a property filter only by a value agents
         are not shown (a secret)."""
-        props = opts.get("props")
-        return self._hidden | self._catalog.unshown_chunks(props) if props else self._hidden
+        return self._hidden | self._catalog.unshown_chunks(where.props) if where.props else self._hidden
 
     def known(self, words):
         return self._lex.known(words)
@@ -117,17 +117,17 @@ class _AgentLexical:
     def corrections(self, words):
         return self._lex.corrections(words)
 
-    def search(self, q, limit, **opts):
-        out = self._out(opts)
-        return [(i, s) for i, s in self._lex.search(q, limit, **opts) if i not in out]
+    def search(self, q, limit, *, where: NoteFilter = EVERY_NOTE, **opts):
+        out = self._out(where)
+        return [(i, s) for i, s in self._lex.search(q, limit, where=where, **opts) if i not in out]
 
-    def search_units(self, q, limit, unit="chunk", **opts):
-        out = self._out(opts)
-        return [(ids, s) for ids, s in self._lex.search_units(q, limit, unit=unit, **opts)
+    def search_units(self, q, limit, unit="chunk", *, where: NoteFilter = EVERY_NOTE, **opts):
+        out = self._out(where)
+        return [(ids, s) for ids, s in self._lex.search_units(q, limit, unit=unit, where=where, **opts)
                 if not any(i in out for i in ids)]
 
-    def matching_ids(self, q, limit=1_000_000, **opts):
-        return self._lex.matching_ids(q, limit, **opts) - set(self._out(opts))
+    def matching_ids(self, q, limit=1_000_000, *, where: NoteFilter = EVERY_NOTE, **opts):
+        return self._lex.matching_ids(q, limit, where=where, **opts) - set(self._out(where))
 
 
 class _AgentVector:
@@ -172,10 +172,7 @@ class _AgentVector:
         """Of the redacted chunks ``ids``, those ``allowed`` and passing ``where`` (None: all)."""
         if where is None:
             return allowed
-        among = sorted(ids)
-        keep = self._catalog.filter_ids(where.folders, where.tags, where.since, among, where.sources, where.props)
-        if where.exclude_folders:
-            keep -= self._catalog.filter_ids(folders=where.exclude_folders, among=among)
+        keep = self._catalog.filter_ids(where, sorted(ids))
         return keep if allowed is None else keep & set(allowed)
 
 
@@ -190,17 +187,17 @@ class _AgentCatalog:
         """Whether ``text`` (a tag, a name) is shown to agents as it is: no secret in it."""
         return self._redactor is None or self._redactor.redact(text) == text
 
-    def filter_ids(self, folders=(), tags=(), since=None, among=None, sources=(), props=()) -> set[int]:
-        if not all(self.shows(t) for t in tags):
+    def filter_ids(self, where: NoteFilter = EVERY_NOTE, among: Sequence[int] | None = None) -> set[int]:
+        if not all(self.shows(t) for t in where.tags):
             return set()  # a tag that is a secret is never shown, so no note carries it for agents
-        out = self._catalog.filter_ids(folders, tags, since, among, sources, props) - self._hidden.chunks
-        return out - self.unshown_chunks(props) if props else out
+        out = self._catalog.filter_ids(where, among) - self._hidden.chunks
+        return out - self.unshown_chunks(where.props) if where.props else out
 
-    def note_ids(self, folders=(), tags=(), since=None, sources=(), props=()) -> Iterator[int]:
-        if not all(self.shows(t) for t in tags):
+    def note_ids(self, where: NoteFilter = EVERY_NOTE) -> Iterator[int]:
+        if not all(self.shows(t) for t in where.tags):
             return iter(())
-        out = self.unshown_files(props) if props else frozenset()
-        return (fid for fid in self._catalog.note_ids(folders, tags, since, sources, props)
+        out = self.unshown_files(where.props) if where.props else frozenset()
+        return (fid for fid in self._catalog.note_ids(where)
                 if fid not in self._hidden.files and fid not in out)
 
     def hints_lone_values(self) -> bool:
@@ -236,7 +233,7 @@ class _AgentCatalog:
         got = self._unshown.get(key)
         if got is None:
             from hybrid.store.props import HAS, prop_rows
-            ids = [f for f in self._catalog.note_ids(props=props) if f not in self._hidden.files]
+            ids = [f for f in self._catalog.note_ids(NoteFilter(props=props)) if f not in self._hidden.files]
 
             def passes(fm: dict, pf) -> bool:
                 if pf.op == HAS:  # that the key exists is shown (`key: [redacted secret]`), unless

@@ -23,11 +23,13 @@ from typing import Any
 from hybrid.core.errors import DiskFull, IndexCorrupt
 from hybrid.sources import FetchedPage
 from hybrid.store.base import (
+    EVERY_NOTE,
     NO_NOTE,
     NOTE_COLUMNS,
     ChunkRow,
     FileRow,
     NoteFields,
+    NoteFilter,
     NoteMeta,
     NoteRecord,
     OwnerReading,
@@ -49,7 +51,7 @@ from hybrid.store.local.schema import (
     SCHEMA,
     SCHEMA_VERSION,
 )
-from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.props import prop_rows
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 log = logging.getLogger("hybrid")
@@ -293,41 +295,38 @@ class Catalog(OwnerReading, EmbeddingCache, PropertyRows):
             f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id=c.file_id "
             f"WHERE c.id > ? AND c.dead=0 ORDER BY c.id LIMIT ?", (last, n)).fetchall()))
 
-    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
-        """Chunk ids whose note is in one of ``folders``, carries every tag in ``tags`` (a tag
-        also matches its nested children), was modified at or after ``since``, is a
-        document of one of ``sources`` (kinds) and passes every property filter of ``props``;
-        only those in ``among`` when given (a cheap membership test for a few candidates)."""
+    def filter_ids(self, where: NoteFilter = EVERY_NOTE, among: Sequence[int] | None = None) -> set[int]:
+        """Chunk ids whose note ``where`` lets through: in one of its folders and none of its
+        excluded ones, carrying every tag of it (a tag also matches its nested children),
+        modified at or after its ``since``, a document of one of its kinds and passing every
+        property filter of it; only those in ``among`` when given (a cheap membership test for
+        a few candidates)."""
         if among is not None:
             out: set[int] = set()
             ids = list(among)
             for i in range(0, len(ids), 900):
-                out |= self._filter_ids(folders, tags, since, ids[i:i + 900], sources, props)
+                out |= self._filter_ids(where, ids[i:i + 900])
             return out
-        return self._filter_ids(folders, tags, since, None, sources, props)
+        return self._filter_ids(where, None)
 
-    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = (),
-                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
-        """Live file ids of the notes that pass the filters (as :meth:`filter_ids`), lazily:
+    def note_ids(self, where: NoteFilter = EVERY_NOTE) -> Iterator[int]:
+        """Live file ids of the notes ``where`` lets through (as :meth:`filter_ids`), lazily:
         a caller asking whether any does stops at the first."""
-        where, args = self._where(folders, tags, since, sources, props)
-        sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *where])
+        conds, args = self._where(where)
+        sql = "SELECT f.id FROM files f WHERE " + " AND ".join(["f.deleted=0", *conds])
         for (fid,) in self.db.execute(sql, args):
             yield fid
 
-    def _where(self, folders, tags, since, sources, props) -> tuple[list[str], list[Any]]:
-        where, args = _note_filter(folders, tags, since, sources, self.has_tag_sets)
-        if props:
-            more, more_args = props_condition(props, "f.id", self._props_table(), "?")
-            where += more
+    def _where(self, where: NoteFilter) -> tuple[list[str], list[Any]]:
+        conds, args = _note_filter(where, self.has_tag_sets)
+        if where.props:
+            more, more_args = props_condition(where.props, "f.id", self._props_table(), "?")
+            conds += more
             args += more_args
-        return where, args
+        return conds, args
 
-    def _filter_ids(self, folders, tags, since, _in, sources=(), props=()) -> set[int]:
-        where, args = self._where(folders, tags, since, sources, props)
+    def _filter_ids(self, note_filter: NoteFilter, _in: Sequence[int] | None) -> set[int]:
+        where, args = self._where(note_filter)
         if _in is not None:  # a few chunks: each one's note is looked up
             where.append(f"c.id IN ({','.join('?' * len(_in))})")
             args.extend(_in)
@@ -469,29 +468,32 @@ class Catalog(OwnerReading, EmbeddingCache, PropertyRows):
         self.checkpoint_wal()
 
 
-def _note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
-                 sources: Sequence[str] = (), tag_sets: bool = True) -> tuple[list[str], list[Any]]:
-    """WHERE terms over ``files f`` for notes in one of ``folders``, with every tag of ``tags``
-    (or a nested child), modified at or after ``since`` and of one of the kinds ``sources``.
-    A tag is looked up in ``file_tags`` (``tag_sets``; a reader of a catalog older than schema
-    5 reads the notes' JSON tags instead: 13 ms a tag filter at 15,000 notes)."""
+def _note_filter(nf: NoteFilter, tag_sets: bool = True) -> tuple[list[str], list[Any]]:
+    """WHERE terms over ``files f`` for the notes ``nf`` lets through (its property filters
+    aside): in one of its folders and none of its excluded ones, with every tag of it (or a
+    nested child), modified at or after its ``since`` and of one of its kinds. A tag is looked
+    up in ``file_tags`` (``tag_sets``; a reader of a catalog older than schema 5 reads the
+    notes' JSON tags instead: 13 ms a tag filter at 15,000 notes)."""
     where: list[str] = []
     args: list[Any] = []
-    if sources:
-        cond, kargs = kind_condition(tuple(sources))
+    if nf.sources:
+        cond, kargs = kind_condition(tuple(nf.sources))
         where.append(cond)
         args.extend(kargs)
-    if folders:
-        where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders) + ")")
-        args.extend(like_escape(f + "/") + "%" for f in folders)
-    for tag in tags:
+    if nf.folders:
+        where.append("(" + " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in nf.folders) + ")")
+        args.extend(like_escape(f + "/") + "%" for f in nf.folders)
+    for f in nf.exclude_folders:
+        where.append("f.path NOT LIKE ? ESCAPE '\\'")
+        args.append(like_escape(f + "/") + "%")
+    for tag in nf.tags:
         if tag_sets:
             where.append("f.id IN (SELECT file_id FROM file_tags WHERE tag = ?)")
             args.append(tag)
             continue
         where.append("EXISTS (SELECT 1 FROM json_each(f.tags) t WHERE t.value = ? OR t.value LIKE ? ESCAPE '\\')")
         args.extend([tag, like_escape(tag + "/") + "%"])
-    if since is not None:
+    if nf.since is not None:
         where.append("f.modified >= ?")
-        args.append(since)
+        args.append(nf.since)
     return where, args

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from hybrid.core.errors import HybridError, IndexCorrupt
 from hybrid.core.tokens import identifiers, query_idents, within_one_edit
 from hybrid.sources import kind_term
-from hybrid.store.base import ChunkRow
+from hybrid.store.base import EVERY_NOTE, ChunkRow, NoteFilter
 from hybrid.store.lexicon import (
     FIELD_BOOSTS,
     FUZZY_BOOST,
@@ -68,7 +68,7 @@ class LexicalIndex:
 
     # the chunk ids of the notes passing property filters (the catalog's filter_ids, set by the
     # store): property filters are tested on the catalog, then given to tantivy as those ids
-    prop_ids: Callable[[Sequence[PropFilter]], set[int]] | None = None
+    prop_ids: Callable[[tuple[PropFilter, ...]], set[int]] | None = None
 
     def __init__(self, directory: Path, create: bool = True):
         import tantivy
@@ -309,10 +309,8 @@ class LexicalIndex:
             clauses.append(Q.boost_query(Q.term_query(s, "ident", tok), IDENT_BOOST))
         return clauses
 
-    def build_query(self, q: LexicalQuery, *, fuzzy: bool = True, folders: Sequence[str] = (),
-                    tags: Sequence[str] = (), since: float | None = None, scored: bool = True,
-                    stopwords: bool = True, exclude_folders: Sequence[str] = (),
-                    sources: Sequence[str] = (), props: Sequence[PropFilter] = ()):
+    def build_query(self, q: LexicalQuery, *, where: NoteFilter = EVERY_NOTE, fuzzy: bool = True,
+                    scored: bool = True, stopwords: bool = True):
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         parts = []
         should = []
@@ -336,10 +334,10 @@ class LexicalIndex:
             clauses = self._text_clause(ex, phrase=True)
             if clauses:
                 parts.append((Occur.MustNot, Q.boolean_query([(Occur.Should, c) for c in clauses])))
-        filters = self._filters(folders, tags, since, sources, props)
+        filters = self._filters(where)
         if filters is not None:
             parts.append((Occur.Must, filters))
-        for f in exclude_folders:
+        for f in where.exclude_folders:
             parts.append((Occur.MustNot, Q.term_query(s, "folder", f)))
         if not any(o != Occur.MustNot for o, _ in parts):
             parts.append((Occur.Must, Q.all_query()))
@@ -355,24 +353,24 @@ class LexicalIndex:
         searcher = self.index.searcher()
         return [w for w in typo_candidates(q.terms) if not self._holds(searcher, w)]
 
-    def _filters(self, folders: Sequence[str], tags: Sequence[str], since: float | None,
-                 sources: Sequence[str] = (), props: Sequence[PropFilter] = ()):
+    def _filters(self, where: NoteFilter):
+        """The must-clause of ``where``'s narrowing tests (its exclusions are must-nots)."""
         Q, s, Occur = self._t.Query, self.schema, self._t.Occur
         must = []
-        if props:
+        if where.props:
             if self.prop_ids is None:
                 raise RuntimeError("a property filter needs LexicalIndex.prop_ids (set by the store)")
-            must.append(Q.term_set_query(s, "chunk_id", sorted(self.prop_ids(props))))
-        if folders:
+            must.append(Q.term_set_query(s, "chunk_id", sorted(self.prop_ids(where.props))))
+        if where.folders:
             must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f))
-                                         for f in folders]))
-        if sources:
+                                         for f in where.folders]))
+        if where.sources:
             must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", kind_term(k)))
-                                         for k in sources]))
-        for t in tags:
+                                         for k in where.sources]))
+        for t in where.tags:
             must.append(Q.term_query(s, "tag", t))
-        if since is not None:
-            must.append(Q.range_query(s, "modified", self._t.FieldType.Integer, int(since), None))
+        if where.since is not None:
+            must.append(Q.range_query(s, "modified", self._t.FieldType.Integer, int(where.since), None))
         if not must:
             return None
         return Q.const_score_query(Q.boolean_query([(Occur.Must, m) for m in must]), 0.0)

@@ -26,7 +26,7 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.files import lock_dir, sibling
 from hybrid.store import base
 from hybrid.store.agent.view import AgentView
-from hybrid.store.base import SyncStats, VacuumReport, VectorSpec
+from hybrid.store.base import NoteFilter, SyncStats, VacuumReport, VectorSpec
 from hybrid.store.local import agent_index
 from hybrid.store.local.catalog import Catalog
 from hybrid.store.local.layout import (
@@ -225,7 +225,7 @@ class VaultStore(base.StoreNotes):
 
     def _open_lexical(self, name: str = "lexical") -> LexicalIndex:
         lex = self._open_tantivy(name)
-        lex.prop_ids = lambda props: self.catalog.filter_ids(props=props)
+        lex.prop_ids = lambda props: self.catalog.filter_ids(NoteFilter(props=props))
         return lex
 
     def _open_tantivy(self, name: str) -> LexicalIndex:

@@ -22,10 +22,12 @@ from hybrid.sources import FetchedPage
 from hybrid.store.agent.vectors import entries, header_setting
 from hybrid.store.base import CHUNK_COLUMNS as BASE_CHUNK_COLUMNS
 from hybrid.store.base import (
+    EVERY_NOTE,
     NO_NOTE,
     NOTE_COLUMNS,
     ChunkRow,
     FileRow,
+    NoteFilter,
     NoteMeta,
     NoteRecord,
     OwnerReading,
@@ -39,7 +41,7 @@ from hybrid.store.base import (
 from hybrid.store.lexicon import units
 from hybrid.store.pg.cache import PgEmbeddingCache
 from hybrid.store.pg.tsv import DF_COLUMN, field_df_counts, summed_lengths, tsvector_of
-from hybrid.store.props import PropFilter, prop_rows
+from hybrid.store.props import prop_rows
 from hybrid.store.sql import kind_condition, like_escape, mention_condition, props_condition
 
 if TYPE_CHECKING:
@@ -319,21 +321,17 @@ class PgCatalog(OwnerReading, PgEmbeddingCache):
             f"f.id=c.file_id WHERE c.vault=%s AND c.id > %s ORDER BY c.id LIMIT %s",
             (self.vault_id, last, n)).fetchall()))
 
-    def filter_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                   since: float | None = None, among: Sequence[int] | None = None,
-                   sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> set[int]:
-        where, args = note_filter(folders, tags, since, "c", sources, props)
+    def filter_ids(self, where: NoteFilter = EVERY_NOTE, among: Sequence[int] | None = None) -> set[int]:
+        conds, args = note_filter(where, "c")
         if among is not None:
-            where.append("c.id = ANY(%s)")
+            conds.append("c.id = ANY(%s)")
             args.append(list(among))
-        sql = "SELECT c.id FROM hybrid_chunks c WHERE " + " AND ".join(["c.vault=%s", *where])
+        sql = "SELECT c.id FROM hybrid_chunks c WHERE " + " AND ".join(["c.vault=%s", *conds])
         return {r[0] for r in self.q(sql, (self.vault_id, *args))}
 
-    def note_ids(self, folders: Sequence[str] = (), tags: Sequence[str] = (),
-                 since: float | None = None, sources: Sequence[str] = (),
-                 props: Sequence[PropFilter] = ()) -> Iterator[int]:
-        where, args = note_filter(folders, tags, since, "f", sources, props)
-        sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *where])
+    def note_ids(self, where: NoteFilter = EVERY_NOTE) -> Iterator[int]:
+        conds, args = note_filter(where, "f")
+        sql = "SELECT f.id FROM hybrid_files f WHERE " + " AND ".join(["f.vault=%s", *conds])
         for (fid,) in self.q(sql, (self.vault_id, *args)):
             yield fid
 
@@ -474,29 +472,31 @@ VECTORS_FROM_CACHE = ("INSERT INTO hybrid_vectors(id, vault, file_id, embedding,
                       "AND e.text_hash = c.embed_hash WHERE ")
 
 
-def note_filter(folders: Sequence[str], tags: Sequence[str], since: float | None,
-                alias: str, sources: Sequence[str] = (),
-                props: Sequence[PropFilter] = ()) -> tuple[list[str], list[Any]]:
+def note_filter(nf: NoteFilter, alias: str) -> tuple[list[str], list[Any]]:
     """WHERE terms (over ``hybrid_chunks c``, ``hybrid_vectors v`` or ``hybrid_files f``) for
-    notes in one of ``folders``, with every tag of ``tags`` (or a nested child), modified at or
-    after ``since``, of one of the kinds ``sources`` and passing every filter of ``props``."""
+    the notes ``nf`` lets through: in one of its folders and none of its excluded ones, with
+    every tag of it (or a nested child), modified at or after its ``since``, of one of its kinds
+    and passing every property filter of it."""
     where: list[str] = []
     args: list[Any] = []
-    if folders:
-        where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in folders) + ")")
-        args.extend(like_escape(f) + "/%" for f in folders)
-    if tags:  # each of these tables holds its notes' tag sets (tag_set: with ancestors)
+    if nf.folders:
+        where.append("(" + " OR ".join(f"{alias}.path LIKE %s" for _ in nf.folders) + ")")
+        args.extend(like_escape(f) + "/%" for f in nf.folders)
+    for f in nf.exclude_folders:
+        where.append(f"{alias}.path NOT LIKE %s")
+        args.append(like_escape(f.strip("/")) + "/%")
+    if nf.tags:  # each of these tables holds its notes' tag sets (tag_set: with ancestors)
         where.append(f"{alias}.tag_set @> %s::text[]")
-        args.append(list(tags))
-    if since is not None:
+        args.append(list(nf.tags))
+    if nf.since is not None:
         where.append(f"{alias}.modified >= %s")
-        args.append(since)
-    if sources:
-        cond, kargs = kind_condition(tuple(sources), f"{alias}.path", "%s")
+        args.append(nf.since)
+    if nf.sources:
+        cond, kargs = kind_condition(tuple(nf.sources), f"{alias}.path", "%s")
         where.append(cond)
         args.extend(kargs)
-    if props:
-        more, more_args = props_condition(props, "f.id" if alias == "f" else f"{alias}.file_id",
+    if nf.props:
+        more, more_args = props_condition(nf.props, "f.id" if alias == "f" else f"{alias}.file_id",
                                           "hybrid_props", "%s")
         where += more
         args += more_args

@@ -27,6 +27,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from hybrid.core.tokens import identifiers, query_idents, within_one_edit
+from hybrid.store.base import EVERY_NOTE, NoteFilter
 from hybrid.store.lexicon import (
     FUZZY_BOOST,
     IDENT_BOOST,
@@ -54,7 +55,6 @@ from hybrid.store.pg.tsv import (
     quote,
     tf_weights,
 )
-from hybrid.store.props import PropFilter
 from hybrid.store.sql import like_escape, props_condition
 
 
@@ -193,9 +193,7 @@ class PgLexical:
                 plan.excludes.append(got)
         return plan
 
-    def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str],
-               since: float | None, exclude_folders: Sequence[str],
-               sources: Sequence[str] = (), props: Sequence[PropFilter] = ()) -> tuple[list[str], list[Any]]:
+    def _where(self, plan: Plan, nf: NoteFilter) -> tuple[list[str], list[Any]]:
         where, args = ["c.vault = %s"], [self.store.vault_id]
         if plan.match is not None:
             where.append("c.tsv @@ %s::tsquery")
@@ -206,25 +204,25 @@ class PgLexical:
         for ex in plan.excludes:
             where.append(f"NOT ({self._tsv} @@ %s::tsquery)")
             args.append(ex)
-        if folders:
-            where.append("(" + " OR ".join("c.path LIKE %s" for _ in folders) + ")")
-            args.extend(like_escape(f.strip("/")) + "/%" for f in folders)
-        for f in exclude_folders:
+        if nf.folders:
+            where.append("(" + " OR ".join("c.path LIKE %s" for _ in nf.folders) + ")")
+            args.extend(like_escape(f.strip("/")) + "/%" for f in nf.folders)
+        for f in nf.exclude_folders:
             where.append("c.path NOT LIKE %s")
             args.append(like_escape(f.strip("/")) + "/%")
-        if tags:
+        if nf.tags:
             where.append("c.tag_set @> %s::text[]")
-            args.append(list(tags))
-        if since is not None:
+            args.append(list(nf.tags))
+        if nf.since is not None:
             where.append("c.modified >= %s")
-            args.append(int(since))
-        if sources:
+            args.append(int(nf.since))
+        if nf.sources:
             from hybrid.store.sql import kind_condition
-            cond, kargs = kind_condition(tuple(sources), "c.path", "%s")
+            cond, kargs = kind_condition(tuple(nf.sources), "c.path", "%s")
             where.append(cond)
             args.extend(kargs)
-        if props:
-            more, more_args = props_condition(props, "c.file_id", "hybrid_props", "%s")
+        if nf.props:
+            more, more_args = props_condition(nf.props, "c.file_id", "hybrid_props", "%s")
             where += more
             args += more_args
         if self.agent and self.hidden:
@@ -236,34 +234,30 @@ class PgLexical:
         """Top ``limit`` (chunk id, BM25 score) pairs."""
         return [(ids[0], score) for ids, score in self.search_units(q, limit, **opts)]
 
-    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *, fuzzy: bool = True,
-                     folders: Sequence[str] = (), tags: Sequence[str] = (),
-                     since: float | None = None, scored: bool = True, stopwords: bool = True,
-                     exclude_folders: Sequence[str] = (), sources: Sequence[str] = (),
-                     props: Sequence[PropFilter] = ()) -> list[tuple[list[int], float]]:
+    def search_units(self, q: LexicalQuery, limit: int, unit: str = "chunk", *,
+                     where: NoteFilter = EVERY_NOTE, fuzzy: bool = True, scored: bool = True,
+                     stopwords: bool = True) -> list[tuple[list[int], float]]:
         """Top ``limit`` units of kind ``unit`` as (chunk ids, BM25 score)."""
         self.answered = ""
         plan = self.plan(q, fuzzy=fuzzy, stopwords=stopwords)
-        if plan.match is None and not (plan.excludes or folders or tags or since is not None
-                                       or exclude_folders or sources or props):
+        if plan.match is None and not (plan.excludes or where.narrows or where.exclude_folders):
             return []
         table = UNIT_TABLE[unit]
         ids = "ARRAY[c.id]" if unit == "chunk" else "c.chunk_ids"
-        filters = (folders, tags, since, exclude_folders, sources, props)
-        where, args = self._where(plan, *filters)
+        conds, args = self._where(plan, where)
         if plan.match is None or not plan.scored:
-            sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(where)} "
+            sql = (f"SELECT {ids}, 1.0 FROM {table} c WHERE {' AND '.join(conds)} "
                    f"ORDER BY c.id LIMIT %s")
             return [(list(r[0]), float(r[1])) for r in self.store.query(sql, (*args, limit))]
         lexemes = list(plan.scored)
         stats = self.stats(unit, lexemes)
         if not q.phrases and self.use_packed:
             # words in many units: their packed postings, scored with numpy (hybrid.store.pg.packed)
-            got = packed.answer(self, unit, plan, lexemes, stats, filters, limit)
+            got = packed.answer(self, unit, plan, lexemes, stats, where, limit)
             if got is not None:
                 return got
         if q.phrases or len(lexemes) < 2:
-            return self._scored(unit, plan, lexemes, stats, where, args, limit)
+            return self._scored(unit, plan, lexemes, stats, conds, args, limit)
         # MaxScore: a unit that holds none of the query's rarest lexemes scores at most the sum
         # of the others' upper bounds (Stats.bound). Score the units holding the rarest ones
         # first; once the limit-th score beats what the rest could add, the others cannot enter
@@ -273,11 +267,11 @@ class PgLexical:
         for cut in range(1, len(order)):
             rest = sum(bound[x] for x in order[cut:])
             match = " | ".join(quote(x) for x in order[:cut])
-            w, a = self._where(Plan(match, plan.excludes, plan.scored), *filters)
+            w, a = self._where(Plan(match, plan.excludes, plan.scored), where)
             got = self._scored(unit, plan, lexemes, stats, w, a, limit)
             if len(got) >= limit and got[limit - 1][1] > rest:
                 return got
-        return self._scored(unit, plan, lexemes, stats, where, args, limit)
+        return self._scored(unit, plan, lexemes, stats, conds, args, limit)
 
     def _scored(self, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
                 where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float]]:
@@ -388,8 +382,6 @@ class PgLexical:
         plan = self.plan(q, fuzzy=opts.get("fuzzy", True), stopwords=opts.get("stopwords", True))
         if plan.match is None and not plan.excludes:
             return set()
-        where, args = self._where(plan, opts.get("folders", ()), opts.get("tags", ()),
-                                  opts.get("since"), opts.get("exclude_folders", ()),
-                                  opts.get("sources", ()), opts.get("props", ()))
+        where, args = self._where(plan, opts.get("where", EVERY_NOTE))
         sql = f"SELECT c.id FROM hybrid_chunks c WHERE {' AND '.join(where)} LIMIT %s"
         return {r[0] for r in self.store.query(sql, (*args, limit))}

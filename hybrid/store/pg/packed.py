@@ -30,12 +30,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from hybrid.store.base import NoteFilter
 from hybrid.store.pg.tsv import FIELD_BOOST, FIELDS, K1, UNIT_CODE, UNIT_TABLE, B, Plan, Stats, quote
 
 log = logging.getLogger("hybrid")
@@ -59,8 +59,7 @@ class ScoringArm(Protocol):
     agent: bool
     answered: str
 
-    def _where(self, plan: Plan, folders: Sequence[str], tags: Sequence[str], since: float | None,
-               exclude_folders: Sequence[str], sources: Sequence[str] = ()) -> tuple[list[str], list[Any]]: ...
+    def _where(self, plan: Plan, nf: NoteFilter) -> tuple[list[str], list[Any]]: ...
 
     def _scored_rows(self, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
                      where: list[str], args: list[Any], limit: int) -> list[tuple[list[int], float, int]]: ...
@@ -220,7 +219,7 @@ def _size(row: tuple[np.ndarray, np.ndarray] | None) -> int:
 
 
 def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
-           filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
+           filters: NoteFilter, limit: int) -> list[tuple[list[int], float]] | None:
     """:func:`search` in one read-only snapshot (the base, the rows and the units' checks
     agree), run again after a standby's recovery conflict; ``arm.answered`` says how it went.
     A role that may not read the packed tables (granted SELECT before schema 7 made them) is
@@ -255,7 +254,7 @@ def answer(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: St
 
 
 def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: Stats,
-           filters: tuple, limit: int) -> list[tuple[list[int], float]] | None:
+           filters: NoteFilter, limit: int) -> list[tuple[list[int], float]] | None:
     """The top ``limit`` units from the packed postings (None: this query goes the SQL path),
     in the caller's transaction."""
     store, code = arm.store, UNIT_CODE[unit]
@@ -273,7 +272,7 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: St
     exact: dict[int, tuple[list[int], float]] = {}
 
     def scored(match: str | None, extra: str | None = None, extra_args: tuple = (), depth: int = limit) -> None:
-        where, args = arm._where(Plan(match, plan.excludes, plan.scored), *filters)
+        where, args = arm._where(Plan(match, plan.excludes, plan.scored), filters)
         if extra:
             where.append(extra)
             args.extend(extra_args)
@@ -313,7 +312,7 @@ def search(arm: ScoringArm, unit: str, plan: Plan, lexemes: list[str], stats: St
         at = at[np.isin(base.ids[at], out_of)]
         scores[at] = 0.0
     live = np.flatnonzero(scores > 0)
-    found = _checked(store, unit, base, scores, live, arm._where(Plan(None, plan.excludes, plan.scored), *filters),
+    found = _checked(store, unit, base, scores, live, arm._where(Plan(None, plan.excludes, plan.scored), filters),
                      limit)
     if found is None:
         return None

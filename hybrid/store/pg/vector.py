@@ -300,12 +300,8 @@ class PgVector:
 
 def vector_filter(where: NoteFilter) -> tuple[list[str], list[Any]]:
     """WHERE terms over ``hybrid_vectors v`` for the notes ``where`` lets through: the
-    catalog's note filter on the vectors' copy of the filter fields, and the excluded folders."""
-    conds, args = note_filter(where.folders, where.tags, where.since, "v", where.sources, where.props)
-    for f in where.exclude_folders:
-        conds.append("v.path NOT LIKE %s")
-        args.append(like_escape(f.strip("/")) + "/%")
-    return conds, args
+    catalog's note filter on the vectors' copy of the filter fields."""
+    return note_filter(where, "v")
 
 
 def _recall(found: list[set[int]], truth: list[set[int]]) -> float:

@@ -18,6 +18,7 @@ from secrets_fixtures import fake_secrets
 
 import hybrid
 from hybrid.core.errors import StoreUnavailable
+from hybrid.store.base import NoteFilter
 from hybrid.store.lexicon import LexicalQuery
 from hybrid.store.pg import packed
 from hybrid.store.pg.lexical import PgLexical
@@ -60,8 +61,9 @@ QUERIES = [
     ["user_id", "copper"], ["harbr", "lanternn"], ["the", "harbor", "and", "meadow"],
     ["github", "harbor"], ["token", "lantern", "key"],
 ]
-FILTERS = [{}, {"folders": ["work"]}, {"tags": ["home/garden"]}, {"exclude_folders": ["journal"]},
-           {"since": 0.0}, {"folders": ["home"], "tags": ["ops"]}]
+FILTERS = [NoteFilter(), NoteFilter(folders=("work",)), NoteFilter(tags=("home/garden",)),
+           NoteFilter(exclude_folders=("journal",)), NoteFilter(since=0.0),
+           NoteFilter(folders=("home",), tags=("ops",))]
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,7 @@ def compare_all(h, limits=(1, 3, 10, 100)) -> dict[str, int]:
                     for unit in ("chunk", "section"):
                         for limit in limits:
                             for q in (LexicalQuery(words), LexicalQuery(words[:2], excludes=["copper"])):
-                                sql, got, how = both(arm, q, limit, unit=unit, **f)
+                                sql, got, how = both(arm, q, limit, unit=unit, where=f)
                                 same(sql, got)
                                 seen[how] += 1
                                 seen["found"] += bool(sql)

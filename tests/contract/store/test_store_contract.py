@@ -16,6 +16,7 @@ from helpers import index_on_backend, write
 from hybrid.core.errors import VaultError
 from hybrid.sources import FetchedPage
 from hybrid.store import backend, open_store
+from hybrid.store.base import NoteFilter
 from hybrid.store.lexicon import LexicalQuery
 
 NOTES = {
@@ -120,7 +121,7 @@ def test_counts_chunks_and_spans(indexed):
 def test_filters_by_folder_tag_date_and_kind(searchable):
     who, store = searchable
     ids = {p: i for p, i in _ids_by_path(store).items()}
-    notes = lambda **kw: {p for p, i in ids.items() if i in set(store.catalog.note_ids(**kw))}  # noqa: E731
+    notes = lambda **kw: {p for p, i in ids.items() if i in set(store.catalog.note_ids(NoteFilter(**kw)))}  # noqa: E731
     assert notes(folders=["work"]) == {"work/orders.md", "work/deep/retention.md"}
     assert notes(tags=["work"]) == {"work/orders.md", "work/deep/retention.md"}  # work/retention is a child
     assert notes(tags=["work/retention"]) == {"work/deep/retention.md"}
@@ -128,7 +129,7 @@ def test_filters_by_folder_tag_date_and_kind(searchable):
     assert "home/garden.md" not in notes(since=1_700_000_000)
     private = notes(folders=["home"])
     assert ("home/diary.md" in private) == (who == "owner")  # hidden from agents, in the ledger's query
-    chunk_ids = store.catalog.filter_ids(folders=["home"])
+    chunk_ids = store.catalog.filter_ids(NoteFilter(folders=("home",)))
     assert chunk_ids and all(r.path.startswith("home/") for r in store.catalog.chunks(sorted(chunk_ids)).values())
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hybrid
-from hybrid.store.base import VectorSpec, calibration_queries
+from hybrid.store.base import NoteFilter, VectorSpec, calibration_queries
 from hybrid.store.local.vector import VectorIndex, build, nlist_for, recall_at
 
 DIM = 96
@@ -194,7 +194,7 @@ def test_filtered_vector_search_is_exact_whichever_path_it_takes(tmp_path, hybri
     h.index()
     store = h.session.store(h.vaults[0])
     q = h.embedder("hash:256").embed_query("alpha3 beta2 words")
-    allowed = store.catalog.filter_ids(folders=["keep"])
+    allowed = store.catalog.filter_ids(NoteFilter(folders=("keep",)))
     truth = store.vector.search(q, 1000, allowed)  # exact: the selector path over a flat index
     depth = 10
     got = post_filtered(store, q, depth, set(), Filters(folders=("keep",)))
