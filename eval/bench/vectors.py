@@ -6,7 +6,7 @@ percentiles, never asserts.
     .venv/bin/python eval/bench/vectors.py                              # 10k, 100k, 1M
     .venv/bin/python eval/bench/vectors.py --sizes 100000 --layouts flat-float32,ivf-sq8
 
-For every size N, distribution and layout it builds the index with ``VectorIndex.rebuild`` (the
+For every size N, distribution and layout it builds the index with ``FaissIndex.rebuild`` (the
 engine's own path: training, nprobe calibration, atomic save) and then, in a fresh subprocess so
 that peak RSS is the index's and not the builder's, loads the file and answers Q queries at the
 engine's candidate depth (k=100): unfiltered, restricted to an allowed 10% of the ids, and with
@@ -199,11 +199,11 @@ def spec_for(layout: str):
 
 
 def build_layout(vecs: np.ndarray, ids: np.ndarray, layout: str, path: Path) -> dict:
-    """Build through the engine's own ``VectorIndex.rebuild`` (train, calibrate, atomic save)
+    """Build through the engine's own ``FaissIndex.rebuild`` (train, calibrate, atomic save)
     and time it end to end; the in-memory index is dropped so the parent does not double its
     footprint while the worker runs."""
-    from hybrid.store.local.vector import VectorIndex
-    vi = VectorIndex(path)
+    from hybrid.store.local.vector import FaissIndex
+    vi = FaissIndex(path)
     t0 = time.perf_counter()
     info = vi.rebuild(ids, vecs, DIM, spec_for(layout))
     build_s = time.perf_counter() - t0
@@ -226,7 +226,7 @@ def _percentiles(ms: list[float]) -> dict:
 
 
 def _timed_searches(vi, q: np.ndarray, **filters) -> tuple[list[float], np.ndarray, list[int]]:
-    """Run every query through ``VectorIndex.search`` exactly as the engine calls it (Python
+    """Run every query through ``FaissIndex.search`` exactly as the engine calls it (Python
     sets for filters, so per-query selector construction is part of the cost). Returns
     latencies (ms), the top-10 ids (padded with -1) and each query's result count."""
     ms, top, counts = [], np.full((len(q), RECALL_K), -1, dtype=np.int64), []
@@ -271,12 +271,12 @@ def worker(index_path: Path, case_dir: Path, result_path: Path) -> None:
     """Load one index file in this fresh process and measure it; writes a JSON dict."""
     import faiss
 
-    from hybrid.store.local.vector import VectorIndex, recall_at
+    from hybrid.store.local.vector import FaissIndex, recall_at
     base_mb = _rss_mb()  # interpreter + numpy + faiss + hybrid, before the index
     q = np.load(case_dir / "queries.npy")
     filters = {"unfiltered": {}, "allowed10": {"allowed": set(np.load(case_dir / "allowed.npy").tolist())},
                "banned1": {"banned": set(np.load(case_dir / "banned.npy").tolist())}}
-    vi = VectorIndex(index_path)
+    vi = FaissIndex(index_path)
     t0 = time.perf_counter()
     n = vi.count()  # first call reads the file
     load_s = time.perf_counter() - t0
@@ -438,10 +438,10 @@ def markdown(results: list[dict]) -> str:
     q = results[0].get("queries")
     out = ["### Vector index at scale (vector-only, dim 384)", "",
            f"`eval/bench/vectors.py`: unit float32 vectors, no embedding. Each index is built with "
-           f"`VectorIndex.rebuild` (ann_recall 0.99; IVF forced with ann_threshold=1, flat with 0) and "
+           f"`FaissIndex.rebuild` (ann_recall 0.99; IVF forced with ann_threshold=1, flat with 0) and "
            f"then loaded in a fresh process that answers {q} queries (stored vectors plus equal-norm "
            f"noise, seed {QUERY_SEED}) at k={K}: unfiltered, with an allowed set of 10% of the ids, "
-           f"and with 1% of the ids banned. Latencies are per-query percentiles of `VectorIndex.search` "
+           f"and with 1% of the ids banned. Latencies are per-query percentiles of `FaissIndex.search` "
            f"(including the per-query filter selector); recall@10 is against exact search on the "
            f"float32 matrix (for the filters, exact search over the permitted ids). RSS is the query "
            f"process's peak (VmHWM). Query process threads: {results[0].get('threads', '?')}; "

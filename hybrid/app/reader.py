@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hybrid.retrieval.graph import LinkGraph
     from hybrid.sources.sandbox import Limits
     from hybrid.store.agent.view import AgentView, Hidden
-    from hybrid.store.port import Catalog
+    from hybrid.store.port import Ledger
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]
 
@@ -73,7 +73,7 @@ class NoteText:
 class AgentCheck:
     """What reading as an agent needs: the view, the vault's catalog, the redactor (or None)."""
     view: AgentView
-    catalog: Catalog
+    catalog: Ledger
     redactor: Any
 
     def allows(self, rel: str, real: str) -> bool:
@@ -96,7 +96,7 @@ class AgentCheck:
 
 def read_note(v: Vault, ref: Ref | str, start: int | None, end: int | None, max_chars: int | None,
               max_file_bytes: int, agent: AgentCheck | None = None,
-              catalog: Catalog | None = None, max_pdf_bytes: int | None = None,
+              catalog: Ledger | None = None, max_pdf_bytes: int | None = None,
               convert: Limits | None = None) -> NoteText:
     """Lines ``start``..``end`` (1-based, inclusive; default all, or the section or block the
     reference names) of the note ``ref`` (any form :mod:`hybrid.app.refs` parses) in vault ``v``.
@@ -158,7 +158,7 @@ EMPTY_REF = "empty note reference: give a path, a title or a citation like vault
 
 
 def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck | None = None,
-              catalog: Catalog | None = None, max_pdf_bytes: int | None = None) -> str:
+              catalog: Ledger | None = None, max_pdf_bytes: int | None = None) -> str:
     """The vault-relative path of the document ``ref`` names in ``v``, found and refused
     exactly as :func:`read_note` finds and refuses it, without reading it (``related`` asks
     about a note, not its lines)."""
@@ -174,7 +174,7 @@ def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck |
     return _source_path(v, ref.path, agent, catalog)
 
 
-def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Catalog, max_file_bytes: int,
+def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Ledger, max_file_bytes: int,
              max_pdf_bytes: int, agent: tuple[AgentView, Hidden, Any] | None = None) -> NoteLinks | None:
     """The links of note ``path`` of folder vault ``v`` (:mod:`hybrid.app.links`) in ``graph``
     (the owner's), as the owner may see them or, given ``agent`` (its view, the notes it hides
@@ -247,7 +247,7 @@ def _file_text(v: Vault, target: Path, rel: str, asked: str, limits: Limits | No
 
 
 def _source_text(v: Vault, path: str, agent: AgentCheck | None,
-                 catalog: Catalog | None) -> tuple[str, str]:
+                 catalog: Ledger | None) -> tuple[str, str]:
     """(path, text) of a bookmark or Slack day of source ``v``, rendered from its export
     now; it must be in the index (an agent's: visible to it), found by path or by name."""
     from hybrid.sources.entries import document_text
@@ -262,7 +262,7 @@ def _source_text(v: Vault, path: str, agent: AgentCheck | None,
     return rel, text
 
 
-def _source_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog | None) -> str:
+def _source_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Ledger | None) -> str:
     """The indexed bookmark or Slack day of source ``v`` that ``path`` names, by path or by name
     (an agent's: only one it may see)."""
     if catalog is None:
@@ -313,7 +313,7 @@ def _headings_hint(lines: list[str]) -> str:
 
 
 def _locate(v: Vault, path: str, max_file_bytes: int | tuple[int, int], agent: AgentCheck | None,
-            catalog: Catalog | None) -> tuple[Path, str]:
+            catalog: Ledger | None) -> tuple[Path, str]:
     """The file ``path`` names: itself, itself + ``.md``, else the one note whose title, file
     name or alias it is (or whose path ends with it: Obsidian's shortest-path links)."""
     def get(p: str) -> tuple[Path, str]:
@@ -350,7 +350,7 @@ def documents_here(v: Vault) -> bool:
     return v.path.is_dir() if v.is_folder else v.path.exists()
 
 
-def _ledger_text(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog) -> tuple[str, str]:
+def _ledger_text(v: Vault, path: str, agent: AgentCheck | None, catalog: Ledger) -> tuple[str, str]:
     """(path, text) of the indexed document ``path`` names, from the ledger."""
     rel = _ledger_path(v, path, agent, catalog)
     text = catalog.note_text(rel)
@@ -360,7 +360,7 @@ def _ledger_text(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog
     return rel, text
 
 
-def _ledger_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog) -> str:
+def _ledger_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Ledger) -> str:
     """The indexed document ``path`` names, found in the ledger alone as :func:`_locate` finds
     a file: by path (``.md`` optional), else by title, file name or alias (an agent's: only one
     it may see, refused in the same words whether private or absent). The ledger holds only
@@ -384,7 +384,7 @@ def _ledger_path(v: Vault, path: str, agent: AgentCheck | None, catalog: Catalog
     return found
 
 
-def _by_name(catalog: Catalog, name: str, agent: AgentCheck | None) -> list[str]:
+def _by_name(catalog: Ledger, name: str, agent: AgentCheck | None) -> list[str]:
     """Indexed notes (an agent's: only those it may see) that ``name`` names."""
     key = " ".join(name.lower().removesuffix(".md").split())
     if not key:

@@ -24,7 +24,7 @@ from hybrid.indexing.reading import text_hash
 
 if TYPE_CHECKING:
     from hybrid.store.base import NoteRecord
-    from hybrid.store.port import Catalog
+    from hybrid.store.port import Ledger
 
 
 def body_hash(text: str) -> str:
@@ -37,7 +37,7 @@ class SharedTexts:
     """Gives the chunks of the records of one index run their ``body_hash``, and each copy of a
     text already met the ``embed_hash`` of the first (see the module docstring)."""
 
-    def __init__(self, catalog: Catalog, model: str):
+    def __init__(self, catalog: Ledger, model: str):
         self.catalog, self.model = catalog, model
         self.first: dict[str, str] = {}  # body hash → the embed hash its copies take
         self.met: set[str] = set()       # body hashes of the chunks of this run

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from hybrid.core.tokens import CJK_RE, HIRAGANA_RE, SPACED_WORD, STOPWORDS, bigrams
 
@@ -122,7 +122,7 @@ class Marker:
     query is marked (``保管庫`` in ``保管庫を`` for a query ``保管庫はどこ``), unless it is all
     Hiragana (particles and endings: ``いる``, ``ここ``, CJK's function words)."""
 
-    def __init__(self, query: str, stem: Callable[[str], list[str]]):
+    def __init__(self, query: str, stem: Callable[[str], Sequence[str]]):
         self.stem = functools.lru_cache(maxsize=None)(stem)
         low = query.lower()
         self.bigrams = frozenset(b for run in CJK_RE.findall(low) for b in bigrams(run) if len(b) == 2)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hybrid.store.base import NoteMeta
-    from hybrid.store.port import Catalog
+    from hybrid.store.port import Ledger
 
 
 def link_key(text: str) -> str:
@@ -168,7 +168,7 @@ class GraphCache:
         self._lock = threading.Lock()
         self._graphs: dict[int, tuple[int, LinkGraph]] = {}
 
-    def get(self, catalog: Catalog) -> LinkGraph:
+    def get(self, catalog: Ledger) -> LinkGraph:
         """The graph of the owner's ``catalog``, as of its last committed change."""
         version = catalog.data_version()
         with self._lock:

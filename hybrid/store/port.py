@@ -1,43 +1,48 @@
 """The store port: what every store backend offers the layers above, as typed protocols.
 
-A backend (:mod:`hybrid.store.local`, :mod:`hybrid.store.pg`) implements :class:`Store`; the
-agent view (:class:`hybrid.store.agent.store.AgentStore`) wraps one and offers
-:class:`Searchable`, the part a search reads. Nothing above ``hybrid.store`` names a backend:
-:func:`hybrid.store.open_store` picks it from the vault's ``store`` setting. The contract is
-checked by one suite run against every backend and the agent view (tests/contract/store); a
-third backend starts by passing it.
+A vault's store is three seams (docs/internals.md#stores):
 
-The ledger (:class:`Catalog`) answers named queries: no SQL is written above the store.
+- the :class:`Ledger`: files, chunks, cached embeddings, the sync journal and meta; the named
+  queries the layers above ask instead of writing SQL;
+- a :class:`LexicalIndex` (BM25 over chunks and sections) and a :class:`VectorIndex` (nearest
+  neighbours), each a projection of the ledger with a write side (apply the journal's removed and
+  added rows, rebuild from batches, count, destroy) and a search side (:class:`LexicalArm`,
+  :class:`VectorArm`). :func:`hybrid.store.sync.sync_derived` drives any pair from the ledger's
+  journal; the agent view is one more lexical index fed the visible, redacted rows
+  (:mod:`hybrid.store.agent.index`).
+
+A backend (:mod:`hybrid.store.local`, :mod:`hybrid.store.pg`, or one a package declares:
+:mod:`hybrid.core.store_url`) implements :class:`Backend` and :class:`Store`; the agent view
+(:class:`hybrid.store.agent.store.AgentStore`) wraps a store and offers :class:`Searchable`, the
+part a search reads. Nothing above ``hybrid.store`` names a backend. The contract is checked by
+one suite run against every store kind and the agent view (tests/contract/store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from hybrid.store.base import EVERY_NOTE
+from hybrid.store.ledger import Ledger, Reading
 
 if TYPE_CHECKING:
     import numpy as np
 
     from hybrid.core.config import Vault
     from hybrid.core.errors import HybridError
-    from hybrid.sources import FetchedPage
+    from hybrid.store.agent.redact import Redactor
+    from hybrid.store.agent.view import AgentView
     from hybrid.store.base import (
         ChunkRow,
-        FileRow,
         NoteFilter,
-        NoteMeta,
-        NoteRecord,
         StoreFacts,
         SyncStats,
         VacuumReport,
         VectorSpec,
     )
-    from hybrid.store.lexicon import LexicalQuery
-    from hybrid.store.props import Row
+    from hybrid.store.lexicon import LexicalQuery, StemAnalyzer
 
 T = TypeVar("T")
 
@@ -54,7 +59,7 @@ class LexicalArm(Protocol):
     store_kind: str
 
     @property
-    def stem(self) -> Any:
+    def stem(self) -> StemAnalyzer:
         """The analyzer the arm reads text with (:func:`hybrid.store.lexicon.stem_analyzer`)."""
         ...
 
@@ -115,129 +120,63 @@ class VectorArm(Protocol):
         ...
 
 
-class Reading(Protocol):
-    """What a search reads of a ledger, as its reader (the owner, or an agent) may see it."""
+class LexicalIndex(LexicalArm, Protocol):
+    """A lexical arm with its write side: a projection of the ledger's live chunks (and their
+    heading sections: :func:`hybrid.store.lexicon.units`), kept by :func:`hybrid.store.sync.sync_derived`."""
 
-    def shows(self, text: str) -> bool:
-        """Whether ``text`` (a tag, a name) may be shown to this reader as it is."""
+    def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
+        """Delete the documents of chunk ids ``removed`` (a section goes with any chunk of it),
+        add those of the chunks in ``added`` (batches, in id order; their ids are among
+        ``removed``, so a replay never duplicates). Idempotent; what readers see changes once."""
         ...
 
-    def shows_value(self, key: str, value: str) -> bool:
-        """Whether property ``key``'s ``value`` (both as written) may be shown to this reader as
-        it is, and so be matched, suggested or ranged for it."""
+    def rebuild(self, batches: Iterable[list[ChunkRow]]) -> None:
+        """Replace every document by those of ``batches``; readers see the old ones meanwhile."""
         ...
 
-    def hints_lone_values(self) -> bool:
-        """Whether a property value that one visible note alone holds may be suggested to this
-        reader, or end a range it is told, when a filter matches nothing: the owner's yes; an
-        agent's no, since a secret under a key no rule names (``lockbox: 4821``) is one note's,
-        while the values hints are for (a status, a year) are shared by notes."""
+    def count(self) -> int:
+        """Chunk documents held."""
         ...
 
-    def shown_rows(self, properties: dict[str, Any]) -> list[tuple[Row, str]]:
-        """The property rows of a note's frontmatter (with each value as written,
-        :func:`hybrid.store.props.raw_values`) this reader is shown as they are: the ones it may
-        match, be suggested or be given a range of (the note judged whole)."""
+    def section_count(self) -> int:
+        """Section documents held."""
         ...
 
-    def filter_ids(self, where: NoteFilter = EVERY_NOTE, among: Sequence[int] | None = None) -> set[int]:
-        """Chunk ids of the notes ``where`` lets through (only those in ``among`` when given)."""
+    def deleted_docs(self) -> int:
+        """Deleted documents still weighing on its BM25 statistics (0 where deletes are exact)."""
         ...
 
-    def note_ids(self, where: NoteFilter = EVERY_NOTE) -> Iterator[int]:
-        """File ids of the live notes ``where`` lets through, lazily (``where.props``: every one
-        of these frontmatter property filters, :mod:`hybrid.store.props`)."""
+    def destroy(self) -> None:
+        """Delete everything it holds (it is rebuilt from the ledger)."""
         ...
 
-    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        """The rows of the live chunks ``ids`` (an agent's: redacted, hidden ones left out)."""
-        ...
 
-    def data_version(self) -> int:
-        """Changes whenever any writer committed to this ledger."""
-        ...
+class VectorIndex(VectorArm, Protocol):
+    """A vector arm with its write side: one vector per live chunk, from the ledger's cache."""
 
     @property
-    def keeps_text(self) -> bool:
-        """Whether the ledger keeps each document's text, so a machine without the vault's
-        folder can read notes (`get`, get_note, backlinks: :mod:`hybrid.app.reader`):
-        PostgreSQL's does; the local store's readers have the folder and read the files."""
+    def dim(self) -> int | None:
+        """The vectors' dimension (None: empty)."""
         ...
 
-    def note_text(self, path: str) -> str | None:
-        """The indexed document ``path``'s text as `get` shows it, from the ledger (an agent's:
-        redacted, None for a note it may not see); None when the ledger holds none of it."""
+    def apply(self, removed: Iterable[int], added_ids: list[int], added_vecs: np.ndarray | None,
+              dim: int, spec: VectorSpec) -> None:
+        """Remove ``removed`` and ``added_ids``, then add ``added_vecs`` under ``added_ids``."""
         ...
 
-
-class Catalog(Reading, Protocol):
-    """The ledger of one vault: files, chunks, cached embeddings, the sync journal, and the
-    named queries the layers above ask instead of writing SQL."""
-
-    fresh: bool  # this open created the schema
-
-    def close(self) -> None: ...
-    def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def transaction(self) -> AbstractContextManager[Any]: ...
-
-    # files and chunks, as the indexer keeps them
-    def files(self) -> dict[str, FileRow]: ...
-    def file_rows(self, file_ids: Sequence[int]) -> dict[int, FileRow]: ...
-    def touch_file(self, path: str, size: int, mtime_ns: int) -> None: ...
-    def apply(self, notes: Iterable[NoteRecord], removed: Iterable[str]) -> list[int]: ...
-    def journal(self) -> list[int]: ...
-    def purge(self, synced: Sequence[int]) -> None: ...
-    def chunk_count(self) -> int: ...
-    def file_count(self) -> int: ...
-    def chunks_per_file(self) -> dict[int, int]: ...  # live file id -> its live chunks (0: absent)
-    def all_chunk_ids(self) -> list[int]: ...
-    def iter_chunks(self, ids: Sequence[int] | None = None,
-                    batch: int = 2000) -> Iterator[list[ChunkRow]]: ...
-    def note_texts(self, file_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]: ...
-
-    # named queries
-    def notes(self, ids: Sequence[int] | None = None) -> Iterator[NoteMeta]: ...
-    def file_fields(self, path: str) -> tuple[list[str], dict[str, Any]] | None: ...
-    def note_properties(self, file_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """``{file id: frontmatter as indexed}`` of the live notes ``file_ids``."""
+    def rebuild(self, ids: list[int] | np.ndarray, vecs: np.ndarray, dim: int, spec: VectorSpec) -> dict:
+        """Replace every vector by these, laid out as ``spec`` asks; the layout, in words (the
+        ledger keeps it as ``vector_layout``)."""
         ...
-    def property_keys(self) -> set[str]:
-        """The frontmatter property names (lower case) some live note has."""
-        ...
-    def file_paths(self, live: bool = True) -> Iterator[tuple[int, str]]: ...
-    def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
-                         live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]: ...
-    def chunk_ids_of(self, file_ids: Iterable[int]) -> set[int]: ...
-    def live_counts(self, file_ids: Iterable[int]) -> tuple[int, int]: ...
-    def note_spans(self, file_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]: ...
 
-    # embeddings, and the vectors of what agents are shown redacted
-    def cached_hashes(self, model: str, hashes: Iterable[str]) -> set[str]: ...
-    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-        """The cached vectors of ``hashes`` under ``model`` (those it has)."""
+    def needs_rebuild(self, n: int, spec: VectorSpec, trained_on: int | None) -> bool:
+        """Whether ``n`` vectors under ``spec`` want a rebuild rather than a patch (a trained
+        layout ``trained_on`` vectors has grown past it, the storage changed)."""
         ...
-    def put_embeddings(self, model: str, items: Iterable[tuple[str, bytes]]) -> None: ...
-    def shared_texts(self, model: str, body_hashes: Iterable[str]) -> dict[str, str]:
-        """``{body hash: embed hash}`` for the live chunks of those ``body_hashes`` (their text,
-        whitespace normalised) whose vector is cached under ``model``: an identical section met
-        again takes that vector instead of being embedded (:mod:`hybrid.indexing.shared`)."""
-        ...
-    def sharing(self) -> tuple[int, int]:
-        """(live chunks whose embed hash another live chunk has too, distinct such hashes)."""
-        ...
-    def vectors(self, model: str, chunk_ids: Sequence[int]) -> list[tuple[int, bytes]]: ...
-    def reclaim_embeddings(self, model: str, force: bool = False) -> int: ...
-    def redacted_ids(self) -> set[int]: ...
-    def redacted_missing(self, model: str) -> list[tuple[str, str]]: ...
-    def redacted_vectors(self, model: str) -> list[tuple[int, int, bytes]]: ...
 
-    # pages a bookmarks source fetched
-    def fetched(self, url: str | None = None) -> dict[str, FetchedPage]: ...
-    def put_fetched(self, rows: Iterable[FetchedPage]) -> None: ...
-    def drop_fetched(self, keep: Iterable[str]) -> int: ...
-
-    def vacuum(self) -> None: ...
+    def destroy(self) -> None:
+        """Delete every vector (they are rebuilt from the ledger's cache)."""
+        ...
 
 
 class Searchable(Protocol):
@@ -251,7 +190,7 @@ class Searchable(Protocol):
     @property
     def catalog(self) -> Reading: ...
     @property
-    def ledger(self) -> Catalog:
+    def ledger(self) -> Ledger:
         """The whole ledger under it (notes of no text, counts)."""
         ...
     @property
@@ -266,7 +205,7 @@ class Store(Searchable, Protocol):
     """One vault's store, as a backend opens it (:func:`hybrid.store.open_store`)."""
 
     @property
-    def catalog(self) -> Catalog: ...
+    def catalog(self) -> Ledger: ...
 
     directory: Path          # its folder (a PostgreSQL store: the vault's name, for messages)
     warnings: list[str]      # what opening it repaired or found, for the index report
@@ -283,8 +222,8 @@ class Store(Searchable, Protocol):
         """Record that opening the store repaired something (one warning)."""
         ...
 
-    def sync_derived(self, model: str | None, batch: int = 5000, view: Any = None,
-                     redactor: Any = None) -> SyncStats:
+    def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
+                     redactor: Redactor | None = None) -> SyncStats:
         """Bring both arms (and the agent view's, with ``view``) in line with the ledger."""
         ...
 
@@ -292,7 +231,7 @@ class Store(Searchable, Protocol):
         """Drop cached embeddings no chunk uses, beyond the cache kept; rows removed."""
         ...
 
-    def agent_arms(self, hidden_files: Collection[int], view: Any) -> tuple[LexicalArm, VectorArm]:
+    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[LexicalArm, VectorArm]:
         """The arms an agent searches: its own lexical index over redacted text, and the
         vector arm (hidden notes are left out by :mod:`hybrid.store.agent.store` or here)."""
         ...
@@ -303,11 +242,11 @@ class Store(Searchable, Protocol):
         """Whether it can serve agents while their view is being redone."""
         ...
 
-    def agent_view_current(self, view: Any) -> bool:
+    def agent_view_current(self, view: AgentView) -> bool:
         """Whether what agents read was written for ``view`` (its settings and redaction rules)."""
         ...
 
-    def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
+    def refresh_agent_view(self, view: AgentView, redactor: Redactor | None, wait: float) -> None:
         """Redo, as a writer, what agents read that was written for another view
         (IndexLocked when an indexer holds the vault for longer than ``wait`` seconds)."""
         ...
@@ -326,7 +265,7 @@ class Backend(Protocol):
         ...
 
     def write(self, vault: Vault, run: Callable[[Store], T], *, reembed: bool, wait: float,
-              view: Any, redactor: Any) -> T:
+              view: AgentView, redactor: Redactor | None) -> T:
         """Run one index job as the vault's only writer; crash-safe at every step. ``reembed``:
         a store built anew, replacing the old one when ``run`` returns (until then the old one
         answers). ``run`` may be called again on a fresh ledger when the old one proves

@@ -20,7 +20,7 @@ from hybrid.store.base import EVERY_NOTE, NoteFilter
 if TYPE_CHECKING:
     from hybrid.store.agent.vectors import Redacted
     from hybrid.store.base import ChunkRow
-    from hybrid.store.port import Catalog, LexicalArm, Store, VectorArm
+    from hybrid.store.port import Ledger, LexicalArm, Store, VectorArm
 
 log = logging.getLogger("hybrid")
 
@@ -34,7 +34,7 @@ class AgentStore:
                  disk: OnDisk | None = None):
         self.store, self.view, self.hidden = store, view, hidden
         self.embedder_id = store.embedder_id
-        self.ledger: Catalog = store.catalog
+        self.ledger: Ledger = store.catalog
         self.hidden_files: Collection[int] = hidden.files
         lexical, vector = store.agent_arms(hidden.files, view)
         self.catalog = _AgentCatalog(store.catalog, view, hidden, redactor if view.redact else None,
@@ -52,7 +52,7 @@ class OnDisk:
     max_bytes: int
 
 
-def stale_verdicts(catalog: Catalog, file_ids: Collection[int], view: AgentView, disk: OnDisk,
+def stale_verdicts(catalog: Ledger, file_ids: Collection[int], view: AgentView, disk: OnDisk,
                    cache: dict[int, tuple[int, int, bool]]) -> set[int]:
     """The ids of ``file_ids`` whose file changed on disk since it was indexed and that the
     agent may not see as they are now: made private, hidden by a new tag, a front block that
@@ -177,7 +177,7 @@ class _AgentVector:
 
 
 class _AgentCatalog:
-    def __init__(self, catalog: Catalog, view: AgentView, hidden: Hidden, redactor, cache: RowCache,
+    def __init__(self, catalog: Ledger, view: AgentView, hidden: Hidden, redactor, cache: RowCache,
                  disk: OnDisk | None = None):
         self._catalog, self._view, self._hidden, self._redactor = catalog, view, hidden, redactor
         self._cache, self._disk = cache, disk
@@ -302,7 +302,7 @@ class HiddenCache:
         self._lock = threading.Lock()
         self._by_vault: dict[str, Hidden] = {}
 
-    def get(self, name: str, catalog: Catalog, view: AgentView, model: str | None = None) -> Hidden:
+    def get(self, name: str, catalog: Ledger, view: AgentView, model: str | None = None) -> Hidden:
         version = (catalog.data_version(), view.fingerprint, id(catalog), model)
         with self._lock:
             got = self._by_vault.get(name)
@@ -317,7 +317,7 @@ class HiddenCache:
             return got
 
 
-def _redacted(catalog: Catalog, model: str) -> Redacted:
+def _redacted(catalog: Ledger, model: str) -> Redacted:
     """The redacted chunks of ``catalog`` (their vectors under ``model`` loaded when needed)."""
     from hybrid.store.agent.vectors import Redacted
     return Redacted(catalog.redacted_ids(), lambda: catalog.redacted_vectors(model))

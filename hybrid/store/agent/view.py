@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from hybrid.core.settings import Settings
     from hybrid.store.agent.vectors import Redacted
     from hybrid.store.base import ChunkRow
-    from hybrid.store.port import Catalog
+    from hybrid.store.ledger import Ledger
 
 log = logging.getLogger("hybrid")
 META_KEY = "agent_view"           # catalog meta: the fingerprint the agent index was built with
@@ -196,7 +196,7 @@ class AgentView:
         """The frontmatter keys whose presence may hide a note (``private``, ``proposed_by``,
         the mark of a front block that could not be read and that of tags left out): with
         :attr:`private_tags`, what the catalog looks for to find the notes this view may hide
-        by their fields (:meth:`hybrid.store.port.Catalog.files_mentioning`)."""
+        by their fields (:meth:`hybrid.store.port.Ledger.files_mentioning`)."""
         from hybrid.sources.markdown import FRONT_UNREADABLE, TAGS_CUT
         return ("private", "proposed_by", FRONT_UNREADABLE, TAGS_CUT)
 
@@ -205,7 +205,7 @@ _warned: set[tuple[str, str, str]] = set()
 _warned_lock = threading.Lock()
 
 
-def in_force(vault: Vault, settings: Settings, catalog: Catalog) -> AgentView:
+def in_force(vault: Vault, settings: Settings, catalog: Ledger) -> AgentView:
     """The agent view a reader of ``vault`` follows: the one its indexer wrote into a shared
     ledger (a PostgreSQL vault: one truth for every server on it, so none re-indexes to
     impose its own), else this machine's settings (a local vault, or a shared one indexed
@@ -302,12 +302,12 @@ def _truthy(value: Any) -> bool:
 
 
 # --- the hidden set --------------------------------------------------------------------------
-def hidden_files(catalog: Catalog, view: AgentView) -> dict[int, str]:
+def hidden_files(catalog: Ledger, view: AgentView) -> dict[int, str]:
     """``{file id: path}`` of every file (live or deleted) an agent may not see."""
     return {fid: path for fid, (path, _) in _verdicts(catalog, view).items()}
 
 
-def hidden_report(catalog: Catalog, view: AgentView) -> dict[str, list[str]]:
+def hidden_report(catalog: Ledger, view: AgentView) -> dict[str, list[str]]:
     """The live notes hidden from agents, by why (``agent_exclude``, ``private tag``,
     ``private``, ``proposal``, ``front block unreadable``, …): for the owner's ``status``. A
     note whose front block is unreadable is listed as ``path (what is wrong with it)``."""
@@ -318,7 +318,7 @@ def hidden_report(catalog: Catalog, view: AgentView) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _verdicts(catalog: Catalog, view: AgentView, live: bool = False) -> dict[int, tuple[str, str]]:
+def _verdicts(catalog: Ledger, view: AgentView, live: bool = False) -> dict[int, tuple[str, str]]:
     """``{file id: (path, why it is hidden)}`` of the files (``live``: only those not deleted)
     an agent may not see."""
     out: dict[int, tuple[str, str]] = {}
@@ -333,7 +333,7 @@ def _verdicts(catalog: Catalog, view: AgentView, live: bool = False) -> dict[int
     return out
 
 
-def hidden_chunk_ids(catalog: Catalog, file_ids: Iterable[int]) -> set[int]:
+def hidden_chunk_ids(catalog: Ledger, file_ids: Iterable[int]) -> set[int]:
     """Every chunk id (live or dead: FAISS may still hold a replaced one) of ``file_ids``."""
     return catalog.chunk_ids_of(file_ids)
 
@@ -377,7 +377,7 @@ class RowCache:
 
 
 # --- redaction of rows ------------------------------------------------------------------------
-def redact_rows(catalog: Catalog, rows: Sequence[ChunkRow], redactor) -> list[ChunkRow]:
+def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[ChunkRow]:
     """``rows`` with their text redacted as part of their whole note (a secret cut across two
     chunks is found in the note and removed from both), and their heading, title, aliases and
     tags (``#ghp_…`` is a tag too), and the values of their note's properties judged with their
@@ -434,7 +434,7 @@ def visible(rows: Iterable[ChunkRow], view: AgentView) -> list[ChunkRow]:
     return out
 
 
-def agent_batches(catalog: Catalog, batches: Iterable[list[ChunkRow]], view: AgentView,
+def agent_batches(catalog: Ledger, batches: Iterable[list[ChunkRow]], view: AgentView,
                   redactor, redacted: list | None = None) -> Iterator[list[ChunkRow]]:
     """The rows of ``batches`` an agent may see, redacted, in the same order; the entries of
     those redaction changed (:func:`hybrid.store.agent.vectors.entries`) go to ``redacted``."""
@@ -449,7 +449,7 @@ def agent_batches(catalog: Catalog, batches: Iterable[list[ChunkRow]], view: Age
 
 
 # --- keeping the agent index in step --------------------------------------------------------
-def visible_counts(catalog: Catalog, view: AgentView) -> tuple[int, int]:
+def visible_counts(catalog: Ledger, view: AgentView) -> tuple[int, int]:
     """(notes, chunks) an agent may see: the live ones of notes not hidden."""
     hidden_notes, hidden_chunks = catalog.live_counts(hidden_files(catalog, view))
     return catalog.file_count() - hidden_notes, catalog.chunk_count() - hidden_chunks

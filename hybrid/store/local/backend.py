@@ -9,7 +9,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.files import lock_dir
@@ -25,6 +25,8 @@ from hybrid.store.local.store import (
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
+    from hybrid.store.agent.redact import Redactor
+    from hybrid.store.agent.view import AgentView
     from hybrid.store.port import Store
 
 T = TypeVar("T")
@@ -44,7 +46,7 @@ class LocalBackend:
             raise
 
     def write(self, vault: Vault, run: Callable[[Store], T], *, reembed: bool, wait: float,
-              view: Any, redactor: Any) -> T:
+              view: AgentView, redactor: Redactor | None) -> T:
         """Under the folder's lock: a re-embed is built beside the old index and swapped in;
         otherwise the store is opened as the writer, and a ledger found damaged (at open or
         mid-run) is moved aside and ``run`` starts over from the notes (the ledger is a cache

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hybrid.core.faults import checkpoint
 from hybrid.core.files import fsync_dir, sibling
-from hybrid.store.local.lexical import LexicalIndex, remove_known
+from hybrid.store.local.lexical import TantivyIndex, remove_known
 
 log = logging.getLogger("hybrid")
 # Every name hybrid creates in an index dir; nothing else there is ever deleted.
@@ -34,7 +34,7 @@ def remove_tree(directory: Path) -> list[str]:
     ``lexical/``), then the folder if that empties it. Returns the names left behind."""
     if not directory.is_dir():
         return []
-    inner = [f"{sub}/{n}" for sub in LEXICAL_DIRS for n in LexicalIndex.destroy(directory / sub)]
+    inner = [f"{sub}/{n}" for sub in LEXICAL_DIRS for n in TantivyIndex.remove_files(directory / sub)]
     left = remove_known(directory, KNOWN_FILE_RE)
     return inner + [n for n in left if not any(n == sub and any(i.startswith(sub + "/") for i in inner)
                                                 for sub in LEXICAL_DIRS)]

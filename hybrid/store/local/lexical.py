@@ -63,7 +63,7 @@ FOOTER_MAGIC = 1337  # tantivy's file footer: body | JSON {version, crc} | u32 l
 UNREADABLE_HINTS = ("IO error", "corrupt", "Failed to open", "Footer", "magic", "does not exist",
                     "Meta file", "deserializ")
 
-class LexicalIndex:
+class TantivyIndex:
     store_kind = "local"  # tantivy's BM25: the parameters the settings ship with (hybrid.retrieval.fitted)
 
     # the chunk ids of the notes passing property filters (the catalog's filter_ids, set by the
@@ -242,8 +242,12 @@ class LexicalIndex:
             self.sections.reload()
             return self.sections.searcher().num_docs
 
+    def destroy(self) -> None:
+        """Delete every document (the index stays open and valid, empty)."""
+        self.rebuild([])
+
     @staticmethod
-    def destroy(directory: Path) -> list[str]:
+    def remove_files(directory: Path) -> list[str]:
         """Delete tantivy's own files in ``directory`` and its section index, then the folders
         if that empties them. Anything else is left where it is; the names left are returned
         (and logged)."""
@@ -359,7 +363,7 @@ class LexicalIndex:
         must = []
         if where.props:
             if self.prop_ids is None:
-                raise RuntimeError("a property filter needs LexicalIndex.prop_ids (set by the store)")
+                raise RuntimeError("a property filter needs TantivyIndex.prop_ids (set by the store)")
             must.append(Q.term_set_query(s, "chunk_id", sorted(self.prop_ids(where.props))))
         if where.folders:
             must.append(Q.boolean_query([(Occur.Should, Q.term_query(s, "folder", f))

@@ -19,15 +19,15 @@ import os
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.faults import checkpoint
 from hybrid.core.files import lock_dir, sibling
-from hybrid.store import base
+from hybrid.store import sync
+from hybrid.store.agent import index as agent_index
 from hybrid.store.agent.view import AgentView
-from hybrid.store.base import NoteFilter, SyncStats, VacuumReport, VectorSpec
-from hybrid.store.local import agent_index
+from hybrid.store.base import NoteFilter, StoreNotes, SyncStats, VacuumReport, VectorSpec
 from hybrid.store.local.catalog import Catalog
 from hybrid.store.local.layout import (
     AGENT_LEXICAL,
@@ -39,8 +39,11 @@ from hybrid.store.local.layout import (
     remove_tree,
     swap_in,
 )
-from hybrid.store.local.lexical import LexicalIndex
-from hybrid.store.local.vector import VectorIndex
+from hybrid.store.local.lexical import TantivyIndex
+from hybrid.store.local.vector import FaissIndex
+
+if TYPE_CHECKING:
+    from hybrid.store.agent.redact import Redactor
 
 log = logging.getLogger("hybrid")
 T = TypeVar("T")
@@ -138,7 +141,7 @@ def _check_kinds(directory: Path) -> None:
                                f"away and run `hybrid index`")
 
 
-class VaultStore(base.StoreNotes):
+class VaultStore(StoreNotes):
     """A vault's local store (:class:`hybrid.store.port.Store`): the SQLite ledger, tantivy
     and FAISS files in its index folder."""
 
@@ -165,9 +168,9 @@ class VaultStore(base.StoreNotes):
             self.catalog.close()  # an empty file: a first index that has not got far yet
             raise IndexCorrupt("not indexed yet")
         self._identity = _file_identity(catalog)
-        self._lexical: LexicalIndex | None = None
-        self._agent_lexical: LexicalIndex | None = None
-        self.vector = VectorIndex(directory / "vectors.faiss")
+        self._lexical: TantivyIndex | None = None
+        self._agent_lexical: TantivyIndex | None = None
+        self.vector = FaissIndex(directory / "vectors.faiss")
         self.spec = VectorSpec()  # the indexer sets it from the settings
         if create and self.catalog.fresh:
             self._drop_derived()  # projections of a catalog that no longer exists
@@ -176,10 +179,15 @@ class VaultStore(base.StoreNotes):
         self.catalog.close()
 
     @property
+    def name(self) -> str:
+        """Its vault's name (its folder's), for messages."""
+        return self.directory.name
+
+    @property
     def ledger(self) -> Catalog:
         return self.catalog
 
-    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[LexicalIndex, VectorIndex]:
+    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[TantivyIndex, FaissIndex]:
         """The agent view's own tantivy index (redacted text; hidden notes are left out by
         :class:`hybrid.store.agent.store.AgentStore`) and the one vector index."""
         return self.agent_lexical, self.vector
@@ -188,7 +196,7 @@ class VaultStore(base.StoreNotes):
         """Whether the agent index was built with ``view``'s settings."""
         return agent_index.current(self, view)
 
-    def refresh_agent_view(self, view: AgentView, redactor: Any, wait: float) -> None:
+    def refresh_agent_view(self, view: AgentView, redactor: Redactor | None, wait: float) -> None:
         """Rebuild the agent index from the ledger as a writer (the lock held, waiting up to
         ``wait`` seconds: IndexLocked when an indexer keeps it)."""
         lock = lock_dir(self.directory, wait)
@@ -208,7 +216,7 @@ class VaultStore(base.StoreNotes):
         return _file_identity(self.directory / "catalog.sqlite") != self._identity
 
     @property
-    def lexical(self) -> LexicalIndex:
+    def lexical(self) -> TantivyIndex:
         """Opened on first use, so a command that does not need tantivy (a re-embed) is never
         stopped by it; a writer that finds it unreadable rebuilds it."""
         if self._lexical is None:
@@ -216,26 +224,26 @@ class VaultStore(base.StoreNotes):
         return self._lexical
 
     @property
-    def agent_lexical(self) -> LexicalIndex:
+    def agent_lexical(self) -> TantivyIndex:
         """The agent view's tantivy index (see :mod:`hybrid.store.agent.view`): opened, and on the
         writer path verified or healed, like the owner's."""
         if self._agent_lexical is None:
             self._agent_lexical = self._open_lexical(AGENT_LEXICAL)
         return self._agent_lexical
 
-    def _open_lexical(self, name: str = "lexical") -> LexicalIndex:
+    def _open_lexical(self, name: str = "lexical") -> TantivyIndex:
         lex = self._open_tantivy(name)
         lex.prop_ids = lambda props: self.catalog.filter_ids(NoteFilter(props=props))
         return lex
 
-    def _open_tantivy(self, name: str) -> LexicalIndex:
+    def _open_tantivy(self, name: str) -> TantivyIndex:
         path = self.directory / name
         if not self.writable:
-            return LexicalIndex(path, create=name == "lexical")
-        lex: LexicalIndex | None = None
+            return TantivyIndex(path, create=name == "lexical")
+        lex: TantivyIndex | None = None
         meta = "lexical_verified" if name == "lexical" else f"{name}_verified"
         try:
-            lex = LexicalIndex(path)
+            lex = TantivyIndex(path)
             known = json.loads(self.catalog.get_meta(meta) or "{}")
             checked = lex.verify(known)
             if checked != known:
@@ -246,27 +254,17 @@ class VaultStore(base.StoreNotes):
         lex = None  # close tantivy's handle on the damaged files before they go
         self.heal_note(f"{self.directory.name}: {name} index unreadable ({problem}); "
                        f"rebuilding it from the catalog")
-        LexicalIndex.destroy(path)
+        TantivyIndex.remove_files(path)
         if name != "lexical":
             self.catalog.set_meta("agent_view", "")  # rebuilt by the next sync
-        return LexicalIndex(path)
-
-    def _check_vector(self) -> None:
-        """On the writer path: an unreadable FAISS file is deleted, to be rebuilt from the
-        catalog's cached vectors by the count check."""
-        try:
-            self.vector.count()
-        except IndexCorrupt as exc:
-            self.heal_note(f"{self.directory.name}: vector index unreadable ({exc}); "
-                           f"rebuilding it from the catalog")
-            self.vector.destroy()
+        return TantivyIndex(path)
 
     def _drop_derived(self) -> None:
         if (self.directory / "lexical").exists() or self.vector.path.exists():
             log.info("%s: new catalog; dropping the old derived indexes", self.directory.name)
         self._lexical = self._agent_lexical = None
         for sub in LEXICAL_DIRS:
-            LexicalIndex.destroy(self.directory / sub)
+            TantivyIndex.remove_files(self.directory / sub)
         self.vector.destroy()
 
     def lock(self, timeout: float = 0):
@@ -274,122 +272,10 @@ class VaultStore(base.StoreNotes):
         return lock_dir(self.directory, timeout)
 
     def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
-                     redactor: Any = None) -> SyncStats:
-        """Bring tantivy and FAISS in line with the catalog: replay the journal, then check
-        counts and layout, rebuilding a projection from the catalog if it disagrees (no
-        re-embedding: vectors come from the catalog's cache). With ``view`` the agent index
-        too (see :mod:`hybrid.store.agent.view`). Idempotent; safe to repeat after a crash: the
-        journal is cleared only once every projection holds its changes."""
-        from hybrid.core.timing import Stopwatch
-        clock = Stopwatch()
-        stats = SyncStats()
-        if self.writable:
-            self._check_vector()
-        n = self.catalog.chunk_count()
-        ids = self.catalog.journal()
-        if ids:
-            stats.journal = len(ids)
-            self._replay_journal(ids, model, n, batch, clock, stats, view, redactor)
-            self.catalog.purge(ids)
-        with clock("lexical"):
-            stats.rebuilt_lexical = self._check_lexical(n, batch)
-            if view is not None:
-                stats.rebuilt_agent = int(agent_index.check(self, view, redactor, batch))
-        with clock("vector"):
-            if model is not None and not stats.rebuilt_vector:
-                stats.rebuilt_vector = bool(self._check_vector_count(model, n))
-        stats.lexical_seconds = clock.seconds["lexical"]
-        stats.vector_seconds = clock.seconds["vector"]
-        return stats
-
-    def _replay_journal(self, ids: list[int], model: str | None, n: int, batch: int,
-                        clock, stats: SyncStats, view: AgentView | None, redactor: Any) -> None:
-        """Apply the journaled chunk ids (added, changed or dead) to tantivy, then to FAISS
-        from the cached vectors (or rebuild FAISS when its layout must change)."""
-        live: list[int] = []
-
-        def batches():  # streamed: a million journaled chunks never sit in memory at once
-            for part in self.catalog.iter_chunks(ids, batch):
-                rows = [r for r in part if not r.dead]
-                live.extend(r.id for r in rows)
-                yield rows
-
-        with clock("lexical"):
-            self.lexical.apply(ids, batches())
-            if view is not None and agent_index.current(self, view):  # else rebuilt just after
-                agent_index.apply_journal(self, ids, view, redactor, batch)
-        checkpoint("after-lexical")
-        with clock("vector"):
-            if model is not None:
-                if self._vector_needs_rebuild(n):
-                    stats.rebuilt_vector = bool(self._rebuild_vector(model))
-                else:
-                    self._apply_vectors(ids, live, model)
-        checkpoint("after-vector")
-
-    def _apply_vectors(self, ids: list[int], live: list[int], model: str) -> None:
-        import numpy as np
-        got = self.catalog.vectors(model, live)
-        dim = self._dim(got)
-        if dim:
-            vec_ids = [i for i, _ in got]
-            vecs = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), dim)
-            self.vector.apply(ids, vec_ids, vecs, dim, self.spec)
-        elif self.vector.count():
-            self.vector.apply(ids, [], None, self.vector.dim or 1, self.spec)
-
-    def _check_lexical(self, n: int, batch: int) -> bool:
-        """Rebuild tantivy from the catalog when its count is off or deleted documents skew
-        BM25 (:func:`hybrid.store.base.lexical_drifted`); whether it was rebuilt."""
-        if n and not self.lexical.section_count():
-            log.info("%s: building the section index", self.directory.name)
-        elif self.lexical.count() != n:
-            log.warning("%s: lexical index out of step (%d docs, %d chunks); rebuilding from the catalog",
-                        self.directory.name, self.lexical.count(), n)
-        elif self._lexical_drifted(n):
-            log.info("%s: compacting the lexical index (%d deleted documents in its statistics)",
-                     self.directory.name, self.lexical.deleted_docs())
-        else:
-            return False
-        self.lexical.rebuild(self.catalog.iter_chunks(batch=batch))
-        return True
-
-    def _check_vector_count(self, model: str, n: int) -> int:
-        """Rebuild FAISS from the cached vectors when its count is off or its layout is due
-        to change; the rebuild's stats flag (0 when nothing was done)."""
-        if self.vector.count() != n:
-            log.warning("%s: vector index out of step (%d vectors, %d chunks); rebuilding from the catalog",
-                        self.directory.name, self.vector.count(), n)
-            return self._rebuild_vector(model)
-        if self._vector_needs_rebuild(n):
-            return self._rebuild_vector(model)
-        return 0
-
-    def _lexical_drifted(self, n: int) -> bool:
-        """Whether deleted documents weigh on BM25 enough to compact."""
-        return base.lexical_drifted(self.lexical.deleted_docs(), n)
-
-    def _vector_needs_rebuild(self, n: int) -> bool:
-        if not self.vector.count():
-            return n > 0 and (self.spec.wants_ivf(n) or self.spec.storage != "float32")
-        layout = json.loads(self.catalog.get_meta("vector_layout") or "{}")
-        return self.vector.needs_rebuild(n, self.spec, layout.get("trained_on"))
-
-    def _rebuild_vector(self, model: str) -> int:
-        """Rebuild FAISS from the catalog's cached vectors with the layout the spec asks for."""
-        dim = int(self.catalog.get_meta("dim") or 0) or self.vector.dim or 0
-        if not dim:
-            row = self.catalog.vectors(model, self.catalog.all_chunk_ids()[:1])
-            dim = self._dim(row) or 1
-        ids, mat = self.catalog.vector_matrix(model, dim)
-        info = self.vector.rebuild(ids, mat, dim, self.spec)
-        log.info("%s: vector index built: %s", self.directory.name, info)
-        self.catalog.set_meta("vector_layout", json.dumps(info, sort_keys=True))
-        return 1
-
-    @staticmethod
-    def _dim(got: list[tuple[int, bytes]]) -> int:
-        return len(got[0][1]) // 4 if got else 0
+                     redactor: Redactor | None = None) -> SyncStats:
+        """Bring tantivy and FAISS (and, with ``view``, the agent index) in line with the
+        catalog (:func:`hybrid.store.sync.sync_derived`)."""
+        return sync.sync_derived(self, model, batch, view, redactor)
 
     def reclaim(self, model: str | None, force: bool = False) -> int:
         """End-of-run housekeeping: drop unused cached embeddings past the cache bound (all of

@@ -152,7 +152,7 @@ def calibrate(index, vecs: np.ndarray, ids: np.ndarray, target: float, rng,
     return int(index.nlist), round(ceiling, 4), round(ceiling, 4)
 
 
-class VectorIndex:
+class FaissIndex:
     hidden_files: frozenset[int] = frozenset()  # it leaves out no note itself
 
     def __init__(self, path: Path, dim: int | None = None):

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hybrid.core.errors import HybridError, VaultError
 from hybrid.core.store_url import redact, resolve
@@ -17,6 +17,8 @@ from hybrid.store.pg.store import PgStore, agent_fingerprint, drop_vault, open_s
 
 if TYPE_CHECKING:
     from hybrid.core.config import Vault
+    from hybrid.store.agent.redact import Redactor
+    from hybrid.store.agent.view import AgentView
     from hybrid.store.port import Store
 
 T = TypeVar("T")
@@ -29,7 +31,7 @@ class PgBackend:
         return open_store(vault, writer=writer, wait=wait)
 
     def write(self, vault: Vault, run: Callable[[Store], T], *, reembed: bool, wait: float,
-              view: Any, redactor: Any) -> T:
+              view: AgentView, redactor: Redactor | None) -> T:
         """Under the vault's advisory lock. A run killed at any point leaves the database as one
         of its committed states, and the next run redoes only what is missing; a re-embed
         replaces every note in one transaction at its end."""

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from collections.abc import Collection
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import IndexLocked, StoreUnavailable
 from hybrid.core.faults import checkpoint
@@ -29,6 +30,10 @@ from hybrid.store.pg.lexical import PgLexical
 from hybrid.store.pg.packed import PackedReader, maintain
 from hybrid.store.pg.standby import STANDBY, ReplayConflict, in_recovery, read_again, skipped
 from hybrid.store.pg.vector import PgVector, vault_indexes
+
+if TYPE_CHECKING:
+    from hybrid.store.agent.redact import Redactor
+    from hybrid.store.agent.view import AgentView
 
 log = logging.getLogger("hybrid")
 LOCK_POLL = 0.2
@@ -168,12 +173,12 @@ class PgStore(StoreNotes):
         model until the new ones replace them in one transaction."""
         self.catalog.pending_meta = {}
 
-    def set_agent(self, fingerprint: str, redactor: Any) -> None:
+    def set_agent(self, fingerprint: str, redactor: Redactor | None) -> None:
         """Write agent-view tsvectors with ``redactor`` (None: no redaction) as notes change."""
         self.catalog.agent = (fingerprint, redactor)
 
-    def sync_derived(self, model: str | None, batch: int = 5000, view: Any = None,
-                     redactor: Any = None) -> SyncStats:
+    def sync_derived(self, model: str | None, batch: int = 5000, view: AgentView | None = None,
+                     redactor: Redactor | None = None) -> SyncStats:
         """What the local store replays into tantivy and FAISS lives in the database already;
         here only the HNSW index is built after a first load, and notes whose agent tsvectors
         were written with other redaction rules are redone."""
@@ -201,7 +206,7 @@ class PgStore(StoreNotes):
         stats.vector_seconds = round(time.perf_counter() - t, 3)
         return stats
 
-    def share_agent_settings(self, view: Any) -> None:
+    def share_agent_settings(self, view: AgentView) -> None:
         """Write the agent view this run indexed under into the vault's meta, with its
         fingerprint, in one transaction: every server on the vault follows it
         (:func:`hybrid.store.agent.view.in_force`), so none re-indexes to impose its own."""
@@ -219,7 +224,7 @@ class PgStore(StoreNotes):
     def ledger(self) -> PgCatalog:
         return self.catalog
 
-    def agent_view_current(self, view: Any) -> bool:
+    def agent_view_current(self, view: AgentView) -> bool:
         """Whether every note's agent text was written for ``view`` (a read replica: its
         primary's indexer sees to it)."""
         from hybrid.store.agent.view import META_KEY
@@ -231,7 +236,7 @@ class PgStore(StoreNotes):
                     "the primary redoes them)", self.where, "a standby" if self.standby else "a read-only role")
         return current or self.read_only
 
-    def refresh_agent_view(self, view: Any, redactor: Any, wait: float) -> None:
+    def refresh_agent_view(self, view: AgentView, redactor: Redactor | None, wait: float) -> None:
         """Redo, as a writer, the agent text of the notes written with other redaction rules
         (IndexLocked when an indexer holds the vault: they stay hidden meanwhile)."""
         fingerprint = agent_fingerprint(view)
@@ -247,7 +252,7 @@ class PgStore(StoreNotes):
         return {r[0] for r in self.query("SELECT id FROM hybrid_files WHERE vault=%s AND agent_fp IS "
                                          "DISTINCT FROM %s", (self.vault_id, fingerprint))}
 
-    def refresh_agent(self, fingerprint: str, redactor: Any, batch: int = 5000) -> int:
+    def refresh_agent(self, fingerprint: str, redactor: Redactor | None, batch: int = 5000) -> int:
         """Rewrite the agent tsvectors of notes written with other redaction rules (one
         transaction per note); how many notes were redone."""
         from hybrid.store.agent.vectors import entries, header_setting
@@ -280,7 +285,7 @@ class PgStore(StoreNotes):
             log.info("%s: agent view redone for %d notes", self.name, len(todo))
         return len(todo)
 
-    def agent_arms(self, hidden_files: Any, view: Any) -> tuple[PgLexical, PgVector]:
+    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[PgLexical, PgVector]:
         """Both arms as an agent sees them: the hidden notes, and notes whose agent tsvectors
         were written with other redaction rules than the view's, left out inside each query."""
         files = set(hidden_files) | self.stale_agent_files(agent_fingerprint(view))
@@ -300,7 +305,7 @@ class _Held:
         self.store.close()
 
 
-def agent_fingerprint(view: Any) -> str:
+def agent_fingerprint(view: AgentView) -> str:
     """What the agent tsvectors depend on: the redaction rules, when redaction is on. (Which
     notes are hidden is decided at query time.)"""
     if not view.redact:

@@ -30,9 +30,9 @@ def targets(*kinds):
 
 def test_each_store_kind_names_its_fit():
     from hybrid.store.agent.store import _AgentLexical
-    from hybrid.store.local.lexical import LexicalIndex
+    from hybrid.store.local.lexical import TantivyIndex
     from hybrid.store.pg.lexical import PgLexical
-    assert LexicalIndex.store_kind == "local" and PgLexical.store_kind == "postgresql"
+    assert TantivyIndex.store_kind == "local" and PgLexical.store_kind == "postgresql"
     inner = SimpleNamespace(stem=None, store_kind="postgresql")
     assert _AgentLexical(inner, SimpleNamespace(chunks=set()), None).store_kind == "postgresql"  # the agent view too
 

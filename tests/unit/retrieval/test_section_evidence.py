@@ -9,7 +9,7 @@ from hybrid.retrieval.arms import by_section
 from hybrid.retrieval.exact import exact_first, strong_literals, verbatim_text
 from hybrid.store.base import ChunkRow
 from hybrid.store.lexicon import LexicalQuery, doc_fields, section_text
-from hybrid.store.local.lexical import LexicalIndex
+from hybrid.store.local.lexical import TantivyIndex
 from hybrid.store.local.store import VaultStore
 
 
@@ -84,7 +84,7 @@ def test_an_index_built_before_sections_gets_them_on_the_next_index_run(tmp_path
     write(vault, "a.md", "# A\n\nkafka consumer lag\n")
     h = indexed(tmp_path, vault)
     sections = h.config.vault("vault").index_dir / "lexical" / "sections"
-    assert LexicalIndex.destroy(sections) == [] and not sections.exists()
+    assert TantivyIndex.remove_files(sections) == [] and not sections.exists()
     h.index()
     consistent(h)
     store = VaultStore(h.config.vault("vault").index_dir)

@@ -341,7 +341,7 @@ def test_disk_full_in_faiss_and_tantivy_converge_once_space_is_back(tmp_path, mo
         raise ValueError("An IO error occurred: 'No space left on device (os error 28)'")
 
     write(vault, "more/extra.md", "# Extra\n\nkafka consumer lag dashboards\n")
-    monkeypatch.setattr(lexical.LexicalIndex, "_doc", no_space)
+    monkeypatch.setattr(lexical.TantivyIndex, "_doc", no_space)
     with pytest.raises(DiskFull, match=r"free space on the disk holding .*lexical"):
         h.index()
     monkeypatch.undo()

@@ -6,7 +6,7 @@ import pytest
 
 import hybrid
 from hybrid.store.base import NoteFilter, VectorSpec, calibration_queries
-from hybrid.store.local.vector import VectorIndex, build, nlist_for, recall_at
+from hybrid.store.local.vector import FaissIndex, build, nlist_for, recall_at
 
 DIM = 96
 
@@ -60,7 +60,7 @@ def test_compact_storage_cuts_memory(tmp_path, corpus):
     vecs, ids = corpus
     sizes = {}
     for storage in ("float32", "float16", "sq8"):
-        vi = VectorIndex(tmp_path / f"{storage}.faiss")
+        vi = FaissIndex(tmp_path / f"{storage}.faiss")
         vi.rebuild(ids, vecs, DIM, VectorSpec(storage=storage, ann_threshold=0))
         sizes[storage] = vi.path.stat().st_size
         assert vi.layout()["storage"] == storage and vi.count() == len(ids)
@@ -71,7 +71,7 @@ def test_compact_storage_cuts_memory(tmp_path, corpus):
 @pytest.mark.slow  # over 0.25 s here: kept out of the fast tier
 def test_ivf_incremental_remove_and_add(tmp_path, corpus):
     vecs, ids = corpus
-    vi = VectorIndex(tmp_path / "v.faiss")
+    vi = FaissIndex(tmp_path / "v.faiss")
     info = vi.rebuild(ids[:15_000], vecs[:15_000], DIM, VectorSpec(ann_threshold=1000))
     assert info["kind"] == "ivf"
     gone = ids[:100]
@@ -88,7 +88,7 @@ def test_ivf_incremental_remove_and_add(tmp_path, corpus):
 def test_ivf_filters_find_allowed_neighbours(tmp_path, corpus):
     """A selective filter widens the probe: the allowed top-k equals exact search over them."""
     vecs, ids = corpus
-    vi = VectorIndex(tmp_path / "v.faiss")
+    vi = FaissIndex(tmp_path / "v.faiss")
     vi.rebuild(ids, vecs, DIM, VectorSpec(ann_threshold=1000))
     rng = np.random.default_rng(5)
     rows = rng.choice(len(ids), 60, replace=False)
@@ -108,7 +108,7 @@ def test_one_query_probes_its_lists_on_every_thread_with_the_same_results(tmp_pa
     split the queries, leaving a core idle for a one-query search): ids and scores are those
     of a search on one thread."""
     vecs, ids = corpus
-    vi = VectorIndex(tmp_path / "v.faiss")
+    vi = FaissIndex(tmp_path / "v.faiss")
     vi.rebuild(ids, vecs, DIM, VectorSpec(ann_threshold=1000))
     rng = np.random.default_rng(7)
     q = calibration_queries(vecs, 20, rng)
