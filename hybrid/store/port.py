@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         VectorSpec,
     )
     from hybrid.store.lexicon import LexicalQuery, StemAnalyzer
+    from hybrid.store.props import PropFilter
 
 T = TypeVar("T")
 
@@ -123,6 +124,10 @@ class VectorArm(Protocol):
 class LexicalIndex(LexicalArm, Protocol):
     """A lexical arm with its write side: a projection of the ledger's live chunks (and their
     heading sections: :func:`hybrid.store.lexicon.units`), kept by :func:`hybrid.store.sync.sync_derived`."""
+
+    # the chunk ids of the notes passing property filters (the ledger's filter_ids, set by the
+    # store): property filters are tested on the ledger, then given to the index as those ids
+    prop_ids: Callable[[tuple[PropFilter, ...]], set[int]] | None
 
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete the documents of chunk ids ``removed`` (a section goes with any chunk of it),

@@ -16,6 +16,7 @@ from hybrid.core.files import lock_dir
 from hybrid.store.base import StoreFacts, VacuumReport, not_indexed_yet
 from hybrid.store.local.layout import purge_index_dir, recover_reembed
 from hybrid.store.local.store import (
+    IndexPlace,
     VaultStore,
     open_writer,
     reembed_beside,
@@ -33,13 +34,19 @@ T = TypeVar("T")
 
 
 class LocalBackend:
+    """Subclassed by a backend that keeps the same ledger with its indexes elsewhere
+    (:meth:`indexes`: :mod:`hybrid.store.milvus`)."""
     name = "local"
+
+    def indexes(self, vault: Vault) -> IndexPlace | None:
+        """Where ``vault``'s derived indexes are kept (None: tantivy and FAISS files beside the ledger)."""
+        return None
 
     def open(self, vault: Vault, *, writer: bool = False, wait: float = 0) -> VaultStore:
         if writer:
             raise ValueError("a local store is written through write(), under its lock")
         try:
-            return VaultStore(vault.index_dir, create=False)
+            return VaultStore(vault.index_dir, create=False, indexes=self.indexes(vault))
         except IndexCorrupt as exc:
             if str(exc) == "not indexed yet":
                 raise not_indexed_yet(vault.name) from None
@@ -51,19 +58,19 @@ class LocalBackend:
         otherwise the store is opened as the writer, and a ledger found damaged (at open or
         mid-run) is moved aside and ``run`` starts over from the notes (the ledger is a cache
         of notes and embeddings: nothing is lost but the time to embed again)."""
-        directory = vault.index_dir
+        directory, indexes = vault.index_dir, self.indexes(vault)
         lock = lock_dir(directory, wait)
         try:
             if reembed:
                 recover_reembed(directory)
-                return reembed_beside(directory, run)
-            store = open_writer(directory)
+                return reembed_beside(directory, run, indexes)
+            store = open_writer(directory, indexes)
             try:
                 try:
                     return run(store)
                 except CatalogCorrupt as exc:
                     store.close()
-                    store = reopen_without_catalog(directory, exc)
+                    store = reopen_without_catalog(directory, exc, indexes)
                     return run(store)
             finally:
                 store.close()
@@ -106,7 +113,7 @@ class LocalBackend:
         return facts
 
     def vacuum(self, vault: Vault, wait: float) -> VacuumReport:
-        return vacuum_index(vault.index_dir, vault.name, wait)
+        return vacuum_index(vault.index_dir, vault.name, wait, self.indexes(vault))
 
     def purge(self, vault: Vault) -> list[str]:
         return purge_index_dir(vault.index_dir)

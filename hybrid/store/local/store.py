@@ -19,14 +19,14 @@ import os
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.faults import checkpoint
 from hybrid.core.files import lock_dir, sibling
 from hybrid.store import sync
 from hybrid.store.agent import index as agent_index
-from hybrid.store.agent.view import AgentView
+from hybrid.store.agent.view import META_KEY, AgentView
 from hybrid.store.base import NoteFilter, StoreNotes, SyncStats, VacuumReport, VectorSpec
 from hybrid.store.local.catalog import Catalog
 from hybrid.store.local.layout import (
@@ -41,6 +41,7 @@ from hybrid.store.local.layout import (
 )
 from hybrid.store.local.lexical import TantivyIndex
 from hybrid.store.local.vector import FaissIndex
+from hybrid.store.port import LexicalIndex, VectorIndex
 
 if TYPE_CHECKING:
     from hybrid.store.agent.redact import Redactor
@@ -50,14 +51,14 @@ T = TypeVar("T")
 
 
 
-def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
+def reembed_beside(directory: Path, build: Callable[[VaultStore], T], indexes: IndexPlace | None = None) -> T:
     """Run ``build`` on an empty store in ``<dir>.reembed-tmp`` and, once it returns, swap that
     folder in for ``directory`` (the caller holds the lock). Until the swap the old index keeps
     answering; if ``build`` fails or the process dies, the old one stays."""
     tmp, ready = sibling(directory, REEMBED_TMP), sibling(directory, REEMBED_READY)
     remove_tree(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    store = VaultStore(tmp)
+    store = VaultStore(tmp, indexes=indexes)
     try:
         result = build(store)
     finally:
@@ -68,7 +69,7 @@ def reembed_beside(directory: Path, build: Callable[[VaultStore], T]) -> T:
     return result
 
 
-def open_writer(directory: Path) -> VaultStore:
+def open_writer(directory: Path, indexes: IndexPlace | None = None) -> VaultStore:
     """Open a vault's store for the indexer, which holds the lock: finish an interrupted
     re-embed, and move an unreadable catalog aside (it is rebuilt from the notes)."""
     recover_reembed(directory)
@@ -76,16 +77,16 @@ def open_writer(directory: Path) -> VaultStore:
     try:
         if _empty_catalog(directory):
             raise CatalogCorrupt("it is an empty file")
-        return VaultStore(directory)
+        return VaultStore(directory, indexes=indexes)
     except CatalogCorrupt as exc:
-        return reopen_without_catalog(directory, exc)
+        return reopen_without_catalog(directory, exc, indexes)
 
 
-def reopen_without_catalog(directory: Path, problem: Exception) -> VaultStore:
+def reopen_without_catalog(directory: Path, problem: Exception, indexes: IndexPlace | None = None) -> VaultStore:
     """Move the unreadable catalog aside and open a fresh store in its place (the caller holds
     the lock; the notes rebuild it), noting the repair for the index report."""
     moved = quarantine_catalog(directory)
-    store = VaultStore(directory)
+    store = VaultStore(directory, indexes=indexes)
     store.heal_note(f"{directory.name}: the catalog is unreadable ({problem}); moved it to "
                     f"{moved.name} and rebuilding the index from the notes")
     return store
@@ -141,14 +142,71 @@ def _check_kinds(directory: Path) -> None:
                                f"away and run `hybrid index`")
 
 
+class IndexPlace(Protocol):
+    """Where a store over the SQLite ledger keeps its derived indexes: tantivy and FAISS files
+    in the index folder (:class:`LocalIndexes`), or a search service's collections
+    (:mod:`hybrid.store.milvus`). A new search backend is this and its two index classes."""
+
+    def lexical(self, store: VaultStore, agent: bool) -> LexicalIndex:
+        """The owner's lexical index, or (``agent``) the agent view's; a writer's open heals
+        one it finds unreadable (emptied, to be rebuilt from the ledger)."""
+        ...
+
+    def vector(self, store: VaultStore) -> VectorIndex:
+        """The vector index."""
+        ...
+
+    def drop(self, store: VaultStore) -> None:
+        """Delete what it holds for ``store`` (the ledger is new: they project an old one)."""
+        ...
+
+
+class LocalIndexes:
+    """tantivy folders (``lexical/``, ``lexical-agent/``) and a FAISS file (``vectors.faiss``)
+    beside the ledger in the index folder."""
+
+    def vector(self, store: VaultStore) -> FaissIndex:
+        return FaissIndex(store.directory / "vectors.faiss")
+
+    def lexical(self, store: VaultStore, agent: bool) -> TantivyIndex:
+        name = AGENT_LEXICAL if agent else "lexical"
+        path = store.directory / name
+        if not store.writable:
+            return TantivyIndex(path, create=not agent)  # as before: a reader never creates the agent index
+        lex: TantivyIndex | None = None
+        meta = f"{name}_verified" if agent else "lexical_verified"
+        try:
+            lex = TantivyIndex(path)
+            known = json.loads(store.catalog.get_meta(meta) or "{}")
+            checked = lex.verify(known)
+            if checked != known:
+                store.catalog.set_meta(meta, json.dumps(checked, sort_keys=True))
+            return lex
+        except IndexCorrupt as exc:
+            problem = str(exc)
+        lex = None  # close tantivy's handle on the damaged files before they go
+        store.heal_note(f"{store.name}: {name} index unreadable ({problem}); rebuilding it from the catalog")
+        TantivyIndex.remove_files(path)
+        if agent:
+            store.catalog.set_meta(META_KEY, "")  # rebuilt by the next sync
+        return TantivyIndex(path)
+
+    def drop(self, store: VaultStore) -> None:
+        if (store.directory / "lexical").exists() or (store.directory / "vectors.faiss").exists():
+            log.info("%s: new catalog; dropping the old derived indexes", store.name)
+        for sub in LEXICAL_DIRS:
+            TantivyIndex.remove_files(store.directory / sub)
+        FaissIndex(store.directory / "vectors.faiss").destroy()
+
+
 class VaultStore(StoreNotes):
-    """A vault's local store (:class:`hybrid.store.port.Store`): the SQLite ledger, tantivy
-    and FAISS files in its index folder."""
+    """A vault's store over the SQLite ledger in its index folder (:class:`hybrid.store.port.Store`),
+    its derived indexes where ``indexes`` keeps them (default: tantivy and FAISS files beside it)."""
 
     hidden_files: frozenset[int] = frozenset()  # its owner sees every note
     serves_stale_agent_view = False  # an agent index built for other settings serves nothing
 
-    def __init__(self, directory: Path, create: bool = True):
+    def __init__(self, directory: Path, create: bool = True, indexes: IndexPlace | None = None):
         """``create``: a writer's open (the indexer's, under the lock), which creates what is
         missing and heals unreadable derived indexes; otherwise a reader's, which never
         writes the catalog's schema, so it cannot queue behind an indexer."""
@@ -168,12 +226,13 @@ class VaultStore(StoreNotes):
             self.catalog.close()  # an empty file: a first index that has not got far yet
             raise IndexCorrupt("not indexed yet")
         self._identity = _file_identity(catalog)
-        self._lexical: TantivyIndex | None = None
-        self._agent_lexical: TantivyIndex | None = None
-        self.vector = FaissIndex(directory / "vectors.faiss")
+        self.indexes: IndexPlace = indexes or LocalIndexes()
+        self._lexical: LexicalIndex | None = None
+        self._agent_lexical: LexicalIndex | None = None
         self.spec = VectorSpec()  # the indexer sets it from the settings
         if create and self.catalog.fresh:
-            self._drop_derived()  # projections of a catalog that no longer exists
+            self.indexes.drop(self)  # projections of a catalog that no longer exists
+        self.vector = self.indexes.vector(self)
 
     def close(self) -> None:
         self.catalog.close()
@@ -187,8 +246,8 @@ class VaultStore(StoreNotes):
     def ledger(self) -> Catalog:
         return self.catalog
 
-    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[TantivyIndex, FaissIndex]:
-        """The agent view's own tantivy index (redacted text; hidden notes are left out by
+    def agent_arms(self, hidden_files: Collection[int], view: AgentView) -> tuple[LexicalIndex, VectorIndex]:
+        """The agent view's own lexical index (redacted text; hidden notes are left out by
         :class:`hybrid.store.agent.store.AgentStore`) and the one vector index."""
         return self.agent_lexical, self.vector
 
@@ -201,7 +260,7 @@ class VaultStore(StoreNotes):
         ``wait`` seconds: IndexLocked when an indexer keeps it)."""
         lock = lock_dir(self.directory, wait)
         try:
-            writer = VaultStore(self.directory)
+            writer = VaultStore(self.directory, indexes=self.indexes)
             try:
                 agent_index.check(writer, view, redactor, 5000)
             finally:
@@ -216,56 +275,25 @@ class VaultStore(StoreNotes):
         return _file_identity(self.directory / "catalog.sqlite") != self._identity
 
     @property
-    def lexical(self) -> TantivyIndex:
-        """Opened on first use, so a command that does not need tantivy (a re-embed) is never
+    def lexical(self) -> LexicalIndex:
+        """Opened on first use, so a command that does not need it (a re-embed) is never
         stopped by it; a writer that finds it unreadable rebuilds it."""
         if self._lexical is None:
-            self._lexical = self._open_lexical()
+            self._lexical = self._open_lexical(agent=False)
         return self._lexical
 
     @property
-    def agent_lexical(self) -> TantivyIndex:
-        """The agent view's tantivy index (see :mod:`hybrid.store.agent.view`): opened, and on the
-        writer path verified or healed, like the owner's."""
+    def agent_lexical(self) -> LexicalIndex:
+        """The agent view's lexical index (see :mod:`hybrid.store.agent.view`): opened, and on
+        the writer path verified or healed, like the owner's."""
         if self._agent_lexical is None:
-            self._agent_lexical = self._open_lexical(AGENT_LEXICAL)
+            self._agent_lexical = self._open_lexical(agent=True)
         return self._agent_lexical
 
-    def _open_lexical(self, name: str = "lexical") -> TantivyIndex:
-        lex = self._open_tantivy(name)
+    def _open_lexical(self, agent: bool) -> LexicalIndex:
+        lex = self.indexes.lexical(self, agent)
         lex.prop_ids = lambda props: self.catalog.filter_ids(NoteFilter(props=props))
         return lex
-
-    def _open_tantivy(self, name: str) -> TantivyIndex:
-        path = self.directory / name
-        if not self.writable:
-            return TantivyIndex(path, create=name == "lexical")
-        lex: TantivyIndex | None = None
-        meta = "lexical_verified" if name == "lexical" else f"{name}_verified"
-        try:
-            lex = TantivyIndex(path)
-            known = json.loads(self.catalog.get_meta(meta) or "{}")
-            checked = lex.verify(known)
-            if checked != known:
-                self.catalog.set_meta(meta, json.dumps(checked, sort_keys=True))
-            return lex
-        except IndexCorrupt as exc:
-            problem = str(exc)
-        lex = None  # close tantivy's handle on the damaged files before they go
-        self.heal_note(f"{self.directory.name}: {name} index unreadable ({problem}); "
-                       f"rebuilding it from the catalog")
-        TantivyIndex.remove_files(path)
-        if name != "lexical":
-            self.catalog.set_meta("agent_view", "")  # rebuilt by the next sync
-        return TantivyIndex(path)
-
-    def _drop_derived(self) -> None:
-        if (self.directory / "lexical").exists() or self.vector.path.exists():
-            log.info("%s: new catalog; dropping the old derived indexes", self.directory.name)
-        self._lexical = self._agent_lexical = None
-        for sub in LEXICAL_DIRS:
-            TantivyIndex.remove_files(self.directory / sub)
-        self.vector.destroy()
 
     def lock(self, timeout: float = 0):
         """The writer lock; raises IndexLocked naming the holder when it cannot be had."""
@@ -285,7 +313,7 @@ class VaultStore(StoreNotes):
         return deleted
 
 
-def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
+def vacuum_index(directory: Path, name: str, wait: float = 0, indexes: IndexPlace | None = None) -> VacuumReport:
     """Reclaim a vault index's disk space under the writer lock: delete every unused cached
     embedding, compact tantivy if it holds deleted documents, VACUUM the catalog and truncate
     its WAL. Readers keep working throughout (they see the old pages until they are done)."""
@@ -296,7 +324,7 @@ def vacuum_index(directory: Path, name: str, wait: float = 0) -> VacuumReport:
     try:
         recover_reembed(directory)
         report.bytes_before = folder_bytes(directory)
-        store = VaultStore(directory)
+        store = VaultStore(directory, indexes=indexes)
         try:
             report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
             if not store.catalog.journal() and store.lexical.deleted_docs():
