@@ -22,14 +22,19 @@ _RUNTIMES_BEFORE = pytest.StashKey[frozenset]()
 # Fixtures that start the PostgreSQL test server: a test using one is marked slow and postgres
 # at collection (so `-m "not slow"` needs no server, and `-m postgres` picks these out).
 PG_FIXTURES = frozenset({"pg_server", "pg_url", "sample_pg", "replica"})  # replica: test_replica.py
+MILVUS_FIXTURES = frozenset({"milvus_server", "sample_milvus"})  # likewise, Milvus Lite's server
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
-        if PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        names = getattr(item, "fixturenames", ())
+        if PG_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.postgres)
+        if MILVUS_FIXTURES.intersection(names):
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.milvus)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -156,26 +161,30 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("store_kind", [store_param(k) for k in kinds], indirect=True)
 
 
-# The store kinds that need a server: the session fixture that starts it, and the mark its runs
-# carry (with slow); the fixture holding the sample vault indexed into it.
-SERVERS = {"postgresql": ("pg_server", "postgres")}
-SAMPLE_HOMES = {"local": "sample_home", "postgresql": "sample_pg"}
+# The mark a run on each store kind but local carries (with slow); the session fixture starting
+# the server a kind needs; the fixture holding the sample vault indexed into each kind.
+STORE_MARKS = {"postgresql": "postgres", "milvus": "milvus"}
+SERVERS = {"postgresql": "pg_server", "milvus": "milvus_server"}
+SAMPLE_HOMES = {"local": "sample_home", "postgresql": "sample_pg", "milvus": "sample_milvus"}
 
 
 def store_param(kind: str):
-    """A store to run a test against: a run on a server's store is slow and carries its mark."""
-    if kind not in SERVERS:
+    """A store to run a test against: a run on any but the local store is slow and carries its mark."""
+    if kind not in STORE_MARKS:
         return kind
-    return pytest.param(kind, marks=[pytest.mark.slow, getattr(pytest.mark, SERVERS[kind][1])])
+    return pytest.param(kind, marks=[pytest.mark.slow, getattr(pytest.mark, STORE_MARKS[kind])])
 
 
 def new_store_value(kind: str, request) -> str | None:
     """The ``store`` setting of a new, empty store of ``kind`` (one of helpers.ALL_STORES) for
-    a test: None for local files, a fresh database of the session's PostgreSQL server."""
+    a test: None for local files, a fresh database of the session's PostgreSQL server, a new
+    Milvus Lite file."""
     if kind == "local":
         return None
     if kind == "postgresql":
         return new_database(request.getfixturevalue("pg_server"))
+    if kind == "milvus":
+        return new_milvus(request.getfixturevalue("milvus_server"))
     raise ValueError(f"no test store of kind {kind!r}: add it to conftest.new_store_value")
 
 
@@ -256,7 +265,7 @@ def new_store(request):
     ``new_store()`` is the ``store`` setting of a new home (:func:`new_store_value`)."""
     kind = request.param
     if kind in SERVERS:
-        request.getfixturevalue(SERVERS[kind][0])  # its server starts now, for the session
+        request.getfixturevalue(SERVERS[kind])  # its server starts now, for the session
     return lambda: new_store_value(kind, request)
 
 
@@ -307,6 +316,86 @@ def sample_pg(tmp_path_factory, default_mix, pg_server):
     url = new_database(pg_server)
     home = tmp_path_factory.mktemp("sample-pg-home")
     h = hybrid.open(home, embedders=[default_mix], store=url)
+    h.add_vault(SAMPLE_VAULT, "sample")
+    h.index()
+    h.close()
+    return home
+
+
+def require_milvus() -> None:
+    """Skip a Milvus test where milvus-lite is not installed; fail it in CI."""
+    import importlib.util
+    if importlib.util.find_spec("milvus_lite") is None or importlib.util.find_spec("pymilvus") is None:
+        if os.environ.get("CI"):
+            pytest.fail("pymilvus or milvus-lite missing: the Milvus tests must run in CI", pytrace=False)
+        pytest.skip("Milvus tests need pymilvus and milvus-lite (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="session")
+def milvus_server():
+    """Milvus Lite served over gRPC on 127.0.0.1 (``python -m milvus_lite server``: the client
+    API of a Milvus server), started once per session in a directory of its own, stopped and
+    deleted at the end: test stores are databases on it (:func:`new_milvus`), so a test's
+    subprocesses (a server, the CLI) and the test itself reach one store at once, which a Lite
+    file (one process at a time) would not allow. Returns its port."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from helpers import free_port
+    require_milvus()
+    root = Path(tempfile.mkdtemp(prefix=f"hybrid-milvus-{os.getpid()}-"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(root / "data"),
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "wb"))
+    try:
+        _wait_for_port(port, proc, root / "server.log")
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_for_port(port: int, proc, log: Path, timeout: float = 60) -> None:
+    import socket
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"milvus_lite server exited {proc.returncode}: {log.read_text()[-2000:]}", pytrace=False)
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    pytest.fail(f"milvus_lite server did not listen on {port} in {timeout} s", pytrace=False)
+
+
+_MILVUS_SEQ = iter(range(1, 1_000_000))
+
+
+def new_milvus(port: int) -> str:
+    """The store URL of a new, empty database on the session's Milvus Lite server."""
+    from pymilvus import MilvusClient
+    name = f"t{next(_MILVUS_SEQ)}"
+    client = MilvusClient(uri=f"http://127.0.0.1:{port}")
+    try:
+        client.create_database(name)
+    finally:
+        client.close()
+    return f"milvus://127.0.0.1:{port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def sample_milvus(tmp_path_factory, default_mix, milvus_server):
+    """The bundled sample vault indexed once with the real model into Milvus (a database of
+    the session's server)."""
+    home = tmp_path_factory.mktemp("sample-milvus-home")
+    h = hybrid.open(home, embedders=[default_mix], store=new_milvus(milvus_server))
     h.add_vault(SAMPLE_VAULT, "sample")
     h.index()
     h.close()

@@ -133,26 +133,26 @@ def paths(hits) -> list[str]:
 
 
 def consistent(h, name="vault") -> int:
-    """Catalog, tantivy and FAISS agree on the set of chunks, nothing is pending, and each
-    live note's tag set is its tags' (for a PostgreSQL vault: :func:`pg_consistent`). Returns
-    the number of chunks."""
+    """The ledger and both indexes (tantivy and FAISS, or Milvus's) agree on the set of chunks,
+    nothing is pending, and each live note's tag set is its tags' (for a PostgreSQL vault:
+    :func:`pg_consistent`). Returns the number of chunks."""
     import json
 
+    from hybrid.core.store_url import kind_of
     from hybrid.store.base import tag_set
-    from hybrid.store.local.store import VaultStore
     v = h.config.vault(name)
-    if v.store:
+    if kind_of(v.store).name == "postgresql":
         return pg_consistent(v)
-    store = VaultStore(v.index_dir)
+    store = open_store(v)
     try:
         n = store.catalog.chunk_count()
         assert store.lexical.count() == n
         assert store.vector.count() == n
         assert store.catalog.journal() == []
         ids = set(store.catalog.all_chunk_ids())
-        idx = store.vector._load()
-        if n:
+        if n and kind_of(v.store).name == "local":
             import faiss
+            idx = store.vector._load()
             assert set(faiss.vector_to_array(idx.id_map).tolist()) == ids
         db = store.catalog.db
         for fid, tags in db.execute("SELECT id, tags FROM files WHERE deleted=0").fetchall():
@@ -183,12 +183,14 @@ def fail_embedding_at(monkeypatch, embedder, call: int) -> dict:
 
 
 def open_store(v):
-    """Vault ``v``'s store, local or PostgreSQL (a writer's open of the local one)."""
-    if v.store:
+    """Vault ``v``'s store, of whichever kind (a writer's open of one over the SQLite ledger)."""
+    from hybrid.core.store_url import kind_of
+    if kind_of(v.store).name == "postgresql":
         from hybrid.store.pg.store import open_store as open_pg
         return open_pg(v)
+    from hybrid.store import backend
     from hybrid.store.local.store import VaultStore
-    return VaultStore(v.index_dir)
+    return VaultStore(v.index_dir, indexes=backend(v).indexes(v))
 
 
 def pg_consistent(v) -> int:

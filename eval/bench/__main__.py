@@ -26,6 +26,8 @@ BENCHES: dict[str, tuple[str, str]] = {
                               "search); before every release, into docs/performance.md"),
     "scale": ("scale.py", "the engine on generated vaults of growing size: index stages and throughput, re-index, "
                           "query latency in-process and over HTTP, cold CLI, memory"),
+    "stores": ("stores.py", "every store kind (local, PostgreSQL, Milvus Lite) on the same generated vaults: index "
+                            "throughput, bytes per chunk, warm latency per mode; docs/scale-out.md"),
     "vectors": ("vectors.py", "the FAISS layouts alone (flat/IVF x float32/float16/sq8) at 10k-1M vectors: build, "
                               "bytes, latency, recall@10"),
     "mixed-languages": ("mixed_languages.py", "`hybrid eval` on the sample vault with the notes of "

@@ -19,10 +19,11 @@ from hybrid.retrieval.request import SearchRequest, as_request
 from hybrid.retrieval.result import SearchResult
 from hybrid.retrieval.search import search as assembled_search
 from hybrid.store import backend
+from hybrid.store import explain as explain_store_error
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.view import AgentView, Hidden
 from hybrid.store.base import VacuumReport
-from hybrid.store.port import Searchable, Store
+from hybrid.store.port import Store
 
 # What only indexing, reading a note, `status` or a remote model need is imported where it is
 # used: a search (a cold `hybrid query`, above all a lexical one) does not pay for it.
@@ -156,12 +157,19 @@ class Hybrid(Registry):
         request.parsed  # noqa: B018 - a query syntax error is reported before any index opens
         self.refresh()  # a long-lived server sees vaults registered since it started
         session = self.session
-        targets: list[tuple[Vault, Searchable]] = [
-            (v, session.agent_store(v) if agent else session.store(v)) for v in self.config.select(request.vaults)]
+        targets, skipped = session.searchable(self.config.select(request.vaults), agent, bool(request.vaults))
         # One search at a time per handle (the lock): SQLite connections and the tantivy
         # searcher are shared, and a server calls this from several threads.
-        return assembled_search(targets, request, self.settings, embedders=self.models.for_targets,
-                                reranker=self.reranker, guard=session.lock)
+        try:
+            result = assembled_search(targets, request, self.settings, embedders=self.models.for_targets,
+                                      reranker=self.reranker, guard=session.lock)
+        except Exception as exc:  # a store's driver failing mid-search (its server went away)
+            problem = explain_store_error(exc)
+            if problem is None:
+                raise
+            raise problem from None
+        result.notices += skipped
+        return result
 
     def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
         """What agents may see of vault ``v`` (:meth:`hybrid.app.session.Session.agent_view`)."""

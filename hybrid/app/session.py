@@ -9,17 +9,18 @@ brought in step with the agent settings first (:meth:`Session.agent_store`)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
 from hybrid.core.config import Config, Vault
-from hybrid.core.errors import IndexCorrupt, VaultError
+from hybrid.core.errors import IndexCorrupt, StoreUnavailable, VaultError
 from hybrid.retrieval.graph import GraphCache, LinkGraph
 from hybrid.store import open_store
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
 from hybrid.store.agent.view import AgentView, Hidden
-from hybrid.store.port import Store
+from hybrid.store.port import Searchable, Store
 
 if TYPE_CHECKING:
     from hybrid.app.models import Models
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 AGENT_REBUILD_WAIT = 10.0  # seconds an agent's call waits for the writer lock to rebuild its view
 
+
+log = logging.getLogger("hybrid")
 
 class Session:
     """The open stores of one handle and what agents see of them. ``lock`` is held by whoever
@@ -134,6 +137,28 @@ class Session:
         store = self.store(v)
         view = self.agent_view(v, store)
         return view, self._hidden.get(v.name, store.catalog, view, store.embedder_id)
+
+    def searchable(self, vaults: list[Vault], agent: bool,
+                   named: bool) -> tuple[list[tuple[Vault, Searchable]], list[str]]:
+        """The stores a search over ``vaults`` reads (an agent's views with ``agent``), and a
+        notice for each left out: a store that cannot be reached (a database or Milvus server
+        that is down) is skipped with one logged line when the search is over every vault, so
+        the others still answer; one the request ``named`` raises its own error, as does the
+        last one standing."""
+        targets: list[tuple[Vault, Searchable]] = []
+        down: list[tuple[Vault, StoreUnavailable]] = []
+        for v in vaults:
+            try:
+                targets.append((v, self.agent_store(v) if agent else self.store(v)))
+            except StoreUnavailable as exc:
+                if named:
+                    raise
+                down.append((v, exc))
+        if down and not targets:
+            raise down[0][1]
+        for v, problem in down:
+            log.warning("vault %s skipped: %s", v.name, problem)
+        return targets, [f"vault {v.name!r} was not searched: {problem}" for v, problem in down]
 
     def agent_store(self, vault: Vault) -> AgentStore:
         """Vault ``vault`` as agents see it: its agent view brought in step with the agent

@@ -153,10 +153,11 @@ class Settings:
         choices=("remote", "always"))
     store: str = _setting(
         "", "Where vaults registered without `--store` keep their index: empty for local files, "
-            "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, or a "
-            "postgresql://USER@HOST/DB URL without a password (team mode).", empty_ok=True,
+            "`postgresql` for the PostgreSQL database in $HYBRID_DATABASE_URL, a "
+            "postgresql://USER@HOST/DB URL without a password (team mode), or a milvus:// URL "
+            "(both indexes in Milvus: docs/scale-out.md).", empty_ok=True,
         check=lambda v: v == "" or is_store_value(v),
-        hint="empty, `postgresql`, or a postgresql:// URL", reindex="store")
+        hint="empty, `postgresql`, or a postgresql:// or milvus:// URL", reindex="store")
     chunk_tokens: int = _setting(
         128, "Target chunk size in the embedder's own tokens (header included); never more than "
              "the model reads.", reindex="rechunk")

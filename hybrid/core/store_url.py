@@ -4,6 +4,8 @@ which backend keeps it: the one registry of store kinds, keyed by the URL's sche
 - none (or ``file://``): local files under hybrid's data folder (:mod:`hybrid.store.local`);
 - ``postgresql://`` (``postgres://``), or the word ``postgresql`` for the URL in
   ``$HYBRID_DATABASE_URL``: a shared PostgreSQL database (:mod:`hybrid.store.pg`);
+- ``milvus://HOST:19530/DB`` (a Milvus server) or ``milvus:///PATH/index.db`` (Milvus Lite): the
+  ledger in local files, both indexes in Milvus (:mod:`hybrid.store.milvus`);
 - a scheme another package declares in the entry-point group :data:`ENTRY_POINT_GROUP`.
 
 A kind is declared here by name and scheme only; its backend module is imported when a vault of
@@ -56,7 +58,9 @@ LOCAL = StoreKind("local", ("file",), "hybrid.store.local.backend:BACKEND", "fil
 POSTGRESQL = StoreKind("postgresql", ("postgresql", "postgres"), "hybrid.store.pg.backend:BACKEND",
                        "postgresql://USER@HOST/DB", words=("postgresql", "postgres", "env"),
                        env=ENV_URL, shared=True)
-BUILT_IN = (LOCAL, POSTGRESQL)
+MILVUS = StoreKind("milvus", ("milvus",), "hybrid.store.milvus.backend:BACKEND",
+                   "milvus://HOST:19530/DB or milvus:///PATH/index.db", shared=True)
+BUILT_IN = (LOCAL, POSTGRESQL, MILVUS)
 
 
 @cache
@@ -147,8 +151,10 @@ def redact(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "<unparseable URL>"
+    query = re.sub(r"(^|&)(password)=[^&]*", r"\1\2=***", parts.query)
+    if parts.password is None and query == parts.query:
+        return url  # nothing to hide: kept as written (urlunsplit drops the `//` of `milvus:///path`)
     netloc = parts.netloc
     if parts.password is not None:
         netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
-    query = re.sub(r"(^|&)(password)=[^&]*", r"\1\2=***", parts.query)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -132,7 +132,7 @@ def test_bookmark_removed_from_export_and_source_removed_leave_nothing(reading, 
     assert {x.title for x in h.search("raft", mode="lexical")} == {"Raft paper"}
     assert h.search("split brain", mode="lexical")[0].title == "Raft paper"  # its fetched text stays with the URL
     index_dir = h.config.vault("reading").index_dir
-    assert index_dir.exists() == (store_kind == "local")  # in PostgreSQL: nothing on this machine
+    assert index_dir.exists() == (store_kind != "postgresql")  # in PostgreSQL: nothing on this machine
     h.remove_vault("reading")
     assert not index_dir.exists() and export.exists()  # the export itself is never touched
     assert "reading" not in h.config.vaults

@@ -201,7 +201,7 @@ def test_a_password_is_not_written_to_the_config(tmp_path):
     line = one_error_line(p)
     assert "holds a password" in line and "HYBRID_DATABASE_URL" in line and "hunter22" not in p.stderr
     assert not (home / "config.toml").exists() or "hunter22" not in (home / "config.toml").read_text()
-    assert "is not a PostgreSQL URL" in one_error_line(cli(home, "vault", "add", str(tmp_path / "vault"),
+    assert "is no store hybrid knows" in one_error_line(cli(home, "vault", "add", str(tmp_path / "vault"),
                                                             "--store", "mysql://kb@db/kb"))
 
 

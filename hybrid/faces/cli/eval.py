@@ -126,8 +126,9 @@ CALIBRATE_SUMMARY = ("Fit the confidence models on labelled queries (tune split)
 @click.option("--out", type=click.Path(file_okay=False, path_type=str),
               help="Write report.md, results.json, runs and plots here (default: a new folder "
                    "<data dir>/eval/<date-time>).")
-@click.option("--store", metavar="URL", help="Index into PostgreSQL + pgvector instead of local files "
-              "(a URL, or `postgresql` for $HYBRID_DATABASE_URL); the evaluation's vault is dropped after.")
+@click.option("--store", metavar="URL", help="Index into another store kind instead of local files "
+              "(a postgresql:// or milvus:// URL, or `postgresql` for $HYBRID_DATABASE_URL); the "
+              "evaluation's vault is dropped after.")
 @click.option("--source", "sources", multiple=True,
               type=click.Choice(list(KINDS)),
               help="Search only documents of this kind (repeatable: any), as `query --source`.")

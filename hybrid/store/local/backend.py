@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
+from hybrid.core.errors import CatalogCorrupt, HybridError, IndexCorrupt
 from hybrid.core.files import lock_dir
 from hybrid.store.base import StoreFacts, VacuumReport, not_indexed_yet
 from hybrid.store.local.layout import purge_index_dir, recover_reembed
@@ -77,7 +77,7 @@ class LocalBackend:
         finally:
             lock.release()
 
-    def explain(self, exc: BaseException) -> None:
+    def explain(self, exc: BaseException) -> HybridError | None:
         """Nothing of the local store's escapes unexplained (its errors are hybrid's own)."""
         return None
 

@@ -160,6 +160,10 @@ class IndexPlace(Protocol):
         """Delete what it holds for ``store`` (the ledger is new: they project an old one)."""
         ...
 
+    def close(self) -> None:
+        """Let go of what it holds open (a connection); the store closes it."""
+        ...
+
 
 class LocalIndexes:
     """tantivy folders (``lexical/``, ``lexical-agent/``) and a FAISS file (``vectors.faiss``)
@@ -197,6 +201,9 @@ class LocalIndexes:
         for sub in LEXICAL_DIRS:
             TantivyIndex.remove_files(store.directory / sub)
         FaissIndex(store.directory / "vectors.faiss").destroy()
+
+    def close(self) -> None:
+        """Nothing is held open between calls but files the indexes reopen."""
 
 
 class VaultStore(StoreNotes):
@@ -236,6 +243,7 @@ class VaultStore(StoreNotes):
 
     def close(self) -> None:
         self.catalog.close()
+        self.indexes.close()
 
     @property
     def name(self) -> str:

@@ -21,7 +21,7 @@ NOTES = {
 }
 
 
-@pytest.fixture(scope="module", params=["local", store_param("postgresql")])
+@pytest.fixture(scope="module", params=[store_param(k) for k in ALL_STORES])
 def h(request, tmp_path_factory):
     handle = index_on_backend(request, tmp_path_factory, NOTES)
     assert handle.index()[0].added == len(NOTES)

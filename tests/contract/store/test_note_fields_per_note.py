@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import store_param
-from helpers import index_on_backend
+from helpers import ALL_STORES, index_on_backend
 
 from hybrid.store import open_store
 
@@ -16,7 +16,7 @@ NOTE = ("---\naliases: [Tag wall, Wall of tags]\nkind: wall\n---\n# Tags\n\n"
         + " ".join(f"#t{i}/a/b" for i in range(TAGS)) + "\n")
 
 
-@pytest.fixture(scope="module", params=["local", store_param("postgresql")])
+@pytest.fixture(scope="module", params=[store_param(k) for k in ALL_STORES])
 def indexed(request, tmp_path_factory):
     h = index_on_backend(request, tmp_path_factory, {"wall.md": NOTE, "other.md": "# Other\n\n#solo text\n"})
     report = h.index()[0]

@@ -11,7 +11,7 @@ import os
 
 import pytest
 from conftest import store_param
-from helpers import index_on_backend, write
+from helpers import ALL_STORES, index_on_backend, write
 
 from hybrid.core.errors import VaultError
 from hybrid.sources import FetchedPage
@@ -30,7 +30,7 @@ NOTES = {
 }
 
 
-@pytest.fixture(scope="module", params=["local", store_param("postgresql")])
+@pytest.fixture(scope="module", params=[store_param(k) for k in ALL_STORES])
 def indexed(request, tmp_path_factory):
     """(handle, vault) of the small vault, indexed once on the backend the test runs for."""
     h = index_on_backend(request, tmp_path_factory, NOTES)

@@ -257,7 +257,7 @@ def test_a_redacted_chunk_without_its_vector_gets_no_vector_score(home, store_ki
     model = store.embedder_id
     assert store.catalog.redacted_ids() and store.catalog.redacted_vectors(model)
     missing = [i for i, _, _ in store.catalog.redacted_vectors(model)]
-    if store_kind == "local":
+    if store_kind != "postgresql":  # the SQLite ledger (a local or a Milvus vault)
         store.catalog.db.execute("DELETE FROM embeddings WHERE text_hash IN (SELECT embed_hash FROM agent_redacted)")
     else:
         store.catalog.q("DELETE FROM hybrid_embeddings WHERE text_hash IN (SELECT agent_embed_hash FROM "

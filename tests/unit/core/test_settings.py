@@ -86,7 +86,7 @@ def test_the_store_setting_takes_what_vault_add_store_takes(hybrid_home, value):
     cfg = load_config()
     cfg.set_setting("store", value)
     assert cfg.settings.store == ("postgresql" if value in ("postgres", "env") else value)
-    with pytest.raises(ConfigError, match="must be empty, `postgresql`, or a postgresql:// URL"):
+    with pytest.raises(ConfigError, match="must be empty, `postgresql`, or a postgresql:// or milvus:// URL"):
         Settings(store=" postgresql")
     assert Settings(store="postgresql://me:pw@db/notes").store  # read as it stands
     with pytest.raises(StoreUnavailable, match="holds a password"):

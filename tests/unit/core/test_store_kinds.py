@@ -15,6 +15,7 @@ from hybrid.core.config import Vault
 from hybrid.core.errors import StoreUnavailable
 from hybrid.core.store_url import (
     LOCAL,
+    MILVUS,
     POSTGRESQL,
     StoreKind,
     check_store_value,
@@ -29,6 +30,7 @@ from hybrid.store import backend
     (None, LOCAL), ("", LOCAL), ("file://", LOCAL), ("FILE://", LOCAL),
     ("postgresql", POSTGRESQL), ("env", POSTGRESQL), ("postgresql://me@db/notes", POSTGRESQL),
     ("postgres://db/notes", POSTGRESQL), ("PostgreSQL://db/notes", POSTGRESQL),
+    ("milvus://milvus.internal:19530/notes", MILVUS), ("milvus:///srv/index.db", MILVUS),
 ])
 def test_a_store_value_names_its_kind_by_scheme(value, kind):
     assert kind_of(value) is kind
@@ -68,6 +70,7 @@ def test_a_vault_opens_on_its_kinds_backend():
     assert backend(vault(None)).name == "local"
     assert backend(vault("file://")).name == "local"
     assert backend(vault("postgresql://db/x")).name == "postgresql"
+    assert backend(vault("milvus:///tmp/x.db")).name == "milvus"
 
 
 # --- a store kind another package declares --------------------------------------------------
@@ -108,7 +111,7 @@ def test_a_package_adds_a_kind_through_the_entry_point_group(plugin, caplog):
     with caplog.at_level(logging.WARNING, logger="hybrid"):
         kinds = store_kinds()
     names = [k.name for k in kinds]
-    assert names[:2] == ["local", "postgresql"] and "toy" in names
+    assert names[:3] == ["local", "postgresql", "milvus"] and "toy" in names
     toy = kind_of("toy://db.example/notes")
     assert isinstance(toy, StoreKind) and toy.name == "toy" and toy.shared
     vault = Vault("v", Path("/nowhere"), [], [], "hash:8", Path("/x"), store="toy://db.example/notes")
@@ -126,3 +129,10 @@ def test_without_the_package_its_scheme_is_unknown():
     with pytest.raises(StoreUnavailable):
         kind_of("toy://db.example/notes")
     assert store_url.ENTRY_POINT_GROUP == "hybrid.stores"
+
+
+def test_redact_keeps_a_url_without_a_password_as_written():
+    assert store_url.redact("milvus:///srv/index.db") == "milvus:///srv/index.db"
+    assert store_url.redact("postgresql://me:pw@db/x") == "postgresql://me:***@db/x"
+    assert store_url.redact("postgresql://db/x?password=pw&sslmode=require") == \
+        "postgresql://db/x?password=***&sslmode=require"

@@ -51,6 +51,22 @@ def test_every_bench_is_listed_and_every_script_is_a_bench_or_a_part(tmp_path):
     assert r.returncode == 2 and "no bench 'nope'" in r.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.milvus
+@pytest.mark.postgres
+def test_stores(tmp_path):
+    """Every store kind indexes the same vault and answers every mode; the report has a row each."""
+    bench("stores", "--notes", 60, "--queries", 4, "--work", tmp_path, "--out", tmp_path / "out", tmp_path=tmp_path)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["store"] for r in results] == ["local", "postgresql", "milvus"]
+    assert len({r["chunks"] for r in results}) == 1 and results[0]["chunks"] > 60
+    for r in results:
+        assert all(w["answered"] == 4 for m, w in r["warm"].items() if "narrow" not in m), r["store"]
+        assert r["chunks_per_s"] > 0 and r["bytes_per_chunk"] > 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert report.count("| milvus |") == 2 and report.count("| postgresql |") == 2
+
+
 @pytest.mark.slow  # subprocesses: two sides index a one-note vault and run every timed row once
 def test_perf_ab(tmp_path):
     vault, queries = tiny_vault(tmp_path), tmp_path / "q.jsonl"

@@ -10,6 +10,7 @@ from helpers import ALL_STORES
 from hybrid.core.settings import Settings
 from hybrid.retrieval import confidence, fitted, fuse
 from hybrid.retrieval.pipeline import fusion_of, store_kind
+from hybrid.store.milvus.lexical import MilvusLexical
 
 STORES = ALL_STORES
 PG_FIT = {"rrf_k": 7.0, "weight_vector": 2.5, "coverage_full": 0.7, "coverage_none": 0.4, "coverage_floor": 0.2}
@@ -33,6 +34,7 @@ def test_each_store_kind_names_its_fit():
     from hybrid.store.local.lexical import TantivyIndex
     from hybrid.store.pg.lexical import PgLexical
     assert TantivyIndex.store_kind == "local" and PgLexical.store_kind == "postgresql"
+    assert MilvusLexical.store_kind == "local"  # it scores as tantivy does: tantivy's fit
     inner = SimpleNamespace(stem=None, store_kind="postgresql")
     assert _AgentLexical(inner, SimpleNamespace(chunks=set()), None).store_kind == "postgresql"  # the agent view too
 
