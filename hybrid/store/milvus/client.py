@@ -65,7 +65,8 @@ def connect(url: str, vault: str, timeout: float = CONNECT_TIMEOUT) -> MilvusCli
             raise StoreUnavailable(f"the Milvus Lite store {redact(url)} of vault {vault!r} is open in "
                                    f"another process (a Milvus Lite folder serves one process at a "
                                    f"time); stop it, or serve the folder (python -m milvus_lite server "
-                                   f"--data-dir PATH) and use milvus://127.0.0.1:PORT") from None
+                                   f"--data-dir PATH --host 127.0.0.1 --port PORT) and use "
+                                   f"milvus://127.0.0.1:PORT/default") from None
         raise StoreUnavailable(connect_problem(exc, url, vault, kwargs.get("token", ""))) from None
 
 
