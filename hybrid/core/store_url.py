@@ -93,7 +93,7 @@ def kind_of(value: str | None) -> StoreKind:
     value = (value or "").strip()
     if not value:
         return LOCAL
-    for kind in store_kinds():
+    for kind in (*BUILT_IN, *store_kinds()):  # the built-in ones first: no package scan for them
         if kind.holds(value):
             return kind
     known = ", ".join(k.example for k in store_kinds())
