@@ -378,11 +378,20 @@ def _wait_for_port(port: int, proc, log: Path, timeout: float = 60) -> None:
 _MILVUS_SEQ = iter(range(1, 1_000_000))
 
 
+def milvus_admin(port: int, db: str = "default"):
+    """A pymilvus client of the test's own on the Milvus Lite server at ``port``, connected as
+    hybrid connects (hybrid.store.milvus.client.CHANNEL: a connection of its own, no idle pings,
+    which the server answers with GOAWAY "too many pings" and a failed next call)."""
+    from pymilvus import MilvusClient
+
+    from hybrid.store.milvus.client import CHANNEL
+    return MilvusClient(uri=f"http://127.0.0.1:{port}", db_name=db, **CHANNEL)
+
+
 def new_milvus(port: int) -> str:
     """The store URL of a new, empty database on the session's Milvus Lite server."""
-    from pymilvus import MilvusClient
     name = f"t{next(_MILVUS_SEQ)}"
-    client = MilvusClient(uri=f"http://127.0.0.1:{port}")
+    client = milvus_admin(port)
     try:
         client.create_database(name)
     finally:

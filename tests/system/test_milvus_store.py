@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import _wait_for_port, require_milvus
+from conftest import _wait_for_port, milvus_admin, require_milvus
 from helpers import free_port, hybrid_cmd, write
 
 import hybrid
@@ -118,8 +118,9 @@ def test_nothing_indexed_is_lost_when_milvus_goes_away_mid_life(tmp_path, lite_s
     untouched; Milvus is back; the next run indexes the change and the search finds it."""
     start, stop = lite_server
     port = start()
-    from pymilvus import MilvusClient
-    MilvusClient(uri=f"http://127.0.0.1:{port}").create_database("kb")
+    admin = milvus_admin(port)
+    admin.create_database("kb")
+    admin.close()
     root = vault(tmp_path)
     h = hybrid.open(tmp_path / "home", embedder="hash:64")
     h.add_vault(root, "kb", store=f"milvus://127.0.0.1:{port}/kb")
@@ -146,7 +147,6 @@ def test_rename_and_remove_keep_milvus_in_step(tmp_path, milvus_server):
     """A renamed vault keeps its index (its collections renamed, aliases too); a removed one's
     collections are dropped, and another home's vault of the same name is never touched."""
     from conftest import new_milvus
-    from pymilvus import MilvusClient
     url = new_milvus(milvus_server)
     a = hybrid.open(tmp_path / "a", embedder="hash:64", store=url)
     a.add_vault(vault(tmp_path), "kb")
@@ -160,7 +160,9 @@ def test_rename_and_remove_keep_milvus_in_step(tmp_path, milvus_server):
     assert [x.path for x in b.search("kept second home", mode="lexical")] == ["other.md"]
     a.remove_vault("kb2", purge=True)
     db = url.rsplit("/", 1)[1]
-    left = MilvusClient(uri=f"http://127.0.0.1:{milvus_server}", db_name=db).list_collections()
+    admin = milvus_admin(milvus_server, db)
+    left = admin.list_collections()
+    admin.close()
     assert left and all(n.startswith("hy_kb_") for n in left)  # b's, untouched
     assert [x.path for x in b.search("kept second home", mode="lexical")] == ["other.md"]
     a.close()
