@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hybrid.core.errors import IndexCorrupt
 from hybrid.core.faults import checkpoint
 from hybrid.core.timing import Stopwatch
 from hybrid.store.agent import index as agent_index
+from hybrid.store.agent.index import RedactingLedger
 from hybrid.store.base import SyncStats, VectorSpec, lexical_drifted
-from hybrid.store.ledger import Ledger
 from hybrid.store.port import LexicalIndex, VectorIndex
 
 if TYPE_CHECKING:
@@ -36,15 +36,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("hybrid")
 
 
-class JournaledLedger(Ledger, Protocol):
-    """A ledger that journals its changes for indexes kept outside it (the SQLite ledger)."""
+class JournaledLedger(RedactingLedger, Protocol):
+    """A ledger that journals its changes for indexes kept outside it (the SQLite ledger), and
+    records the agent view's redacted chunks (:class:`hybrid.store.agent.index.RedactingLedger`)."""
 
     def vector_matrix(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, float32 matrix) of every live chunk's cached vector under ``model``."""
-        ...
-
-    def set_redacted(self, entries: Iterable[tuple[int, str, str]], drop: Iterable[int] | None = None) -> None:
-        """Record the agent view's redacted chunks (chunk id, embed hash, embed text)."""
         ...
 
 
