@@ -40,10 +40,10 @@ class FakeOllama(JsonHandler):
             st.max_in_flight = max(st.max_in_flight, st.in_flight)
         try:
             time.sleep(st.delay)
-            self._answer(st, body)
-        finally:
+        finally:  # done before the answer is sent: the client's next request may arrive at once
             with st.lock:
                 st.in_flight -= 1
+        self._answer(st, body)
 
     def _answer(self, st: FakeModel, body: dict):
         model = body["model"]

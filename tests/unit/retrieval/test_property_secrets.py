@@ -259,7 +259,11 @@ def test_the_third_retests_keys_tell_an_agent_nothing(h, key):
     assert said[0] == said[1] and value not in said[0]
     text = h.get("home/house.md", agent=True).text
     assert value not in text and "song_key: C major" in text
-    assert value not in (h.config.data / "audit.jsonl").read_text()
+    from hybrid.faces.http import api_search_call  # an audited call of its own: no other test's log
+    status, _ = api_search_call(h, json.dumps({"query": "house", "props": [f"{key}={value}"]}).encode(), "t")
+    audit = (h.config.data / "audit.jsonl").read_text()
+    last = json.loads(audit.splitlines()[-1])
+    assert status == 422 and last["args"]["props"] == [f"{key.lower()}:[redacted secret]"] and value not in audit
 
 
 @pytest.mark.parametrize("query", ["prop:lockbox=1234", "lockbox<0", "lockbox>99999", "prop:nas=admin",
