@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import shutil
 import tempfile
 import time
 import uuid
@@ -415,10 +416,13 @@ def run_eval(vault_path: Path, queries: dict[str, Query], qrels: dict[str, dict[
                                                     progress, tuple(sources)))
         finally:
             h.close()
-            if store and name in h.config.vaults:  # the evaluation's vault in a shared database
-                from hybrid.store import backend
-                vault = h.config.vault(name)
-                backend(vault).drop(vault)
+            try:
+                if store and name in h.config.vaults:  # the evaluation's vault in a shared database
+                    from hybrid.store import backend
+                    vault = h.config.vault(name)
+                    backend(vault).drop(vault)
+            finally:  # its index holds the notes' text: not left behind in a temp folder
+                shutil.rmtree(home, ignore_errors=True)
     result.chunks_embedded, result.chunks_reused = cached.embedded, cached.reused
     result.chunks_from_index = cached.from_index
     if significance and len(result.results) > 1:

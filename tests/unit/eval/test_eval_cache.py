@@ -60,3 +60,24 @@ def test_minilm_vectors_do_not_depend_on_the_batch(minilm):
     reused = cached.embed_documents(["tomatoes need six hours of sun"])
     assert cached.reused == 1
     assert reused.tobytes() == minilm.embed_documents(["tomatoes need six hours of sun"]).tobytes()
+
+
+@pytest.mark.slow  # ranx compiles nDCG with numba on first use
+def test_the_evaluations_own_index_is_deleted_after_it(vault, tmp_path, monkeypatch):
+    """`hybrid eval` indexes the vault into a temporary home of its own (a copy of the notes'
+    text): it is gone once the figures are out, in the system's temp folder as in a given one."""
+    import tempfile
+    q = write(tmp_path, "q.jsonl", '{"qid": "g", "text": "tomatoes sun"}\n')
+    r = write(tmp_path, "r.json", json.dumps({"g": {"home/garden.md": 2}}))
+    queries, qrels = load_queries(q, Problems()), load_qrels(r, Problems())
+    configs = grid(["lexical"], [48], [8], [True], [10], [(1.0, 1.5)])
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    for workdir in (None, tmp_path / "work"):
+        if workdir:
+            workdir.mkdir()
+        res = run_eval(vault, queries, qrels, configs, Settings(embedder="hash:64"), Problems(),
+                       embedder=CountingEmbedder("hash:64"), metrics=["ndcg@10"], workdir=workdir)
+        assert res.results[0].metrics["ndcg@10"] > 0
+        assert list((workdir or temp).iterdir()) == []
