@@ -18,7 +18,7 @@ from hybrid.core.errors import VaultError
 from hybrid.store.props import Row, raw_values
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterator, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
     import numpy as np
 
@@ -94,6 +94,25 @@ def chunk_batches(ids: Sequence[int] | None, batch: int, read: Callable[[Sequenc
     while rows := after(last, batch):
         yield rows
         last = rows[-1].id
+
+
+class Reread:
+    """Batches of chunk rows that may be read more than once: each iteration calls ``read``
+    afresh (a second read starts from the first row). A lexical index that wants two passes
+    over what it writes (Milvus: the exact mean field lengths before any weight is written)
+    may take both; one pass is what any other index takes. A plain generator is read once."""
+
+    def __init__(self, read: Callable[[], Iterable[list[ChunkRow]]]):
+        self.read = read
+
+    def __iter__(self) -> Iterator[list[ChunkRow]]:
+        return iter(self.read())
+
+
+def rereadable(batches: Iterable[list[ChunkRow]]) -> bool:
+    """Whether ``batches`` can be read again from its start (a :class:`Reread`, a list), not a
+    one-pass iterator."""
+    return iter(batches) is not batches
 
 
 def not_indexed_yet(vault: str) -> VaultError:

@@ -132,11 +132,13 @@ class LexicalIndex(LexicalArm, Protocol):
     def apply(self, removed: Iterable[int], added: Iterable[list[ChunkRow]]) -> None:
         """Delete the documents of chunk ids ``removed`` (a section goes with any chunk of it),
         add those of the chunks in ``added`` (batches, in id order; their ids are among
-        ``removed``, so a replay never duplicates). Idempotent; what readers see changes once."""
+        ``removed``, so a replay never duplicates). Idempotent; what readers see changes once.
+        ``added`` may be a :class:`hybrid.store.base.Reread`, which an index may read twice."""
         ...
 
     def rebuild(self, batches: Iterable[list[ChunkRow]]) -> None:
-        """Replace every document by those of ``batches``; readers see the old ones meanwhile."""
+        """Replace every document by those of ``batches`` (read twice if need be when a
+        :class:`hybrid.store.base.Reread`); readers see the old ones meanwhile."""
         ...
 
     def count(self) -> int:

@@ -24,7 +24,7 @@ from hybrid.core.faults import checkpoint
 from hybrid.core.timing import Stopwatch
 from hybrid.store.agent import index as agent_index
 from hybrid.store.agent.index import RedactingLedger
-from hybrid.store.base import SyncStats, VectorSpec, lexical_drifted
+from hybrid.store.base import Reread, SyncStats, VectorSpec, lexical_drifted
 from hybrid.store.port import LexicalIndex, VectorIndex
 
 if TYPE_CHECKING:
@@ -109,16 +109,17 @@ def _replay_journal(store: Projected, ids: list[int], model: str | None, n: int,
                     stats: SyncStats, view: AgentView | None, redactor: Redactor | None) -> None:
     """Apply the journaled chunk ids (added, changed or dead) to the lexical index, then to the
     vector index from the cached vectors (or rebuild it when its layout must change)."""
-    live: list[int] = []
+    live: dict[int, None] = {}  # the live ids, in order, of the last read
 
     def batches() -> Iterator[list]:  # streamed: a million journaled chunks never sit in memory at once
+        live.clear()
         for part in store.catalog.iter_chunks(ids, batch):
             rows = [r for r in part if not r.dead]
-            live.extend(r.id for r in rows)
+            live.update(dict.fromkeys(r.id for r in rows))
             yield rows
 
     with clock("lexical"):
-        store.lexical.apply(ids, batches())
+        store.lexical.apply(ids, Reread(batches))
         if view is not None and agent_index.current(store, view):  # else rebuilt just after
             agent_index.apply_journal(store, ids, view, redactor, batch)
     checkpoint("after-lexical")
@@ -127,7 +128,7 @@ def _replay_journal(store: Projected, ids: list[int], model: str | None, n: int,
             if _vector_needs_rebuild(store, n):
                 stats.rebuilt_vector = _rebuild_vector(store, model)
             else:
-                _apply_vectors(store, ids, live, model)
+                _apply_vectors(store, ids, list(live), model)
     checkpoint("after-vector")
 
 
@@ -157,7 +158,7 @@ def _check_lexical(store: Projected, n: int, batch: int) -> bool:
                  store.name, lex.deleted_docs())
     else:
         return False
-    lex.rebuild(store.catalog.iter_chunks(batch=batch))
+    lex.rebuild(Reread(lambda: store.catalog.iter_chunks(batch=batch)))
     return True
 
 

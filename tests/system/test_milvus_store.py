@@ -177,3 +177,34 @@ def test_no_password_reaches_the_config(tmp_path):
     assert not config.exists() or "s3cret" not in config.read_text(encoding="utf-8")
     h.close()
 
+
+
+def test_a_first_index_past_the_estimate_writes_each_lexical_index_once(tmp_path, milvus_server, monkeypatch,
+                                                                        caplog):
+    """A new vault of more units than the mean-length estimate takes (5 here, 20,000 in use),
+    whose later notes are longer: the owner's and the agent's lexical indexes are written once
+    with the exact means, so neither the first run nor the next one rebuilds them."""
+    import logging
+
+    from conftest import new_milvus
+
+    from hybrid.store.milvus import lexical as milvus_lexical
+    monkeypatch.setattr(milvus_lexical, "ESTIMATE", 5)
+    root = tmp_path / "vault"
+    for i in range(30):
+        body = ("The backup job restores snapshots from the NAS. " * (1 if i < 10 else 12))
+        write(root, f"n{i:02}.md", f"# Note {i}\n\n{body}\n\n## More\n\n{body}\n")
+    h = hybrid.open(tmp_path / "home", embedder="hash:64")
+    try:
+        h.add_vault(root, "m", store=new_milvus(milvus_server))
+        with caplog.at_level(logging.INFO, logger="hybrid"):
+            h.index()
+            first = [r.getMessage() for r in caplog.records]
+            caplog.clear()
+            h.index()
+            again = [r.getMessage() for r in caplog.records]
+        assert not [m for m in first if "compacting" in m or "out of step" in m], first
+        assert not [m for m in again if "compacting" in m or "building" in m or "out of step" in m], again
+        assert [x.path for x in h.search("backup snapshots", mode="lexical", agent=True)][:1]
+    finally:
+        h.close()

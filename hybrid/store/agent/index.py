@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hybrid.store.agent.view import META_KEY, AgentView, agent_batches, visible_counts
-from hybrid.store.base import lexical_drifted
+from hybrid.store.base import Reread, lexical_drifted
 from hybrid.store.ledger import Ledger
 from hybrid.store.port import LexicalIndex
 
@@ -45,7 +45,11 @@ def apply_journal(store: AgentIndexed, ids: Sequence[int], view: AgentView, reda
         for part in store.catalog.iter_chunks(ids, batch):
             yield [r for r in part if not r.dead]
     redacted: list = []
-    store.agent_lexical.apply(ids, agent_batches(store.catalog, rows(), view, redactor, redacted))
+
+    def read():  # read again from the start if the index asks (Reread): the entries of the last read
+        redacted.clear()
+        yield from agent_batches(store.catalog, rows(), view, redactor, redacted)
+    store.agent_lexical.apply(ids, Reread(read))
     store.catalog.set_redacted(redacted, drop=ids)
 
 
@@ -78,7 +82,10 @@ def check(store: AgentIndexed, view: AgentView, redactor: Redactor | None, batch
 def rebuild(store: AgentIndexed, view: AgentView, redactor: Redactor | None, batch: int = 5000) -> None:
     store.catalog.set_meta(META_KEY, "")  # a crash mid-build leaves it marked stale
     redacted: list = []
-    store.agent_lexical.rebuild(agent_batches(store.catalog, store.catalog.iter_chunks(batch=batch),
-                                              view, redactor, redacted))
+
+    def read():  # as in apply_journal
+        redacted.clear()
+        yield from agent_batches(store.catalog, store.catalog.iter_chunks(batch=batch), view, redactor, redacted)
+    store.agent_lexical.rebuild(Reread(read))
     store.catalog.set_redacted(redacted)
     store.catalog.set_meta(META_KEY, view.fingerprint)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid.core.errors import IndexCorrupt
 from hybrid.core.tokens import within_one_edit
-from hybrid.store.base import EVERY_NOTE, NoteFilter
+from hybrid.store.base import EVERY_NOTE, NoteFilter, rereadable
 from hybrid.store.lexicon import FIELD_BOOSTS, LexicalQuery, spellable, stem_analyzer, units
 from hybrid.store.milvus import vocab
 from hybrid.store.milvus.bm25 import DIM_SPACE, FIELDS, IDENT, TEXT_BYTES, Stats, Unit, term_dim
@@ -159,6 +159,7 @@ class MilvusLexical:
         vocab.create(self.client, names[VOCAB])
         stats = {u: Stats() for u in PARTS}
         known = {u: o.stats.means() for u, o in old.items() if o and o.stats.n and not o.stats.dirty}
+        self._measure(batches, stats)
         deltas = vocab.Deltas()
         writers = {u: _Writer(names[PARTS[u]], self.client.insert) for u in PARTS}
         for unit, doc in self._fixing(self._units(batches), stats, known):
@@ -204,6 +205,7 @@ class MilvusLexical:
         for s in stats.values():
             if not s.n:  # nothing left was written with its means
                 s.fixed = {}
+        self._measure(added, stats)
         writers = {u: _Writer(o.name, self.client.upsert) for u, o in opened.items()}
         for unit, doc in self._fixing(self._units(added), stats):
             stats[unit].count(doc.lengths(), 1)
@@ -223,6 +225,21 @@ class MilvusLexical:
     def _units(self, batches: Iterable[list[ChunkRow]]) -> Iterator[tuple[str, Unit]]:
         for kind, rows in units(batches):
             yield kind, Unit.of(rows, self.stem, kind == "section")
+
+    def _measure(self, batches: Iterable[list[ChunkRow]], stats: dict[str, Stats]) -> None:
+        """Where ``stats`` have no mean lengths yet and ``batches`` can be read twice, a first
+        pass over them counts the exact ones, so every weight is written with the final means
+        (a new index of more than :data:`ESTIMATE` units is then written once, not estimated,
+        found stale and written again). A one-pass source is left to :meth:`_fixing`."""
+        empty = [unit for unit, s in stats.items() if not s.fixed]
+        if not empty or not rereadable(batches):
+            return
+        counted = {unit: Stats() for unit in empty}
+        for unit, doc in self._units(batches):
+            if unit in counted:
+                counted[unit].count(doc.lengths(), 1)
+        for unit, c in counted.items():
+            stats[unit].fixed = c.means()
 
     @staticmethod
     def _fixing(stream: Iterator[tuple[str, Unit]], stats: dict[str, Stats],

@@ -323,6 +323,30 @@ def test_stale_statistics_ask_for_a_rebuild_that_makes_them_exact(client, tmp_pa
     same_ranking(clean.search(q, 20), lex.search(q, 20))
 
 
+@pytest.mark.parametrize("source", ["reread", "one pass"])
+def test_a_first_index_past_the_estimate_is_written_once_when_it_can_be_read_twice(client, tmp_path, monkeypatch,
+                                                                                  source):
+    """A new index of more units than the estimate takes (5 here) whose later notes are longer:
+    read twice (what the sync gives), its weights are written with the exact means, so nothing
+    is stale and no second write follows; read once, the estimate is off and a rebuild is asked."""
+    from hybrid.store.base import Reread
+    from hybrid.store.milvus import lexical as milvus_lexical
+    monkeypatch.setattr(milvus_lexical, "ESTIMATE", 5)
+    rows = [dataclasses.replace(r, text=r.text * 6) if r.file_id > 12 else r for r in ROWS]
+    batches = [rows[:40], rows[40:]]
+    lex = MilvusLexical(client, f"first_{source.replace(' ', '_')}")
+    lex.apply([r.id for r in rows], Reread(lambda: iter(batches)) if source == "reread" else iter(batches))
+    if source == "one pass":
+        assert lex.deleted_docs() > 0
+        return
+    assert lex.deleted_docs() == 0
+    clean = TantivyIndex(tmp_path / "clean")
+    clean.rebuild([rows])
+    for unit in ("chunk", "section"):
+        same_ranking(clean.search_units(LexicalQuery(["backup", "restore"]), 20, unit),
+                     lex.search_units(LexicalQuery(["backup", "restore"]), 20, unit))
+
+
 def test_an_interrupted_write_asks_for_a_rebuild(client):
     lex = MilvusLexical(client, "interrupted")
     lex.rebuild([ROWS[:20]])
