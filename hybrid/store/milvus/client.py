@@ -195,6 +195,23 @@ def id_list(ids: Any) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
+def query_upto(client: MilvusClient, collection: str, expr: str, fields: list[str], limit: int) -> list[dict]:
+    """Up to ``limit`` rows passing ``expr``: one query while the limit is within a server's
+    cap (:data:`MAX_TOPK`, which Milvus refuses to pass: "invalid max query result window"),
+    else one capped query and, when that comes back full, a query iterator over them all."""
+    rows = client.query(collection, filter=expr, limit=min(limit, MAX_TOPK), output_fields=fields)
+    if len(rows) < MAX_TOPK or limit <= MAX_TOPK:
+        return rows
+    rows = []
+    it = client.query_iterator(collection, batch_size=MAX_TOPK, limit=limit, filter=expr, output_fields=fields)
+    try:
+        while batch := it.next():
+            rows += batch
+    finally:
+        it.close()
+    return rows
+
+
 def create(client: MilvusClient, name: str, schema: Any, index: Any) -> None:
     """Create collection ``name`` marked with this layout's version, its ``index`` built and
     loaded. Reads are strong (a count right after a write sees it: the sync compares counts).

@@ -44,6 +44,7 @@ from hybrid.store.milvus.client import (
     collection_name,
     create,
     id_list,
+    query_upto,
 )
 from hybrid.store.milvus.query import PHRASE_EXACT, Plan, Planner, filters
 
@@ -367,7 +368,7 @@ class MilvusLexical:
             return []  # no unit holds a word asked for
         # no words asked for (every unit passing the filters, as tantivy's all-query), or
         # phrases unscored (the filter is the match)
-        rows = self.client.query(name, filter=expr, limit=limit, output_fields=["ids"])
+        rows = query_upto(self.client, name, expr, ["ids"], limit)
         return [(_ids(r["ids"]), 1.0) for r in rows]
 
     def _recounted(self, collection: str, plan: Plan, expr: str, limit: int) -> list[tuple[list[int], float]]:

@@ -202,6 +202,43 @@ def test_phrases_match_whole_and_in_order(built, tantivy):
     assert built.matching_ids(LexicalQuery(phrases=["job nightly"])) == set()
 
 
+class CappedServer:
+    """A client that refuses a query or search past ``cap`` rows, as a Milvus server refuses
+    one past 16,384 (Milvus Lite takes any)."""
+
+    def __init__(self, client, cap):
+        self.client, self.cap = client, cap
+
+    def __getattr__(self, name):
+        call = getattr(self.client, name)
+        if name not in ("query", "search"):
+            return call
+
+        def capped(*args, **kwargs):
+            if kwargs.get("limit", 0) > self.cap:
+                raise RuntimeError("invalid max query result window, (offset+limit) should be in "
+                                   f"range [1, {self.cap}], but got {kwargs['limit']}")
+            return call(*args, **kwargs)
+        return capped
+
+
+def test_a_phrase_matching_more_units_than_a_server_returns_at_once_matches_them_all(client, built, tantivy,
+                                                                                       monkeypatch):
+    """The vector arm is restricted to every chunk a phrase matches: past the cap (8 here,
+    16,384 on a server) they come from a query iterator, never cut at the cap or refused."""
+    from hybrid.store.milvus import client as milvus_client
+    monkeypatch.setattr(milvus_client, "MAX_TOPK", 8)
+    capped = MilvusLexical(CappedServer(client, 8), "built")
+    sizes = []
+    for phrase in ["backup", "nightly job", "保管庫", "job nightly"]:
+        q = LexicalQuery(phrases=[phrase])
+        want = tantivy.matching_ids(q)
+        assert capped.matching_ids(q) == want == built.matching_ids(q), phrase
+        assert len(capped.matching_ids(q, 5)) == min(5, len(want))
+        sizes.append(len(want))
+    assert max(sizes) > 2 * 8 and min(sizes) == 0
+
+
 def test_excludes_leave_out_every_unit_holding_them(built, tantivy):
     q = LexicalQuery(["backup"], excludes=["kafka", "nightly job"])
     got = {i for i, _ in built.search(q, 500)}
