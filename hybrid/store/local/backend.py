@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from hybrid.core.errors import CatalogCorrupt, HybridError, IndexCorrupt
 from hybrid.core.files import lock_dir
 from hybrid.store.base import StoreFacts, VacuumReport, not_indexed_yet
-from hybrid.store.local.layout import purge_index_dir, recover_reembed
+from hybrid.store.local.layout import folder_bytes, purge_index_dir, recover_reembed
 from hybrid.store.local.store import (
     IndexPlace,
     VaultStore,
@@ -109,7 +109,7 @@ class LocalBackend:
         except sqlite3.DatabaseError as exc:
             raise IndexCorrupt(str(exc) or type(exc).__name__) from None
         if sizes:
-            facts.disk_bytes = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+            facts.disk_bytes = folder_bytes(index_dir)
         return facts
 
     def vacuum(self, vault: Vault, wait: float) -> VacuumReport:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -95,4 +96,14 @@ def _clear_old(old: Path) -> None:
 
 
 def folder_bytes(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+    """Bytes of the files under ``directory``; a file a writer deletes while they are summed
+    (a tantivy merge beside `hybrid status`) counts nothing."""
+    total = 0
+    for folder, _, names in os.walk(directory):  # a folder gone meanwhile is skipped, not raised
+        for name in names:
+            try:
+                st = os.stat(os.path.join(folder, name), follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total

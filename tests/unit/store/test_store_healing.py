@@ -449,3 +449,26 @@ def test_deleted_documents_of_the_section_index_count_too(tmp_path, monkeypatch)
         assert store.lexical.deleted_docs() == chunks + 2  # its chunks, and its two sections
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("found", [0, 1])
+def test_a_file_gone_while_the_index_folder_is_measured_is_no_error(tmp_path, monkeypatch, found):
+    """`hybrid status` sums the index folder while a writer may be merging tantivy segments: a
+    file listed, then deleted before (``found`` 0) or after (1) it is first looked at, counts
+    nothing or its size, never an error (it failed `status` beside the watcher's index run)."""
+    import os
+
+    from hybrid.store.local import layout
+    (tmp_path / "lexical").mkdir()
+    (tmp_path / "lexical" / "kept.idx").write_bytes(b"x" * 10)
+    (tmp_path / "lexical" / "merged.idx").write_bytes(b"x" * 99)
+    stat, calls = os.stat, []
+
+    def racing(path, *args, **kwargs):
+        if os.path.basename(path) == "merged.idx":
+            calls.append(path)
+            if len(calls) > found:
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+        return stat(path, *args, **kwargs)
+    monkeypatch.setattr(layout.os, "stat", racing)
+    assert layout.folder_bytes(tmp_path) in ((10,) if found == 0 else (10, 109))
