@@ -7,7 +7,7 @@ PostgreSQL store keeps the same text in columns of its own
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hybrid.store.agent.view import META_KEY, AgentView, agent_batches, visible_counts
@@ -17,6 +17,7 @@ from hybrid.store.port import LexicalIndex
 
 if TYPE_CHECKING:
     from hybrid.store.agent.redact import Redactor
+    from hybrid.store.base import ChunkRow
 
 log = logging.getLogger("hybrid")
 
@@ -44,13 +45,21 @@ def apply_journal(store: AgentIndexed, ids: Sequence[int], view: AgentView, reda
     def rows():
         for part in store.catalog.iter_chunks(ids, batch):
             yield [r for r in part if not r.dead]
+    batches, redacted = _redacting(store, rows, view, redactor)
+    store.agent_lexical.apply(ids, batches)
+    store.catalog.set_redacted(redacted, drop=ids)
+
+
+def _redacting(store: AgentIndexed, rows: Callable[[], Iterable[list[ChunkRow]]], view: AgentView,
+               redactor: Redactor | None) -> tuple[Reread, list]:
+    """The visible, redacted batches of ``rows()`` as a Reread (an index may read them twice),
+    and the list that holds the redaction entries of the last read."""
     redacted: list = []
 
-    def read():  # read again from the start if the index asks (Reread): the entries of the last read
+    def read():
         redacted.clear()
         yield from agent_batches(store.catalog, rows(), view, redactor, redacted)
-    store.agent_lexical.apply(ids, Reread(read))
-    store.catalog.set_redacted(redacted, drop=ids)
+    return Reread(read), redacted
 
 
 def current(store: AgentIndexed, view: AgentView) -> bool:
@@ -81,11 +90,7 @@ def check(store: AgentIndexed, view: AgentView, redactor: Redactor | None, batch
 
 def rebuild(store: AgentIndexed, view: AgentView, redactor: Redactor | None, batch: int = 5000) -> None:
     store.catalog.set_meta(META_KEY, "")  # a crash mid-build leaves it marked stale
-    redacted: list = []
-
-    def read():  # as in apply_journal
-        redacted.clear()
-        yield from agent_batches(store.catalog, store.catalog.iter_chunks(batch=batch), view, redactor, redacted)
-    store.agent_lexical.rebuild(Reread(read))
+    batches, redacted = _redacting(store, lambda: store.catalog.iter_chunks(batch=batch), view, redactor)
+    store.agent_lexical.rebuild(batches)
     store.catalog.set_redacted(redacted)
     store.catalog.set_meta(META_KEY, view.fingerprint)
