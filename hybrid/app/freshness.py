@@ -57,6 +57,7 @@ class Ledger:
     rechunk_all: bool
     skips: dict
     chunks: dict[int, int] = field(default_factory=dict)
+    ocr_key: str = ""  # the vault's OCR as a skipped image is judged by (Limits.ocr_key)
 
 
 def read_ledger(vault: Vault, settings: Settings, chunks: bool = False) -> Ledger | None:
@@ -73,7 +74,12 @@ def read_ledger(vault: Vault, settings: Settings, chunks: bool = False) -> Ledge
     try:
         cat = store.catalog
         rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings, vault_name_dates(vault), vault))
-        return Ledger(cat.files(), rechunk_all, skipped.load(cat), cat.chunks_per_file() if chunks else {})
+        from hybrid.core.lang import LANGUAGES_META
+        from hybrid.sources.ocr import vault_plan, with_plan
+        from hybrid.sources.sandbox import convert_limits
+        ocr = with_plan(convert_limits(settings), vault_plan(vault, cat.get_meta(LANGUAGES_META)))
+        return Ledger(cat.files(), rechunk_all, skipped.load(cat), cat.chunks_per_file() if chunks else {},
+                      ocr.ocr_key)
     finally:
         store.close()
 
@@ -90,7 +96,7 @@ def judge(entry, ledger: Ledger, settings: Settings, failures: bool = False) -> 
     fresh = row is not None and (row.size, row.mtime_ns) == (entry.size, entry.mtime_ns)
     if fresh and not ledger.rechunk_all:
         return "unchanged", ""
-    if skip is not None and skip.holds(entry, settings):
+    if skip is not None and skip.holds(entry, settings, ledger.ocr_key):
         return "skipped", skip.reason  # what the indexer would do: pass it over, quietly
     if failures and skip is not None and skip.failed and (skip.size, skip.mtime_ns) == (entry.size, entry.mtime_ns):
         return "failed", skip.reason

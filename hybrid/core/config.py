@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid.core.errors import ConfigError, VaultError
-from hybrid.core.kinds import VAULT_KINDS  # a folder, a bookmarks export, a Slack export
+from hybrid.core.kinds import VAULT_KINDS, ocr_globs  # VAULT_KINDS: a folder, a bookmarks export, a Slack export
 from hybrid.core.settings import NAMES, SETTINGS, Setting, Settings
 
 __all__ = ["SETTINGS", "Setting", "Settings", "Config", "Vault", "load_config", "override"]
@@ -51,14 +51,14 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
 
 
 VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind",
-              "exclude_sections", "exclude_blocks"}
+              "exclude_sections", "exclude_blocks", "ocr", "ocr_languages"}
 # the settings a vault's table may hold: `include`, `embedder` and `store` replace the setting for
 # that vault, the others add to it (see Config.vault)
 VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store", "exclude_sections",
-                  "exclude_blocks")
+                  "exclude_blocks", "ocr", "ocr_languages")
 ADDS_TO_SETTING = ("exclude", "agent_exclude", "exclude_sections", "exclude_blocks")
 # the vault keys whose values are checked by the setting's rule when the file is read
-CHECKED_VAULT_KEYS = ("exclude_sections", "exclude_blocks")
+CHECKED_VAULT_KEYS = ("exclude_sections", "exclude_blocks", "ocr", "ocr_languages")
 
 
 def _real(path: str) -> Path:
@@ -108,6 +108,10 @@ class Vault:
     # own): see hybrid.sources.sections
     exclude_sections: list[str] = field(default_factory=list)
     exclude_blocks: list[str] = field(default_factory=list)
+    # text in pictures (hybrid.sources.ocr): read at all, and in which languages (empty: English
+    # and the vault's own); the vault's value replaces the setting's
+    ocr: bool = True
+    ocr_languages: list[str] = field(default_factory=list)
 
     @property
     def is_folder(self) -> bool:
@@ -130,11 +134,14 @@ class Config:
             raise VaultError(f"unknown vault {name!r} (known: {known}); "
                              f"register one with `hybrid vault add PATH --name NAME`")
         raw = self.vaults[name]
+        ocr = bool(raw["ocr"]) if isinstance(raw.get("ocr"), bool) else self.settings.ocr
+        # with OCR off, images are no documents of the vault (never listed as skipped)
+        no_pictures = [] if ocr else list(ocr_globs())
         return Vault(
             name=name,
             path=Path(raw["path"]).expanduser(),
             include=list(raw.get("include") or self.settings.include),
-            exclude=list(self.settings.exclude) + list(raw.get("exclude") or []),
+            exclude=list(self.settings.exclude) + list(raw.get("exclude") or []) + no_pictures,
             embedder=str(raw.get("embedder") or self.settings.embedder),
             index_dir=self.index_dir(name),
             agent_exclude=list(self.settings.agent_exclude) + list(raw.get("agent_exclude") or []),
@@ -143,6 +150,8 @@ class Config:
             agent_reach=self._reach(name),
             exclude_sections=list(self.settings.exclude_sections) + list(raw.get("exclude_sections") or []),
             exclude_blocks=list(self.settings.exclude_blocks) + list(raw.get("exclude_blocks") or []),
+            ocr=ocr,
+            ocr_languages=list(raw.get("ocr_languages") or self.settings.ocr_languages),
         )
 
     def _reach(self, name: str) -> list[tuple[str, str, bool, tuple[str, ...]]]:

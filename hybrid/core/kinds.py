@@ -9,6 +9,7 @@ A document's kind follows from its vault-relative path's suffix (``hybrid.source
     canvas    ``.canvas``    an Obsidian canvas (JSON Canvas): each card a section (hits carry ``card``)
     excalidraw ``.excalidraw.md`` an Excalidraw drawing: its text elements and link targets
     docx      ``.docx``      a Word document, its headings as sections (python-docx)
+    image     ``.png/.jpg/…`` an image, its text read by OCR (Tesseract); hits carry the lines' ``box``
     bookmark  ``.bookmark``  one browser bookmark (title, folder path, tags, URL, fetched text)
     slack     ``.slack``     one channel's messages of one day, grouped by thread
 
@@ -52,12 +53,17 @@ class Kind:
     paged: bool = False                # its sections are pages (a hit carries ``page``)
     carded: bool = False               # its sections are canvas cards (a hit carries ``card``)
     streamed: bool = False             # read from its file piece by piece, under max_pdf_bytes
+    ocr: bool = False                  # its text may be read by OCR (the vault's OCR plan judges it)
+    boxed: bool = False                # its lines have boxes in a picture (a hit carries ``box``)
 
     @property
     def converted(self) -> bool:
         """Parsed by third-party code in the converter worker."""
         return bool(self.op)
 
+
+# pictures whose text OCR reads (HEIC/HEIF where pillow-heif is installed: hybrid[heic])
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".tif", ".tiff", ".bmp", ".heic", ".heif")
 
 # The kinds, in the order they are listed (``note`` first: a path no other kind claims is read
 # as markdown; the longest suffix a path ends with decides, so ``.excalidraw.md`` is a drawing,
@@ -66,7 +72,7 @@ KIND_LIST = (
     Kind("note", (".md",), "markdown notes", "markdown", aliases=("notes", "md", "markdown"),
          owner_fields=True, markdown=True),
     Kind("pdf", (".pdf",), "PDFs, page by page (hits carry `page`)", "pdf", op="pdf", paged=True,
-         streamed=True),
+         streamed=True, ocr=True),
     Kind("text", (".txt",), "plain text", "text", aliases=("txt",)),
     Kind("web", (".html", ".htm"), "saved web pages, their main text", "web", aliases=("html",), op="html"),
     Kind("bookmark", (".bookmark",), "browser bookmarks (hits carry `url`)", "markdown", source="bookmarks",
@@ -78,6 +84,8 @@ KIND_LIST = (
     Kind("excalidraw", (".excalidraw.md",), "Excalidraw drawings, their text and links", "drawing",
          aliases=("drawing", "drawings"), owner_fields=True, rendered=True, markdown=True),
     Kind("docx", (".docx",), "Word documents, by heading", "docx", aliases=("word",), op="docx"),
+    Kind("image", IMAGE_SUFFIXES, "images, their text read by OCR (hits carry `box`)", "image",
+         aliases=("images", "picture", "pictures"), op="image", streamed=True, ocr=True, boxed=True),
 )
 KIND: dict[str, Kind] = {k.name: k for k in KIND_LIST}
 
@@ -104,7 +112,7 @@ class Source:
 
 
 SOURCE_LIST = (
-    Source("notes", "a folder of notes (markdown, PDFs, text, saved pages, canvases, drawings, Word files)"),
+    Source("notes", "a folder of notes (markdown, PDFs, text, saved pages, canvases, drawings, Word files, images)"),
     Source("bookmarks", "a browser's bookmarks export (HTML or JSON file)", ".bookmark",
            export_is_file=True, fetches=True),
     Source("slack", "a Slack export (zip or folder)", ".slack"),
@@ -119,6 +127,11 @@ def own_file(kind: str) -> bool:
     of an export: no file to link to). An unknown kind: True."""
     k = KIND.get(kind)
     return k is None or SOURCES[k.source].folder
+
+
+def ocr_globs() -> tuple[str, ...]:
+    """The globs of the kinds read only by OCR (images): left out of a vault whose OCR is off."""
+    return tuple(f"**/*{s}" for k in KIND_LIST if k.ocr and not k.paged for s in k.suffixes)
 
 
 def folder_globs() -> tuple[str, ...]:

@@ -183,7 +183,18 @@ class Settings:
         folder_globs(),  # every kind a folder indexes by default (hybrid.core.kinds)
         "Globs (vault-relative) of files to index; a vault may override. Markdown notes, PDFs "
         "(text per page), plain text, saved web pages (their main text), canvases (card by card), "
-        "Excalidraw drawings (their text) and Word files (by heading) are read.", reindex="files")
+        "Excalidraw drawings (their text), Word files (by heading) and images (their text, by OCR) "
+        "are read.", reindex="files")
+    ocr: bool = _setting(
+        True, "Read text in images and in scanned PDF pages with Tesseract (OCR; `bash scripts/ocr.sh` "
+              "installs it). Off: images are not indexed and a PDF page without a text layer has no "
+              "text. A vault may set its own.", reindex="files")
+    ocr_languages: tuple[str, ...] = _setting(
+        (), "Languages OCR reads, as ISO codes (`en`, `de`) or Tesseract's (`eng`, `chi_sim`), at most "
+            "four; empty = English and the languages the vault's notes are in. Only those Tesseract "
+            "has data for are used (Debian: `tesseract-ocr-deu` …). A vault may set its own.",
+        check=lambda v: all(isinstance(x, str) and x.strip() and len(x) <= 16 for x in v),
+        hint='a list like ["en", "de"]', reindex="rechunk")
     exclude: tuple[str, ...] = _setting((), "Globs of files to leave out; a vault may add its own.", reindex="files")
     exclude_sections: tuple[str, ...] = _setting(
         (), "Headings whose sections (subsections included) are left out of markdown notes and "

@@ -32,6 +32,8 @@ from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import SOURCES, walk
 from hybrid.sources.daily import name_dates
+from hybrid.sources.ocr import vault_plan, with_plan
+from hybrid.sources.sandbox import Limits, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
 from hybrid.sources.sections import LeaveOut
 from hybrid.store import backend
@@ -126,15 +128,20 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     ``#private`` there did not hide it), and an element's links follow its text, so a region
     left out takes them with it; version 12: a fenced block in a callout or block quote is left
     out by ``exclude_blocks`` as one at the top level is, and a drawing's tags come from its
-    whole file, :mod:`hybrid.sources.sections`, :mod:`hybrid.sources.excalidraw`. The re-read
-    costs no embedding where the chunks are the same.) What ``vault``'s notes leave out
+    whole file, :mod:`hybrid.sources.sections`, :mod:`hybrid.sources.excalidraw`; version 13:
+    a PDF's headings (its outline's, else from type) are headings inside its pages, and images are
+    read by OCR, :mod:`hybrid.sources.pdf`, :mod:`hybrid.sources.ocr`. The re-read
+    costs no embedding where the chunks are the same; a picture's text is not read again, its
+    OCR is kept by content hash.) The OCR languages a vault sets (``ocr_languages``) are
+    recorded too: a change of them reads its pictures again. What ``vault``'s notes leave out
     (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
     it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
-            "version": 12}
+            "version": 13}
     own = names.fingerprint if names is not None else []
     rule = LeaveOut.of(vault).meta() if vault is not None else {}
-    return json.dumps({**meta, **({"names": own} if own else {}), **rule})
+    ocr = list(vault.ocr_languages) if vault is not None else []
+    return json.dumps({**meta, **({"names": own} if own else {}), **rule, **({"ocr": ocr} if ocr else {})})
 
 
 @dataclass
@@ -146,6 +153,7 @@ class _Plan:
     rechunk_all: bool
     skips: dict[str, skipped.Skip] = field(default_factory=dict)  # the ledger's skipped files
     skips_before: str | None = None  # … as the ledger held them
+    limits: Limits | None = None  # the converter's bounds and the vault's OCR (hybrid.sources.ocr)
 
 
 def _sync(store: Store, job: _Job, report: IndexReport) -> None:
@@ -244,15 +252,19 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
         raise VaultError(f"vault {vault.name!r}: {where} {vault.path} has no documents now, but "
                          f"the index has {len(known):,}; nothing was removed (a drive not "
                          f"mounted?). If they really are gone, run `hybrid vault remove {vault.name}`")
+    ocr = vault_plan(vault, store.catalog.get_meta(lang.LANGUAGES_META))
+    for w in ocr.warnings:
+        report.warn(w)
     plan = _Plan(known, set(), [], rechunk_all, skipped.load(store.catalog),
-                 store.catalog.get_meta(skipped.SKIPPED_META))
+                 store.catalog.get_meta(skipped.SKIPPED_META), with_plan(convert_limits(job.settings), ocr))
+    ocr_key = plan.limits.ocr_key if plan.limits is not None else ""
     for entry in entries:
         plan.present.add(entry.path)
         row = known.get(entry.path)
         skip = plan.skips.get(entry.path)
         if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
             report.unchanged += 1
-        elif skip is not None and skip.holds(entry, job.settings):
+        elif skip is not None and skip.holds(entry, job.settings, ocr_key):
             report.skipped += 1  # skipped before, unchanged since: not read, not warned again
         else:
             plan.to_read.append((entry, row))
@@ -271,7 +283,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
     embedding = EmbedQueue(store, job.embedder, report, job.progress,
                            expect_bytes=sum(e.size for e, _ in plan.to_read), expect_files=len(plan.to_read))
     reader = ReadAhead(plan.to_read, chunker, s, report, plan.rechunk_all, job.clock, plan.skips,
-                       names=job.names, leave_out=job.leave_out)
+                       names=job.names, leave_out=job.leave_out, limits=plan.limits)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
     keeps_text = store.catalog.keeps_text

@@ -22,7 +22,7 @@ from hybrid.sources import KIND, kind_of, sections, walk
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
 from hybrid.sources.markdown import TAGS_CUT
-from hybrid.sources.sandbox import ConvertError, convert_limits
+from hybrid.sources.sandbox import ConvertError, Limits, convert_limits
 from hybrid.sources.sections import NOTHING, LeaveOut
 from hybrid.store.base import MAX_NOTE_TAGS, NewChunk, NoteRecord, bounded_aliases, bounded_tags
 
@@ -64,7 +64,8 @@ class ReadResult:
 
 def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
-          names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> ReadResult:
+          names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
+          limits: Limits | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound, a
     canvas or drawing over its reader's bound, a RecursionError, or an exception while
@@ -76,9 +77,11 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
     files, :mod:`hybrid.indexing.skipped`) gains each file skipped and loses each one read.
     ``names``: how the vault names notes by their day (a folder vault's, from its files; None:
     a source's documents, dated by their text). ``leave_out``: what the vault's markdown notes
-    leave out (:mod:`hybrid.sources.sections`; their markers apply always)."""
+    leave out (:mod:`hybrid.sources.sections`; their markers apply always). ``limits``: the
+    converter's bounds and the vault's OCR (default: the settings' bounds, no OCR)."""
     skips = {} if skips is None else skips
-    bounds = bounds_of(settings, entry.path)
+    limits = limits or convert_limits(settings)
+    bounds = bounds_of(settings, entry.path, limits.ocr_key)
 
     def skip(reason: str, digest: str | None = None, remember: bool = True) -> ReadResult:
         # a failure is recorded too (for `status --files`), under bounds no run holds to
@@ -116,7 +119,7 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
         return ReadResult(ReadStatus.SKIPPED)
     try:
         record = _record(entry, data, digest, chunker, report, clock, settings,
-                         names if entry.load is None else None, leave_out)
+                         names if entry.load is None else None, leave_out, limits)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except RecursionError as exc:
@@ -138,12 +141,13 @@ def _first_line(exc: BaseException) -> str:
 
 def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch, settings: Settings,
-            names: NameDates | None = None, leave_out: LeaveOut = NOTHING) -> NoteRecord:
+            names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
+            limits: Limits | None = None) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
     stores. Whatever it raises is caught by ``_read`` and costs only this document. What
     ``leave_out`` leaves out is blanked before chunking, in the chunks and in the text a store
     keeps alike."""
-    note = sections.leave_out(to_note(entry.path, data, entry.abspath, convert_limits(settings)),
+    note = sections.leave_out(to_note(entry.path, data, entry.abspath, limits or convert_limits(settings)),
                               leave_out)
     for w in note.warnings:
         report.warn(w)
@@ -210,11 +214,12 @@ class ReadAhead:
 
     def __init__(self, items, chunker: Chunker, settings: Settings, report: IndexReport, force: bool,
                  clock: Stopwatch, skips: dict[str, Skip] | None = None, depth: int = 0,
-                 names: NameDates | None = None, leave_out: LeaveOut = NOTHING):
+                 names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
+                 limits: Limits | None = None):
         import queue
         import threading
         self.items, self.busy = items, 0.0
-        self._args = (chunker, settings, report, force, clock, skips, names, leave_out)
+        self._args = (chunker, settings, report, force, clock, skips, names, leave_out, limits)
         self._q: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hybrid-read", daemon=True)

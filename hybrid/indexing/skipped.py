@@ -1,7 +1,8 @@
 """The files an index run skipped, and why, remembered in the vault's ledger.
 
-A scanned PDF, a damaged one, a file over the size limit, one the converter gave up on, a
-canvas or drawing over its reader's bound or one nested deeper than a reader's stack holds
+An image or a scanned PDF that OCR could not read, a damaged PDF, a file over the size limit,
+one the converter gave up on, a canvas or drawing over its reader's bound or one nested deeper
+than a reader's stack holds
 (RecursionError) is skipped with one warning. Its record (the catalog's ``skipped`` meta entry: the same in both
 backends) keeps its size and mtime, the limits it was judged under and, when it was read, its
 content hash. While the file and those limits stay the same, later runs (the watcher's too)
@@ -44,11 +45,12 @@ class Skip:
         """A failure (an unreadable file, an unforeseen error), not a skip: tried every run."""
         return self.bounds == FAILED
 
-    def holds(self, entry: FileEntry, settings: Settings) -> bool:
+    def holds(self, entry: FileEntry, settings: Settings, ocr: str = "") -> bool:
         """Whether ``entry`` is still the file skipped, judged under the same limits (its
-        size and mtime are; a file touched to the same content is judged by its hash)."""
+        size and mtime are; a file touched to the same content is judged by its hash), and
+        the same OCR (``ocr``: the vault's :attr:`hybrid.sources.sandbox.Limits.ocr_key`)."""
         return (self.size, self.mtime_ns) == (entry.size, entry.mtime_ns) \
-            and self.bounds == bounds_of(settings, entry.path)
+            and self.bounds == bounds_of(settings, entry.path, ocr)
 
 
 def size_limit(settings: Settings, path: str) -> tuple[int, str]:
@@ -58,11 +60,14 @@ def size_limit(settings: Settings, path: str) -> tuple[int, str]:
     return settings.max_file_bytes, "max_file_bytes"
 
 
-def bounds_of(settings: Settings, path: str) -> str:
+def bounds_of(settings: Settings, path: str, ocr: str = "") -> str:
     """The limits a file of ``path``'s kind is judged under: its size limit, and the converter's
-    memory and time bounds. Raising one retries the files it turned away."""
-    return (f"{size_limit(settings, path)[0]}B/{settings.convert_max_memory_mb}MB/"
-            f"{settings.convert_timeout}s")
+    memory and time bounds; for a kind OCR may read (an image, a PDF), the vault's OCR too
+    (``ocr``: :attr:`~hybrid.sources.sandbox.Limits.ocr_key`), so installing Tesseract or
+    another language retries the images and scans it turned away. Raising one retries the
+    files it turned away."""
+    bounds = f"{size_limit(settings, path)[0]}B/{settings.convert_max_memory_mb}MB/{settings.convert_timeout}s"
+    return f"{bounds}/{ocr}" if ocr and KIND[kind_of(path)].ocr else bounds
 
 
 def load(catalog) -> dict[str, Skip]:

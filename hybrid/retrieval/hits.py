@@ -41,11 +41,13 @@ class Hit:
     chunk_id: int = 0
     text: str = ""
     source: str = "note"      # the document's kind (hybrid.sources): note, pdf, text, web, bookmark,
-                              # slack, canvas, excalidraw, docx
+                              # slack, canvas, excalidraw, docx, image
     page: int | None = None   # a PDF hit's page (1-based)
     card: str = ""            # a canvas hit's card (its id in the canvas; its heading is the last
                               # of heading_path, its text this passage)
     url: str = ""             # a bookmark hit's page address
+    box: list[int] | None = None  # an image hit's place: [x0, y0, x1, y1] around its lines, in
+                                  # the image's pixels (hybrid.sources.ocr)
     marks: list[str] = field(default_factory=list)  # its words that answer the query, lower case
                                                     # (hybrid.retrieval.excerpt.Marker): what doors highlight
     also_in: list[str] = field(default_factory=list)  # citations of near-identical passages folded
@@ -100,9 +102,10 @@ def confidence_label(confidence: float | None) -> str:
 
 
 def source_fields(path: str, heading: str, properties: Any, vault_folder: str,
-                  start_line: int | None = None) -> dict[str, Any]:
+                  start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
     """The fields of a hit that depend on its document's kind: ``source``, ``page`` (a PDF's
-    section ``Page N``), ``card`` (the canvas card whose section holds ``start_line``), ``url``
+    section ``Page N``), ``card`` (the canvas card whose section holds ``start_line``), ``box``
+    (an image's lines ``start_line``..``end_line``, where they are in it), ``url``
     (a bookmark's) and ``uri``, what opens it: Obsidian for a file of a vault (a canvas, a
     drawing, a Word file too), the page itself for a bookmark, nothing for a Slack day."""
     from hybrid.sources import KIND, kind_of
@@ -114,6 +117,9 @@ def source_fields(path: str, heading: str, properties: Any, vault_folder: str,
     if kind.carded and start_line is not None:
         from hybrid.sources.canvas import card_at
         out["card"] = card_at(properties() if callable(properties) else properties, start_line)
+    if kind.boxed and start_line is not None:
+        from hybrid.sources.ocr import box_of
+        out["box"] = box_of(properties() if callable(properties) else properties, start_line, end_line)
     if kind.opens == "url":
         props = properties() if callable(properties) else properties
         url = props.get("url") if isinstance(props, dict) else None

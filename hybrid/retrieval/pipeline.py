@@ -320,7 +320,7 @@ def _static_fields(vault: Vault) -> tuple[tuple, Callable[[ChunkRow], Static]]:
     folder, names = vault.path.name, vault_name_dates(vault)
 
     def make(r: ChunkRow) -> Static:
-        fields = source_fields(r.path, r.heading, lambda: r.properties, folder, r.start_line)
+        fields = source_fields(r.path, r.heading, lambda: r.properties, folder, r.start_line, r.end_line)
         fields["modified"] = dt.datetime.fromtimestamp(r.modified).isoformat(timespec="seconds")
         fields["date_source"] = date_source(r.properties, r.modified, r.path, names)
         flat, low = flatten(readable(r.text)), r.text.lower()

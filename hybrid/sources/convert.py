@@ -5,7 +5,8 @@ notes; plain text keeps its lines as they are; a saved web page is reduced to it
 markdown by trafilatura (Apache-2.0), so its headings become sections; a PDF is read page by page
 (:mod:`hybrid.sources.pdf`); a canvas card by card (:mod:`hybrid.sources.canvas`); an Excalidraw
 drawing as its text elements and links (:mod:`hybrid.sources.excalidraw`); a Word document by
-heading (:mod:`hybrid.sources.docx`). Line numbers in citations count lines of this text, which
+heading (:mod:`hybrid.sources.docx`); an image as the text OCR reads in it
+(:mod:`hybrid.sources.ocr`). Line numbers in citations count lines of this text, which
 is also what ``hybrid get`` shows for the document.
 
 PDFs, web pages and Word documents are parsed by third-party code (PDFium, lxml, python-docx)
@@ -50,6 +51,14 @@ def _pdf(path: str, data: bytes | None, abspath: str | None, limits: Limits | No
     return pdf_note(path, source, limits)
 
 
+def _image(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
+    from hybrid.sources.ocr import image_note
+    source = abspath if data is None else data
+    if source is None:
+        raise ValueError(f"{path}: nothing to read")
+    return image_note(path, source, limits)
+
+
 def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
     return html_note(path, _given(path, data), limits)
 
@@ -91,7 +100,7 @@ TEXT_PARSERS: dict[str, TextParser] = {
 # The readers, by the name a kind's record binds (hybrid.core.kinds.Kind.reads).
 READINGS: dict[str, Reader] = {
     **{name: _decoded(parse) for name, parse in TEXT_PARSERS.items()},
-    "pdf": _pdf, "web": _web, "canvas": _canvas, "docx": _docx,
+    "pdf": _pdf, "web": _web, "canvas": _canvas, "docx": _docx, "image": _image,
 }
 # How each document kind is read, from its record.
 READERS: dict[str, Reader] = {k.name: READINGS[k.reads] for k in KIND_LIST}

@@ -47,10 +47,21 @@ class ConvertError(ValueError):
 class Limits:
     """The bounds of reading one document: the converter worker's address space in MB and
     seconds, and how many characters a reader of ours may expand a file to (a compressed
-    drawing's; None: the default ``max_file_bytes``, :func:`expand_limit`)."""
+    drawing's; None: the default ``max_file_bytes``, :func:`expand_limit`); and how text in
+    pictures is read (:mod:`hybrid.sources.ocr`): Tesseract's languages (``eng+deu``; "": no
+    OCR, ``ocr_off`` says why) and the folder its results are kept in."""
     memory_mb: int
     timeout: float
     max_file_bytes: int | None = None
+    ocr: str = ""
+    ocr_off: str = ""
+    ocr_cache: str | None = None
+
+    @property
+    def ocr_key(self) -> str:
+        """What an image or scan skipped under these limits was judged by
+        (:func:`hybrid.indexing.skipped.bounds_of`): the OCR languages, or that there was none."""
+        return f"ocr:{self.ocr}" if self.ocr else "ocr:off"
 
 
 def convert_limits(settings: Settings | None = None) -> Limits:

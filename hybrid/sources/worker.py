@@ -122,47 +122,31 @@ def _fault(name: str) -> None:
         os.abort()
 
 
+def _sibling(name: str):
+    """A worker-side module beside this file (``pdf_ops``, ``ocr_ops``), loaded by path: this
+    folder is kept off ``sys.path`` so that no sibling shadows a library."""
+    import importlib.util
+    key = f"_hybrid_{name}"
+    if key not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
 def _pdf(header: dict, payload: bytes) -> dict:
-    """The raw text of each page (``cut``: the last one cut short at ``max_chars`` in all), the
-    page count and the metadata title; ``{"ok": False, "kind": "encrypted" | "damaged"}`` for a PDF PDFium
-    cannot open."""
-    import pypdfium2 as pdfium
-    source = header["path"] if header.get("path") is not None else payload
-    try:
-        pdf = pdfium.PdfDocument(source)
-    except pdfium.PdfiumError as exc:
-        why = str(exc).strip()
-        kind = "encrypted" if "password" in why.lower() else "damaged"
-        return {"ok": False, "kind": kind, "message": why.splitlines()[0][:120] if why else ""}
-    try:
-        count = len(pdf)
-        max_chars = int(header.get("max_chars") or 0)
-        texts: list[str] = []
-        chars = 0
-        cut = False
-        for i in range(count):
-            page = pdf[i]
-            try:
-                textpage = page.get_textpage()
-                try:
-                    text = textpage.get_text_range()
-                finally:
-                    textpage.close()
-            finally:
-                page.close()
-            if max_chars and chars + len(text) > max_chars:  # the reply stays within the cap
-                texts.append(text[:max_chars - chars])
-                cut = True
-                break
-            texts.append(text)
-            chars += len(text)
-        try:
-            title = str(pdf.get_metadata_dict().get("Title") or "")
-        except Exception:  # noqa: BLE001 - metadata is optional
-            title = ""
-    finally:
-        pdf.close()
-    return {"ok": True, "pages": count, "texts": texts, "title": title[:2000], "cut": cut}
+    return _sibling("pdf_ops").pdf_op(header, payload)
+
+
+def _pdf_ocr(header: dict, payload: bytes) -> dict:
+    return _sibling("pdf_ops").pdf_ocr_op(header, payload)
+
+
+def _image(header: dict, payload: bytes) -> dict:
+    return _sibling("ocr_ops").image_op(header, payload)
 
 
 _TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
@@ -349,7 +333,7 @@ def _docx_table(table) -> list[str]:
 
 # The operations, by the name a kind's record binds (hybrid.core.kinds.Kind.op). This file
 # imports nothing of hybrid, so it cannot read the records: a unit test checks they agree.
-_OPS = {"pdf": _pdf, "html": _html, "docx": _docx}
+_OPS = {"pdf": _pdf, "pdf_ocr": _pdf_ocr, "image": _image, "html": _html, "docx": _docx}
 
 
 def _serve(memory_mb: int) -> None:

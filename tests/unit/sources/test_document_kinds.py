@@ -133,7 +133,8 @@ def test_bad_pdfs_are_skipped_one_warning_each_and_the_rest_indexed(h, mixed):
     assert report.added == 1 and report.skipped == 3
     warned = "\n".join(report.warnings)
     assert "locked.pdf: encrypted PDF (needs a password); skipped" in warned
-    assert "scan.pdf: no text layer in 2 page(s) (a scan or images only); skipped" in warned
+    # OCR read the scan's blank pages and found nothing (tests/unit/sources/test_ocr.py reads text)
+    assert "scan.pdf: no text layer in 2 page(s), and OCR recognised no text; skipped" in warned
     assert "broken.pdf: damaged or not a PDF" in warned
     assert len(report.warnings) == 3
     assert h.search("written after", mode="lexical")[0].path == "late.md"

@@ -1,0 +1,243 @@
+"""Text in pictures: images read by OCR as notes, and what OCR a vault reads with.
+
+An image (``png``, ``jpg``, ``webp``, ``gif``, ``tiff``, ``bmp``, ``heic`` with pillow-heif) is a
+document of kind ``image``: the converter worker decodes it under a pixel bound and Tesseract
+reads its text (:mod:`hybrid.sources.ocr_ops`, in the worker, under ``convert_max_memory_mb``
+and ``convert_timeout``). Its note is the recognised lines, a blank line between paragraphs,
+titled by the file name; each line's box (``x0, y0, x1, y1`` in the image's pixels) is kept in
+the reserved property ``hybrid:boxes``, so a hit carries the box of its lines (:func:`box_of`).
+A scanned PDF's pages without a text layer are read the same way (:mod:`hybrid.sources.pdf`).
+
+**Which languages** (:func:`plan_for`): the ``ocr_languages`` setting (a vault's own first), as
+ISO codes (``en``, ``de``) or Tesseract's (``eng``, ``chi_sim``); by default English and the
+languages the vault's notes are in, as its last index run sampled them. Only those Tesseract has
+data for are used; a missing one is named, with the package that adds it.
+
+**Recognised once** (:class:`Cache`): each result is kept in the vault's index folder
+(``ocr/``), keyed by the file's content hash, the languages and the engine's version, so a
+re-index (a changed chunking, a ``--force``, a renamed or copied file) never reads a picture
+twice, and ``hybrid get`` of an image shows its text without reading it again.
+
+**Without Tesseract**, or with ``ocr = false``: an image is skipped with one warning that says
+how to enable it (:data:`ENABLE`); with OCR off it is not listed at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hybrid.sources.markdown import Note
+from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
+
+BOXES_PROPERTY = "hybrid:boxes"  # reserved: never a frontmatter key of the owner's
+SIZE_PROPERTY = "hybrid:image"   # [width, height] in pixels
+RECIPE = 1  # bumped when what the worker does to an image changes: older results are not reused
+ENABLE = ("install Tesseract to read text in images and scans: `bash scripts/ocr.sh` (Debian/"
+          "Ubuntu: `sudo apt install tesseract-ocr`; macOS: `brew install tesseract`), then run "
+          "`hybrid index` again")
+# ISO 639-1 codes (as hybrid.core.lang names languages) → Tesseract's language data
+TESSERACT_CODES = {
+    "en": "eng", "de": "deu", "fr": "fra", "es": "spa", "it": "ita", "nl": "nld", "pt": "por",
+    "ru": "rus", "ar": "ara", "eu": "eus", "fa": "fas", "lv": "lav", "pl": "pol", "sv": "swe",
+    "da": "dan", "no": "nor", "fi": "fin", "cs": "ces", "tr": "tur", "uk": "ukr", "el": "ell",
+    "he": "heb", "hi": "hin", "ja": "jpn", "ko": "kor", "zh": "chi_sim",
+}
+MAX_OCR_LANGUAGES = 4  # each language more slows recognition; past a few it also misreads more
+
+
+class NoEngine(ConvertError):
+    """OCR is needed but cannot run here (no Tesseract, or OCR turned off)."""
+
+
+@dataclass(frozen=True)
+class OcrPlan:
+    """How a vault reads text in pictures: ``languages`` for Tesseract (``eng+deu``; "" when
+    OCR cannot run), why not (``off``), the cache folder, and warnings about the choice."""
+    languages: str
+    off: str = ""
+    cache: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@functools.cache
+def engine() -> tuple[str, tuple[str, ...]]:
+    """(Tesseract's version line, its languages), ("", ()) when it is not installed. Asked once
+    a process."""
+    from hybrid.sources.ocr_ops import engine_version, installed_languages
+    if shutil.which("tesseract") is None:
+        return "", ()
+    return engine_version(), tuple(installed_languages())
+
+
+def tesseract_code(lang: str) -> str:
+    lang = lang.strip().lower()
+    return TESSERACT_CODES.get(lang, lang)
+
+
+def plan_for(enabled: bool, configured: tuple[str, ...] | list[str], held: list[str],
+             cache: Path | None) -> OcrPlan:
+    """The OCR plan of a vault: on unless ``enabled`` is false, in the ``configured`` languages
+    (empty: English and the ``held`` ones), those Tesseract has data for."""
+    if not enabled:
+        return OcrPlan("", "OCR is off for this vault (`ocr = false`)")
+    version, have = engine()
+    if not version:
+        return OcrPlan("", ENABLE)
+    wanted = [tesseract_code(x) for x in (configured or ["en", *held])]
+    wanted = list(dict.fromkeys(w for w in wanted if w))
+    usable = [w for w in wanted if w in have][:MAX_OCR_LANGUAGES]
+    warnings = []
+    missing = [w for w in wanted if w not in have]
+    if missing and configured:
+        warnings.append(f"ocr_languages: Tesseract has no data for {', '.join(missing)} here (Debian: "
+                        f"`sudo apt install {' '.join('tesseract-ocr-' + m.replace('_', '-') for m in missing)}`)")
+    if not usable:
+        usable = ["eng"] if "eng" in have else list(have[:1])
+    if not usable:
+        return OcrPlan("", "Tesseract has no language data: `sudo apt install tesseract-ocr-eng`")
+    return OcrPlan("+".join(usable), cache=str(cache) if cache is not None else None,
+                   warnings=tuple(warnings))
+
+
+def vault_plan(vault: Any, held_meta: str | None) -> OcrPlan:
+    """The OCR plan of ``vault`` (a :class:`hybrid.core.config.Vault`), whose ledger records
+    ``held_meta`` as the languages its notes are in (:data:`hybrid.core.lang.LANGUAGES_META`)."""
+    held = [x for x in (held_meta or "").split(",") if x]
+    return plan_for(vault.ocr, tuple(vault.ocr_languages), held, Path(vault.index_dir) / "ocr")
+
+
+def with_plan(limits: Limits, plan: OcrPlan) -> Limits:
+    """``limits`` reading with ``plan``."""
+    from dataclasses import replace
+    return replace(limits, ocr=plan.languages, ocr_off=plan.off, ocr_cache=plan.cache)
+
+
+class Cache:
+    """Recognised text kept by content hash, languages and engine (see the module docstring).
+    A folder of small JSON files; a file that cannot be read or written is a miss, never an
+    error."""
+
+    def __init__(self, folder: str | None, languages: str) -> None:
+        self.folder = Path(folder) if folder else None
+        version = engine()[0]
+        self.tag = hashlib.blake2b(f"{version}|{languages}|{RECIPE}".encode(), digest_size=6).hexdigest()
+
+    def _file(self, digest: str, part: str) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / digest[:2] / f"{digest}-{part}-{self.tag}.json"
+
+    def get(self, digest: str, part: str = "image") -> Any:
+        path = self._file(digest, part)
+        if path is None:
+            return None
+        try:
+            return json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, digest: str, value: Any, part: str = "image") -> None:
+        path = self._file(digest, part)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value, ensure_ascii=False), "utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+
+def file_digest(source: str | bytes) -> str:
+    """The content hash of a file (read in blocks) or of bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(source, bytes):
+        h.update(source)
+    else:
+        with open(source, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    return h.hexdigest()
+
+
+def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
+    """The note of the image at ``source`` (its file's path, or its bytes): its recognised
+    lines. Raises :class:`NoEngine` when OCR cannot run, ConvertError for an image that cannot
+    be read (damaged, too large, over the worker's bounds) or that has no text."""
+    limits = limits or convert_limits()
+    if not limits.ocr:
+        raise NoEngine(path, limits.ocr_off or ENABLE, "no-engine")
+    cache = Cache(limits.ocr_cache, limits.ocr)
+    digest = file_digest(source)
+    got = cache.get(digest)
+    if not _reply_ok(got):
+        args = {"path": source} if isinstance(source, str) else {}
+        reply = convert("image", path, limits, b"" if isinstance(source, str) else source,
+                        languages=limits.ocr, seconds=max(1.0, limits.timeout - 2), **args)
+        if not reply["ok"]:
+            kind, why = str(reply.get("kind") or ""), str(reply.get("message") or "unreadable")
+            if kind == "no-engine":
+                raise NoEngine(path, ENABLE, "no-engine")
+            raise ConvertError(path, why if kind != "damaged" else f"not a readable image ({why})", kind or "error")
+        if not _reply_ok(reply):
+            raise ConvertError(path, "the converter sent a malformed reply")
+        got = {"paras": reply["paras"], "width": reply["width"], "height": reply["height"],
+               "rotated": reply.get("rotated", 0)}
+        cache.put(digest, got)
+    return _note(path, got)
+
+
+def _reply_ok(got: Any) -> bool:
+    if not isinstance(got, dict) or not isinstance(got.get("paras"), list):
+        return False
+    if not isinstance(got.get("width"), int) or not isinstance(got.get("height"), int):
+        return False
+    for para in got["paras"]:
+        if not isinstance(para, list):
+            return False
+        for line in para:
+            if not (isinstance(line, list) and len(line) == 6 and isinstance(line[0], str)
+                    and all(isinstance(v, (int, float)) for v in line[1:])):
+                return False
+    return True
+
+
+def _note(path: str, got: dict) -> Note:
+    from hybrid.sources.pdf import clean
+    lines: list[str] = []
+    boxes: list[list[int] | None] = []
+    for para in got["paras"]:
+        if lines:
+            lines.append("")
+            boxes.append(None)
+        for text, x0, y0, x1, y1, _conf in para:
+            lines.append(clean(" ".join(text.split())))
+            boxes.append([int(x0), int(y0), int(x1), int(y1)])
+    if not any(line.strip() for line in lines):
+        raise ConvertError(path, "no text recognised in the image", "empty")
+    stem = path.rsplit("/", 1)[-1]
+    title = stem.rsplit(".", 1)[0] or stem
+    return Note(path=path, title=title, lines=lines, body_start=1,
+                properties={BOXES_PROPERTY: boxes, SIZE_PROPERTY: [got["width"], got["height"]]})
+
+
+def box_of(properties: Any, start: int, end: int | None = None) -> list[int] | None:
+    """The box ``[x0, y0, x1, y1]`` (the image's pixels) around lines ``start``..``end`` of an
+    image's text, from its note's properties; None when it has none."""
+    boxes = properties.get(BOXES_PROPERTY) if isinstance(properties, dict) else None
+    if not isinstance(boxes, list):
+        return None
+    end = start if end is None else end
+    got = [b for b in boxes[max(0, start - 1):max(0, end)]
+           if isinstance(b, list) and len(b) == 4 and all(isinstance(v, int) for v in b)]
+    if not got:
+        return None
+    return [min(b[0] for b in got), min(b[1] for b in got), max(b[2] for b in got), max(b[3] for b in got)]

@@ -1,0 +1,306 @@
+"""Text recognition (OCR) in the converter worker: images decoded with Pillow under a pixel
+bound, and their text read by Tesseract, line by line, each line with its box.
+
+This module runs in the converter worker (:mod:`hybrid.sources.worker` loads it by path) and,
+like it, imports nothing of hybrid. Every step is bounded:
+
+- **Decoding.** ``Image.open`` reads the header only: an image of more than ``max_pixels``
+  (a 50,000 × 50,000 PNG of a few hundred kB) is refused before a pixel is decoded. Only the
+  first frame of an animation or multi-page TIFF is read (its other pages are never walked).
+  A truncated or mislabelled file fails to decode: one reply ``damaged``.
+- **Recognising.** Tesseract (Debian's ``tesseract-ocr``, Apache-2.0) runs as a child of the
+  worker, so the worker's address-space and CPU limits bound it too; it dies with the worker
+  (``PR_SET_PDEATHSIG``) when the parent kills that at the document's deadline, and is given
+  that deadline itself. One thread (``OMP_THREAD_LIMIT=1``): the embedder has the other core.
+- **Scale.** Tesseract reads text best at 20-40 pixels a line: an image of under
+  :data:`UPSCALE_BELOW` pixels (a screenshot) is read at twice its size, one of over
+  :data:`OCR_MAX_PIXELS` (a 600 dpi scan) is shrunk to that. Boxes are given in the image's
+  own pixels.
+- **Orientation.** When the first reading finds little text it trusts, Tesseract's
+  orientation detection (``--psm 0``) is asked whether the image is turned; a turned image is
+  read again upright and the better reading kept.
+
+Words Tesseract is unsure of (confidence under :data:`MIN_WORD_CONF`) are dropped, and a line
+with no word it is fairly sure of (:data:`MIN_LINE_CONF`) with them: a photograph's texture
+reads as strings of symbols, never as words.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+
+DEFAULT_MAX_PIXELS = 100_000_000  # decoded at most (a 600 dpi A3 scan is ~70 Mpx)
+OCR_MAX_PIXELS = 24_000_000      # read by Tesseract at most (larger ones are shrunk to this)
+UPSCALE_BELOW = 2_000_000        # read at twice their size below this (screenshots)
+MIN_WORD_CONF = 30.0
+MIN_LINE_CONF = 60.0
+TRUSTED_SHARE = 0.5              # under this share of trusted words, the orientation is checked
+ENGINE = "tesseract"
+
+
+class Refused(Exception):
+    """The image cannot be read: ``kind`` is ``damaged``, ``too-large`` or ``no-engine``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def engine_version() -> str:
+    """Tesseract's version line (``tesseract 5.3.0``), or "" when it is not installed."""
+    exe = shutil.which(ENGINE)
+    if exe is None:
+        return ""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    text = (out.stdout or out.stderr).decode("utf-8", "replace").strip()
+    return text.splitlines()[0] if text else ""
+
+
+def installed_languages() -> list[str]:
+    """The language data Tesseract has (``eng``, ``deu``, …; ``osd`` left out)."""
+    exe = shutil.which(ENGINE)
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "--list-langs"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    return sorted(x.strip() for x in lines[1:] if x.strip() and x.strip() != "osd" and " " not in x.strip())
+
+
+def open_image(source: str | bytes, max_pixels: int):
+    """The first frame of the image at ``source`` (a path or its bytes), decoded, as an 8-bit
+    grey image on white (transparency flattened). Raises :class:`Refused`."""
+    from PIL import Image, ImageFile, UnidentifiedImageError
+    _heif()
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    Image.MAX_IMAGE_PIXELS = None  # our own bound below, before decoding
+    try:
+        img = Image.open(source if isinstance(source, str) else io.BytesIO(source))
+    except UnidentifiedImageError:
+        raise Refused("damaged", "not an image Pillow can read (damaged, or another kind of file)") from None
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise Refused("damaged", f"cannot read the image ({_line(exc)})") from None
+    w, h = img.size
+    if w <= 0 or h <= 0:
+        raise Refused("damaged", "an image of no pixels")
+    if w * h > max_pixels:
+        raise Refused("too-large", f"{w:,} × {h:,} pixels is over the {max_pixels:,} an image may "
+                                   f"have (a decompression bomb, or a scan at too high a resolution)")
+    try:
+        img.seek(0)
+        want = _ocr_scale(w, h)
+        if want < 1 and img.format == "JPEG":
+            img.draft("L", (max(1, int(w * want)), max(1, int(h * want))))  # decode at a smaller size
+        img.load()
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise Refused("damaged", f"cannot decode the image ({_line(exc)})") from None
+    if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+        rgba = img.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("L")
+    return img.convert("L")
+
+
+def _heif() -> None:
+    try:  # HEIC/HEIF photos, where pillow-heif is installed (hybrid[heic])
+        from pillow_heif import register_heif_opener
+    except ImportError:
+        return
+    register_heif_opener()
+
+
+def _ocr_scale(w: int, h: int) -> float:
+    pixels = w * h
+    if pixels > OCR_MAX_PIXELS:
+        return (OCR_MAX_PIXELS / pixels) ** 0.5
+    if pixels < UPSCALE_BELOW:
+        return 2.0
+    return 1.0
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:160] if text else type(exc).__name__
+
+
+def recognise(img, languages: str, seconds: float, original: tuple[int, int] | None = None) -> dict:
+    """The text of the grey image ``img``: ``{"paras": [[[text, x0, y0, x1, y1, conf], …], …],
+    "rotated": degrees}`` in the pixels of ``original`` (its size before any scaling; default:
+    ``img``'s). Raises :class:`Refused` (``no-engine``) without Tesseract."""
+    from PIL import Image
+    w0, h0 = original or img.size
+    scale = _ocr_scale(*img.size)
+    if scale != 1.0:
+        img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))),
+                         Image.Resampling.LANCZOS)
+    png = _png(img)
+    deadline = _Deadline(seconds)
+    paras, trusted, total = _read_tsv(_tesseract(png, ["-l", languages, "--psm", "3"], deadline, "tsv"))
+    rotated = 0
+    if total < 3 or trusted < TRUSTED_SHARE * total:
+        turn = _orientation(png, deadline)
+        if turn:
+            # Tesseract's "Rotate: N" is the clockwise turn that puts the text upright
+            upright = img.rotate(-turn, expand=True, fillcolor=255)
+            again, t2, n2 = _read_tsv(_tesseract(_png(upright), ["-l", languages, "--psm", "3"], deadline, "tsv"))
+            if t2 > trusted:
+                paras, trusted, total, rotated = again, t2, n2, turn
+                img = upright
+    # boxes back to the original image's pixels (through the turn, if any)
+    upright_w, upright_h = (img.width, img.height) if rotated in (0, 180) else (img.height, img.width)
+    sx, sy = w0 / upright_w, h0 / upright_h
+    out = []
+    for para in paras:
+        lines = []
+        for text, x0, y0, x1, y1, conf in para:
+            bx0, by0, bx1, by1 = _unturn(x0, y0, x1, y1, rotated, img.width, img.height)
+            lines.append([text, round(bx0 * sx), round(by0 * sy), round(bx1 * sx), round(by1 * sy), round(conf, 1)])
+        out.append(lines)
+    return {"paras": out, "rotated": rotated}
+
+
+def _unturn(x0: int, y0: int, x1: int, y1: int, turn: int, w: int, h: int) -> tuple[int, int, int, int]:
+    """A box in an image turned clockwise by ``turn`` (of size w × h) as a box of the image
+    before the turn."""
+    if turn == 90:    # (x, y) of the turned image was (y, h - x) … of the original
+        return y0, w - x1, y1, w - x0
+    if turn == 180:
+        return w - x1, h - y1, w - x0, h - y0
+    if turn == 270:
+        return h - y1, x0, h - y0, x1
+    return x0, y0, x1, y1
+
+
+def _png(img) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        import time
+        self.end = time.monotonic() + max(1.0, seconds)
+
+    def left(self) -> float:
+        import time
+        return max(0.5, self.end - time.monotonic())
+
+
+def _die_with_parent() -> None:
+    try:  # Linux: killed when the worker is (the parent kills it at the document's deadline)
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+
+
+def _tesseract(png: bytes, args: list[str], deadline: _Deadline, *configs: str) -> str:
+    exe = shutil.which(ENGINE)
+    if exe is None:
+        raise Refused("no-engine", "Tesseract is not installed")
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    try:
+        out = subprocess.run([exe, "stdin", "stdout", *args, *configs], input=png, capture_output=True,
+                             timeout=deadline.left(), env=env, check=False,
+                             preexec_fn=_die_with_parent if os.name == "posix" else None)  # noqa: PLW1509
+    except subprocess.TimeoutExpired:
+        raise Refused("timeout", "Tesseract took longer than the document may") from None
+    except OSError as exc:
+        raise Refused("no-engine", f"Tesseract could not be started ({_line(exc)})") from None
+    if out.returncode != 0:
+        err = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = next((x for x in err if "rror" in x or "ailed" in x), err[-1] if err else f"exit {out.returncode}")
+        raise Refused("engine", f"Tesseract failed: {why[:200]}")
+    return out.stdout.decode("utf-8", "replace")
+
+
+def _orientation(png: bytes, deadline: _Deadline) -> int:
+    """The clockwise turn (0, 90, 180, 270) Tesseract's orientation detection says the image
+    needs, or 0 when it cannot tell (too little text, or no ``osd`` data)."""
+    try:
+        text = _tesseract(png, ["--psm", "0", "-l", "osd"], deadline)
+    except Refused as exc:
+        if exc.kind in ("no-engine", "timeout"):
+            raise
+        return 0
+    turn, conf = 0, 0.0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        try:
+            if key.strip() == "Rotate":
+                turn = int(value.strip())
+            elif key.strip() == "Orientation confidence":
+                conf = float(value.strip())
+        except ValueError:
+            return 0
+    return turn if turn in (90, 180, 270) and conf >= 1.0 else 0
+
+
+def _read_tsv(tsv: str) -> tuple[list[list[list]], int, int]:
+    """(paragraphs of [text, x0, y0, x1, y1, mean conf] lines, words trusted, words read) of
+    Tesseract's TSV output."""
+    lines: dict[tuple[int, int, int, int], list[tuple[str, int, int, int, int, float]]] = {}
+    trusted = total = 0
+    for row in tsv.splitlines()[1:]:
+        cells = row.split("\t")
+        if len(cells) != 12 or cells[0] != "5":
+            continue
+        word = cells[11].strip()
+        try:
+            conf = float(cells[10])
+            left, top, width, height = (int(c) for c in cells[6:10])
+            key = (int(cells[1]), int(cells[2]), int(cells[3]), int(cells[4]))
+        except ValueError:
+            continue
+        if not word or conf < 0:
+            continue
+        total += 1
+        if conf >= MIN_LINE_CONF:
+            trusted += 1
+        if conf >= MIN_WORD_CONF:
+            lines.setdefault(key, []).append((word, left, top, left + width, top + height, conf))
+    paras: dict[tuple[int, int, int], list[list]] = {}
+    for key in sorted(lines):
+        words = lines[key]
+        if max(c for *_, c in words) < MIN_LINE_CONF:
+            continue
+        text = " ".join(w for w, *_ in words)
+        box = [min(w[1] for w in words), min(w[2] for w in words), max(w[3] for w in words),
+               max(w[4] for w in words)]
+        conf = sum(w[5] for w in words) / len(words)
+        paras.setdefault(key[:3], []).append([text, *box, conf])
+    return [paras[k] for k in sorted(paras)], trusted, total
+
+
+def image_op(header: dict, payload: bytes) -> dict:
+    """The worker's ``image`` operation: the recognised text of one image (from the file
+    ``header["path"]``, else ``payload``), with its size in pixels."""
+    source = header["path"] if header.get("path") is not None else payload
+    try:
+        img = open_image(source, int(header.get("max_pixels") or DEFAULT_MAX_PIXELS))
+        got = recognise(img, str(header.get("languages") or "eng"), float(header.get("seconds") or 60))
+    except Refused as exc:
+        return {"ok": False, "kind": exc.kind, "message": exc.message}
+    return {"ok": True, "width": img.width, "height": img.height, **got}
+
+
+def render_page(page, max_pixels: int, dpi: int = 300):
+    """A PDF page (pypdfium2) rendered grey at ``dpi``, or smaller to stay within ``max_pixels``."""
+    w, h = page.get_size()  # in points, 1/72 inch
+    scale = dpi / 72
+    if w * h * scale * scale > max_pixels:
+        scale = (max_pixels / max(1.0, w * h)) ** 0.5
+    bitmap = page.render(scale=scale, grayscale=True)
+    try:
+        return bitmap.to_pil().convert("L")
+    finally:
+        bitmap.close()

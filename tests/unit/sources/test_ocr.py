@@ -1,0 +1,238 @@
+"""Text in pictures (issue #53): images and scanned PDF pages read by the real Tesseract
+(scripts/ocr.sh installs it; .ci/run runs it first), PDF headings from type and outline, the OCR
+cache, OCR off or missing, and bad pictures. Real files on disk, real tantivy and FAISS indexes
+with the hash embedder (these tests are about reading, not meaning)."""
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from helpers import write
+
+from hybrid.sources import ocr as ocr_mod
+from hybrid.sources.ocr import BOXES_PROPERTY, ENABLE, box_of, image_note, plan_for, with_plan
+from hybrid.sources.pdf import pdf_note
+from hybrid.sources.sandbox import ConvertError, convert_limits
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+pytestmark = [pytest.mark.slow,  # starts converter processes and Tesseract
+              pytest.mark.skipif(shutil.which("tesseract") is None and not __import__("os").environ.get("CI"),
+                                 reason="Tesseract is not installed (bash scripts/ocr.sh)")]
+
+
+def text_image(path: Path, lines: list[str], size: int = 30, rotate: int = 0, fmt: str = "PNG") -> Path:
+    """``lines`` drawn black on white in DejaVu Sans at ``size`` px, turned ``rotate`` degrees
+    counter-clockwise."""
+    from PIL import Image, ImageDraw, ImageFont
+    font = ImageFont.truetype(FONT, size)
+    img = Image.new("L", (60 + max(int(font.getlength(x)) for x in lines), 60 + int(size * 1.6) * len(lines)), 255)
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((30, 30 + int(size * 1.6) * i), line, font=font, fill=0)
+    if rotate:
+        img = img.rotate(rotate, expand=True, fillcolor=255)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, format=fmt)
+    return path
+
+
+def scanned_pdf(path: Path, pages: list[list[str]], tmp: Path) -> Path:
+    """A PDF whose pages are pictures of ``pages``' lines (no text layer: a scan)."""
+    from fpdf import FPDF
+    pdf = FPDF()
+    for i, lines in enumerate(pages):
+        png = text_image(tmp / f"scan-page-{i}.png", lines, size=40)
+        pdf.add_page()
+        pdf.image(str(png), x=10, y=10, w=190)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
+def limits(tmp_path: Path, languages=()):
+    return with_plan(convert_limits(), plan_for(True, languages, [], tmp_path / "ocr-cache"))
+
+
+RECEIPT = ["Hardware store receipt 4471", "Galvanised garden hinges x4", "Paid by card on Saturday"]
+
+
+def test_an_image_is_read_line_by_line_with_boxes(tmp_path):
+    path = text_image(tmp_path / "receipt.png", RECEIPT)
+    note = image_note("scans/receipt.png", str(path), limits(tmp_path))
+    text = "\n".join(note.lines).lower()
+    assert "galvanised garden hinges" in text and "4471" in text
+    assert note.title == "receipt"
+    boxes = note.properties[BOXES_PROPERTY]
+    assert len(boxes) == len(note.lines)
+    w, h = note.properties["hybrid:image"]
+    first = next(i for i, line in enumerate(note.lines, 1) if "Hardware" in line)
+    x0, y0, x1, y1 = box_of(note.properties, first)
+    # the first line sits at the top left, where it was drawn (30 px in), inside the image
+    assert 20 <= x0 <= 40 and 20 <= y0 <= 45 and x1 < w and y1 < h / 3
+    # a box over several lines holds each of theirs
+    last = len(note.lines)
+    assert box_of(note.properties, first, last)[3] >= box_of(note.properties, last)[3]
+
+
+def test_a_turned_image_and_other_formats_are_read(tmp_path):
+    turned = text_image(tmp_path / "turned.jpg", RECEIPT, rotate=90, fmt="JPEG")
+    note = image_note("turned.jpg", str(turned), limits(tmp_path))
+    assert "garden hinges" in "\n".join(note.lines).lower()
+    for fmt, suffix in (("WEBP", "webp"), ("GIF", "gif"), ("TIFF", "tiff"), ("BMP", "bmp")):
+        p = text_image(tmp_path / f"r.{suffix}", RECEIPT, fmt=fmt)
+        assert "garden hinges" in "\n".join(image_note(f"r.{suffix}", str(p), limits(tmp_path)).lines).lower(), fmt
+
+
+def test_recognised_once_by_content(tmp_path, monkeypatch):
+    path = text_image(tmp_path / "a.png", RECEIPT)
+    lim = limits(tmp_path)
+    first = image_note("a.png", str(path), lim)
+    calls = []
+    real = ocr_mod.convert
+    monkeypatch.setattr(ocr_mod, "convert", lambda *a, **k: calls.append(a) or real(*a, **k))
+    copy = tmp_path / "elsewhere" / "b.png"
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())
+    again = image_note("elsewhere/b.png", str(copy), lim)  # another name, the same picture
+    assert calls == [] and again.lines == first.lines
+    other = limits(tmp_path, ("de",))  # other languages: read again
+    image_note("a.png", str(path), other)
+    assert len(calls) == 1
+
+
+def bomb_png(path: Path, side: int = 50_000) -> Path:
+    """A valid PNG header claiming ``side`` × ``side`` pixels, with a few bytes of data."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = zlib.compress(b"\x00" * 1000)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0))
+                     + chunk(b"IDAT", raw) + chunk(b"IEND", b""))
+    return path
+
+
+def test_bad_pictures_are_refused_with_a_reason(tmp_path):
+    lim = limits(tmp_path)
+    with pytest.raises(ConvertError, match=r"50,000 × 50,000 pixels is over"):
+        image_note("bomb.png", str(bomb_png(tmp_path / "bomb.png")), lim)
+    good = text_image(tmp_path / "good.png", RECEIPT).read_bytes()
+    (tmp_path / "cut.png").write_bytes(good[: len(good) // 2])
+    with pytest.raises(ConvertError, match="not a readable image"):
+        image_note("cut.png", str(tmp_path / "cut.png"), lim)
+    (tmp_path / "notes.png").write_text("# this is markdown, not a picture\n")
+    with pytest.raises(ConvertError, match="not a readable image"):
+        image_note("notes.png", str(tmp_path / "notes.png"), lim)
+    from PIL import Image
+    Image.new("RGB", (400, 300), (120, 160, 200)).save(tmp_path / "sky.png")
+    with pytest.raises(ConvertError, match="no text recognised"):
+        image_note("sky.png", str(tmp_path / "sky.png"), lim)
+
+
+def test_without_tesseract_an_image_says_how_to_enable_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(ocr_mod, "engine", lambda: ("", ()))
+    plan = plan_for(True, (), [], None)
+    assert plan.languages == "" and plan.off == ENABLE
+    with pytest.raises(ConvertError, match="scripts/ocr.sh"):
+        image_note("a.png", str(text_image(tmp_path / "a.png", RECEIPT)), with_plan(convert_limits(), plan))
+    off = plan_for(False, (), [], None)
+    assert "ocr = false" in off.off
+
+
+def test_languages_default_to_the_vaults_and_a_missing_one_is_named(monkeypatch):
+    monkeypatch.setattr(ocr_mod, "engine", lambda: ("tesseract 5.3.0", ("deu", "eng", "fra")))
+    assert plan_for(True, (), ["de", "nl"], None).languages == "eng+deu"
+    plan = plan_for(True, ("fr", "ita"), [], None)
+    assert plan.languages == "fra" and "ita" in plan.warnings[0] and "tesseract-ocr-ita" in plan.warnings[0]
+
+
+def test_a_scanned_pdf_is_read_page_by_page(tmp_path):
+    path = scanned_pdf(tmp_path / "letter.pdf", [["Dear tenant, the boiler service", "is booked for Tuesday."],
+                                                   ["Second page: meter reading 88231"]], tmp_path)
+    note = pdf_note("letter.pdf", str(path), limits(tmp_path))
+    text = "\n".join(note.lines)
+    assert "# Page 1" in text and "# Page 2" in text and "boiler service" in text.lower()
+    assert "88231" in text.split("# Page 2")[1]
+    assert note.properties["hybrid:ocr_pages"] == [1, 2]
+    # without OCR, the same scan is refused, saying how to enable it
+    with pytest.raises(ConvertError, match="no text layer in 2 page"):
+        pdf_note("letter.pdf", str(path), convert_limits())
+
+
+def test_pdf_headings_from_type_and_from_the_outline(tmp_path):
+    from fpdf import FPDF
+    pdf = FPDF()
+    pdf.add_font("dejavu", "", FONT)
+    pdf.add_page()
+    for size, text in ((20, "Boiler Handbook"), (10, "How the house is heated."), (14, "Servicing"),
+                       (10, "Book a service every autumn before the first frost."), (14, "Pressure"),
+                       (10, "Keep the gauge between one and two bar.")):
+        pdf.set_font("dejavu", size=size)
+        pdf.multi_cell(0, 8, text, new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    pdf.set_font("dejavu", size=10)
+    pdf.multi_cell(0, 8, "Topping up: open the filling loop slowly.", new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "typed.pdf"))
+    note = pdf_note("typed.pdf", str(tmp_path / "typed.pdf"), convert_limits())
+    lines = note.lines
+    assert "## Boiler Handbook" in lines and "### Servicing" in lines and "### Pressure" in lines
+    # the section running on over the page break has its headings again on the next page
+    page2 = lines[lines.index("# Page 2"):]
+    assert page2[:6] == ["# Page 2", "", "## Boiler Handbook", "", "### Pressure", ""]
+
+    outlined = FPDF()
+    outlined.set_font("helvetica", size=11)
+    outlined.add_page()
+    outlined.start_section("Chapter One")
+    outlined.multi_cell(0, 6, "Chapter One\nThe opening text.", new_x="LMARGIN", new_y="NEXT")
+    outlined.start_section("A part", level=1)
+    outlined.multi_cell(0, 6, "A part\nMore text here.", new_x="LMARGIN", new_y="NEXT")
+    outlined.output(str(tmp_path / "outlined.pdf"))
+    lines = pdf_note("outlined.pdf", str(tmp_path / "outlined.pdf"), convert_limits()).lines
+    assert "## Chapter One" in lines and "### A part" in lines
+
+
+def test_a_vault_of_pictures_indexes_searches_and_cites_them(tmp_path, open_h, monkeypatch):
+    root = tmp_path / "vault"
+    write(root, "home.md", "# Home\n\nThe shed receipt is below.\n\n![[receipt.png]]\n")
+    text_image(root / "receipt.png", RECEIPT)
+    bomb_png(root / "bomb.png")
+    (root / "fake.jpg").write_text("not a picture")
+    scanned_pdf(root / "letter.pdf", [["The boiler service is booked for Tuesday."]], tmp_path)
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    report = h.index()[0]
+    assert report.added == 3 and report.skipped == 2, report.warnings
+    warned = "\n".join(report.warnings)
+    assert "bomb.png: 50,000 × 50,000 pixels" in warned and "fake.jpg: not a readable image" in warned
+    hits = h.search("galvanised hinges", mode="lexical")
+    assert hits[0].path == "receipt.png" and hits[0].source == "image"
+    assert hits[0].box is not None and hits[0].to_dict()["box"] == hits[0].box
+    hits = h.search("boiler service tuesday", mode="lexical", sources=["pdf"])
+    assert hits[0].path == "letter.pdf" and hits[0].page == 1
+    got = h.get("v:receipt.png")
+    assert "Galvanised" in got.text or "galvanised" in got.text.lower()
+    # an unchanged vault: nothing read again, the skipped files not tried again
+    again = h.index()[0]
+    assert (again.added, again.updated, again.skipped, again.warnings) == (0, 0, 2, [])
+    assert any((tmp_path / "home").rglob("ocr/*/*.json")) or any(Path(h.config.data).rglob("ocr/*/*.json"))
+
+
+def test_ocr_off_per_vault_leaves_pictures_out_and_missing_tesseract_retries_later(tmp_path, open_h, monkeypatch):
+    root = tmp_path / "vault"
+    write(root, "a.md", "# A\n\nplain note\n")
+    text_image(root / "receipt.png", RECEIPT)
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    monkeypatch.setattr(ocr_mod, "engine", lambda: ("", ()))
+    report = h.index()[0]
+    assert report.added == 1 and report.skipped == 1
+    assert any("receipt.png" in w and "scripts/ocr.sh" in w for w in report.warnings)
+    monkeypatch.undo()  # Tesseract "installed": the picture is tried again and read
+    report = h.index()[0]
+    assert report.added == 1 and report.skipped == 0, report.warnings
+    cfg = h.config
+    cfg.vaults["v"]["ocr"] = False
+    assert all(not p.endswith(".png") for p in h.config.vault("v").include) or \
+        "**/*.png" in h.config.vault("v").exclude
+    report = h.index()[0]
+    assert report.removed == 1 and not h.search("galvanised hinges", mode="lexical")
