@@ -79,6 +79,15 @@ def test_a_turned_image_and_other_formats_are_read(tmp_path):
     turned = text_image(tmp_path / "turned.jpg", RECEIPT, rotate=90, fmt="JPEG")
     note = image_note("turned.jpg", str(turned), limits(tmp_path))
     assert "garden hinges" in "\n".join(note.lines).lower()
+    # tilted 3 degrees: its long lines would run into each other unless straightened first
+    wide = ["Galvanised garden hinges, four of them, for the shed door at the back",
+            "Paid by card on Saturday morning at the hardware store"]
+    tilted = text_image(tmp_path / "tilted.png", wide, rotate=3)
+    from PIL import Image
+
+    from hybrid.sources.ocr_ops import skew
+    assert skew(Image.open(tilted).convert("L")) == -3.0
+    assert "four of them, for the shed door" in "\n".join(image_note("t.png", str(tilted), limits(tmp_path)).lines)
     for fmt, suffix in (("WEBP", "webp"), ("GIF", "gif"), ("TIFF", "tiff"), ("BMP", "bmp")):
         p = text_image(tmp_path / f"r.{suffix}", RECEIPT, fmt=fmt)
         assert "garden hinges" in "\n".join(image_note(f"r.{suffix}", str(p), limits(tmp_path)).lines).lower(), fmt
