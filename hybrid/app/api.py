@@ -15,6 +15,7 @@ from hybrid.core.config import Config, Vault, load_config, override
 from hybrid.core.errors import HybridError, PathRefused, VaultError
 from hybrid.embedders import Embedder
 from hybrid.retrieval.graph import LinkGraph
+from hybrid.retrieval.hits import Hit
 from hybrid.retrieval.request import SearchRequest, as_request
 from hybrid.retrieval.result import SearchResult
 from hybrid.retrieval.search import search as assembled_search
@@ -169,7 +170,33 @@ class Hybrid(Registry):
                 raise
             raise problem from None
         result.notices += skipped
+        self._embedded_in(result, agent)
         return result
+
+    def _embedded_in(self, hits: Sequence[Hit], agent: bool) -> None:
+        """Give each image hit the notes that embed it (:func:`hybrid.app.reader.embedded_in`;
+        an agent's: only notes it may see)."""
+        from hybrid.sources import KIND
+        wanted: dict[str, list[Hit]] = {}
+        for hit in hits:
+            if hit.source in KIND and KIND[hit.source].boxed:
+                wanted.setdefault(hit.vault, []).append(hit)
+        if not wanted:
+            return
+        from hybrid.app.reader import embedded_in
+        for name, group in wanted.items():
+            v = self.config.vault(name)
+            catalog = self.catalog_or_none(v)
+            if catalog is None or not v.is_folder:
+                continue
+            seen = None
+            if agent:
+                view, hidden = self.agent_hidden_now(v)
+                seen = (view, hidden, None)
+            found = embedded_in(v, sorted({h.path for h in group}), self.link_graph(v), catalog,
+                                self.config.settings.max_file_bytes, seen)
+            for hit in group:
+                hit.embedded_in = found.get(hit.path, [])
 
     def agent_view(self, v: Vault, store: Store | None = None) -> AgentView:
         """What agents may see of vault ``v`` (:meth:`hybrid.app.session.Session.agent_view`)."""

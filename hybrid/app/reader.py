@@ -174,6 +174,36 @@ def note_path(v: Vault, ref: Ref | str, max_file_bytes: int, agent: AgentCheck |
     return _source_path(v, ref.path, agent, catalog)
 
 
+def _hidden_near(v: Vault, graph: LinkGraph, catalog: Ledger, fids: list[int], max_file_bytes: int,
+                 agent: tuple[AgentView, Hidden, Any] | None) -> set[int]:
+    """The notes an agent (``agent``: its view, the notes it hides as indexed, the redactor)
+    may not see among all and those linked with ``fids``: the hidden ones, and those changed on
+    disk since they were indexed judged again as they are now. Nothing for the owner (None)."""
+    if agent is None:
+        return set()
+    from hybrid.store.agent.store import OnDisk, stale_verdicts
+    view, seen, _ = agent
+    hidden = set(seen.files)
+    near: set[int] = set().union(*(graph.neighbours(f) for f in fids)) - hidden if fids else set()
+    if near and v.path.is_dir():  # judged again where the file changed since it was indexed
+        with seen.lock:
+            hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, max_file_bytes), seen.on_disk)
+    return hidden
+
+
+def embedded_in(v: Vault, paths: list[str], graph: LinkGraph, catalog: Ledger, max_file_bytes: int,
+                agent: tuple[AgentView, Hidden, Any] | None = None, limit: int = 10) -> dict[str, list[str]]:
+    """{path: the paths of the notes that embed (or link to) it} for the documents ``paths``
+    of folder vault ``v`` (an image's hits say where it is shown), in ``graph`` (the owner's);
+    given ``agent``, only notes an agent may see (:func:`_hidden_near`)."""
+    fids = {p: f for p in paths if (f := graph.by_path(p)) is not None}
+    hidden = _hidden_near(v, graph, catalog, list(fids.values()), max_file_bytes, agent)
+    if fids and not hidden.isdisjoint(fids.values()):
+        fids = {p: f for p, f in fids.items() if f not in hidden}
+    return {p: [graph.notes[b].path for b in graph.backlinks(f) if b not in hidden][:limit]
+            for p, f in fids.items()}
+
+
 def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Ledger, max_file_bytes: int,
              max_pdf_bytes: int, agent: tuple[AgentView, Hidden, Any] | None = None) -> NoteLinks | None:
     """The links of note ``path`` of folder vault ``v`` (:mod:`hybrid.app.links`) in ``graph``
@@ -182,17 +212,9 @@ def links_of(v: Vault, path: str, graph: LinkGraph, catalog: Ledger, max_file_by
     changed on disk since they were indexed judged again as they are now. None when the note
     is not in the graph (not indexed)."""
     from hybrid.app.links import note_links
-    redactor = None
-    hidden: set[int] = set()
-    if agent is not None:
-        from hybrid.store.agent.store import OnDisk, stale_verdicts
-        view, seen, redactor = agent
-        hidden = set(seen.files)
-        fid = graph.by_path(path)
-        near = graph.neighbours(fid) - hidden if fid is not None else set()
-        if near and v.path.is_dir():  # judged again where the file changed since it was indexed
-            with seen.lock:
-                hidden |= stale_verdicts(catalog, near, view, OnDisk(v.path, max_file_bytes), seen.on_disk)
+    redactor = agent[2] if agent is not None else None
+    fid = graph.by_path(path)
+    hidden = _hidden_near(v, graph, catalog, [fid] if fid is not None else [], max_file_bytes, agent)
 
     def read_text(p: str) -> str | None:
         # what is left of an agent's is visible as the file is now (judged just above), so the

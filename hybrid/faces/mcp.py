@@ -56,7 +56,7 @@ TEXT_LIMIT = 12_000  # characters of the text rendering of one search result
 # what an agent gets of a note's further passages (its headline passage comes whole): where to
 # read, how sure, what matched (vault and path too, for a reader that flattens the notes)
 BRIEF = ("vault", "path", "citation", "heading_path", "start_line", "end_line", "page", "card", "box",
-         "snippet", "confidence", "marks", "also_in")
+         "embedded_in", "snippet", "confidence", "marks", "also_in")
 
 
 def render_hits(query: str, answer: dict[str, Any], corrected: str = "", suggested: str = "",

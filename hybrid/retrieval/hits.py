@@ -48,6 +48,8 @@ class Hit:
     url: str = ""             # a bookmark hit's page address
     box: list[int] | None = None  # an image hit's place: [x0, y0, x1, y1] around its lines, in
                                   # the image's pixels (hybrid.sources.ocr)
+    embedded_in: list[str] = field(default_factory=list)  # an image hit: the notes that embed
+                                                          # (or link to) it, by path
     marks: list[str] = field(default_factory=list)  # its words that answer the query, lower case
                                                     # (hybrid.retrieval.excerpt.Marker): what doors highlight
     also_in: list[str] = field(default_factory=list)  # citations of near-identical passages folded

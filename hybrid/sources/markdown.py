@@ -426,3 +426,22 @@ def context_header(title: str, aliases: list[str], path: list[str]) -> str:
         head += f" ({names[:HEADER_PART]})"
     parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == title)]
     return " > ".join([head, *parts]) + "\n"
+
+
+HYPHEN_BREAK_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+HEADING_LIKE_RE = re.compile(r"^\s{0,3}#")
+
+
+def converted_text(text: str) -> str:
+    """Text a converter read (a PDF page's, OCR's) as lines of a note: one newline style, no
+    NULs or form feeds, words broken by a hyphen at a line end joined, and no line that
+    markdown would read as a heading or a code fence (those are ours: a PDF's page headings)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").replace("\x0c", "\n")
+    text = HYPHEN_BREAK_RE.sub("", text)
+    lines = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if HEADING_LIKE_RE.match(line) or FENCE_RE.match(line):
+            line = "\\" + line.lstrip()
+        lines.append(line)
+    return "\n".join(lines).strip("\n")

@@ -211,7 +211,7 @@ def _reply_ok(got: Any) -> bool:
 
 
 def _note(path: str, got: dict) -> Note:
-    from hybrid.sources.pdf import clean
+    from hybrid.sources.markdown import converted_text as clean
     lines: list[str] = []
     boxes: list[list[int] | None] = []
     for para in got["paras"]:

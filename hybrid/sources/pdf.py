@@ -28,7 +28,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hybrid.sources.markdown import FENCE_RE, Note
+from hybrid.sources.markdown import Note
+from hybrid.sources.markdown import converted_text as clean
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 PAGE_HEADING = "Page "
@@ -38,8 +39,6 @@ HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 MAX_HEADING_CHARS = 200
 MAX_BOLD_HEADING_CHARS = 120
 MAX_LEVELS = 4  # heading sizes told apart (larger ones: level 1 …); bold body lines are one below
-_HYPHEN_BREAK = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
-_HEADING_LIKE = re.compile(r"^\s{0,3}#")
 _JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|document\d*|\s*)$", re.I)
 
 
@@ -100,21 +99,6 @@ def _styled_ok(page: object) -> bool:
     return isinstance(page, list) and all(
         isinstance(x, list) and len(x) == 3 and isinstance(x[0], str)
         and isinstance(x[1], (int, float)) and isinstance(x[2], bool) for x in page)
-
-
-def clean(text: str) -> str:
-    """PDFium's page text as lines: one newline style, no NULs or form feeds, words broken by a
-    hyphen at a line end joined, and no line that markdown would read as a heading or a code
-    fence (those are ours: the page headings)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").replace("\x0c", "\n")
-    text = _HYPHEN_BREAK.sub("", text)
-    lines = []
-    for line in text.split("\n"):
-        line = line.rstrip()
-        if _HEADING_LIKE.match(line) or FENCE_RE.match(line):
-            line = "\\" + line.lstrip()
-        lines.append(line)
-    return "\n".join(lines).strip("\n")
 
 
 def _norm(text: str) -> str:

@@ -709,7 +709,7 @@ def test_status_counts_changes_on_disk(signed, vault):
 def test_files_lists_every_file_with_what_became_of_it(signed, vault):
     """The owner's file listing (`hybrid status --files`): counts over all, rows of one state."""
     write(vault, "new.md", "# New\n\nfresh.\n")
-    write(vault, "photo.png", "not a note")
+    write(vault, "photo.psd", "not a note")
     write(vault, ".obsidian/app.json", "{}")
     r = signed.get("/ui/api/files?vault=vault")
     assert r.status_code == 200
@@ -718,7 +718,7 @@ def test_files_lists_every_file_with_what_became_of_it(signed, vault):
     assert data["counts"] == {"indexed": NOTES_IN_VAULT, "pending": 1, "skipped": 0, "failed": 0, "excluded": 2}
     assert data["total"] == NOTES_IN_VAULT + 3 and not data["truncated"] and not data["from_index"]
     rows = {f["path"]: (f["state"], f["why"]) for f in data["files"]}
-    assert rows["new.md"] == ("pending", "new") and rows["photo.png"] == ("excluded", "not_included")
+    assert rows["new.md"] == ("pending", "new") and rows["photo.psd"] == ("excluded", "not_included")
     assert rows[".obsidian/"] == ("excluded", "hidden") and rows["work/orders.md"] == ("indexed", "")
     one = signed.get("/ui/api/files?vault=vault&state=indexed&limit=2").json()
     assert [f["state"] for f in one["files"]] == ["indexed", "indexed"] and one["truncated"]

@@ -328,7 +328,7 @@ def test_status_view_and_reindex_with_progress(small, open_page):
 def test_status_view_lists_the_files_of_a_vault(small, open_page):
     h, root = small
     write(root, "c.md", "# Charlie\n\nCharlie keeps bees.\n")
-    write(root, "photo.png", "not a note")
+    write(root, "photo.psd", "not a note")
     with app_server(h, owner_key=OWNER) as url:
         p = open_page(url)
         page = p.sign_in()
@@ -340,7 +340,7 @@ def test_status_view_lists_the_files_of_a_vault(small, open_page):
         assert "4 files: 2 indexed, 1 pending, 0 skipped, 0 failed, 1 excluded" in card.locator(".files").inner_text()
         rows = {r.locator("td.path").inner_text(): r.locator("td").first.inner_text()
                 for r in table.locator("tbody tr").all()}
-        assert rows == {"a.md": "indexed", "b.md": "indexed", "c.md": "pending", "photo.png": "excluded"}
+        assert rows == {"a.md": "indexed", "b.md": "indexed", "c.md": "pending", "photo.psd": "excluded"}
         card.locator(".files select").select_option("pending")
         page.wait_for_function("() => document.querySelectorAll('.files tbody tr').length === 1")
         assert table.locator("td.path").inner_text() == "c.md"

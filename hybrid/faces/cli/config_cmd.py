@@ -48,7 +48,7 @@ def _row(cfg: Config, name: str, vault: str | None) -> dict[str, Any]:
     row["vault"] = vault
     if name == "store":  # a vault keeps the store it was registered with; the setting is for new ones
         row.update(value=raw.get("store", ""), source="vault")
-    elif name in VAULT_SETTINGS and raw.get(name):
+    elif name in VAULT_SETTINGS and _own(raw, name):
         mine = list(raw[name]) if isinstance(raw[name], list) else raw[name]
         row.update(value=list(value) + mine if name in ADDS_TO_SETTING else mine, source="vault")
     return row
@@ -103,7 +103,14 @@ def _affected(cfg: Config, name: str, vault: str | None) -> list[str]:
     if name == "store":
         return []
     return [v for v, raw in sorted(cfg.vaults.items())
-            if name not in VAULT_SETTINGS or name in ADDS_TO_SETTING or not raw.get(name)]
+            if name not in VAULT_SETTINGS or name in ADDS_TO_SETTING or not _own(raw, name)]
+
+
+def _own(raw: dict, name: str) -> bool:
+    """Whether a vault's table sets ``name`` itself (``false`` counts: ``ocr = false``; an empty
+    list or text does not)."""
+    value = raw.get(name)
+    return value is not None and value != [] and value != ""
 
 
 def _report(cfg: Config, name: str, vault: str | None, done: str, changed: bool) -> None:

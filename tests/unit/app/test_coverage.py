@@ -29,7 +29,7 @@ def vault(tmp_path):
     write(root, "big.txt", "word " * 400)  # 2,000 bytes, over max_file_bytes (below)
     write(root, "archive/old.md", "# Old\n\nexcluded by the vault\n")
     write(root, "templates/daily.md", "# {{date}}\n\nexcluded by the settings\n")
-    write(root, "photo.png", "not a note")
+    write(root, "photo.psd", "not a note")
     write(root, ".obsidian/app.json", "{}")
     write(root.parent, "elsewhere.md", "# Elsewhere\n")
     os.symlink(root.parent / "elsewhere.md", root / "notes/outside.md")
@@ -63,7 +63,7 @@ def test_every_file_is_listed_with_its_state_and_reason(h, vault, store_kind):
     assert got == {
         ".obsidian/": ("excluded", "hidden", "hidden (a name starting with '.'): never indexed"),
         "big.txt": ("skipped", "too_large", "2,000 bytes is over max_file_bytes (1,000)"),
-        "photo.png": ("excluded", "not_included", "matches no include glob (set in settings)"),
+        "photo.psd": ("excluded", "not_included", "matches no include glob (set in settings)"),
         "archive/old.md": ("excluded", "excluded", "exclude glob archive/** (set in vault)"),
         "notes/blob.md": ("skipped", "binary", "binary content in a markdown file"),
         "notes/cursed.md": ("failed", "error", "cannot index (RuntimeError: the reader broke on purpose)"),
@@ -77,7 +77,7 @@ def test_every_file_is_listed_with_its_state_and_reason(h, vault, store_kind):
     assert (by_path["archive/old.md"].rule, by_path["archive/old.md"].set_in) == ("archive/**", "vault")
     assert by_path["notes/garden.md"].chunks == 1 and not by_path["notes/garden.md"].from_index
     # walk order: a folder's files, then its folders, each sorted by name
-    assert list(by_path)[:3] == [".obsidian/", "big.txt", "photo.png"]
+    assert list(by_path)[:3] == [".obsidian/", "big.txt", "photo.psd"]
 
 
 def test_pending_files_new_changed_deleted_and_reread(h, vault):
@@ -149,7 +149,7 @@ def test_a_vault_never_indexed_lists_its_candidates_as_pending(open_h, vault, tm
     h = open_h(tmp_path / "home2", embedder="hash:64")
     h.add_vault(vault, "v")
     got = rows(h)
-    assert got["notes/garden.md"][:2] == ("pending", "new") and got["photo.png"][0] == "excluded"
+    assert got["notes/garden.md"][:2] == ("pending", "new") and got["photo.psd"][0] == "excluded"
     h.close()
 
 

@@ -128,7 +128,7 @@ def test_hidden_and_foreign_files_trigger_nothing(watcher, vault):
     write(vault, ".obsidian/workspace.json", "{}")
     write(vault, ".obsidian/plugins/x/notes.md", "# not a note\n")
     write(vault, ".trash/old.md", "# trashed\n")
-    write(vault, "home/photo.png", "not really a png")
+    write(vault, "home/photo.psd", "not really a png")
     time.sleep(DEBOUNCE * 3)  # past the debounce: a (wrongly) scheduled run would have started
     assert watcher.wait_idle(WAIT)
     assert watcher.state()["vault"]["runs"] == runs

@@ -101,7 +101,8 @@ def test_every_vault_setting_round_trips(hybrid_home, notes, name):
     row = json.loads(run("config", "get", name, "--vault", "notes", "--json").stdout)
     vault = load_config().vault("notes")
     want = {"include": value, "exclude": value, "agent_exclude": value, "embedder": value,
-            "store": value, "exclude_sections": value, "exclude_blocks": value}[name]
+            "store": value, "exclude_sections": value, "exclude_blocks": value, "ocr": value,
+            "ocr_languages": value}[name]
     assert row == want and getattr(vault, name) == (value if name != "include" else value)
     listed = {r["key"]: r for r in json.loads(run("config", "list", "--vault", "notes", "--json").stdout)}
     assert listed[name]["source"] == "vault" and listed[name]["value"] == want

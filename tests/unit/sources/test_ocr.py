@@ -2,6 +2,7 @@
 (scripts/ocr.sh installs it; .ci/run runs it first), PDF headings from type and outline, the OCR
 cache, OCR off or missing, and bad pictures. Real files on disk, real tantivy and FAISS indexes
 with the hash embedder (these tests are about reading, not meaning)."""
+import json
 import shutil
 import struct
 import zlib
@@ -216,6 +217,7 @@ def test_a_vault_of_pictures_indexes_searches_and_cites_them(tmp_path, open_h, m
     hits = h.search("galvanised hinges", mode="lexical")
     assert hits[0].path == "receipt.png" and hits[0].source == "image"
     assert hits[0].box is not None and hits[0].to_dict()["box"] == hits[0].box
+    assert hits[0].embedded_in == ["home.md"]  # the note that shows it
     hits = h.search("boiler service tuesday", mode="lexical", sources=["pdf"])
     assert hits[0].path == "letter.pdf" and hits[0].page == 1
     got = h.get("v:receipt.png")
@@ -245,3 +247,36 @@ def test_ocr_off_per_vault_leaves_pictures_out_and_missing_tesseract_retries_lat
         "**/*.png" in h.config.vault("v").exclude
     report = h.index()[0]
     assert report.removed == 1 and not h.search("galvanised hinges", mode="lexical")
+
+
+def test_agents_see_recognised_text_redacted_and_no_hidden_note_that_embeds_it(tmp_path, open_h):
+    import anyio
+    from mcp import Client
+    from mcp_types import Implementation
+
+    from hybrid.faces.mcp import build_server
+    from hybrid.retrieval.result import answer_passages
+    root = tmp_path / "vault"
+    text_image(root / "router.png", ["The router admin login.", "password: falconorbit77", "Change it yearly."])
+    write(root, "home.md", "# Home\n\nThe router card:\n\n![[router.png]]\n")
+    write(root, "private/diary.md", "# Diary\n\nPhotographed the router card today.\n\n![[router.png]]\n")
+    text_image(root / "private/wifi.png", ["Guest network key: marmalade crossing"])
+    h = open_h(embedder="hash:64", agent_exclude=["private/**"])
+    h.add_vault(root, "v")
+    assert h.index()[0].added == 4
+    owner = [x for x in h.search("router admin login", mode="lexical") if x.path == "router.png"][0]
+    assert owner.embedded_in == ["home.md", "private/diary.md"]
+
+    def call(tool, args):
+        async def main():
+            async with Client(build_server(h), client_info=Implementation(name="probe", version="1")) as c:
+                return await c.call_tool(tool, args)
+        return anyio.run(main)
+    res = call("search", {"query": "router admin login", "top_k": 10, "passages": True})
+    rows = answer_passages(res.structured_content)
+    shown = next(x for x in rows if x["path"] == "router.png")
+    assert shown["embedded_in"] == ["home.md"] and "falconorbit77" not in json.dumps(rows)
+    got = call("get_note", {"path": "router.png"}).structured_content["text"]
+    assert "falconorbit77" not in got and "[redacted secret]" in got and "router admin login" in got
+    hidden = answer_passages(call("search", {"query": "guest network key marmalade", "top_k": 10}).structured_content)
+    assert all(x["path"] != "private/wifi.png" for x in hidden)
