@@ -8,10 +8,13 @@ is downloaded and nothing is tuned to a public set:
    (sans, serif, mono), at 14, 20 and 30 px, upright, tilted 3 degrees or turned 90, clean or with
    noise and blur; CER = edit distance / reference length, whitespace collapsed.
 2. **Found by meaning.** The sample set's 70 labelled queries over its 60 notes served five ways:
-   the markdown notes, one PDF with text per note (written with fpdf2, headings as larger type,
-   as ``eval/bench/sources.py`` writes them), the same PDFs as scans (each page rendered at
-   150 dpi with noise, then put back into a PDF as a picture: no text layer), and the notes as
-   images (one PNG per page of 60 lines). The real bundled model; nDCG@10 / answer@1.
+   the markdown notes; one PDF with text per note (fpdf2), written two ways: as
+   ``eval/bench/sources.py`` writes them (the title 16 pt, every other heading 13 pt: a level-2
+   and a level-3 heading cannot be told apart) and with headings styled as LaTeX's article class
+   sets them (17, 14 bold, 12 bold, 10 bold; body 10), with and without an outline; the styled
+   PDFs as scans (each page rendered at 150 dpi, tilted up to 1 degree, with noise and blur, then
+   put back into a PDF as a picture: no text layer); and the notes as images (one PNG per 60
+   lines, headings in the same styles). The real bundled model; nDCG@10 / answer@1.
 3. **Cost.** Seconds per image and per scanned page (median), and the re-index of an unchanged
    vault of 1,000 image files (median of 5 runs).
 
@@ -41,15 +44,42 @@ FACES = {"sans": FONT, "serif": FONT.replace("DejaVuSans", "DejaVuSerif"),
 SIZES = (14, 20, 30)
 
 
+BOLD = FONT.replace("DejaVuSans.ttf", "DejaVuSans-Bold.ttf")
+# heading sizes as a document's styles set them (LaTeX's article class at 10 pt: title 17.28,
+# section 14.4 bold, subsection 12 bold, subsubsection 10 bold)
+STYLES = {1: (17.0, True), 2: (14.0, True), 3: (12.0, True), 4: (10.0, True)}
+
+
+def write_styled_pdf(path: Path, parts: list[tuple[int, str]], title: str, outline: bool = False) -> int:
+    """One PDF of a note, its headings set as LaTeX sets them (:data:`STYLES`), body 10 pt;
+    ``outline``: with bookmarks for its headings, as LaTeX's hyperref writes them."""
+    from fpdf import FPDF
+    pdf = FPDF()
+    pdf.add_font("dejavu", "", FONT)
+    pdf.add_font("dejavu", "B", BOLD)
+    pdf.set_title(title)
+    pdf.add_page()
+    for level, text in parts:
+        size, bold = STYLES.get(min(level, 4), (10.0, False)) if level else (10.0, False)
+        pdf.set_font("dejavu", "B" if bold else "", size=size)
+        if level and outline and text.strip():
+            pdf.start_section(text.strip()[:200], level=min(level, 4) - 1)
+        pdf.multi_cell(0, 6 if not level else size * 0.55, text or " ", new_x="LMARGIN", new_y="NEXT")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return pdf.page
+
+
 def draw(lines: list[tuple[int, str]], face: str = FONT, size: int = 20, width: int = 1400):
-    """Markdown-ish lines (heading level, text) drawn black on white, headings larger; long
-    lines wrapped to ``width`` pixels."""
+    """Markdown-ish lines (heading level, text) drawn black on white, headings set as
+    :data:`STYLES` sets them; long lines wrapped to ``width`` pixels."""
     from PIL import Image, ImageDraw, ImageFont
-    fonts = {0: ImageFont.truetype(face, size), 1: ImageFont.truetype(face, int(size * 1.6)),
-             2: ImageFont.truetype(face, int(size * 1.3))}
+    fonts = {0: ImageFont.truetype(face, size)}
+    for level, (pt, bold) in STYLES.items():
+        fonts[level] = ImageFont.truetype(BOLD if bold and face == FONT else face, int(size * pt / 10))
     rows: list[tuple[object, str]] = []
     for level, text in lines:
-        font = fonts[min(level, 2)]
+        font = fonts[min(level, 4)]
         words, cur = text.split(), ""
         for w in words:
             if cur and font.getlength(cur + " " + w) > width - 80:
@@ -64,7 +94,7 @@ def draw(lines: list[tuple[int, str]], face: str = FONT, size: int = 20, width: 
     y = 40
     for font, text in rows:
         d.text((40, y), text, font=font, fill=0)
-        y += step if font is fonts[0] else int(step * 1.4)
+        y += step if font is fonts[0] else int(step * 1.5)
     return img.crop((0, 0, width, min(img.height, y + 40)))
 
 
@@ -144,14 +174,18 @@ def build(tmp: Path, vault: Path) -> dict[str, dict[str, str]]:
     import pypdfium2 as pdfium
     from fpdf import FPDF
     rng = random.Random(7)
-    forms: dict[str, dict[str, str]] = {"pdf": {}, "scan": {}, "image": {}}
+    forms: dict[str, dict[str, str]] = {"pdf-flat": {}, "pdf": {}, "pdf-outline": {}, "scan": {}, "image": {}}
     for md in sorted(vault.rglob("*.md")):
         rel = md.relative_to(vault).as_posix()
         title, parts = note_parts(md.read_text(encoding="utf-8"))
         title = title or md.stem
+        write_pdf(tmp / "pdf-flat" / (rel[:-3] + ".pdf"), parts, title)  # as eval/bench/sources.py
+        forms["pdf-flat"][rel[:-3] + ".pdf"] = rel
         pdf_path = tmp / "pdf" / (rel[:-3] + ".pdf")
-        write_pdf(pdf_path, parts, title)
+        write_styled_pdf(pdf_path, parts, title)
         forms["pdf"][rel[:-3] + ".pdf"] = rel
+        write_styled_pdf(tmp / "pdf-outline" / (rel[:-3] + ".pdf"), parts, title, outline=True)
+        forms["pdf-outline"][rel[:-3] + ".pdf"] = rel
         # the scan: each page rendered at 150 dpi with noise, as a picture in a new PDF
         doc = pdfium.PdfDocument(str(pdf_path))
         scan = FPDF()
@@ -192,7 +226,10 @@ def quality(tmp: Path, minilm) -> tuple[dict, dict]:
     h.add_vault(vault, "md")
     h.index()
     results["markdown notes"] = score(h, queries, qrels, lambda x: x.path)
-    for form, label in (("pdf", "one PDF per note, with text"), ("scan", "one scanned PDF per note"),
+    for form, label in (("pdf-flat", "one PDF per note, every heading below the title one size"),
+                        ("pdf", "one PDF per note, headings styled as LaTeX sets them"),
+                        ("pdf-outline", "the same PDFs with an outline (bookmarks)"),
+                        ("scan", "one scanned PDF per note (the styled PDFs, scanned)"),
                         ("image", "the notes as images")):
         h = hybrid.open(tmp / f"h-{form}", embedders=[minilm])
         h.add_vault(tmp / form, form)

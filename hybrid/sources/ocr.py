@@ -4,8 +4,10 @@ An image (``png``, ``jpg``, ``webp``, ``gif``, ``tiff``, ``bmp``, ``heic`` with 
 document of kind ``image``: the converter worker decodes it under a pixel bound and Tesseract
 reads its text (:mod:`hybrid.sources.ocr_ops`, in the worker, under ``convert_max_memory_mb``
 and ``convert_timeout``). Its note is the recognised lines, a blank line between paragraphs,
-titled by the file name; each line's box (``x0, y0, x1, y1`` in the image's pixels) is kept in
-the reserved property ``hybrid:boxes``, so a hit carries the box of its lines (:func:`box_of`).
+titled by the file name, a line whose type Tesseract sizes clearly larger than the body's a
+heading (as a PDF's by its type: :mod:`hybrid.sources.structure`); each line's box (``x0, y0, x1, y1`` in
+the image's pixels) is kept in the reserved property ``hybrid:boxes``, so a hit carries the box
+of its lines (:func:`box_of`).
 A scanned PDF's pages without a text layer are read the same way (:mod:`hybrid.sources.pdf`).
 
 **Which languages** (:func:`plan_for`): the ``ocr_languages`` setting (a vault's own first), as
@@ -38,7 +40,7 @@ from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 BOXES_PROPERTY = "hybrid:boxes"  # reserved: never a frontmatter key of the owner's
 SIZE_PROPERTY = "hybrid:image"   # [width, height] in pixels
-RECIPE = 1  # bumped when what the worker does to an image changes: older results are not reused
+RECIPE = 3  # bumped when what the worker does to an image changes: older results are not reused
 ENABLE = ("install Tesseract to read text in images and scans: `bash scripts/ocr.sh` (Debian/"
           "Ubuntu: `sudo apt install tesseract-ocr`; macOS: `brew install tesseract`), then run "
           "`hybrid index` again")
@@ -204,23 +206,35 @@ def _reply_ok(got: Any) -> bool:
         if not isinstance(para, list):
             return False
         for line in para:
-            if not (isinstance(line, list) and len(line) == 6 and isinstance(line[0], str)
+            if not (isinstance(line, list) and len(line) == 7 and isinstance(line[0], str)
                     and all(isinstance(v, (int, float)) for v in line[1:])):
                 return False
     return True
 
 
+BOX_RATIO = 1.2  # a line whose type Tesseract sizes this much larger than the body's is a heading
+
+
 def _note(path: str, got: dict) -> Note:
     from hybrid.sources.markdown import converted_text as clean
+    from hybrid.sources.structure import MAX_HEADING_CHARS, type_headings
     lines: list[str] = []
     boxes: list[list[int] | None] = []
+    heights: list[float] = []
     for para in got["paras"]:
         if lines:
             lines.append("")
             boxes.append(None)
-        for text, x0, y0, x1, y1, _conf in para:
+            heights.append(0.0)
+        for text, x0, y0, x1, y1, _conf, size in para:
             lines.append(clean(" ".join(text.split())))
             boxes.append([int(x0), int(y0), int(x1), int(y1)])
+            heights.append(float(size))
+    # headings from the size of the lines' type, as a PDF's (hybrid.sources.structure)
+    for i, level in type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, heights))],
+                                  BOX_RATIO).items():
+        assert isinstance(i, int)
+        lines[i] = f"{'#' * min(level, 6)} {lines[i].lstrip(chr(92))[:MAX_HEADING_CHARS]}"
     if not any(line.strip() for line in lines):
         raise ConvertError(path, "no text recognised in the image", "empty")
     stem = path.rsplit("/", 1)[-1]

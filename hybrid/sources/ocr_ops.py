@@ -23,15 +23,19 @@ like it, imports nothing of hybrid. Every step is bounded:
   orientation detection (``--psm 0``) is asked whether the image is turned; a turned image is
   read again upright and the better reading kept.
 
-Words Tesseract is unsure of (confidence under :data:`MIN_WORD_CONF`) are dropped, and a line
+Tesseract's hOCR output is read: each word with its box and confidence, each line with
+Tesseract's estimate of its type's size (``x_size``, for headings). Words Tesseract is unsure of
+(confidence under :data:`MIN_WORD_CONF`) are dropped, and a line
 with no word it is fairly sure of (:data:`MIN_LINE_CONF`) with them: a photograph's texture
 reads as strings of symbols, never as words.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import os
+import re
 import shutil
 import subprocess
 
@@ -135,7 +139,7 @@ def _line(exc: BaseException) -> str:
 
 
 def recognise(img, languages: str, seconds: float, original: tuple[int, int] | None = None) -> dict:
-    """The text of the grey image ``img``: ``{"paras": [[[text, x0, y0, x1, y1, conf], …], …],
+    """The text of the grey image ``img``: ``{"paras": [[[text, x0, y0, x1, y1, conf, size], …], …],
     "rotated": degrees}`` in the pixels of ``original`` (its size before any scaling; default:
     ``img``'s). Raises :class:`Refused` (``no-engine``) without Tesseract."""
     from PIL import Image
@@ -149,14 +153,14 @@ def recognise(img, languages: str, seconds: float, original: tuple[int, int] | N
         img = img.rotate(tilt, resample=Image.Resampling.BICUBIC, fillcolor=255)
     png = _png(img)
     deadline = _Deadline(seconds)
-    paras, trusted, total = _read_tsv(_tesseract(png, ["-l", languages, "--psm", "3"], deadline, "tsv"))
+    paras, trusted, total = _read_hocr(_tesseract(png, ["-l", languages, "--psm", "3"], deadline, "hocr"))
     rotated = 0
     if total < 3 or trusted < TRUSTED_SHARE * total:
         turn = _orientation(png, deadline)
         if turn:
             # Tesseract's "Rotate: N" is the clockwise turn that puts the text upright
             upright = img.rotate(-turn, expand=True, fillcolor=255)
-            again, t2, n2 = _read_tsv(_tesseract(_png(upright), ["-l", languages, "--psm", "3"], deadline, "tsv"))
+            again, t2, n2 = _read_hocr(_tesseract(_png(upright), ["-l", languages, "--psm", "3"], deadline, "hocr"))
             if t2 > trusted:
                 paras, trusted, total, rotated = again, t2, n2, turn
                 img = upright
@@ -166,9 +170,10 @@ def recognise(img, languages: str, seconds: float, original: tuple[int, int] | N
     out = []
     for para in paras:
         lines = []
-        for text, x0, y0, x1, y1, conf in para:
+        for text, x0, y0, x1, y1, conf, size in para:
             bx0, by0, bx1, by1 = _unturn(x0, y0, x1, y1, rotated, img.width, img.height)
-            lines.append([text, round(bx0 * sx), round(by0 * sy), round(bx1 * sx), round(by1 * sy), round(conf, 1)])
+            lines.append([text, round(bx0 * sx), round(by0 * sy), round(bx1 * sx), round(by1 * sy), round(conf, 1),
+                          round(size * (sy if rotated in (0, 180) else sx), 1)])
         out.append(lines)
     return {"paras": out, "rotated": rotated}
 
@@ -280,40 +285,72 @@ def _orientation(png: bytes, deadline: _Deadline) -> int:
     return turn if turn in (90, 180, 270) and conf >= 1.0 else 0
 
 
-def _read_tsv(tsv: str) -> tuple[list[list[list]], int, int]:
-    """(paragraphs of [text, x0, y0, x1, y1, mean conf] lines, words trusted, words read) of
-    Tesseract's TSV output."""
-    lines: dict[tuple[int, int, int, int], list[tuple[str, int, int, int, int, float]]] = {}
+_HOCR_TAG = re.compile(r"<(?:p|span) class='(ocr_par|ocr_line|ocr_header|ocr_caption|ocr_textfloat|ocrx_word)'"
+                       r"[^>]*?title=(['\"])(.*?)\2[^>]*>", re.S)
+_HOCR_END = re.compile(r"</span>")
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def _fields(title: str) -> dict[str, list[str]]:
+    out = {}
+    for part in title.split(";"):
+        words = part.split()
+        if words:
+            out[words[0]] = words[1:]
+    return out
+
+
+def _read_hocr(hocr: str) -> tuple[list[list[list]], int, int]:
+    """(paragraphs of [text, x0, y0, x1, y1, mean conf, size] lines, words trusted, words read)
+    of Tesseract's hOCR output; a line's size is Tesseract's estimate of its type's size in
+    pixels (``x_size``: unlike its box, not changed by letters that reach below the line)."""
+    paras: list[list[list]] = []
+    para: list[list] = []
+    line: list[tuple[str, int, int, int, int, float]] = []
+    size = 0.0
     trusted = total = 0
-    for row in tsv.splitlines()[1:]:
-        cells = row.split("\t")
-        if len(cells) != 12 or cells[0] != "5":
-            continue
-        word = cells[11].strip()
-        try:
-            conf = float(cells[10])
-            left, top, width, height = (int(c) for c in cells[6:10])
-            key = (int(cells[1]), int(cells[2]), int(cells[3]), int(cells[4]))
-        except ValueError:
-            continue
-        if not word or conf < 0:
-            continue
-        total += 1
-        if conf >= MIN_LINE_CONF:
-            trusted += 1
-        if conf >= MIN_WORD_CONF:
-            lines.setdefault(key, []).append((word, left, top, left + width, top + height, conf))
-    paras: dict[tuple[int, int, int], list[list]] = {}
-    for key in sorted(lines):
-        words = lines[key]
-        if max(c for *_, c in words) < MIN_LINE_CONF:
-            continue
-        text = " ".join(w for w, *_ in words)
-        box = [min(w[1] for w in words), min(w[2] for w in words), max(w[3] for w in words),
-               max(w[4] for w in words)]
-        conf = sum(w[5] for w in words) / len(words)
-        paras.setdefault(key[:3], []).append([text, *box, conf])
-    return [paras[k] for k in sorted(paras)], trusted, total
+
+    def close_line() -> None:
+        nonlocal line
+        if line and max(c for *_, c in line) >= MIN_LINE_CONF:
+            para.append([" ".join(w for w, *_ in line), min(w[1] for w in line), min(w[2] for w in line),
+                         max(w[3] for w in line), max(w[4] for w in line),
+                         sum(w[5] for w in line) / len(line), size])
+        line = []
+
+    def close_para() -> None:
+        nonlocal para
+        close_line()
+        if para:
+            paras.append(para)
+        para = []
+
+    for m in _HOCR_TAG.finditer(hocr):
+        kind, fields = m.group(1), _fields(html.unescape(m.group(3)))
+        if kind == "ocr_par":
+            close_para()
+        elif kind != "ocrx_word":
+            close_line()
+            try:
+                size = float((fields.get("x_size") or ["0"])[0])
+            except ValueError:
+                size = 0.0
+        else:
+            end = _HOCR_END.search(hocr, m.end())
+            word = html.unescape(_TAGS.sub("", hocr[m.end():end.start() if end else m.end()])).strip()
+            try:
+                x0, y0, x1, y1 = (int(v) for v in fields["bbox"][:4])
+                conf = float((fields.get("x_wconf") or ["-1"])[0])
+            except (KeyError, ValueError):
+                continue
+            if not word or conf < 0:
+                continue
+            total += 1
+            trusted += conf >= MIN_LINE_CONF
+            if conf >= MIN_WORD_CONF:
+                line.append((word, x0, y0, x1, y1, conf))
+    close_para()
+    return paras, trusted, total
 
 
 def image_op(header: dict, payload: bytes) -> dict:

@@ -9,10 +9,11 @@ of one page plus the text kept so far (capped at ``MAX_TEXT_CHARS``).
 
 **Headings** (:func:`headings`). A PDF's own sections become ``##``… headings inside its pages,
 so its chunks carry the heading path a note's would (``Page 3 > Methods > Sampling``): from the
-PDF's outline (bookmarks) where it has one, else from type: a line set clearly larger than the
-body text (the size most characters are set in) is a heading, the larger the higher; a whole
-line in bold at body size, short and not ending like a sentence, is one below those. A section
-that runs on over a page break has its headings again at the top of the next page.
+PDF's outline (bookmarks) where it has one, else from type (:mod:`hybrid.sources.structure`: a
+line set clearly larger than the body text is a heading, the larger the higher; a whole line in
+bold at body size, short, is one below those); a scanned page's from the size Tesseract gives
+its lines. A section that runs on over a page break has its headings again at the top of the
+next page.
 
 **Scans** (:func:`recognised_pages`). A page without a text layer is rendered at 300 dpi and
 read by Tesseract, one page per request to the worker (each bounded by ``convert_timeout`` on
@@ -25,20 +26,16 @@ one over the bounds ConvertError: the indexer reports each as one warning and sk
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from hybrid.sources.markdown import Note
 from hybrid.sources.markdown import converted_text as clean
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
+from hybrid.sources.structure import MAX_HEADING_CHARS, MAX_LEVELS, type_headings
 
 PAGE_HEADING = "Page "
 MAX_TEXT_CHARS = 20_000_000  # text kept from one PDF; later pages are left out with a warning
 MAX_OCR_PAGES = 1000  # scanned pages read by OCR in one PDF; later ones are left out with a warning
-HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
-MAX_HEADING_CHARS = 200
-MAX_BOLD_HEADING_CHARS = 120
-MAX_LEVELS = 4  # heading sizes told apart (larger ones: level 1 …); bold body lines are one below
 _JUNK_TITLE = re.compile(r"^(untitled|microsoft word - .*|document\d*|\s*)$", re.I)
 
 
@@ -110,32 +107,8 @@ def headings(got: PdfText) -> dict[tuple[int, int], int]:
     level (1 the highest)}: from the outline where the PDF has one, else from type."""
     if got.outline:
         return _outline_headings(got)
-    sizes: Counter[float] = Counter()
-    lines = [(p, i, t.strip(), sz, b) for p, page in enumerate(got.styled, 1)
-             for i, (t, sz, b) in enumerate(page) if t.strip()]
-    for _, _, t, sz, _ in lines:
-        if sz > 0:
-            sizes[round(sz * 2) / 2] += len(t)
-    if not sizes:
-        return {}
-    body = sizes.most_common(1)[0][0]
-    big = [(p, i, round(sz * 2) / 2) for p, i, t, sz, _ in lines
-           if sz >= body * HEADING_RATIO and len(t) <= MAX_HEADING_CHARS and _wordy(t)]
-    if len(big) > 0.5 * len(lines):  # a deck of large type: size says nothing
-        big = []
-    ranks = sorted({s for _, _, s in big}, reverse=True)
-    out = {(p, i): min(ranks.index(s) + 1, MAX_LEVELS) for p, i, s in big}
-    bold = [(p, i) for p, i, t, sz, b in lines
-            if b and sz > 0 and abs(sz - body) < 0.75 and len(t) <= MAX_BOLD_HEADING_CHARS and _wordy(t)
-            and not t.endswith((".", ",", ";", ":")) and (p, i) not in out]
-    if bold and len(bold) <= 0.3 * len(lines):
-        level = min(len(ranks) + 1, MAX_LEVELS + 1)
-        out.update({key: level for key in bold})
-    return out
-
-
-def _wordy(text: str) -> bool:
-    return sum(c.isalpha() for c in text) >= 2
+    return type_headings([((p, i), t, sz, b) for p, page in enumerate(got.styled, 1)
+                          for i, (t, sz, b) in enumerate(page)])  # type: ignore[return-value]
 
 
 def _outline_headings(got: PdfText) -> dict[tuple[int, int], int]:
@@ -159,9 +132,10 @@ def _outline_headings(got: PdfText) -> dict[tuple[int, int], int]:
 
 
 def recognised_pages(path: str, source: str | bytes, got: PdfText,
-                     limits: Limits) -> tuple[dict[int, list[str]], list[str]]:
-    """({page: lines} read by OCR for the pages of ``got`` without text, warnings). Nothing
-    without OCR (``limits.ocr``); each page's result kept by the PDF's hash."""
+                     limits: Limits) -> tuple[dict[int, list[tuple[str, float, bool]]], list[str]]:
+    """({page: lines as ``(text, size, bold)``} read by OCR for the pages of ``got`` without
+    text, warnings). Nothing without OCR (``limits.ocr``); each page's result kept by the PDF's
+    hash. A line's size is the one its box suggests (headings are found from it as from type)."""
     empty = [n for n, page in enumerate(got.styled, 1) if not any(t.strip() for t, _, _ in page)]
     if not empty or not limits.ocr:
         return {}, []
@@ -169,13 +143,13 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
     cache, digest = Cache(limits.ocr_cache, limits.ocr), file_digest(source)
     args = {"path": source} if isinstance(source, str) else {}
     payload = b"" if isinstance(source, str) else source
-    out: dict[int, list[str]] = {}
+    out: dict[int, list[tuple[str, float, bool]]] = {}
     failed: list[tuple[int, str]] = []
     warnings: list[str] = []
     for n in empty[:MAX_OCR_PAGES]:
         hit = cache.get(digest, f"p{n}")
-        if isinstance(hit, list) and all(isinstance(x, str) for x in hit):
-            out[n] = hit
+        if _ocr_lines_ok(hit):
+            out[n] = [(str(t), float(sz), False) for t, sz in hit]
             continue
         try:
             reply = convert("pdf_ocr", path, limits, payload, page=n, languages=limits.ocr,
@@ -190,11 +164,11 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
             failed.append((n, str(reply.get("message") or reply.get("kind") or "unreadable")))
             continue
         lines = reply.get("lines")
-        if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        if not _ocr_lines_ok(lines) or lines is None:
             failed.append((n, "the converter sent a malformed reply"))
             continue
         cache.put(digest, lines, f"p{n}")
-        out[n] = lines
+        out[n] = [(str(t), float(sz), False) for t, sz in lines]
     if failed:
         n, why = failed[0]
         warnings.append(f"{path}: {len(failed)} scanned page(s) could not be read by OCR (page {n}: {why})")
@@ -204,6 +178,12 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
     return out, warnings
 
 
+def _ocr_lines_ok(lines: object) -> bool:
+    return isinstance(lines, list) and all(
+        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], (int, float))
+        for x in lines)
+
+
 def pdf_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
     """The note of the PDF at ``source`` (a file path or its bytes; its ``warnings`` say what
     was left out). Raises :class:`Unreadable` when no page has text, ConvertError when
@@ -211,14 +191,14 @@ def pdf_note(path: str, source: str | bytes, limits: Limits | None = None) -> No
     limits = limits or convert_limits()
     got = pdf_text(source, path, MAX_TEXT_CHARS, limits)
     scanned, warnings = recognised_pages(path, source, got, limits)
+    for number, read in scanned.items():
+        got.styled[number - 1] = read
     heads = headings(got)
     lines: list[str] = []
     kept = chars = 0
     cut_from = got.cut_from
     stack: list[tuple[int, str]] = []  # the headings in force: (level, text)
     for number, page in enumerate(got.styled, 1):
-        if number in scanned:
-            page = [(t, 0.0, False) for t in scanned[number]]
         text = "\n".join(t for t, _, _ in page)
         if number == cut_from or chars + len(text) > MAX_TEXT_CHARS:
             cut_from = number  # no page is kept in part

@@ -88,7 +88,8 @@ def pdf_op(header: dict, payload: bytes) -> dict:
 def pdf_ocr_op(header: dict, payload: bytes) -> dict:
     """The worker's ``pdf_ocr`` operation: the text Tesseract reads off one page
     (``header["page"]``, 1-based) of the PDF at ``header["path"]`` (else ``payload``), rendered
-    at 300 dpi, as lines (a blank line between paragraphs)."""
+    at 300 dpi, as ``[text, size]`` lines (a blank line between paragraphs; size: the points of
+    type Tesseract estimates for the line)."""
     import pypdfium2 as pdfium
     ocr = _ocr()
     source = header["path"] if header.get("path") is not None else payload
@@ -104,6 +105,7 @@ def pdf_ocr_op(header: dict, payload: bytes) -> dict:
         try:
             img = ocr.render_page(page, min(int(header.get("max_pixels") or ocr.OCR_MAX_PIXELS),
                                             ocr.OCR_MAX_PIXELS))
+            per_point = img.width / max(1.0, page.get_size()[0])  # pixels per point of the render
         finally:
             page.close()
     finally:
@@ -112,11 +114,13 @@ def pdf_ocr_op(header: dict, payload: bytes) -> dict:
         got = ocr.recognise(img, str(header.get("languages") or "eng"), float(header.get("seconds") or 60))
     except ocr.Refused as exc:
         return {"ok": False, "kind": exc.kind, "message": exc.message}
-    lines: list[str] = []
+    # each line with the size of its type as Tesseract estimates it, in points, for the
+    # parent's headings
+    lines: list[list] = []
     for para in got["paras"]:
         if lines:
-            lines.append("")
-        lines += [text for text, *_ in para]
+            lines.append(["", 0.0])
+        lines += [[text, round(size / per_point, 1)] for text, *_, size in para]
     return {"ok": True, "lines": lines, "rotated": got["rotated"]}
 
 

@@ -280,3 +280,30 @@ def test_agents_see_recognised_text_redacted_and_no_hidden_note_that_embeds_it(t
     assert "falconorbit77" not in got and "[redacted secret]" in got and "router admin login" in got
     hidden = answer_passages(call("search", {"query": "guest network key marmalade", "top_k": 10}).structured_content)
     assert all(x["path"] != "private/wifi.png" for x in hidden)
+
+
+def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
+    """A picture's (or a scan's) lines set in larger type are headings, as a PDF's are."""
+    from PIL import Image, ImageDraw, ImageFont
+    img = Image.new("L", (1400, 520), 255)
+    d = ImageDraw.Draw(img)
+    d.text((30, 20), "Boiler Handbook", font=ImageFont.truetype(FONT, 46), fill=0)
+    body = ImageFont.truetype(FONT, 24)
+    for i, line in enumerate(["Book a service every autumn before the first frost arrives,",
+                              "and keep the pressure gauge between one and two bar always.",
+                              "Bleed the radiators upstairs first, then the ones downstairs."]):
+        d.text((30, 110 + 44 * i), line, font=body, fill=0)
+    d.text((30, 280), "Topping up", font=ImageFont.truetype(FONT, 36), fill=0)
+    d.text((30, 350), "Open the filling loop slowly until the needle reaches one and a half.", font=body, fill=0)
+    img.save(tmp_path / "handbook.png")
+    lines = image_note("handbook.png", str(tmp_path / "handbook.png"), limits(tmp_path)).lines
+    heads = [x for x in lines if x.startswith("#")]
+    assert heads == ["# Boiler Handbook", "## Topping up"], lines
+    scan = tmp_path / "handbook.pdf"
+    from fpdf import FPDF
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.image(str(tmp_path / "handbook.png"), x=5, y=5, w=200)
+    pdf.output(str(scan))
+    note = pdf_note("handbook.pdf", str(scan), limits(tmp_path))
+    assert "## Boiler Handbook" in note.lines and "### Topping up" in note.lines, note.lines
