@@ -43,6 +43,8 @@ BENCHES: dict[str, tuple[str, str]] = {
     "hostile-readers": ("hostile_readers.py", "what hostile canvases and drawings cost the readers and an index run"),
     "convert-bounds": ("convert_bounds.py", "what converting PDFs and web pages in a bounded worker costs, and the "
                                             "PDF bomb it stops"),
+    "ocr": ("ocr.py", "text in pictures: character error rate, the sample set as PDFs, scans and images, OCR's "
+                      "cost, the re-index of 1,000 unchanged images"),
 }
 # the rest of this folder: what the benches share (common.py), the scale suite around scale.py
 # and vectors.py (run.py, model.py, genvault.py, hybrid_bench.py), sources.py's PDFs for

@@ -52,8 +52,8 @@ def check_vault_name(name: object, where: str = "vault name") -> str:
 
 VAULT_KEYS = {"path", "include", "exclude", "embedder", "agent_exclude", "store", "kind",
               "exclude_sections", "exclude_blocks", "ocr", "ocr_languages"}
-# the settings a vault's table may hold: `include`, `embedder` and `store` replace the setting for
-# that vault, the others add to it (see Config.vault)
+# the settings a vault's table may hold: `include`, `embedder`, `store`, `ocr` and `ocr_languages`
+# replace the setting for that vault, the others add to it (see Config.vault)
 VAULT_SETTINGS = ("include", "exclude", "embedder", "agent_exclude", "store", "exclude_sections",
                   "exclude_blocks", "ocr", "ocr_languages")
 ADDS_TO_SETTING = ("exclude", "agent_exclude", "exclude_sections", "exclude_blocks")

@@ -212,9 +212,6 @@ def _reply_ok(got: Any) -> bool:
     return True
 
 
-BOX_RATIO = 1.2  # a line whose type Tesseract sizes this much larger than the body's is a heading
-
-
 def _note(path: str, got: dict) -> Note:
     from hybrid.sources.markdown import converted_text as clean
     from hybrid.sources.structure import MAX_HEADING_CHARS, type_headings
@@ -231,8 +228,7 @@ def _note(path: str, got: dict) -> Note:
             boxes.append([int(x0), int(y0), int(x1), int(y1)])
             heights.append(float(size))
     # headings from the size of the lines' type, as a PDF's (hybrid.sources.structure)
-    for i, level in type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, heights))],
-                                  BOX_RATIO).items():
+    for i, level in type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, heights))]).items():
         assert isinstance(i, int)
         lines[i] = f"{'#' * min(level, 6)} {lines[i].lstrip(chr(92))[:MAX_HEADING_CHARS]}"
     if not any(line.strip() for line in lines):

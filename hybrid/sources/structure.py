@@ -4,11 +4,12 @@ known of them is how large (and how bold) they are set.
 Used for a PDF's text layer (:mod:`hybrid.sources.pdf`: font sizes from PDFium) and for text
 recognised in a picture or a scanned page (:mod:`hybrid.sources.ocr`: the height of each line's
 box). The body size is the size most characters are set in; a line set clearly larger
-(:data:`HEADING_RATIO`), short and made of words, is a heading, the larger the higher; sizes
-within :data:`SAME_SIZE` of each other are one level, so a measured size's noise does not make
-levels of its own. A whole line in bold at body size, short and not ending like a sentence, is a
-heading one below those. When most lines would be headings (a slide deck of large type), size
-says nothing and none is.
+(:data:`HEADING_RATIO`), short and made of words, is a heading, the larger the higher; the
+headings' sizes, largest first, start a new level only where one is more than
+:data:`SAME_SIZE` below the one before it, so a measured size's noise (OCR's estimate of a
+line's type) does not make levels of its own. A whole line in bold at body size, short and not
+ending like a sentence, is a heading one below those. When most lines would be headings (a slide
+deck of large type), size says nothing and none is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 
 HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
-SAME_SIZE = 0.08      # sizes within 8 % of each other are one heading level
+SAME_SIZE = 0.06      # a size more than 6 % below the next larger one starts a heading level
 MAX_HEADING_CHARS = 200
 MAX_BOLD_HEADING_CHARS = 120
 MAX_LEVELS = 4  # heading sizes told apart (larger ones: level 1 …); bold body lines are one below
@@ -39,29 +40,19 @@ def type_headings(lines: Sequence[tuple[Hashable, str, float, bool]],
     big = [(k, sz) for k, t, sz, _ in lines if sz >= body * ratio and len(t) <= MAX_HEADING_CHARS and wordy(t)]
     if len(big) > 0.5 * len(lines):  # a deck of large type: size says nothing
         big = []
-    firsts: list[float] = []  # the largest size of each level, largest first
+    level_of: dict[float, int] = {}  # each size's level: a new level where the next size down
+    prev = 0.0                       # is more than SAME_SIZE smaller than the one before it
     for sz in sorted({sz for _, sz in big}, reverse=True):
-        if not firsts or sz < firsts[-1] * (1 - SAME_SIZE):
-            firsts.append(sz)
-    out: dict[Hashable, int] = {}
-    for k, sz in big:
-        out[k] = min(_level_of(sz, firsts), MAX_LEVELS)
+        level_of[sz] = 1 if not level_of else level_of[prev] + (sz < prev * (1 - SAME_SIZE))
+        prev = sz
+    out: dict[Hashable, int] = {k: min(level_of[sz], MAX_LEVELS) for k, sz in big}
     bold = [k for k, t, sz, b in lines
             if b and sz > 0 and abs(sz - body) < 0.75 and len(t) <= MAX_BOLD_HEADING_CHARS and wordy(t)
             and not t.endswith((".", ",", ";", ":")) and k not in out]
     if bold and len(bold) <= 0.3 * len(lines):
-        level = min(len(firsts) + 1, MAX_LEVELS + 1)
+        level = min(max(level_of.values(), default=0) + 1, MAX_LEVELS + 1)
         out.update({k: level for k in bold})
     return out
-
-
-def _level_of(size: float, firsts: list[float]) -> int:
-    """The level (1-based) whose sizes ``size`` is among: the first whose largest it is within
-    :data:`SAME_SIZE` of, going down."""
-    for i, top in enumerate(firsts, 1):
-        if size >= top * (1 - SAME_SIZE):
-            return i
-    return len(firsts)
 
 
 def wordy(text: str) -> bool:

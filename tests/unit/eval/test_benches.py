@@ -195,3 +195,16 @@ def test_convert_bounds(tmp_path):
     got = json.loads(out.read_text())["bomb"]
     assert got["exit_code"] == 0 and got["bomb_inflated"] >= 20_000_000 and got["seconds"] > 0, got
     assert got["indexed"]["notes"] >= 3, got
+
+
+@pytest.mark.slow
+def test_ocr(tmp_path):
+    """Four pictures read for their character error rate, and ten image files indexed and then
+    re-indexed unchanged (the quality part, the whole sample set with the model, is run by hand)."""
+    out = tmp_path / "ocr.json"
+    bench("ocr", "--parts", "cer,cost", "--cases", 4, "--images", 10, "--out", out, tmp_path=tmp_path)
+    got = json.loads(out.read_text())
+    assert got["engine"].startswith("tesseract") and got["cer"]["images"] == 4
+    assert 0 <= got["cer"]["cer_mean"] < 0.2, got["cer"]  # upright, clean and noisy sans at 14 px
+    many = got["unchanged_images"]
+    assert many["files"] == 10 and many["first_added"] == 10 and many["reindex_unchanged_median_s"] > 0

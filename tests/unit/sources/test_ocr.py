@@ -94,6 +94,15 @@ def test_a_turned_image_and_other_formats_are_read(tmp_path):
         assert "garden hinges" in "\n".join(image_note(f"r.{suffix}", str(p), limits(tmp_path)).lines).lower(), fmt
 
 
+def test_a_heic_photo_is_read_where_pillow_heif_is_installed(tmp_path):
+    import pillow_heif  # hybrid[heic]; in the dev extras, so the tests always have it
+    from PIL import Image
+    pillow_heif.register_heif_opener()
+    Image.open(text_image(tmp_path / "w.png", RECEIPT)).convert("RGB").save(tmp_path / "whiteboard.heic")
+    note = image_note("whiteboard.heic", str(tmp_path / "whiteboard.heic"), limits(tmp_path))
+    assert "garden hinges" in "\n".join(note.lines).lower()
+
+
 def test_recognised_once_by_content(tmp_path, monkeypatch):
     path = text_image(tmp_path / "a.png", RECEIPT)
     lim = limits(tmp_path)
@@ -136,6 +145,15 @@ def test_bad_pictures_are_refused_with_a_reason(tmp_path):
     Image.new("RGB", (400, 300), (120, 160, 200)).save(tmp_path / "sky.png")
     with pytest.raises(ConvertError, match="no text recognised"):
         image_note("sky.png", str(tmp_path / "sky.png"), lim)
+
+
+def test_a_tiff_of_thousands_of_pages_costs_its_first_page(tmp_path):
+    from PIL import Image
+    first = Image.open(text_image(tmp_path / "p.png", RECEIPT)).convert("L")
+    blank = Image.new("L", (40, 40), 255)
+    first.save(tmp_path / "fax.tiff", save_all=True, append_images=[blank] * 3000, compression="tiff_deflate")
+    note = image_note("fax.tiff", str(tmp_path / "fax.tiff"), limits(tmp_path))
+    assert "garden hinges" in "\n".join(note.lines).lower()  # its first page, the others never walked
 
 
 def test_without_tesseract_an_image_says_how_to_enable_it(tmp_path, monkeypatch):

@@ -1,0 +1,33 @@
+"""Headings from type (hybrid.sources.structure): exact sizes from a PDF's text layer, and
+OCR's noisy estimates of a line's size, make the same levels."""
+from hybrid.sources.structure import type_headings
+
+BODY = "A line of body text long enough to be the body of the document, and more of it."
+
+
+def doc(sizes: list[tuple[str, float, bool]]) -> list[tuple[int, str, float, bool]]:
+    return [(i, t, sz, b) for i, (t, sz, b) in enumerate(sizes)]
+
+
+def test_levels_by_size_and_bold_one_below():
+    lines = doc([("Title", 17, False), (BODY, 10, False), ("Section", 14, True), (BODY, 10, False),
+                 ("Subsection", 12, True), (BODY, 10, False), ("Bold run-in", 10, True), (BODY, 10, False),
+                 ("A bold sentence ends like one.", 10, True), (BODY, 10, False)])
+    assert type_headings(lines) == {0: 1, 2: 2, 4: 3, 6: 4}
+
+
+def test_measured_sizes_with_noise_keep_their_levels():
+    """OCR's x_size varies by a few percent line to line: 12.5, 12.0, 11.7 are one level, 14.2
+    and 13.9 another; a body line measured a little large is no heading."""
+    lines = doc([("Backups", 16.8, False), (BODY, 10.1, False), ("What gets backed up", 14.2, False),
+                 (BODY, 10.3, False), ("restic setup", 13.9, False), (BODY, 10.8, False),
+                 ("Nightly backup", 12.5, False), (BODY, 9.8, False), ("Retention", 11.7, False),
+                 (BODY, 10.1, False), ("initial setup", 12.0, False), (BODY, 11.3, False)])
+    assert type_headings(lines) == {0: 1, 2: 2, 4: 2, 6: 3, 8: 3, 10: 3}
+
+
+def test_no_headings_when_size_says_nothing():
+    assert type_headings(doc([(BODY, 10, False)] * 5)) == {}
+    assert type_headings(doc([("Big", 30, False), ("Bigger", 30, False), (BODY, 10, False)])) == {}
+    assert type_headings(doc([("12", 14, False), (BODY, 10, False), (BODY, 10, False)])) == {}  # no words
+    assert type_headings(doc([("Unknown size", 0, False), (BODY, 0, False)])) == {}
