@@ -34,8 +34,8 @@ def text_hash(text: str) -> str:
 
 
 def file_hash(data: bytes) -> str:
-    """A file's content hash as the catalog records it."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """A file's content hash as the catalog records it (:func:`hybrid.sources.walk.file_digest`)."""
+    return walk.file_digest(data)
 
 
 def modified_of(note: notes_mod.Note, mtime_ns: int, names: NameDates | None = None) -> float:
@@ -187,13 +187,7 @@ def read_bytes(entry: walk.FileEntry) -> bytes:
 
 def content_hash(entry: walk.FileEntry) -> str:
     """:func:`file_hash` of a document, reading a file in blocks (a large PDF never whole)."""
-    if entry.load is not None:
-        return file_hash(entry.load())
-    h = hashlib.blake2b(digest_size=16)
-    with open(entry.abspath, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+    return walk.file_digest(entry.load() if entry.load is not None else entry.abspath)
 
 
 class Read(NamedTuple):

@@ -45,18 +45,20 @@ def to_note(path: str, data: bytes | None, abspath: str | None = None,
 
 def _pdf(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
     from hybrid.sources.pdf import pdf_note
-    source = abspath if data is None else data
-    if source is None:
-        raise ValueError(f"{path}: nothing to read")
-    return pdf_note(path, source, limits)
+    return pdf_note(path, _streamed(path, data, abspath), limits)
 
 
 def _image(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:
     from hybrid.sources.ocr import image_note
+    return image_note(path, _streamed(path, data, abspath), limits)
+
+
+def _streamed(path: str, data: bytes | None, abspath: str | None) -> str | bytes:
+    """What a kind read from its file is read from: its bytes when given, else its file."""
     source = abspath if data is None else data
     if source is None:
         raise ValueError(f"{path}: nothing to read")
-    return image_note(path, source, limits)
+    return source
 
 
 def _web(path: str, data: bytes | None, abspath: str | None, limits: Limits | None) -> Note:

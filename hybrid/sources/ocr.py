@@ -158,18 +158,6 @@ class Cache:
             pass
 
 
-def file_digest(source: str | bytes) -> str:
-    """The content hash of a file (read in blocks) or of bytes."""
-    h = hashlib.blake2b(digest_size=16)
-    if isinstance(source, bytes):
-        h.update(source)
-    else:
-        with open(source, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-    return h.hexdigest()
-
-
 def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
     """The note of the image at ``source`` (its file's path, or its bytes): its recognised
     lines. Raises :class:`NoEngine` when OCR cannot run, ConvertError for an image that cannot
@@ -177,6 +165,7 @@ def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> 
     limits = limits or convert_limits()
     if not limits.ocr:
         raise NoEngine(path, limits.ocr_off or ENABLE, "no-engine")
+    from hybrid.sources.walk import file_digest
     cache = Cache(limits.ocr_cache, limits.ocr)
     digest = file_digest(source)
     got = cache.get(digest)

@@ -139,7 +139,8 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
     empty = [n for n, page in enumerate(got.styled, 1) if not any(t.strip() for t, _, _ in page)]
     if not empty or not limits.ocr:
         return {}, []
-    from hybrid.sources.ocr import ENABLE, Cache, file_digest
+    from hybrid.sources.ocr import ENABLE, Cache
+    from hybrid.sources.walk import file_digest
     cache, digest = Cache(limits.ocr_cache, limits.ocr), file_digest(source)
     args = {"path": source} if isinstance(source, str) else {}
     payload = b"" if isinstance(source, str) else source

@@ -12,26 +12,10 @@ answers per character, and a page of 3,000 characters asked for each would cost 
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from types import ModuleType
 
 MAX_OUTLINE = 5000   # outline entries read at most
 MAX_LINE_CHARS = 300  # longer lines are never headings: their style is not sampled
-
-
-def _ocr() -> ModuleType:
-    """:mod:`hybrid.sources.ocr_ops`, loaded by path as the worker loads its siblings."""
-    name = "_hybrid_ocr_ops"
-    if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ocr_ops.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def pdf_op(header: dict, payload: bytes) -> dict:
@@ -85,13 +69,13 @@ def pdf_op(header: dict, payload: bytes) -> dict:
             "outline": outline}
 
 
-def pdf_ocr_op(header: dict, payload: bytes) -> dict:
+def pdf_ocr_op(header: dict, payload: bytes, ocr: ModuleType) -> dict:
     """The worker's ``pdf_ocr`` operation: the text Tesseract reads off one page
     (``header["page"]``, 1-based) of the PDF at ``header["path"]`` (else ``payload``), rendered
-    at 300 dpi, as ``[text, size]`` lines (a blank line between paragraphs; size: the points of
-    type Tesseract estimates for the line)."""
+    at 300 dpi and read by ``ocr`` (:mod:`hybrid.sources.ocr_ops`, as the worker loaded it),
+    as ``[text, size]`` lines (a blank line between paragraphs; size: the points of type
+    Tesseract estimates for the line)."""
     import pypdfium2 as pdfium
-    ocr = _ocr()
     source = header["path"] if header.get("path") is not None else payload
     try:
         pdf = pdfium.PdfDocument(source)

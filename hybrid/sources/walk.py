@@ -4,6 +4,7 @@ folders, symlinks that stay inside), as :class:`FileEntry` s; split from
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -141,3 +142,16 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def file_digest(source: str | bytes) -> str:
+    """A document's content hash as the ledger records it (and the OCR cache keys it): of its
+    bytes, or of the file at path ``source`` read in blocks (a large PDF never whole)."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(source, bytes):
+        h.update(source)
+    else:
+        with open(source, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    return h.hexdigest()

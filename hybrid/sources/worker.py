@@ -142,7 +142,7 @@ def _pdf(header: dict, payload: bytes) -> dict:
 
 
 def _pdf_ocr(header: dict, payload: bytes) -> dict:
-    return _sibling("pdf_ops").pdf_ocr_op(header, payload)
+    return _sibling("pdf_ops").pdf_ocr_op(header, payload, _sibling("ocr_ops"))
 
 
 def _image(header: dict, payload: bytes) -> dict:
