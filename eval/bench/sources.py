@@ -35,6 +35,7 @@ import hybrid
 from hybrid.embedders import make_embedder
 from hybrid.eval.inputs import sample_set
 from hybrid.eval.run import aggregate
+from hybrid.sources.markdown import FENCE_RE
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 MODES = ("lexical", "vector", "hybrid")
@@ -46,9 +47,16 @@ def note_parts(md: str) -> tuple[str, list[tuple[int, str]]]:
     if lines and lines[0].strip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
         lines = lines[end + 1:]
-    out, title = [], ""
+    out, title, fence = [], "", ""
     for line in lines:
-        level = len(line) - len(line.lstrip("#")) if line.startswith("#") and line.lstrip("#").startswith(" ") else 0
+        mark = FENCE_RE.match(line)
+        if mark and not fence:
+            fence = mark.group(1)  # a `# comment` inside a code block is no heading
+        elif mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) \
+                and not line.strip()[len(mark.group(1)):].strip():
+            fence = ""
+        level = len(line) - len(line.lstrip("#")) \
+            if not fence and line.startswith("#") and line.lstrip("#").startswith(" ") else 0
         text = line.lstrip("#").strip() if level else line
         title = title or (text if level == 1 else "")
         out.append((level, text))

@@ -208,3 +208,15 @@ def test_ocr(tmp_path):
     assert 0 <= got["cer"]["cer_mean"] < 0.2, got["cer"]  # upright, clean and noisy sans at 14 px
     many = got["unchanged_images"]
     assert many["files"] == 10 and many["first_added"] == 10 and many["reindex_unchanged_median_s"] > 0
+
+
+def test_bench_notes_keep_code_comments_out_of_their_headings(monkeypatch):
+    """The notes the sources and OCR benches serve as PDFs, scans and images have the headings
+    markdown gives them: a `# comment` inside a code block is a line of code, not a heading."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from sources import note_parts
+    title, parts = note_parts("---\ntags: [x]\n---\n# Title\n\n```ini\n# /etc/nut/upsmon.conf\n"
+                              "MINSUPPLIES 1\n```\n## After\n~~~~\n# inside\n```\n# still inside\n~~~~\n")
+    assert title == "Title"
+    assert [t for level, t in parts if level] == ["Title", "After"]
+    assert (0, "# /etc/nut/upsmon.conf") in parts and (0, "# still inside") in parts
