@@ -130,7 +130,8 @@ class Hybrid(Registry):
 
     def vacuum(self, vaults: Sequence[str] | None = None, *, wait: float = 0) -> list[VacuumReport]:
         """Reclaim disk space in the named vaults' indexes (default: all): unused cached
-        embeddings, tantivy's deleted documents, SQLite's free pages and WAL. Returns one
+        embeddings, tantivy's deleted documents, SQLite's free pages and WAL, OCR results no
+        picture of the vault uses now. Returns one
         report per vault (rows removed, bytes before and after). Takes the writer lock, waiting
         up to ``wait`` seconds for a running `hybrid index`."""
         self.refresh()

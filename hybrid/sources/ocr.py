@@ -157,6 +157,45 @@ class Cache:
         except OSError:
             pass
 
+    def prune(self, live: set[str]) -> int:
+        """Delete the entries no file of the vault hashes to any more (``live``: the ledger's
+        content hashes) and those read with another plan or engine (languages, Tesseract's
+        version, :data:`RECIPE`), and writes left half done. Returns the files removed. Unless
+        Tesseract is missing here: then an entry of a live file is kept whatever its plan, as
+        the engine's version that would tell is unknown."""
+        if self.folder is None or not self.folder.is_dir():
+            return 0
+        keep_any_plan = not engine()[0]
+        removed = 0
+        for path in self.folder.glob("??/*"):
+            name = path.name
+            digest, _, rest = name.partition("-")
+            stale = name.endswith(".tmp") or digest not in live or not name.endswith(".json") or \
+                (not keep_any_plan and not rest.endswith(f"-{self.tag}.json"))
+            if stale:
+                try:
+                    path.unlink()
+                    removed += 1
+                except OSError:
+                    pass
+        for sub in self.folder.iterdir():
+            try:
+                sub.rmdir()  # only empty ones go
+            except OSError:
+                pass
+        return removed
+
+
+def prune_cache(vault: Any, catalog: Any) -> int:
+    """:meth:`Cache.prune` of ``vault``'s OCR cache, against its ledger ``catalog`` (the plan
+    it reads with now, the content hashes it records). `hybrid vacuum` calls it."""
+    from hybrid.core.lang import LANGUAGES_META
+    plan = vault_plan(vault, catalog.get_meta(LANGUAGES_META))
+    folder = Path(vault.index_dir) / "ocr"
+    if not folder.is_dir():
+        return 0
+    return Cache(str(folder), plan.languages).prune({row.hash for row in catalog.files().values()})
+
 
 def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
     """The note of the image at ``source`` (its file's path, or its bytes): its recognised

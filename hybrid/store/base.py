@@ -216,6 +216,7 @@ class VacuumReport:
     vault: str
     embeddings_removed: int = 0     # cached vectors no live chunk used
     lexical_compacted: bool = False  # tantivy rebuilt without its deleted documents
+    ocr_removed: int = 0             # OCR cache files no picture of the vault uses now
     bytes_before: int = 0            # the index folder's size before and after
     bytes_after: int = 0
 

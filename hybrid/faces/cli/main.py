@@ -348,7 +348,8 @@ def vacuum(ctx, vaults, wait, as_json):
         print_json([r.to_dict() for r in reports])
         return
     for r in reports:
-        click.echo(f"{r.vault}: {r.embeddings_removed} unused embeddings removed, "
+        ocr = f", {r.ocr_removed} unused OCR results" if r.ocr_removed else ""
+        click.echo(f"{r.vault}: {r.embeddings_removed} unused embeddings removed{ocr}, "
                    f"{r.bytes_before / 1e6:.1f} MB -> {r.bytes_after / 1e6:.1f} MB")
 
 

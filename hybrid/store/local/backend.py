@@ -113,7 +113,9 @@ class LocalBackend:
         return facts
 
     def vacuum(self, vault: Vault, wait: float) -> VacuumReport:
-        return vacuum_index(vault.index_dir, vault.name, wait, self.indexes(vault))
+        from hybrid.sources.ocr import prune_cache
+        return vacuum_index(vault.index_dir, vault.name, wait, self.indexes(vault),
+                            prune=lambda catalog: prune_cache(vault, catalog))
 
     def purge(self, vault: Vault) -> list[str]:
         return purge_index_dir(vault.index_dir)

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hybrid.core.errors import CatalogCorrupt, IndexCorrupt
 from hybrid.core.faults import checkpoint
@@ -321,10 +321,13 @@ class VaultStore(StoreNotes):
         return deleted
 
 
-def vacuum_index(directory: Path, name: str, wait: float = 0, indexes: IndexPlace | None = None) -> VacuumReport:
+def vacuum_index(directory: Path, name: str, wait: float = 0, indexes: IndexPlace | None = None,
+                 prune: Callable[[Any], int] | None = None) -> VacuumReport:
     """Reclaim a vault index's disk space under the writer lock: delete every unused cached
     embedding, compact tantivy if it holds deleted documents, VACUUM the catalog and truncate
-    its WAL. Readers keep working throughout (they see the old pages until they are done)."""
+    its WAL, and ``prune(catalog)`` (the OCR cache's unused entries: its count is the report's
+    ``ocr_removed``). Readers keep working throughout (they see the old pages until they are
+    done)."""
     if not (directory / "catalog.sqlite").exists():
         raise IndexCorrupt(f"vault {name!r} is not indexed yet: run `hybrid index --vault {name}`")
     report = VacuumReport(name)
@@ -335,6 +338,8 @@ def vacuum_index(directory: Path, name: str, wait: float = 0, indexes: IndexPlac
         store = VaultStore(directory, indexes=indexes)
         try:
             report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            if prune is not None:
+                report.ocr_removed = prune(store.catalog)
             if not store.catalog.journal() and store.lexical.deleted_docs():
                 store.lexical.rebuild(store.catalog.iter_chunks())
                 report.lexical_compacted = True

@@ -82,6 +82,8 @@ class PgBackend:
         try:
             report = VacuumReport(vault.name)
             report.embeddings_removed = store.reclaim(store.embedder_id, force=True)
+            from hybrid.sources.ocr import prune_cache  # this machine's OCR cache of the vault
+            report.ocr_removed = prune_cache(vault, store.catalog)
             store.catalog.vacuum()
             return report
         finally:

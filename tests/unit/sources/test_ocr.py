@@ -246,6 +246,36 @@ def test_a_vault_of_pictures_indexes_searches_and_cites_them(tmp_path, open_h, m
     assert any((tmp_path / "home").rglob("ocr/*/*.json")) or any(Path(h.config.data).rglob("ocr/*/*.json"))
 
 
+def test_vacuum_drops_the_ocr_results_no_picture_uses_and_keeps_the_rest(tmp_path, open_h, monkeypatch):
+    root = tmp_path / "vault"
+    text_image(root / "receipt.png", RECEIPT)
+    text_image(root / "gone.png", ["A picture deleted since it was read"])
+    scanned_pdf(root / "letter.pdf", [["The boiler service is booked for Tuesday."]], tmp_path)
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    h.index()
+    cache = next(p for p in Path(h.config.data).rglob("ocr") if p.is_dir())
+    entries = lambda: sorted(p.name for p in cache.rglob("*") if p.is_file())  # noqa: E731
+    assert len(entries()) == 3  # two pictures and the letter's page
+    (root / "gone.png").unlink()
+    h.index()
+    kept = entries()
+    receipt = next(n for n in kept if n.endswith("-image-" + n.rsplit("-", 1)[-1]) and "gone" not in n)
+    shelf = cache / receipt[:2]
+    (shelf / receipt.replace(receipt.rsplit("-", 1)[-1], "0123456789ab.json")).write_text("{}")  # another plan's
+    (shelf / (receipt + ".77.tmp")).write_text("{")  # a write cut short
+    report = h.vacuum()[0]
+    assert report.ocr_removed == 3, entries()  # the deleted picture's, the other plan's, the half-written
+    assert len(entries()) == 2
+    # what is kept is what the vault uses: a forced re-index reads no picture again
+    calls = []
+    real = ocr_mod.convert
+    monkeypatch.setattr(ocr_mod, "convert", lambda *a, **k: calls.append(a) or real(*a, **k))
+    h.index(reembed=True)
+    assert calls == [] and h.search("galvanised hinges", mode="lexical")[0].path == "receipt.png"
+    assert h.vacuum()[0].ocr_removed == 0
+
+
 def test_ocr_off_per_vault_leaves_pictures_out_and_missing_tesseract_retries_later(tmp_path, open_h, monkeypatch):
     root = tmp_path / "vault"
     write(root, "a.md", "# A\n\nplain note\n")
