@@ -476,10 +476,10 @@ def mcp_search(h, args: dict):
 
 
 def link_graph(h, name="v"):
-    """The link graph (hybrid.retrieval.graph) of vault ``name`` as its ledger holds it, and
+    """The link graph (hybrid.store.graph) of vault ``name`` as its ledger holds it, and
     ``{path: file id}``."""
-    from hybrid.retrieval.graph import LinkGraph
     from hybrid.store import open_store
+    from hybrid.store.graph import LinkGraph
     store = open_store(h.config.vault(name))
     try:
         g = LinkGraph.build(store.catalog.notes())

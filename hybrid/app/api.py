@@ -14,7 +14,6 @@ from hybrid.app.session import Session
 from hybrid.core.config import Config, Vault, load_config, override
 from hybrid.core.errors import HybridError, PathRefused, VaultError
 from hybrid.embedders import Embedder
-from hybrid.retrieval.graph import LinkGraph
 from hybrid.retrieval.hits import Hit
 from hybrid.retrieval.request import SearchRequest, as_request
 from hybrid.retrieval.result import SearchResult
@@ -24,6 +23,7 @@ from hybrid.store import explain as explain_store_error
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.view import AgentView, Hidden
 from hybrid.store.base import VacuumReport
+from hybrid.store.graph import LinkGraph
 from hybrid.store.port import Store
 
 # What only indexing, reading a note, `status` or a remote model need is imported where it is
@@ -256,7 +256,7 @@ class Hybrid(Registry):
         return note
 
     def link_graph(self, v: Vault) -> LinkGraph:
-        """The owner's link graph of vault ``v`` (:mod:`hybrid.retrieval.graph`), built again
+        """The owner's link graph of vault ``v`` (:mod:`hybrid.store.graph`), built again
         only when its ledger changed."""
         return self.session.link_graph(v)
 

@@ -1,6 +1,6 @@
 """Who links to a note, and what it links to, for ``get`` / MCP ``get_note``.
 
-From the vault's :class:`~hybrid.retrieval.graph.LinkGraph` (links resolved as Obsidian resolves
+From the vault's :class:`~hybrid.store.graph.LinkGraph` (links resolved as Obsidian resolves
 them): the notes linking here (*backlinks*), each with the first line of it that holds the link
 (read from disk, so the line number cites the file as it is now), and the notes this one links
 to (*links*: a ``[[Name]]`` in the text resolved to the path ``get`` reads).
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hybrid.retrieval.graph import LinkGraph
+    from hybrid.store.graph import LinkGraph
 
 MAX_LISTED = 100    # notes listed per direction at most (a hub note can have thousands)
 LINE_CHARS = 200    # a backlink's line is cut to this many characters

@@ -29,9 +29,9 @@ from hybrid.sources.sections import LeaveOut, kept_text
 if TYPE_CHECKING:
     from hybrid.app.links import LinkedNote, NoteLinks
     from hybrid.core.config import Vault
-    from hybrid.retrieval.graph import LinkGraph
     from hybrid.sources.sandbox import Limits
     from hybrid.store.agent.view import AgentView, Hidden
+    from hybrid.store.graph import LinkGraph
     from hybrid.store.port import Ledger
 
 REF_RE = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")  # PATH[:START-END]

@@ -3,11 +3,11 @@
 The note is found as ``get`` finds it (:func:`hybrid.app.reader.note_path`: a path, a title,
 an alias, a wikilink, a citation) and must be indexed. The signals and their score are
 :mod:`hybrid.retrieval.related`'s; this module gathers them from one vault's store: the link
-graph of its ledger (:class:`~hybrid.retrieval.graph.GraphCache`), its chunk vectors from the
+graph of its ledger (:class:`~hybrid.store.graph.GraphCache`), its chunk vectors from the
 embedding cache (nothing is embedded), and its vector arm.
 
 For an agent everything goes through the agent view: the graph without the hidden notes
-(:meth:`~hybrid.retrieval.graph.LinkGraph.without`), the vector arm that leaves them out, rows
+(:meth:`~hybrid.store.graph.LinkGraph.without`), the vector arm that leaves them out, rows
 read through the agent catalog (redacted; a note made private on disk since it was indexed is
 left out). A note the agent may not see is refused with :func:`hybrid.app.reader.read_note`'s
 words, whether it exists or not; a note named as co-citing is shown only when it is visible.
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, cast
 from hybrid.app import reader
 from hybrid.core.errors import PathRefused
 from hybrid.retrieval.excerpt import readable
-from hybrid.retrieval.graph import LinkGraph
 from hybrid.retrieval.hits import snippet, source_fields
 from hybrid.retrieval.limits import BadSearchArgs
 from hybrid.retrieval.related import (
@@ -39,6 +38,7 @@ from hybrid.retrieval.related import (
     reasons,
     tag_weights,
 )
+from hybrid.store.graph import LinkGraph
 
 if TYPE_CHECKING:
     import numpy as np

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from hybrid.core.config import Config, Vault
 from hybrid.core.errors import IndexCorrupt, StoreUnavailable, VaultError
-from hybrid.retrieval.graph import GraphCache, LinkGraph
 from hybrid.store import open_store
 from hybrid.store.agent import view as agent_view
 from hybrid.store.agent.store import AgentStore, HiddenCache, OnDisk
 from hybrid.store.agent.view import AgentView, Hidden
+from hybrid.store.graph import GraphCache, LinkGraph
 from hybrid.store.port import Searchable, Store
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Session:
             return None
 
     def link_graph(self, v: Vault) -> LinkGraph:
-        """The owner's link graph of vault ``v`` (:mod:`hybrid.retrieval.graph`), built again
+        """The owner's link graph of vault ``v`` (:mod:`hybrid.store.graph`), built again
         only when its ledger changed."""
         return self._graphs.get(self.store(v).catalog)
 

@@ -116,7 +116,7 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     :data:`hybrid.core.dates.NOTE_DATE_FIELDS`; version 6: the lexical arm reads CJK text as
     character bigrams, :func:`hybrid.core.tokens.split_cjk`, so every lexical document, in
     tantivy or PostgreSQL, is written again; version 7: each note's links recorded for the
-    link graph, :mod:`hybrid.retrieval.graph`; version 8: every chunk records its text's hash,
+    link graph, :mod:`hybrid.store.graph`; version 8: every chunk records its text's hash,
     and identical sections share one vector, :mod:`hybrid.indexing.shared`; version 9: a note
     without a frontmatter date dated by its file name, :class:`hybrid.core.dates.NameDates`,
     whose vault's own daily-note formats (``names``) are recorded too, so changing them re-reads

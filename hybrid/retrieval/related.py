@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from hybrid.retrieval.graph import LinkGraph
+    from hybrid.store.graph import LinkGraph
     from hybrid.store.port import VectorArm
 
 MEANING_MODES = ("best", "mean")
@@ -114,7 +114,7 @@ class RelatedResult:
 def without_links(graph: LinkGraph, fid: int) -> LinkGraph:
     """``graph`` with every link to or from ``fid`` taken out (the note stays): what the link
     signals may use when ``fid``'s own links are what is measured (leave-links-out)."""
-    from hybrid.retrieval.graph import LinkGraph
+    from hybrid.store.graph import LinkGraph
     out = {f: kept for f, ids in graph.out.items() if f != fid and (kept := [i for i in ids if i != fid])}
     back = {f: kept for f, ids in graph.back.items() if f != fid and (kept := [i for i in ids if i != fid])}
     return LinkGraph(graph.notes, out, back, graph.unresolved)

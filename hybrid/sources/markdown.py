@@ -309,7 +309,7 @@ def note_links(body: list[str], meta: dict[str, Any]) -> list[str]:
     """The link targets of a note as written, once each, in order: wikilinks and embeds
     (``[[Note#Heading|shown]]`` → ``Note``), markdown links to a file of the vault
     (``[x](Other%20note.md)`` → ``Other note.md``), and wikilinks in front-block values
-    (``up: "[[Projects]]"``). Resolved to notes by :mod:`hybrid.retrieval.graph`. As in
+    (``up: "[[Projects]]"``). Resolved to notes by :mod:`hybrid.store.graph`. As in
     Obsidian, a link inside code (a fenced block, an inline code span) is an example, not a
     link."""
     from urllib.parse import unquote

@@ -266,7 +266,7 @@ class NoteMeta:
     tags: list[str]
     aliases: list[str]
     modified: float
-    links: list[str] = field(default_factory=list)  # link targets as written (hybrid.retrieval.graph)
+    links: list[str] = field(default_factory=list)  # link targets as written (hybrid.store.graph)
 
 
 # A note's tags are copied into each of its chunks' index entries (the tag filter and BM25's

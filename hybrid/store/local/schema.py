@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS files (
     created TEXT,
     modified REAL NOT NULL,      -- epoch seconds: the note's date (hybrid.core.dates.note_date), else file mtime
     indexed_at REAL NOT NULL,
-    links TEXT NOT NULL DEFAULT '[]',    -- JSON list: link targets as written (retrieval.graph)
+    links TEXT NOT NULL DEFAULT '[]',    -- JSON list: link targets as written (store.graph)
     deleted INTEGER NOT NULL DEFAULT 0   -- removed from the vault; purged after the next sync
 );
 CREATE TABLE IF NOT EXISTS chunks (

@@ -88,7 +88,7 @@ ALTER TABLE hybrid_chunks ADD COLUMN IF NOT EXISTS agent_embed_text text;
 UPDATE hybrid_files SET agent_fp = NULL WHERE id IN
     (SELECT file_id FROM hybrid_chunks WHERE agent_tsv IS NOT NULL);
 """,
-    # 2 -> 3: each note's link targets as written (issue #30: hybrid.retrieval.graph); filled as
+    # 2 -> 3: each note's link targets as written (issue #30: hybrid.store.graph); filled as
     # the notes are read again (the chunking version that came with it re-reads them all)
     2: "ALTER TABLE hybrid_files ADD COLUMN IF NOT EXISTS links text NOT NULL DEFAULT '[]';",
     # 3 -> 4: each chunk's text hash, whitespace normalised, so an identical section met again
@@ -207,7 +207,7 @@ CREATE TABLE IF NOT EXISTS hybrid_files (
     title text NOT NULL, tags text NOT NULL, aliases text NOT NULL, properties text NOT NULL,
     created text, modified double precision NOT NULL, indexed_at double precision NOT NULL,
     agent_fp text,                          -- redaction rules its agent_tsv were written with
-    links text NOT NULL DEFAULT '[]',       -- JSON list: link targets as written (retrieval.graph)
+    links text NOT NULL DEFAULT '[]',       -- JSON list: link targets as written (store.graph)
     tag_set text[] NOT NULL DEFAULT '{}',   -- its tags and their ancestors (FILE_FILTERS)
     UNIQUE (vault, path)
 );

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from hybrid.retrieval.graph import LinkGraph
 from hybrid.retrieval.related import (
     Signals,
     Weights,
@@ -20,6 +19,7 @@ from hybrid.retrieval.related import (
     without_links,
 )
 from hybrid.store.base import NoteMeta
+from hybrid.store.graph import LinkGraph
 
 
 def graph(links: dict[str, list[str]], tags: dict[str, list[str]] | None = None) -> tuple[LinkGraph, dict[str, int]]:

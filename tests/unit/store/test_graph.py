@@ -1,11 +1,11 @@
-"""The link graph (hybrid.retrieval.graph): how targets resolve, both directions, hidden notes
+"""The link graph (hybrid.store.graph): how targets resolve, both directions, hidden notes
 taken out; and the links a note records (hybrid.sources.markdown.note_links)."""
 
 from __future__ import annotations
 
-from hybrid.retrieval.graph import LinkGraph, link_key
 from hybrid.sources.markdown import parse_note
 from hybrid.store.base import NoteMeta
+from hybrid.store.graph import LinkGraph, link_key
 
 
 def note(fid, path, links=(), title=None, aliases=()):
