@@ -486,3 +486,19 @@ def link_graph(h, name="v"):
     finally:
         store.close()
     return g, {n.path: fid for fid, n in g.notes.items()}
+
+
+def text_image(path: Path, lines: list[str], size: int = 30, rotate: int = 0, fmt: str = "PNG") -> Path:
+    """``lines`` drawn black on white in DejaVu Sans at ``size`` px, turned ``rotate`` degrees
+    counter-clockwise."""
+    from PIL import Image, ImageDraw, ImageFont
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    img = Image.new("L", (60 + max(int(font.getlength(x)) for x in lines), 60 + int(size * 1.6) * len(lines)), 255)
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((30, 30 + int(size * 1.6) * i), line, font=font, fill=0)
+    if rotate:
+        img = img.rotate(rotate, expand=True, fillcolor=255)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, format=fmt)
+    return path

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, context_header, heading_text
+from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, context_header, context_words, heading_text
 
 LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
 TABLE_RE = re.compile(r"^\s*\|")
@@ -164,7 +164,8 @@ class Chunker:
         self.context_header = context_header
 
     def header(self, note: Note, path: list[str]) -> str:
-        return context_header(note.title, note.aliases, path) if self.context_header else ""
+        return context_header(note.title, note.aliases, path, context_words(note.properties)) \
+            if self.context_header else ""
 
     def chunk(self, note: Note) -> list[Chunk]:
         note = _indexable(note)

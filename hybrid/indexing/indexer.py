@@ -24,10 +24,10 @@ from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.embedders import Embedder
 from hybrid.embedders.base import part_of
-from hybrid.indexing import skipped
+from hybrid.indexing import context, skipped
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
-from hybrid.indexing.reading import ReadAhead, ReadStatus
+from hybrid.indexing.reading import ReadAhead, ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import SOURCES, walk
@@ -130,14 +130,16 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     out by ``exclude_blocks`` as one at the top level is, and a drawing's tags come from its
     whole file, :mod:`hybrid.sources.sections`, :mod:`hybrid.sources.excalidraw`; version 13:
     a PDF's headings (its outline's, else from type) are headings inside its pages, and images are
-    read by OCR, :mod:`hybrid.sources.pdf`, :mod:`hybrid.sources.ocr`. The re-read
+    read by OCR, :mod:`hybrid.sources.pdf`, :mod:`hybrid.sources.ocr`; version 14: a markdown
+    link to a picture (``![alt](scan.png)``) is recorded as a link, and a picture takes the
+    words of the notes that show it, :mod:`hybrid.indexing.context`. The re-read
     costs no embedding where the chunks are the same; a picture's text is not read again, its
     OCR is kept by content hash.) The OCR languages a vault sets (``ocr_languages``) are
     recorded too: a change of them reads its pictures again. What ``vault``'s notes leave out
     (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
     it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
-            "version": 13}
+            "version": 14}
     own = names.fingerprint if names is not None else []
     rule = LeaveOut.of(vault).meta() if vault is not None else {}
     ocr = list(vault.ocr_languages) if vault is not None else []
@@ -154,6 +156,7 @@ class _Plan:
     skips: dict[str, skipped.Skip] = field(default_factory=dict)  # the ledger's skipped files
     skips_before: str | None = None  # … as the ledger held them
     limits: Limits | None = None  # the converter's bounds and the vault's OCR (hybrid.sources.ocr)
+    entries: dict[str, walk.FileEntry] = field(default_factory=dict)  # every file listed, by path
 
 
 def _sync(store: Store, job: _Job, report: IndexReport) -> None:
@@ -260,6 +263,7 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
     ocr_key = plan.limits.ocr_key if plan.limits is not None else ""
     for entry in entries:
         plan.present.add(entry.path)
+        plan.entries[entry.path] = entry
         row = known.get(entry.path)
         skip = plan.skips.get(entry.path)
         if row and not rechunk_all and row.size == entry.size and row.mtime_ns == entry.mtime_ns:
@@ -316,6 +320,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
             embedding.step()  # one group at most: then whatever was read meanwhile
     finally:
         reader.close()
+    pending = _with_context(store, job, plan, report, chunker, pending, embedding)
     embedding.finish()
     report.chunks_shared = shared.shared
     # kept for the files still there: one skipped is not read again until it changes
@@ -323,6 +328,40 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                  plan.skips_before)
     job.clock.add("read_parse", reader.busy - job.clock.seconds.get("chunk", 0.0))
     job.clock.add("embed", embedding.busy)
+    return pending
+
+
+def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chunker: Chunker,
+                  pending: list[NoteRecord], embedding: EmbedQueue) -> list[NoteRecord]:
+    """``pending`` with the pictures whose lines from the notes that show them changed
+    (:mod:`hybrid.indexing.context`) read again with their new lines, from the OCR cache; a
+    picture not read before in this run counts as updated."""
+    removed = {p for p in plan.known if p not in plan.present}
+    with job.clock("context"):
+        redo = context.changed(store.catalog, job.vault, job.view, job.settings, job.leave_out,
+                               pending, removed)
+    if not redo:
+        return pending
+    by_path = {r.path: i for i, r in enumerate(pending)}
+    records = []
+    for path, lines in sorted(redo.items()):
+        entry = plan.entries.get(path)
+        if entry is None:
+            continue
+        result = read_document(entry, plan.known.get(path), chunker, job.settings, report, True, job.clock,
+                               plan.skips, job.names, job.leave_out, plan.limits, context=lines)
+        if result.record is None:
+            continue
+        if not store.catalog.keeps_text:
+            result.record.text = None
+        if path in by_path:
+            pending[by_path[path]] = result.record
+        else:
+            pending.append(result.record)
+            report.unchanged -= 1
+            report.updated += 1
+        records.append(result.record)
+    embedding.add(records)
     return pending
 
 
@@ -337,6 +376,8 @@ def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str
     checkpoint("after-catalog")
     cat.set_meta("embedder", job.embedder.id)
     cat.set_meta("chunking", job.chunking)
+    if job.vault.is_folder:
+        cat.set_meta(context.VIEW_META, job.view.fingerprint)
 
 
 def _finish(store: Store, job: _Job, report: IndexReport) -> None:

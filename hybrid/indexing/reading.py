@@ -9,7 +9,7 @@ import enum
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from hybrid.core.dates import NameDates
@@ -65,7 +65,7 @@ class ReadResult:
 def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
           names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
-          limits: Limits | None = None) -> ReadResult:
+          limits: Limits | None = None, context: list[list[str]] | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound, a
     canvas or drawing over its reader's bound, a RecursionError, or an exception while
@@ -78,7 +78,8 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
     ``names``: how the vault names notes by their day (a folder vault's, from its files; None:
     a source's documents, dated by their text). ``leave_out``: what the vault's markdown notes
     leave out (:mod:`hybrid.sources.sections`; their markers apply always). ``limits``: the
-    converter's bounds and the vault's OCR (default: the settings' bounds, no OCR)."""
+    converter's bounds and the vault's OCR (default: the settings' bounds, no OCR).
+    ``context``: a picture's lines from the notes that show it (:mod:`hybrid.indexing.context`)."""
     skips = {} if skips is None else skips
     limits = limits or convert_limits(settings)
     bounds = bounds_of(settings, entry.path, limits.ocr_key)
@@ -119,7 +120,7 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
         return ReadResult(ReadStatus.SKIPPED)
     try:
         record = _record(entry, data, digest, chunker, report, clock, settings,
-                         names if entry.load is None else None, leave_out, limits)
+                         names if entry.load is None else None, leave_out, limits, context)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except RecursionError as exc:
@@ -142,13 +143,16 @@ def _first_line(exc: BaseException) -> str:
 def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch, settings: Settings,
             names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
-            limits: Limits | None = None) -> NoteRecord:
+            limits: Limits | None = None, context: list[list[str]] | None = None) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
     stores. Whatever it raises is caught by ``_read`` and costs only this document. What
     ``leave_out`` leaves out is blanked before chunking, in the chunks and in the text a store
-    keeps alike."""
+    keeps alike. A picture given ``context`` keeps it (:data:`~hybrid.sources.markdown.CONTEXT`),
+    and its chunks' header names it."""
     note = sections.leave_out(to_note(entry.path, data, entry.abspath, limits or convert_limits(settings)),
                               leave_out)
+    if context:
+        note = replace(note, properties={**note.properties, notes_mod.CONTEXT: context})
     for w in note.warnings:
         report.warn(w)
     with clock("chunk"):
@@ -175,6 +179,7 @@ def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chu
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],
         embed_texts=[c.embed_text for c in chunks], links=note.links, text="\n".join(note.lines),
+        places=notes_mod.link_places(note) if note.links and kind_of(entry.path) == "note" else None,
     )
 
 

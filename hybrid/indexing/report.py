@@ -20,7 +20,7 @@ Progress = Callable[[str, int, "int | None"], None]
 PROGRESS_STAGES = ("scan", "load", "embed", "write")
 # IndexReport.stage_seconds keys, in pipeline order (read_embed_wall: the overlapped
 # read_parse + chunk + embed stages' wall time).
-STAGES = ("open", "discover", "read_parse", "chunk", "embed", "read_embed_wall", "catalog",
+STAGES = ("open", "discover", "read_parse", "chunk", "context", "embed", "read_embed_wall", "catalog",
           "tantivy", "faiss")
 
 

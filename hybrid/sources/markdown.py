@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,10 @@ _TAG_JOINERS = frozenset("\u200d\ufe0f\ufe0e")  # inside emoji sequences (ZWJ, v
 # No part of a link spans '[' or a line break, so every '[[' is scanned only up to the next
 # '[': a line of ten thousand unclosed '[[' stays linear.
 WIKILINK_RE = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
-# A markdown link to a file of the vault: ``[text](Other%20note.md#Heading)``; never a URL.
-MDLINK_RE = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:)<?([^()<>\s#]+?\.md)(?:#[^()\s]*)?>?\)")
+# A markdown link to a note or a picture of the vault: ``[text](Other%20note.md#Heading)``,
+# ``![alt](scans/receipt.png)``; never a URL.
+MDLINK_RE = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:)<?([^()<>\s#]+?"
+                       r"\.(?i:md|png|jpe?g|webp|gif|tiff?|bmp|heic|heif))(?:#[^()\s]*)?>?\)")
 H1_RE = re.compile(r"#\s+(.*)")
 CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")  # an inline code span: `[[x]]`, ``a ` b``
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -153,6 +156,9 @@ FRONT_UNREADABLE = "hybrid:front_unreadable"
 # (hybrid.store.base.MAX_NOTE_TAGS): the agent view hides it, since a private tag may be among
 # those left out. Set by the indexer, never from a note itself (parse_note drops it).
 TAGS_CUT = "hybrid:tags_cut"
+# A reserved property of a picture: where the notes that show it show it, as ``[[note path,
+# words], …]`` (hybrid.indexing.context). Set by the indexer, never from a note itself.
+CONTEXT = "hybrid:context"
 
 
 def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
@@ -333,6 +339,94 @@ def note_links(body: list[str], meta: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(t for t in found if t))
 
 
+@dataclass(frozen=True)
+class LinkPlace:
+    """Where a note links to (or embeds) a file: the ``target`` as written, the ``headings``
+    above it, and the ``words`` of its paragraph, each link there read as the text it shows
+    (an embed without any: nothing)."""
+    target: str
+    headings: tuple[str, ...]
+    words: str
+
+
+PLACE_WORDS = 300  # characters kept of a link's paragraph
+_SIZE_RE = re.compile(r"\d+(?:x\d+)?")  # `![[photo.png|300]]`, `|300x200`: a size, not words
+_MD_SHOWN_RE = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")
+
+
+def _shown(m: re.Match[str]) -> str:
+    whole = m.group(0)
+    shown = whole[whole.index("|") + 1:-2].strip() if "|" in whole else ""
+    if _SIZE_RE.fullmatch(shown):
+        shown = ""
+    if whole.startswith("!"):
+        return f" {shown} "
+    return f" {shown or m.group(1).strip()} "
+
+
+def link_places(note: Note) -> list[LinkPlace]:
+    """Each link of ``note``'s body outside code, in order, with its place
+    (:class:`LinkPlace`): the heading path as the chunker reads it, and its paragraph's words;
+    for a paragraph that is little more than the link (an embed on a line of its own), the
+    words of the paragraphs just before and after it in its section too (a caption)."""
+    paras: list[tuple[tuple[str, ...], str]] = []  # (heading path, text) of each paragraph
+    stack: list[tuple[int, str]] = []
+    para: list[str] = []
+    fence: str | None = None
+
+    def close() -> None:
+        if para:
+            text = "\n".join(para)
+            paras.append((tuple(t for _, t in stack), CODE_SPAN_RE.sub(" ", text) if "`" in text else text))
+            para.clear()
+
+    for line in note.lines[note.body_start - 1:]:
+        mark = FENCE_RE.match(line)
+        if fence is not None:
+            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) \
+                    and not line.strip()[len(mark.group(1)):].strip():
+                fence = None
+            continue
+        if mark:
+            close()
+            fence = mark.group(1)
+            continue
+        heading = HEADING_RE.match(line)
+        if heading:
+            close()
+            level = len(heading.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, heading_text(heading.group(2)) or "#" * level))
+        elif not line.strip():
+            close()
+        else:
+            para.append(line)
+    close()
+    out: list[LinkPlace] = []
+    for i, (heads, text) in enumerate(paras):
+        if "[[" not in text and "](" not in text:
+            continue
+        targets = [m.strip() for m in WIKILINK_RE.findall(text)]
+        if "](" in text:
+            from urllib.parse import unquote
+            targets += [unquote(m).strip() for m in MDLINK_RE.findall(text)]
+        if not targets:
+            continue
+        words = _words(text)
+        if len(words.split()) < 4:  # the link alone: its caption is the paragraph around it
+            before = _words(paras[i - 1][1]) if i and paras[i - 1][0] == heads else ""
+            after = _words(paras[i + 1][1]) if i + 1 < len(paras) and paras[i + 1][0] == heads else ""
+            words = " ".join(w for w in (before, words, after) if w)
+        out.extend(LinkPlace(t, heads, words[:PLACE_WORDS]) for t in dict.fromkeys(t for t in targets if t))
+    return out
+
+
+def _words(text: str) -> str:
+    """A paragraph's words, each link as the text it shows."""
+    return " ".join(_MD_SHOWN_RE.sub(lambda m: f" {m.group(1)} ", WIKILINK_RE.sub(_shown, text)).split())
+
+
 def first_h1(body: list[str]) -> tuple[int, str] | None:
     """(index in ``body``, text) of its first level-1 heading outside code fences, or None."""
     in_fence = False
@@ -377,6 +471,7 @@ def parse_note(path: str, text: str) -> Note:
         meta, unreadable = _read_frontmatter(path, fm_lines, warnings)
     meta.pop(FRONT_UNREADABLE, None)
     meta.pop(TAGS_CUT, None)
+    meta.pop(CONTEXT, None)
     lower = {str(k).lower(): v for k, v in meta.items()}
 
     body = lines[body_start - 1:]
@@ -418,14 +513,35 @@ def parse_note(path: str, text: str) -> Note:
 HEADER_PART = 200   # characters kept of each part of the contextual header (title, headings)
 
 
-def context_header(title: str, aliases: list[str], path: list[str]) -> str:
-    """The line embedded before a chunk's text: ``Title (aliases) > Heading > Subheading``."""
+def context_header(title: str, aliases: list[str], path: list[str], shown_in: Sequence[str] = ()) -> str:
+    """The line embedded before a chunk's text: ``Title (aliases) > Heading > Subheading``; a
+    picture's also says where notes show it (``shown_in``: :func:`context_words`)."""
     head = title[:HEADER_PART]
     names = ", ".join(a for a in aliases if a and a != title)
     if names:  # a note's other names: `Aliases (nickname, alternative name)`
         head += f" ({names[:HEADER_PART]})"
     parts = [p[:HEADER_PART] for i, p in enumerate(path) if not (i == 0 and p == title)]
-    return " > ".join([head, *parts]) + "\n"
+    line = " > ".join([head, *parts])
+    if shown_in:
+        line += " (shown in " + "; ".join(shown_in)[:HEADER_PART + 100] + ")"
+    return line + "\n"
+
+
+def context_words(properties: Any) -> list[str]:
+    """The words of a picture's :data:`CONTEXT` (where notes show it), from its properties;
+    none for any other note, or a value not of that shape."""
+    got = properties.get(CONTEXT) if isinstance(properties, dict) else None
+    if not isinstance(got, list):
+        return []
+    return [str(e[1]) for e in got if isinstance(e, list) and len(e) == 2 and str(e[1]).strip()]
+
+
+def context_sources(properties: Any) -> set[str]:
+    """The paths of the notes a picture's :data:`CONTEXT` comes from."""
+    got = properties.get(CONTEXT) if isinstance(properties, dict) else None
+    if not isinstance(got, list):
+        return set()
+    return {str(e[0]) for e in got if isinstance(e, list) and len(e) == 2}
 
 
 HYPHEN_BREAK_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")

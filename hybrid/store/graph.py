@@ -50,7 +50,7 @@ class LinkGraph:
     @classmethod
     def build(cls, notes: Iterable[NoteMeta]) -> LinkGraph:
         g = cls(notes={n.id: n for n in notes})
-        resolve = _Resolver(g.notes.values())
+        resolve = Resolver(g.notes.values())
         for fid, note in g.notes.items():
             outs: list[int] = []
             for target in note.links:
@@ -102,8 +102,8 @@ class LinkGraph:
         return self._resolver(relative(target, source))
 
     @cached_property
-    def _resolver(self) -> _Resolver:
-        return _Resolver(self.notes.values())
+    def _resolver(self) -> Resolver:
+        return Resolver(self.notes.values())
 
 
 def relative(target: str, source: str) -> str:
@@ -117,7 +117,7 @@ def relative(target: str, source: str) -> str:
     return "" if joined.startswith("../") or joined == ".." else joined
 
 
-class _Resolver:
+class Resolver:
     """Target text → file id, by the rules of the module docstring."""
 
     def __init__(self, notes: Iterable[NoteMeta]):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from hybrid.core.tokens import STOPWORDS, WORD_RE, has_cjk, ident_tokens, split_cjk
 from hybrid.sources import kind_of, kind_term
+from hybrid.sources.markdown import CONTEXT, context_words
 from hybrid.store.base import ChunkRow
 
 # tantivy sums one saturated BM25 per field, so a word in a short title or heading already
@@ -128,6 +129,8 @@ def doc_fields(c: ChunkRow, section: Sequence[ChunkRow] = ()) -> DocFields:
     # an H1 that repeats the note's title is the title: not counted once more as a heading
     named = c.title.strip().lower()
     heads = [h for h in c.heading.split(" > ") if h and h.strip().lower() != named]
+    if CONTEXT in c.props:  # a picture: where notes show it (hybrid.indexing.context)
+        heads += context_words(c.properties)
     return DocFields(title, " ".join([*heads, *c.tags]), body,
                      ident_tokens(" ".join([body, c.heading, title, c.path])), folders, tags)
 

@@ -273,6 +273,22 @@ class _AgentCatalog:
             return None
         return self._redactor.redact(text) if self._redactor is not None else text
 
+    def _without_hidden_context(self, rows: list[ChunkRow]) -> list[ChunkRow]:
+        """``rows`` less those of pictures holding words of a note that changed on disk since
+        it was indexed and is hidden now (:mod:`hybrid.indexing.context`): not served until the
+        next index run leaves its words out."""
+        from hybrid.sources.markdown import CONTEXT, context_sources
+        shown = [r for r in rows if CONTEXT in r.props]
+        if not shown or self._disk is None:
+            return rows
+        sources = {r.id: context_sources(r.properties) for r in shown}
+        ids = self._catalog.file_ids(set().union(*sources.values()))
+        with self._hidden.lock:
+            gone = stale_verdicts(self._catalog, set(ids.values()), self._view, self._disk, self._hidden.on_disk)
+        hidden = {p for p, fid in ids.items() if fid in gone or fid in self._hidden.files}
+        hidden |= {p for s in sources.values() for p in s if p not in ids}  # gone from the ledger: unjudged
+        return [r for r in rows if not (sources.get(r.id, set()) & hidden)]
+
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         # judged again on each row's own note: a note made private while this search ran (its
         # chunks newer than the hidden set) is caught here, before any text is looked at
@@ -285,6 +301,7 @@ class _AgentCatalog:
                 gone = stale_verdicts(self._catalog, {r.file_id for r in rows}, self._view,
                                       self._disk, self._hidden.on_disk)
             rows = [r for r in rows if r.file_id not in gone]
+            rows = self._without_hidden_context(rows)
         if self._redactor is None:
             return {r.id: r for r in rows}
         done = {r.id: got for r in rows if (got := self._cache.get(r)) is not None}

@@ -36,9 +36,10 @@ Entry = tuple[int, str, str]  # (chunk id, hash of the text embedded for it, tha
 
 def embed_text(row: ChunkRow, header: bool) -> str:
     """What the indexer embeds for ``row`` (its contextual header and its text)."""
-    from hybrid.sources.markdown import context_header
+    from hybrid.sources.markdown import CONTEXT, context_header, context_words
     path = row.heading.split(" > ") if row.heading else []
-    return (context_header(row.title, row.aliases, path) if header else "") + row.text
+    shown_in = context_words(row.properties) if CONTEXT in row.props else []
+    return (context_header(row.title, row.aliases, path, shown_in) if header else "") + row.text
 
 
 def text_hash(text: str) -> str:

@@ -330,6 +330,13 @@ def _verdicts(catalog: Ledger, view: AgentView, live: bool = False) -> dict[int,
     for fid, path, tags, props in catalog.files_mentioning(view.telling_keys(), view.private_tags, live):
         if fid not in out and (why := view.hides(path, tags, props)):
             out[fid] = (path, why)
+    if out:  # a picture holding words of a note hidden since (hybrid.indexing.context): until
+        # the next index run leaves them out, the picture is hidden with it
+        from hybrid.sources.markdown import CONTEXT, context_sources
+        gone = {path for path, _ in out.values()}
+        for fid, path, _, props in catalog.files_mentioning((CONTEXT,), (), live):
+            if fid not in out and (hit := sorted(context_sources(props) & gone)):
+                out[fid] = (path, f"shown in a hidden note: {hit[0]}")
     return out
 
 
@@ -382,6 +389,7 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
     chunks is found in the note and removed from both), and their heading, title, aliases and
     tags (``#ghp_…`` is a tag too), and the values of their note's properties judged with their
     keys (:func:`hybrid.store.agent.values.shown_properties`: a bookmark's ``url``, a date)."""
+    from hybrid.sources.markdown import CONTEXT
     from hybrid.store.agent.values import shown_properties
     by_file: dict[int, list[ChunkRow]] = {}
     for r in rows:
@@ -400,6 +408,12 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
     def properties(r: ChunkRow) -> str:
         if r.file_id not in props:
             props[r.file_id] = shown_properties(r.props, redactor) if r.props != "{}" else r.props
+            if CONTEXT in r.props:  # a picture's words from the notes that show it: hybrid's own
+                # key, so not judged as a property, but text an agent is shown like any other
+                value = json.loads(props[r.file_id])
+                value[CONTEXT] = [[e[0], field(str(e[1]))] for e in value.get(CONTEXT) or []
+                                  if isinstance(e, list) and len(e) == 2]
+                props[r.file_id] = json.dumps(value)
         return props[r.file_id]
 
     for fid, group in by_file.items():

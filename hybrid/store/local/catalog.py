@@ -365,6 +365,15 @@ class Catalog(OwnerReading, EmbeddingCache, PropertyRows):
         """(id, path) of every file: only the live ones when ``live``, else deleted ones too."""
         yield from self.db.execute("SELECT id, path FROM files" + (" WHERE deleted=0" if live else ""))
 
+    def file_ids(self, paths: Iterable[str]) -> dict[str, int]:
+        """``{path: file id}`` of the live files at ``paths`` (those there are)."""
+        wanted, out = list(paths), {}
+        for i in range(0, len(wanted), 900):
+            part = wanted[i:i + 900]
+            out.update(self.db.execute(
+                f"SELECT path, id FROM files WHERE deleted=0 AND path IN ({','.join('?' * len(part))})", part))
+        return out
+
     def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
                          live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]:
         """(id, path, tags, frontmatter) of the files whose frontmatter may hold one of ``keys``

@@ -368,6 +368,12 @@ class PgCatalog(OwnerReading, PgEmbeddingCache):
         """(id, path) of every file (this ledger keeps no deleted ones)."""
         yield from self.q("SELECT id, path FROM hybrid_files WHERE vault=%s", (self.vault_id,))
 
+    def file_ids(self, paths: Iterable[str]) -> dict[str, int]:
+        """``{path: file id}`` of the files at ``paths`` (those there are)."""
+        rows = self.q("SELECT path, id FROM hybrid_files WHERE vault=%s AND path = ANY(%s)",
+                      (self.vault_id, list(paths)))
+        return {r[0]: r[1] for r in rows}
+
     def files_mentioning(self, keys: Sequence[str], tags: Sequence[str],
                          live: bool = True) -> Iterator[tuple[int, str, list[str], dict[str, Any]]]:
         """As :meth:`hybrid.store.local.catalog.Catalog.files_mentioning` (case-insensitive

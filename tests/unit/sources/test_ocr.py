@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import write
+from helpers import text_image, write
 
 from hybrid.sources import ocr as ocr_mod
 from hybrid.sources.ocr import BOXES_PROPERTY, ENABLE, box_of, image_note, plan_for, with_plan
@@ -20,22 +20,6 @@ FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 pytestmark = [pytest.mark.slow,  # starts converter processes and Tesseract
               pytest.mark.skipif(shutil.which("tesseract") is None and not __import__("os").environ.get("CI"),
                                  reason="Tesseract is not installed (bash scripts/ocr.sh)")]
-
-
-def text_image(path: Path, lines: list[str], size: int = 30, rotate: int = 0, fmt: str = "PNG") -> Path:
-    """``lines`` drawn black on white in DejaVu Sans at ``size`` px, turned ``rotate`` degrees
-    counter-clockwise."""
-    from PIL import Image, ImageDraw, ImageFont
-    font = ImageFont.truetype(FONT, size)
-    img = Image.new("L", (60 + max(int(font.getlength(x)) for x in lines), 60 + int(size * 1.6) * len(lines)), 255)
-    draw = ImageDraw.Draw(img)
-    for i, line in enumerate(lines):
-        draw.text((30, 30 + int(size * 1.6) * i), line, font=font, fill=0)
-    if rotate:
-        img = img.rotate(rotate, expand=True, fillcolor=255)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    img.save(path, format=fmt)
-    return path
 
 
 def scanned_pdf(path: Path, pages: list[list[str]], tmp: Path) -> Path:
@@ -355,3 +339,4 @@ def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
     pdf.output(str(scan))
     note = pdf_note("handbook.pdf", str(scan), limits(tmp_path))
     assert "## Boiler Handbook" in note.lines and "### Topping up" in note.lines, note.lines
+

@@ -1,0 +1,163 @@
+"""Where notes show a picture: the words around each embed, given to the picture's chunks.
+
+A picture (kind ``image``) that a markdown note embeds or links to (``![[receipt.png]]``,
+``![the receipt](scans/receipt.png)``, ``[[receipt.png|the receipt]]``) is found by that note's
+words around it too. Each note that shows it (the first :data:`MAX_SOURCES` by path) gives,
+for each place it does, one line: its title, the heading path above the link and the words of
+the link's paragraph (:func:`hybrid.sources.markdown.link_places`), as ``Home > Shed: The
+receipt for the new hinges``. The lines are the picture's reserved property
+:data:`~hybrid.sources.markdown.CONTEXT` (``[[note path, line], …]``); its chunks embed them in
+their header (:func:`~hybrid.sources.markdown.context_header`) and index them with their
+headings (:func:`hybrid.store.lexicon.doc_fields`). The picture is still cited by its own file
+and lines, and a hit says which notes show it (``embedded_in``).
+
+**When.** In a run that changed any file, :func:`changed` works out the pictures whose lines
+would change: the pictures read in this run, and those a changed or removed note links to (all
+of them when a file came or went, since a link may then resolve elsewhere). Those are read
+again from the OCR cache (no picture is recognised twice) with their new lines. A run that
+changed nothing costs nothing here.
+
+**Privacy.** A note hidden from agents (by the view the run indexes with: ``agent_exclude``, a
+private tag, ``private: true``, an unreadable front block) gives no words, so owners and agents
+are shown the same picture. A note that becomes hidden after the run hides the pictures it gives
+words to from agents until the next run leaves its words out (:mod:`hybrid.store.agent.view`
+and, for a note changed on disk, :mod:`hybrid.store.agent.store`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hybrid.sources import kind_of
+from hybrid.sources.markdown import CONTEXT, PLACE_WORDS, LinkPlace, link_places
+from hybrid.store.base import NoteMeta
+from hybrid.store.graph import Resolver, relative
+
+if TYPE_CHECKING:
+    from hybrid.core.config import Vault
+    from hybrid.core.settings import Settings
+    from hybrid.sources.sections import LeaveOut
+    from hybrid.store.agent.view import AgentView
+    from hybrid.store.base import NoteRecord
+    from hybrid.store.ledger import Ledger
+
+log = logging.getLogger("hybrid")
+MAX_SOURCES = 5   # notes whose words a picture takes (the first by path)
+MAX_LINES = 8     # lines a picture takes in all (a note may show it in several places)
+VIEW_META = "context_view"  # catalog meta: the agent view the pictures' lines were judged under
+
+
+def line_of(title: str, place: LinkPlace) -> str:
+    """``Title > Heading > Sub: words of the paragraph`` (a heading that repeats the title
+    left out, as the contextual header leaves it out)."""
+    heads = [h for i, h in enumerate(place.headings) if not (i == 0 and h == title)]
+    text = " > ".join([title, *heads])
+    return f"{text}: {place.words}" if place.words else text
+
+
+def changed(catalog: Ledger, vault: Vault, view: AgentView, settings: Settings, leave_out: LeaveOut,
+            records: list[NoteRecord], removed: Collection[str]) -> dict[str, list[list[str]]]:
+    """``{picture path: its new lines}`` of the pictures whose lines differ from what they hold
+    after this run (``records``: the notes read in it, the pictures among them read without
+    lines; ``removed``: the paths gone). Empty when nothing changed, neither a file nor the
+    agent view the lines were judged under (:data:`VIEW_META`, which the run then records), or
+    the vault is not a folder (only a folder's notes embed pictures)."""
+    if not vault.is_folder:
+        return {}
+    new_view = catalog.get_meta(VIEW_META) != view.fingerprint  # who is hidden may have changed
+    if not (records or removed or new_view):
+        return {}
+    fresh = {r.path: r for r in records}
+    old = {n.path: n for n in catalog.notes()}
+    notes = [n for p, n in old.items() if p not in fresh and p not in removed]
+    notes += [NoteMeta(0, r.path, r.title, r.tags, r.aliases, r.modified, r.links) for r in records]
+    notes = [replace(n, id=i) for i, n in enumerate(notes)]
+    pictures = {n.id: n.path for n in notes if kind_of(n.path) == "image"}
+    held = {path: props.get(CONTEXT) for _, path, _, props in catalog.files_mentioning((CONTEXT,), ())
+            if path not in removed and kind_of(path) == "image"}
+    if not pictures:
+        return {}
+    resolve = Resolver(notes)
+    shown_by: dict[str, list[NoteMeta]] = {}
+    for n in notes:
+        if n.id in pictures or kind_of(n.path) != "note":
+            continue
+        for target in dict.fromkeys(n.links):
+            to = resolve(relative(target, n.path))
+            if to in pictures and n not in shown_by.setdefault(pictures[to], []):
+                shown_by[pictures[to]].append(n)
+    if new_view or removed or any(p not in old for p in fresh):
+        todo = set(pictures.values())
+    else:  # only the pictures read now, and those a note read now links or linked to
+        todo = {p for p in fresh if kind_of(p) == "image"}
+        for path, record in fresh.items():
+            was = old.get(path)
+            for target in [*record.links, *(was.links if was is not None else ())]:
+                to = resolve(relative(target, path))
+                if to in pictures:
+                    todo.add(pictures[to])
+    out: dict[str, list[list[str]]] = {}
+    places: dict[str, tuple[str, list[LinkPlace]] | None] = {}
+    for picture in sorted(todo):
+        lines: list[list[str]] = []
+        for n in sorted(shown_by.get(picture, ()), key=lambda n: n.path):
+            if len({src for src, _ in lines}) >= MAX_SOURCES or len(lines) >= MAX_LINES:
+                break
+            if n.path not in places:
+                places[n.path] = _places(vault, view, settings, leave_out, n.path, fresh.get(n.path))
+            got = places[n.path]
+            if got is None:  # hidden from agents, or unreadable now
+                continue
+            title, where = got
+            for place in where:
+                to = resolve(relative(place.target, n.path))
+                line = [n.path, line_of(title, place)[:PLACE_WORDS + 200]]
+                if len(lines) < MAX_LINES and to is not None and pictures.get(to) == picture \
+                        and line not in lines:
+                    lines.append(line)
+        before = fresh[picture].properties.get(CONTEXT) if picture in fresh else held.get(picture)
+        if lines != (before or []):
+            out[picture] = lines
+    return out
+
+
+def _places(vault: Vault, view: AgentView, settings: Settings, leave_out: LeaveOut, path: str,
+            record: NoteRecord | None) -> tuple[str, list[LinkPlace]] | None:
+    """(title, link places) of the note at ``path``: read in this run (``record``), else from
+    its file as it is now, with what the vault leaves out left out. None when agents may not
+    see it, or it cannot be read now (nothing of it is given to a picture)."""
+    from hybrid.indexing.skipped import size_limit
+    from hybrid.sources import sections
+    from hybrid.sources.markdown import BinaryFile, decode, parse_note
+    if record is not None:
+        tags, props, title = record.tags, record.properties, record.title
+        where = getattr(record, "places", None)
+        if where is None:
+            return None
+    else:
+        file = Path(vault.path) / path
+        try:
+            if file.stat().st_size > size_limit(settings, path)[0]:
+                return None
+            note = sections.leave_out(parse_note(path, decode(file.read_bytes(), path)[0]), leave_out)
+        except (OSError, BinaryFile, RecursionError, ValueError) as exc:
+            log.info("%s: not read for the pictures it shows (%s)", path, exc)
+            return None
+        tags, props, title, where = note.tags, note.properties, note.title, link_places(note)
+    if view.hides(path, tags, props) is not None:
+        return None
+    return title, where
+
+
+def sources_of(rows: Iterable[Any]) -> set[str]:
+    """The note paths the lines of ``rows`` (chunk rows of pictures) come from."""
+    from hybrid.sources.markdown import context_sources
+    out: set[str] = set()
+    for r in rows:
+        if CONTEXT in r.props:
+            out |= context_sources(r.properties)
+    return out
