@@ -23,8 +23,13 @@ like it, imports nothing of hybrid. Every step is bounded:
   orientation detection (``--psm 0``) is asked whether the image is turned; a turned image is
   read again upright and the better reading kept.
 
-Tesseract's hOCR output is read: each word with its box and confidence, each line with
-Tesseract's estimate of its type's size (``x_size``, for headings). Words Tesseract is unsure of
+Tesseract's hOCR output is read: each word with its box and confidence, each line with the
+size of its type (for headings) told from its x-height, which Tesseract measures on the line's
+lowercase letters (``x_size`` less ``x_ascenders`` and ``x_descenders``): its row height
+(``x_size``) is a guess where a line has no letter reaching below or above, and varied by 10 %
+between headings of one size where the x-height varied by 3 %. A line with fewer than two
+lowercase letters of x-height (``NOTE``, ``2025-03-03``) has no size (never a heading by its
+size): its x-height would be its capitals'. Words Tesseract is unsure of
 (confidence under :data:`MIN_WORD_CONF`) are dropped, and a line
 with no word it is fairly sure of (:data:`MIN_LINE_CONF`) with them: a photograph's texture
 reads as strings of symbols, never as words.
@@ -45,6 +50,8 @@ UPSCALE_BELOW = 2_000_000        # read at twice their size below this (screensh
 MIN_WORD_CONF = 30.0
 MIN_LINE_CONF = 60.0
 TRUSTED_SHARE = 0.5              # under this share of trusted words, the orientation is checked
+X_HEIGHT_EM = 0.55               # a typical x-height in ems: a line's size is its x-height over this
+_X_LETTERS = frozenset("acemnorsuvwxz")  # lowercase letters of x-height alone
 ENGINE = "tesseract"
 
 
@@ -302,8 +309,8 @@ def _fields(title: str) -> dict[str, list[str]]:
 
 def _read_hocr(hocr: str) -> tuple[list[list[list]], int, int]:
     """(paragraphs of [text, x0, y0, x1, y1, mean conf, size] lines, words trusted, words read)
-    of Tesseract's hOCR output; a line's size is Tesseract's estimate of its type's size in
-    pixels (``x_size``: unlike its box, not changed by letters that reach below the line)."""
+    of Tesseract's hOCR output; a line's size is the size of its type in pixels, told from its
+    x-height (:func:`_size`)."""
     paras: list[list[list]] = []
     para: list[list] = []
     line: list[tuple[str, int, int, int, int, float]] = []
@@ -313,9 +320,10 @@ def _read_hocr(hocr: str) -> tuple[list[list[list]], int, int]:
     def close_line() -> None:
         nonlocal line
         if line and max(c for *_, c in line) >= MIN_LINE_CONF:
-            para.append([" ".join(w for w, *_ in line), min(w[1] for w in line), min(w[2] for w in line),
+            text = " ".join(w for w, *_ in line)
+            para.append([text, min(w[1] for w in line), min(w[2] for w in line),
                          max(w[3] for w in line), max(w[4] for w in line),
-                         sum(w[5] for w in line) / len(line), size])
+                         sum(w[5] for w in line) / len(line), size if _x_letters(text) else 0.0])
         line = []
 
     def close_para() -> None:
@@ -331,10 +339,7 @@ def _read_hocr(hocr: str) -> tuple[list[list[list]], int, int]:
             close_para()
         elif kind != "ocrx_word":
             close_line()
-            try:
-                size = float((fields.get("x_size") or ["0"])[0])
-            except ValueError:
-                size = 0.0
+            size = _size(fields)
         else:
             end = _HOCR_END.search(hocr, m.end())
             word = html.unescape(_TAGS.sub("", hocr[m.end():end.start() if end else m.end()])).strip()
@@ -351,6 +356,22 @@ def _read_hocr(hocr: str) -> tuple[list[list[list]], int, int]:
                 line.append((word, x0, y0, x1, y1, conf))
     close_para()
     return paras, trusted, total
+
+
+def _size(fields: dict[str, list[str]]) -> float:
+    """A line's type size in pixels from hOCR's row measures: its x-height (``x_size`` less
+    ``x_ascenders`` and ``x_descenders``) over :data:`X_HEIGHT_EM`; 0 where they are missing."""
+    try:
+        row, up, down = (float((fields.get(k) or ["0"])[0]) for k in ("x_size", "x_ascenders", "x_descenders"))
+    except ValueError:
+        return 0.0
+    x_height = row - up - down
+    return x_height / X_HEIGHT_EM if row > 0 and x_height > 0 else 0.0
+
+
+def _x_letters(text: str) -> bool:
+    """Has two or more lowercase letters of x-height, on which its x-height was measured."""
+    return sum(c in _X_LETTERS for c in text) >= 2
 
 
 def image_op(header: dict, payload: bytes) -> dict:

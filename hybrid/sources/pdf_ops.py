@@ -73,8 +73,8 @@ def pdf_ocr_op(header: dict, payload: bytes, ocr: ModuleType) -> dict:
     """The worker's ``pdf_ocr`` operation: the text Tesseract reads off one page
     (``header["page"]``, 1-based) of the PDF at ``header["path"]`` (else ``payload``), rendered
     at 300 dpi and read by ``ocr`` (:mod:`hybrid.sources.ocr_ops`, as the worker loaded it),
-    as ``[text, size]`` lines (a blank line between paragraphs; size: the points of type
-    Tesseract estimates for the line)."""
+    as ``[text, size]`` lines (a blank line between paragraphs; size: the points of the line's
+    type, told from its x-height: :func:`hybrid.sources.ocr_ops._size`)."""
     import pypdfium2 as pdfium
     source = header["path"] if header.get("path") is not None else payload
     try:
@@ -98,7 +98,7 @@ def pdf_ocr_op(header: dict, payload: bytes, ocr: ModuleType) -> dict:
         got = ocr.recognise(img, str(header.get("languages") or "eng"), float(header.get("seconds") or 60))
     except ocr.Refused as exc:
         return {"ok": False, "kind": exc.kind, "message": exc.message}
-    # each line with the size of its type as Tesseract estimates it, in points, for the
+    # each line with the size of its type (from its x-height), in points, for the
     # parent's headings
     lines: list[list] = []
     for para in got["paras"]:
