@@ -30,7 +30,7 @@ from hybrid.indexing.embed_queue import EmbedQueue
 from hybrid.indexing.reading import ReadAhead, ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
-from hybrid.sources import SOURCES, walk
+from hybrid.sources import KIND, SOURCES, kind_of, walk
 from hybrid.sources.daily import name_dates
 from hybrid.sources.ocr import vault_plan, with_plan
 from hybrid.sources.sandbox import Limits, convert_limits
@@ -213,6 +213,28 @@ def _check_model(store: Store, job: _Job, report: IndexReport) -> None:
 
 
 LANGUAGE_SAMPLE = 300
+SAMPLE_BYTES = 8192  # read of each note sampled for its language before a first index
+
+
+def _languages_held(store: Store, vault: Vault, entries: list[walk.FileEntry]) -> str | None:
+    """The languages the vault's notes are in besides English (:data:`lang.LANGUAGES_META`), as
+    the ledger records them; before a folder vault's first index with pictures to read (when
+    no ``ocr_languages`` says which), told from the start of up to :data:`LANGUAGE_SAMPLE` of
+    its notes spread over the folder, so the pictures are read in them from the first run."""
+    held = store.catalog.get_meta(lang.LANGUAGES_META)
+    if held is not None or not vault.is_folder or not vault.ocr or vault.ocr_languages:
+        return held
+    if not any(KIND[kind_of(e.path)].ocr for e in entries):
+        return held
+    notes = [e for e in entries if kind_of(e.path) == "note"]
+    sample = []
+    for e in notes[::max(1, len(notes) // LANGUAGE_SAMPLE)][:LANGUAGE_SAMPLE]:
+        try:
+            with open(e.abspath, "rb") as fh:
+                sample.append(fh.read(SAMPLE_BYTES).decode("utf-8", "replace"))
+        except OSError:
+            continue
+    return ",".join(lang.languages_held(sample))
 
 
 def _language_sample(cat) -> list[str]:
@@ -255,7 +277,7 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
         raise VaultError(f"vault {vault.name!r}: {where} {vault.path} has no documents now, but "
                          f"the index has {len(known):,}; nothing was removed (a drive not "
                          f"mounted?). If they really are gone, run `hybrid vault remove {vault.name}`")
-    ocr = vault_plan(vault, store.catalog.get_meta(lang.LANGUAGES_META))
+    ocr = vault_plan(vault, _languages_held(store, vault, entries))
     for w in ocr.warnings:
         report.warn(w)
     plan = _Plan(known, set(), [], rechunk_all, skipped.load(store.catalog),

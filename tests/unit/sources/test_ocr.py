@@ -340,3 +340,21 @@ def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
     note = pdf_note("handbook.pdf", str(scan), limits(tmp_path))
     assert "## Boiler Handbook" in note.lines and "### Topping up" in note.lines, note.lines
 
+
+
+def test_a_first_index_reads_pictures_in_the_languages_of_the_notes(tmp_path, open_h):
+    """No ledger records the vault's languages yet: they are told from a sample of its notes
+    before the first picture is read (English data alone reads `Straße` as `StraBe`)."""
+    assert "deu" in ocr_mod.engine()[1], "German data missing: bash scripts/ocr.sh"
+    root = tmp_path / "vault"
+    for i, text in enumerate([
+            "Wir haben die Straße vor dem Haus neu gepflastert, und die Nachbarn waren sehr zufrieden damit.",
+            "Der Garten braucht im Frühling mehr Wasser, weil die Erde schnell austrocknet und die Pflanzen leiden.",
+            "Die Rechnung für die Reparatur der Heizung kam gestern, sie war höher als wir erwartet hatten."]):
+        write(root, f"notiz-{i}.md", f"# Notiz {i}\n\n{text}\n")
+    text_image(root / "schild.png", ["Die Größe der Straße ist übermäßig groß", "Bitte schließen Sie die Tür leise"])
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    assert h.index()[0].added == 4
+    hit = next(x for x in h.search("Größe Straße Tür", mode="lexical", top_k=10) if x.path == "schild.png")
+    assert "Straße" in hit.text and "schließen" in hit.text, hit.text  # as the index holds it
