@@ -208,6 +208,10 @@ def test_ocr(tmp_path):
     assert 0 <= got["cer"]["cer_mean"] < 0.2, got["cer"]  # upright, clean and noisy sans at 14 px
     many = got["unchanged_images"]
     assert many["files"] == 10 and many["first_added"] == 10 and many["reindex_unchanged_median_s"] > 0
+    shown = many["shown_in_notes"]  # a note showing the ten: each read again only when its words change
+    assert (shown["add_note_files_read"], shown["edit_away_files_read"], shown["edit_caption_files_read"]) \
+        == (11, 1, 11), shown
+    assert shown["caption_finds_its_section"] == "1/1", shown
 
 
 def test_bench_notes_keep_code_comments_out_of_their_headings(monkeypatch):
