@@ -131,6 +131,14 @@ def score(h, queries: dict[str, str], qrels: dict[str, dict[str, int]], back) ->
             hit1 += qrels[qid].get(best, 0) == max(qrels[qid].values())
         ndcg = evaluate(Qrels(qrels), Run(run), "ndcg@10")
         out[mode] = {"ndcg@10": round(float(ndcg), 4), "answer@1": round(hit1 / len(queries), 4)}
+        # the queries judged by note and those judged by section (a hit counts only under the
+        # judged heading path), apart: each query's own nDCG (ranx's per-query list misorders them)
+        for label, keep in (("by_note", False), ("by_section", True)):
+            ids = [q for q in queries if any("#" in d for d in qrels[q]) == keep]
+            if ids:
+                each = [float(evaluate(Qrels({q: qrels[q]}), Run({q: run[q]}), "ndcg@10")) for q in ids]
+                out[mode][f"ndcg@10_{label}"] = round(sum(each) / len(each), 4)
+                out[mode][f"queries_{label}"] = len(ids)
     return out
 
 
