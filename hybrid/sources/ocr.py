@@ -220,9 +220,12 @@ def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> 
         if not _reply_ok(reply):
             raise ConvertError(path, "the converter sent a malformed reply")
         got = {"paras": reply["paras"], "width": reply["width"], "height": reply["height"],
-               "rotated": reply.get("rotated", 0)}
+               "rotated": reply.get("rotated", 0), "more_pages": bool(reply.get("more_pages"))}
         cache.put(digest, got)
-    return _note(path, got)
+    note = _note(path, got)
+    if got.get("more_pages"):
+        note.warnings.append(f"{path}: a TIFF of several pages: only its first page is read")
+    return note
 
 
 def _reply_ok(got: Any) -> bool:

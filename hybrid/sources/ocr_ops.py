@@ -90,8 +90,9 @@ def installed_languages() -> list[str]:
 
 
 def open_image(source: str | bytes, max_pixels: int):
-    """The first frame of the image at ``source`` (a path or its bytes), decoded, as an 8-bit
-    grey image on white (transparency flattened). Raises :class:`Refused`."""
+    """(the first frame of the image at ``source`` (a path or its bytes), decoded, as an 8-bit
+    grey image on white (transparency flattened); whether it is a TIFF of more pages than that,
+    told by stepping to the second page only). Raises :class:`Refused`."""
     from PIL import Image, ImageFile, UnidentifiedImageError
     _heif()
     ImageFile.LOAD_TRUNCATED_IMAGES = False
@@ -108,6 +109,13 @@ def open_image(source: str | bytes, max_pixels: int):
     if w * h > max_pixels:
         raise Refused("too-large", f"{w:,} × {h:,} pixels is over the {max_pixels:,} an image may "
                                    f"have (a decompression bomb, or a scan at too high a resolution)")
+    more = False
+    if img.format == "TIFF":  # a fax or a scanner's document: its other pages are not read
+        try:
+            img.seek(1)
+            more = True
+        except (EOFError, OSError, ValueError, SyntaxError):
+            pass
     try:
         img.seek(0)
         want = _ocr_scale(w, h)
@@ -119,8 +127,8 @@ def open_image(source: str | bytes, max_pixels: int):
     if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
         rgba = img.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("L")
-    return img.convert("L")
+        return Image.alpha_composite(white, rgba).convert("L"), more
+    return img.convert("L"), more
 
 
 def _heif() -> None:
@@ -379,11 +387,11 @@ def image_op(header: dict, payload: bytes) -> dict:
     ``header["path"]``, else ``payload``), with its size in pixels."""
     source = header["path"] if header.get("path") is not None else payload
     try:
-        img = open_image(source, int(header.get("max_pixels") or DEFAULT_MAX_PIXELS))
+        img, more = open_image(source, int(header.get("max_pixels") or DEFAULT_MAX_PIXELS))
         got = recognise(img, str(header.get("languages") or "eng"), float(header.get("seconds") or 60))
     except Refused as exc:
         return {"ok": False, "kind": exc.kind, "message": exc.message}
-    return {"ok": True, "width": img.width, "height": img.height, **got}
+    return {"ok": True, "width": img.width, "height": img.height, "more_pages": more, **got}
 
 
 def render_page(page, max_pixels: int, dpi: int = 300):

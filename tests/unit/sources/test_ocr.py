@@ -138,6 +138,11 @@ def test_a_tiff_of_thousands_of_pages_costs_its_first_page(tmp_path):
     first.save(tmp_path / "fax.tiff", save_all=True, append_images=[blank] * 3000, compression="tiff_deflate")
     note = image_note("fax.tiff", str(tmp_path / "fax.tiff"), limits(tmp_path))
     assert "garden hinges" in "\n".join(note.lines).lower()  # its first page, the others never walked
+    assert note.warnings == ["fax.tiff: a TIFF of several pages: only its first page is read"]
+    again = image_note("fax.tiff", str(tmp_path / "fax.tiff"), limits(tmp_path))  # from the cache: the same
+    assert again.warnings == note.warnings and again.lines == note.lines
+    first.save(tmp_path / "one.tiff")
+    assert image_note("one.tiff", str(tmp_path / "one.tiff"), limits(tmp_path)).warnings == []
 
 
 def test_without_tesseract_an_image_says_how_to_enable_it(tmp_path, monkeypatch):
