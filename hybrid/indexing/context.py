@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from hybrid.sources.sections import LeaveOut
     from hybrid.store.agent.view import AgentView
     from hybrid.store.base import NoteRecord
-    from hybrid.store.ledger import Ledger
+    from hybrid.store.port import Ledger
 
 log = logging.getLogger("hybrid")
 MAX_SOURCES = 5   # notes whose words a picture takes (the first by path)

@@ -96,7 +96,7 @@ def test_rooms_that_must_not_meet(importer, imported):
 
 # what the layers above the store may import of it: never a backend
 STORE_FACE = ("hybrid.store", "hybrid.store.port", "hybrid.store.base", "hybrid.store.agent", "hybrid.store.props",
-              "hybrid.store.lexicon")
+              "hybrid.store.lexicon", "hybrid.store.graph")
 
 
 def test_nothing_above_the_store_names_a_backend():
