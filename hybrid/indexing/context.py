@@ -12,10 +12,12 @@ headings (:func:`hybrid.store.lexicon.doc_fields`). The picture is still cited b
 and lines, and a hit says which notes show it (``embedded_in``).
 
 **When.** In a run that changed any file, :func:`changed` works out the pictures whose lines
-would change: the pictures read in this run, and those a changed or removed note links to (all
-of them when a file came or went, since a link may then resolve elsewhere). Those are read
-again from the OCR cache (no picture is recognised twice) with their new lines. A run that
-changed nothing costs nothing here.
+may change: the pictures read in this run, those a note read in it links or linked to, and those
+whose set of notes showing them changed (a note came or went, or a file that came makes a link
+resolve to another picture: the links are resolved before and after the run, in memory). Only
+their notes are read (a note read in the run is not read again), and a picture whose lines did
+change is read again from the OCR cache (no picture is recognised twice). A run that changed
+nothing costs nothing here; a changed agent view judges every picture again.
 
 **Privacy.** A note hidden from agents (by the view the run indexes with: ``agent_exclude``, a
 private tag, ``private: true``, an unreadable front block) gives no words, so owners and agents
@@ -82,18 +84,18 @@ def changed(catalog: Ledger, vault: Vault, view: AgentView, settings: Settings, 
     if not pictures:
         return {}
     resolve = Resolver(notes)
-    shown_by: dict[str, list[NoteMeta]] = {}
-    for n in notes:
-        if n.id in pictures or kind_of(n.path) != "note":
-            continue
-        for target in dict.fromkeys(n.links):
-            to = resolve(relative(target, n.path))
-            if to in pictures and n not in shown_by.setdefault(pictures[to], []):
-                shown_by[pictures[to]].append(n)
-    if new_view or removed or any(p not in old for p in fresh):
+    shown_by = _shown_by(notes, pictures, resolve)
+    if new_view:
         todo = set(pictures.values())
-    else:  # only the pictures read now, and those a note read now links or linked to
+    else:
+        # the pictures read now; those whose notes showing them changed (a note came, went or
+        # now links elsewhere; a file that came may make a link resolve to another picture);
+        # and those a note read now links or linked to (its words around them may have changed)
+        before = list(old.values())
+        was_shown = _shown_by(before, {n.id: n.path for n in before if kind_of(n.path) == "image"}, Resolver(before))
         todo = {p for p in fresh if kind_of(p) == "image"}
+        todo |= {p for p in pictures.values()
+                 if {n.path for n in shown_by.get(p, ())} != {n.path for n in was_shown.get(p, ())}}
         for path, record in fresh.items():
             was = old.get(path)
             for target in [*record.links, *(was.links if was is not None else ())]:
@@ -119,9 +121,23 @@ def changed(catalog: Ledger, vault: Vault, view: AgentView, settings: Settings, 
                 if len(lines) < MAX_LINES and to is not None and pictures.get(to) == picture \
                         and line not in lines:
                     lines.append(line)
-        before = fresh[picture].properties.get(CONTEXT) if picture in fresh else held.get(picture)
-        if lines != (before or []):
+        stored = fresh[picture].properties.get(CONTEXT) if picture in fresh else held.get(picture)
+        if lines != (stored or []):
             out[picture] = lines
+    return out
+
+
+def _shown_by(notes: list[NoteMeta], pictures: dict[int, str], resolve: Resolver) -> dict[str, list[NoteMeta]]:
+    """{picture path: the markdown notes that link to it} among ``notes`` (``pictures``: their
+    pictures by id), each note once."""
+    out: dict[str, list[NoteMeta]] = {}
+    for n in notes:
+        if n.id in pictures or kind_of(n.path) != "note":
+            continue
+        for target in dict.fromkeys(n.links):
+            to = resolve(relative(target, n.path))
+            if to in pictures and n not in out.setdefault(pictures[to], []):
+                out[pictures[to]].append(n)
     return out
 
 

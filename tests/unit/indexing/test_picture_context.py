@@ -18,12 +18,13 @@ def test_a_picture_is_found_by_the_words_of_the_notes_that_show_it(tmp_path, ope
     root = tmp_path / "vault"
     text_image(root / "receipt.png", RECEIPT)
     text_image(root / "att/sketch.png", ["South wall 4.2 m", "Door on the east"])
+    text_image(root / "old/receipt.png", ["Old receipt 1999", "Brass hinges"])
     write(root, "home.md", "# Home\n\n## Shed\n\nThe receipt for the shed hinges, kept for the warranty:\n\n"
                            "![[receipt.png]]\n")
     write(root, "plans.md", "# Plans\n\nSketch of the greenhouse: ![greenhouse sketch](att/sketch.png)\n")
     h = open_h(embedder="hash:64")
     h.add_vault(root, "v")
-    assert h.index()[0].added == 4
+    assert h.index()[0].added == 5
 
     def paths(q):
         return [x.path for x in h.search(q, mode="lexical", top_k=10)]
@@ -39,6 +40,13 @@ def test_a_picture_is_found_by_the_words_of_the_notes_that_show_it(tmp_path, ope
     report = h.index()[0]
     assert report.updated == 2, report  # the note and the picture
     assert "receipt.png" not in paths("warranty shed") and "receipt.png" in paths("galvanised hinges")
+    # the link resolves to another picture once the nearer one is gone: that one takes the words
+    write(root, "home.md", "# Home\n\n## Shed\n\nThe receipt for the shed hinges, kept for the warranty:\n\n"
+                           "![[receipt.png]]\n")
+    h.index()
+    (root / "receipt.png").unlink()
+    h.index()
+    assert "old/receipt.png" in paths("warranty shed")
 
 
 def test_only_notes_agents_may_see_lend_a_picture_words(tmp_path, open_h, store_kind):
