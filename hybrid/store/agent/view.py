@@ -45,7 +45,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -389,7 +389,6 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
     chunks is found in the note and removed from both), and their heading, title, aliases and
     tags (``#ghp_…`` is a tag too), and the values of their note's properties judged with their
     keys (:func:`hybrid.store.agent.values.shown_properties`: a bookmark's ``url``, a date)."""
-    from hybrid.sources.markdown import CONTEXT
     from hybrid.store.agent.values import shown_properties
     by_file: dict[int, list[ChunkRow]] = {}
     for r in rows:
@@ -408,12 +407,7 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
     def properties(r: ChunkRow) -> str:
         if r.file_id not in props:
             props[r.file_id] = shown_properties(r.props, redactor) if r.props != "{}" else r.props
-            if CONTEXT in r.props:  # a picture's words from the notes that show it: hybrid's own
-                # key, so not judged as a property, but text an agent is shown like any other
-                value = json.loads(props[r.file_id])
-                value[CONTEXT] = [[e[0], field(str(e[1]))] for e in value.get(CONTEXT) or []
-                                  if isinstance(e, list) and len(e) == 2]
-                props[r.file_id] = json.dumps(value)
+            props[r.file_id] = shown_context(props[r.file_id], field)
         return props[r.file_id]
 
     for fid, group in by_file.items():
@@ -428,6 +422,26 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
             out[r.id] = replace(r, text=text, heading=field(r.heading), title=field(r.title),
                                 aliases=aliases, tags=tags, props=properties(r))
     return [out[r.id] for r in rows]
+
+
+def shown_context(props: str, redact: Callable[[str], str]) -> str:
+    """A note's properties (JSON) with a picture's words from the notes that show it
+    (:data:`hybrid.sources.markdown.CONTEXT`, hybrid's own key, so not judged as a property)
+    redacted as any text an agent is shown; the same text when there are none."""
+    from hybrid.sources.markdown import CONTEXT
+    if CONTEXT not in props:
+        return props
+    try:
+        value = json.loads(props)
+    except ValueError:  # unreadable: no words are read from it either (ChunkRow.properties)
+        return props
+    lines = value.get(CONTEXT) if isinstance(value, dict) else None
+    if not isinstance(lines, list):
+        return props
+    shown = [[e[0], redact(str(e[1]))] for e in lines if isinstance(e, list) and len(e) == 2]
+    if shown == lines:
+        return props
+    return json.dumps({**value, CONTEXT: shown}, ensure_ascii=False)
 
 
 def visible(rows: Iterable[ChunkRow], view: AgentView) -> list[ChunkRow]:

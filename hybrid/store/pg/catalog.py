@@ -253,12 +253,15 @@ class PgCatalog(OwnerReading, PgEmbeddingCache):
     def redacted_rows(self, rows: list[ChunkRow], redactor: Any) -> list[ChunkRow]:
         """``rows`` (one note's, in order) as an agent is shown them: the same object where
         redaction changed nothing."""
+        from hybrid.store.agent.view import shown_context
         texts = redactor.redact_parts([r.text for r in rows])
         out = []
         for r, text in zip(rows, texts):
             got = replace(r, text=text, heading=redactor.redact(r.heading), title=redactor.redact(r.title),
-                          aliases=[redactor.redact(a) for a in r.aliases])
-            same = (got.text, got.heading, got.title, got.aliases) == (r.text, r.heading, r.title, r.aliases)
+                          aliases=[redactor.redact(a) for a in r.aliases],
+                          props=shown_context(r.props, redactor.redact))
+            same = (got.text, got.heading, got.title, got.aliases, got.props) == \
+                (r.text, r.heading, r.title, r.aliases, r.props)
             out.append(r if same else got)
         return out
 

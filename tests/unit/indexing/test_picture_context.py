@@ -84,3 +84,17 @@ def test_only_notes_agents_may_see_lend_a_picture_words(tmp_path, open_h, store_
     assert "receipt.png" in [x.path for x in h2.search("galvanised hinges", mode="lexical", agent=True)]
     assert "receipt.png" not in [x.path for x in h2.search("warranty shed", mode="lexical", agent=True)]
     assert "shown in a hidden note" not in h2.agent_hidden("v")
+
+
+def test_a_secret_in_the_words_a_note_lends_is_redacted_for_agents(tmp_path, open_h):
+    root = tmp_path / "vault"
+    text_image(root / "router.png", ["The router admin page", "Change it yearly"])
+    write(root, "home.md", "# Home\n\nThe router card, password: falconorbit77\n\n![[router.png]]\n")
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    h.index()
+    owner = [x.path for x in h.search("falconorbit77", mode="lexical", top_k=10)]
+    assert "router.png" in owner  # the owner's picture holds the note's words as written
+    shown = h.search("router admin page", mode="hybrid", top_k=10, agent=True)
+    assert "router.png" in [x.path for x in shown] and "falconorbit77" not in repr([x.to_dict() for x in shown])
+    assert not h.search("falconorbit77", mode="lexical", top_k=10, agent=True)
