@@ -72,7 +72,9 @@ class AgentViewStale(HybridError):
 
 # Bump when what :meth:`AgentView.hides` decides changes for the same settings (it feeds the
 # fingerprint: an index built under older rules is brought in step before an agent is served).
-PRIVACY_REVISION = 4  # 4: a note with tags left out (markdown.TAGS_CUT)
+# 4: a note with tags left out (markdown.TAGS_CUT); 5: a picture holding words of a hidden note
+# (hybrid.indexing.context), and PostgreSQL's agent rows written with their tags redacted
+PRIVACY_REVISION = 5
 
 
 @dataclass(frozen=True)

@@ -258,10 +258,10 @@ class PgCatalog(OwnerReading, PgEmbeddingCache):
         out = []
         for r, text in zip(rows, texts):
             got = replace(r, text=text, heading=redactor.redact(r.heading), title=redactor.redact(r.title),
-                          aliases=[redactor.redact(a) for a in r.aliases],
+                          aliases=[redactor.redact(a) for a in r.aliases], tags=[redactor.redact(t) for t in r.tags],
                           props=shown_context(r.props, redactor.redact))
-            same = (got.text, got.heading, got.title, got.aliases, got.props) == \
-                (r.text, r.heading, r.title, r.aliases, r.props)
+            same = (got.text, got.heading, got.title, got.aliases, got.tags, got.props) == \
+                (r.text, r.heading, r.title, r.aliases, r.tags, r.props)
             out.append(r if same else got)
         return out
 

@@ -221,6 +221,9 @@ def test_a_secret_in_a_tag_is_redacted_everywhere_an_agent_looks(home):
         assert near.is_error and tag.lower() not in near.content[0].text.lower()
     assert "ghp_notes" in near.content[0].text  # suggestions still come, from the tags an agent may see
     assert tag.lower() in {t for x in h.search("quokka runner") for t in x.tags}  # the owner sees it
+    # nor does a search for it find the note (its tags are indexed for agents redacted too)
+    found = call(h, "search", {"query": tag.lower(), "mode": "lexical", "top_k": 5, "passages": True})
+    assert all(x["path"] != "ci.md" for x in answer_passages(found.structured_content))
 
 
 # --- cosine scores do not depend on a redacted secret -----------------------------------------
