@@ -62,13 +62,17 @@ def line_of(title: str, place: LinkPlace) -> str:
 
 
 def changed(catalog: Ledger, vault: Vault, view: AgentView, settings: Settings, leave_out: LeaveOut,
-            records: list[NoteRecord], removed: Collection[str]) -> dict[str, list[list[str]]]:
+            records: list[NoteRecord], removed: Collection[str],
+            listed: Iterable[str] = ()) -> dict[str, list[list[str]]]:
     """``{picture path: its new lines}`` of the pictures whose lines differ from what they hold
     after this run (``records``: the notes read in it, the pictures among them read without
     lines; ``removed``: the paths gone). Empty when nothing changed, neither a file nor the
     agent view the lines were judged under (:data:`VIEW_META`, which the run then records), or
-    the vault is not a folder (only a folder's notes embed pictures)."""
+    the vault is not a folder (only a folder's notes embed pictures). ``listed``: the paths of
+    the folder's files (a vault with no picture among them or ``records`` costs nothing here)."""
     if not vault.is_folder:
+        return {}
+    if not any(kind_of(p) == "image" for p in listed) and not any(kind_of(r.path) == "image" for r in records):
         return {}
     new_view = catalog.get_meta(VIEW_META) != view.fingerprint  # who is hidden may have changed
     if not (records or removed or new_view):

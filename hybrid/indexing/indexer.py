@@ -361,7 +361,7 @@ def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chu
     removed = {p for p in plan.known if p not in plan.present}
     with job.clock("context"):
         redo = context.changed(store.catalog, job.vault, job.view, job.settings, job.leave_out,
-                               pending, removed)
+                               pending, removed, plan.entries)
     if not redo:
         return pending
     by_path = {r.path: i for i, r in enumerate(pending)}
