@@ -4,7 +4,7 @@ A picture (kind ``image``) that a markdown note embeds or links to (``![[receipt
 ``![the receipt](scans/receipt.png)``, ``[[receipt.png|the receipt]]``) is found by that note's
 words around it too. Each note that shows it (the first :data:`MAX_SOURCES` by path) gives,
 for each place it does, one line: its title, the heading path above the link and the words of
-the link's paragraph (:func:`hybrid.sources.markdown.link_places`), as ``Home > Shed: The
+the link's paragraph (:func:`hybrid.sources.links.link_places`), as ``Home > Shed: The
 receipt for the new hinges``. The lines are the picture's reserved property
 :data:`~hybrid.sources.markdown.CONTEXT` (``[[note path, line], …]``); its chunks embed them in
 their header (:func:`~hybrid.sources.markdown.context_header`) and index them with their
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hybrid.sources import kind_of
-from hybrid.sources.markdown import CONTEXT, PLACE_WORDS, LinkPlace, link_places
+from hybrid.sources.links import PLACE_WORDS, LinkPlace, link_places
+from hybrid.sources.markdown import CONTEXT
 from hybrid.store.base import NoteMeta
 from hybrid.store.graph import Resolver, relative
 

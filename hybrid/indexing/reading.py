@@ -21,6 +21,7 @@ from hybrid.indexing.skipped import FAILED, Skip, bounds_of, size_limit
 from hybrid.sources import KIND, kind_of, sections, walk
 from hybrid.sources import markdown as notes_mod
 from hybrid.sources.convert import to_note
+from hybrid.sources.links import link_places
 from hybrid.sources.markdown import TAGS_CUT
 from hybrid.sources.sandbox import ConvertError, Limits, convert_limits
 from hybrid.sources.sections import NOTHING, LeaveOut
@@ -179,7 +180,7 @@ def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chu
         chunks=[NewChunk(c.heading, c.start_line, c.end_line, c.text, text_hash(c.embed_text))
                 for c in chunks],
         embed_texts=[c.embed_text for c in chunks], links=note.links, text="\n".join(note.lines),
-        places=notes_mod.link_places(note) if note.links and kind_of(entry.path) == "note" else None,
+        places=link_places(note) if note.links and kind_of(entry.path) == "note" else None,
     )
 
 

@@ -368,7 +368,7 @@ class NoteRecord:
     # the document's text as a reader is shown it (`get`): kept by a store whose readers may not
     # have the folder (PostgreSQL); None: not given (that store then holds no text of it)
     text: str | None = None
-    # where a markdown note links to what (hybrid.sources.markdown.link_places): for the
+    # where a markdown note links to what (hybrid.sources.links.link_places): for the
     # pictures it shows (hybrid.indexing.context); not stored
     places: list[Any] | None = None
 
