@@ -312,6 +312,7 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                        names=job.names, leave_out=job.leave_out, limits=plan.limits)
     shared = SharedTexts(store.catalog, job.embedder.id)  # identical sections: one vector
     pending: list[NoteRecord] = []
+    held: list[NoteRecord] = []  # a folder's pictures: embedded once the notes that show them are read
     keeps_text = store.catalog.keeps_text
     if plan.to_read:
         _report_progress(job, "scan", 0, len(plan.to_read))
@@ -337,12 +338,19 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
                     else:
                         report.updated += 1
             pending += records
-            shared.assign(records)
-            embedding.add(records)
+            late = [job.vault.is_folder and kind_of(r.path) == "image" for r in records]
+            held += [r for r, wait in zip(records, late) if wait]
+            now = [r for r, wait in zip(records, late) if not wait]
+            shared.assign(now)
+            embedding.add(now)
             embedding.step()  # one group at most: then whatever was read meanwhile
     finally:
         reader.close()
-    pending = _with_context(store, job, plan, report, chunker, pending, embedding)
+    pending, redone = _with_context(store, job, plan, report, chunker, pending)
+    again = {r.path for r in redone}
+    pictures = [r for r in held if r.path not in again] + redone  # each picture embedded once
+    shared.assign(pictures)
+    embedding.add(pictures)
     embedding.finish()
     report.chunks_shared = shared.shared
     # kept for the files still there: one skipped is not read again until it changes
@@ -354,16 +362,16 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
 
 
 def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chunker: Chunker,
-                  pending: list[NoteRecord], embedding: EmbedQueue) -> list[NoteRecord]:
-    """``pending`` with the pictures whose lines from the notes that show them changed
-    (:mod:`hybrid.indexing.context`) read again with their new lines, from the OCR cache; a
-    picture not read before in this run counts as updated."""
+                  pending: list[NoteRecord]) -> tuple[list[NoteRecord], list[NoteRecord]]:
+    """(``pending`` with the pictures whose lines from the notes that show them changed
+    (:mod:`hybrid.indexing.context`) read again with their new lines, from the OCR cache; those
+    records). A picture not read before in this run counts as updated."""
     removed = {p for p in plan.known if p not in plan.present}
     with job.clock("context"):
         redo = context.changed(store.catalog, job.vault, job.view, job.settings, job.leave_out,
                                pending, removed, plan.entries)
     if not redo:
-        return pending
+        return pending, []
     by_path = {r.path: i for i, r in enumerate(pending)}
     records = []
     for path, lines in sorted(redo.items()):
@@ -383,8 +391,7 @@ def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chu
             report.unchanged -= 1
             report.updated += 1
         records.append(result.record)
-    embedding.add(records)
-    return pending
+    return pending, records
 
 
 def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:

@@ -2,8 +2,8 @@
 known of them is how large (and how bold) they are set.
 
 Used for a PDF's text layer (:mod:`hybrid.sources.pdf`: font sizes from PDFium) and for text
-recognised in a picture or a scanned page (:mod:`hybrid.sources.ocr`: the height of each line's
-box). The body size is the size most characters are set in; a line set clearly larger
+recognised in a picture or a scanned page (:mod:`hybrid.sources.ocr`: each line's x-height,
+:func:`hybrid.sources.ocr_ops._size`). The body size is the size most characters are set in; a line set clearly larger
 (:data:`HEADING_RATIO`), short and made of words, is a heading, the larger the higher; the
 headings' sizes, largest first, start a new level only where one is more than
 :data:`SAME_SIZE` below the one before it, so a measured size's noise (OCR's estimate of a
