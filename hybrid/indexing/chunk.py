@@ -18,7 +18,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from hybrid.sources.markdown import FENCE_RE, HEADING_RE, Note, context_header, context_words, heading_text
+from hybrid.sources.markdown import (
+    FENCE_RE,
+    HEADING_RE,
+    Note,
+    carried_heads,
+    context_header,
+    context_words,
+    heading_text,
+)
 
 LIST_ITEM_RE = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
 TABLE_RE = re.compile(r"^\s*\|")
@@ -95,8 +103,8 @@ class _Section:
 def _sections(note: Note) -> list[_Section]:
     lines = note.lines
     sections: list[_Section] = []
-    stack: list[tuple[int, str]] = []
-    cur = _Section([], note.body_start - 1, note.body_start - 1, [])
+    stack = carried_heads(note.properties)  # a page of a series starts under the page before's
+    cur = _Section([t for _, t in stack], note.body_start - 1, note.body_start - 1, [])
     in_fence: str | None = None
     block_start: int | None = None
 

@@ -24,14 +24,15 @@ from hybrid.core.settings import Settings
 from hybrid.core.timing import Stopwatch
 from hybrid.embedders import Embedder
 from hybrid.embedders.base import part_of
-from hybrid.indexing import context, skipped
+from hybrid.indexing import context, pages, skipped
 from hybrid.indexing.chunk import Chunker
 from hybrid.indexing.embed_queue import EmbedQueue
-from hybrid.indexing.reading import ReadAhead, ReadStatus, read_document
+from hybrid.indexing.reading import Lent, ReadAhead, ReadStatus, read_document
 from hybrid.indexing.report import STAGES, IndexReport, Progress
 from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import KIND, SOURCES, kind_of, walk
 from hybrid.sources.daily import name_dates
+from hybrid.sources.markdown import CONTEXT, LENT
 from hybrid.sources.ocr import vault_plan, with_plan
 from hybrid.sources.sandbox import Limits, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
@@ -132,14 +133,16 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     a PDF's headings (its outline's, else from type) are headings inside its pages, and images are
     read by OCR, :mod:`hybrid.sources.pdf`, :mod:`hybrid.sources.ocr`; version 14: a markdown
     link to a picture (``![alt](scan.png)``) is recorded as a link, and a picture takes the
-    words of the notes that show it, :mod:`hybrid.indexing.context`. The re-read
+    words of the notes that show it, :mod:`hybrid.indexing.context`; version 15: a picture that
+    is a page of a series starts under the headings of the page before, :mod:`hybrid.indexing.pages`.
+    The re-read
     costs no embedding where the chunks are the same; a picture's text is not read again, its
     OCR is kept by content hash.) The OCR languages a vault sets (``ocr_languages``) are
     recorded too: a change of them reads its pictures again. What ``vault``'s notes leave out
     (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
     it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
-            "version": 14}
+            "version": 15}
     own = names.fingerprint if names is not None else []
     rule = LeaveOut.of(vault).meta() if vault is not None else {}
     ocr = list(vault.ocr_languages) if vault is not None else []
@@ -363,23 +366,32 @@ def _read_and_embed(store: Store, job: _Job, plan: _Plan, report: IndexReport) -
 
 def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chunker: Chunker,
                   pending: list[NoteRecord]) -> tuple[list[NoteRecord], list[NoteRecord]]:
-    """(``pending`` with the pictures whose lines from the notes that show them changed
-    (:mod:`hybrid.indexing.context`) read again with their new lines, from the OCR cache; those
-    records). A picture not read before in this run counts as updated."""
+    """(``pending`` with the pictures whose words from other files changed read again with
+    their new words, from the OCR cache; those records). The words: the lines of the notes that
+    show a picture (:mod:`hybrid.indexing.context`), and the headings a page of a series starts
+    under (:mod:`hybrid.indexing.pages`). A picture not read before in this run counts as
+    updated."""
     removed = {p for p in plan.known if p not in plan.present}
     with job.clock("context"):
-        redo = context.changed(store.catalog, job.vault, job.view, job.settings, job.leave_out,
-                               pending, removed, plan.entries)
-    if not redo:
+        lines = context.changed(store.catalog, job.vault, job.view, job.settings, job.leave_out,
+                                pending, removed, plan.entries)
+        heads = pages.changed(store.catalog, job.vault, job.view, plan.limits, pending, removed,
+                              plan.known, plan.entries)
+    if not lines and not heads:
         return pending, []
     by_path = {r.path: i for i, r in enumerate(pending)}
+    held = {path: props for _, path, _, props in store.catalog.files_mentioning(LENT, ())
+            if path in lines or path in heads}
     records = []
-    for path, lines in sorted(redo.items()):
+    for path in sorted({*lines, *heads}):
         entry = plan.entries.get(path)
         if entry is None:
             continue
+        now = pending[by_path[path]].properties if path in by_path else held.get(path, {})
+        lent = Lent(lines[path] if path in lines else list(now.get(CONTEXT) or []),
+                    heads[path] if path in heads else pages.held(now))
         result = read_document(entry, plan.known.get(path), chunker, job.settings, report, True, job.clock,
-                               plan.skips, job.names, job.leave_out, plan.limits, context=lines)
+                               plan.skips, job.names, job.leave_out, plan.limits, lent)
         if result.record is None:
             continue
         if not store.catalog.keeps_text:

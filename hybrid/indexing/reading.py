@@ -9,7 +9,7 @@ import enum
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from hybrid.core.dates import NameDates
@@ -57,6 +57,15 @@ class ReadStatus(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Lent:
+    """A picture's words from other files: the lines of the notes that show it
+    (:mod:`hybrid.indexing.context`), and the headings it starts under as a page of a series
+    (:mod:`hybrid.indexing.pages`)."""
+    context: list[list[str]] = field(default_factory=list)
+    carried: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class ReadResult:
     """What reading one changed file came to."""
     status: ReadStatus
@@ -66,7 +75,7 @@ class ReadResult:
 def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settings, report: IndexReport,
           force: bool, clock: Stopwatch, skips: dict[str, Skip] | None = None,
           names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
-          limits: Limits | None = None, context: list[list[str]] | None = None) -> ReadResult:
+          limits: Limits | None = None, lent: Lent | None = None) -> ReadResult:
     """Read, hash and chunk one changed document. Any failure of one document (unreadable,
     binary, a PDF without text, a PDF or web page over the converter's memory or time bound, a
     canvas or drawing over its reader's bound, a RecursionError, or an exception while
@@ -80,7 +89,7 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
     a source's documents, dated by their text). ``leave_out``: what the vault's markdown notes
     leave out (:mod:`hybrid.sources.sections`; their markers apply always). ``limits``: the
     converter's bounds and the vault's OCR (default: the settings' bounds, no OCR).
-    ``context``: a picture's lines from the notes that show it (:mod:`hybrid.indexing.context`)."""
+    ``lent``: a picture's words from other files (:class:`Lent`)."""
     skips = {} if skips is None else skips
     limits = limits or convert_limits(settings)
     bounds = bounds_of(settings, entry.path, limits.ocr_key)
@@ -121,7 +130,7 @@ def read_document(entry: walk.FileEntry, row, chunker: Chunker, settings: Settin
         return ReadResult(ReadStatus.SKIPPED)
     try:
         record = _record(entry, data, digest, chunker, report, clock, settings,
-                         names if entry.load is None else None, leave_out, limits, context)
+                         names if entry.load is None else None, leave_out, limits, lent)
     except (notes_mod.BinaryFile, ConvertError) as exc:  # no text, or over the converter's bounds
         return skip(str(exc), digest)
     except RecursionError as exc:
@@ -144,16 +153,17 @@ def _first_line(exc: BaseException) -> str:
 def _record(entry: walk.FileEntry, data: bytes | None, digest: str, chunker: Chunker,
             report: IndexReport, clock: Stopwatch, settings: Settings,
             names: NameDates | None = None, leave_out: LeaveOut = NOTHING,
-            limits: Limits | None = None, context: list[list[str]] | None = None) -> NoteRecord:
+            limits: Limits | None = None, lent: Lent | None = None) -> NoteRecord:
     """Turn one document (``data``, or a PDF read from its file) into the record the catalog
     stores. Whatever it raises is caught by ``_read`` and costs only this document. What
     ``leave_out`` leaves out is blanked before chunking, in the chunks and in the text a store
-    keeps alike. A picture given ``context`` keeps it (:data:`~hybrid.sources.markdown.CONTEXT`),
-    and its chunks' header names it."""
-    note = sections.leave_out(to_note(entry.path, data, entry.abspath, limits or convert_limits(settings)),
-                              leave_out)
-    if context:
-        note = replace(note, properties={**note.properties, notes_mod.CONTEXT: context})
+    keeps alike. A picture given words by other files (``lent``) keeps them in its properties,
+    and its chunks' header names them."""
+    lent = lent or Lent()
+    note = sections.leave_out(to_note(entry.path, data, entry.abspath, limits or convert_limits(settings),
+                                      carried=lent.carried), leave_out)
+    if lent.context:
+        note = replace(note, properties={**note.properties, notes_mod.CONTEXT: lent.context})
     for w in note.warnings:
         report.warn(w)
     with clock("chunk"):

@@ -21,11 +21,15 @@ n log n) in the file and bounded in what it may expand it to (a compressed drawi
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hybrid.sources import KIND, KIND_LIST, kind_of
 from hybrid.sources.excalidraw import drawing_note
 from hybrid.sources.markdown import BinaryFile, Note, decode, parse_note
 from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits, expand_limit
+
+if TYPE_CHECKING:
+    from hybrid.sources.ocr import Carried
 
 # (vault-relative path, its bytes or None, its file's absolute path, the converter's bounds)
 Reader = Callable[[str, bytes | None, str | None, Limits | None], Note]
@@ -36,10 +40,15 @@ __all__ = ["to_note", "text_note", "html_note", "main_text", "judged_fields"]
 
 
 def to_note(path: str, data: bytes | None, abspath: str | None = None,
-            limits: Limits | None = None) -> Note:
+            limits: Limits | None = None, carried: Carried = ()) -> Note:
     """The note of the document at vault-relative ``path``: from ``data``, or (a PDF, read
     page by page) from the file ``abspath``. Raises BinaryFile or ConvertError (a PDF's
-    Unreadable among them) for a document with no text to index or over ``limits``."""
+    Unreadable among them) for a document with no text to index or over ``limits``.
+    ``carried``: the headings a picture that is a page of a series starts under
+    (:func:`hybrid.sources.ocr.image_note`)."""
+    if carried and kind_of(path) == "image":
+        from hybrid.sources.ocr import image_note
+        return image_note(path, _streamed(path, data, abspath), limits, carried)
     return READERS[kind_of(path)](path, data, abspath, limits)
 
 

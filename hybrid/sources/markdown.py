@@ -159,6 +159,11 @@ TAGS_CUT = "hybrid:tags_cut"
 # A reserved property of a picture: where the notes that show it show it, as ``[[note path,
 # words], …]`` (hybrid.indexing.context). Set by the indexer, never from a note itself.
 CONTEXT = "hybrid:context"
+# A reserved property of a picture that is a page of a series (hybrid.sources.series): the
+# headings in force at the end of the page before, which its text starts under, as ``[[path of
+# the page it is on, text, type size / body size, level], …]`` top first. Set by the indexer.
+CARRIED = "hybrid:carried"
+LENT = (CONTEXT, CARRIED)  # a picture's reserved properties holding words of other files
 
 
 def split_frontmatter(lines: list[str]) -> tuple[list[str] | None, int]:
@@ -384,6 +389,7 @@ def parse_note(path: str, text: str) -> Note:
     meta.pop(FRONT_UNREADABLE, None)
     meta.pop(TAGS_CUT, None)
     meta.pop(CONTEXT, None)
+    meta.pop(CARRIED, None)
     lower = {str(k).lower(): v for k, v in meta.items()}
 
     body = lines[body_start - 1:]
@@ -449,11 +455,25 @@ def context_words(properties: Any) -> list[str]:
 
 
 def context_sources(properties: Any) -> set[str]:
-    """The paths of the notes a picture's :data:`CONTEXT` comes from."""
-    got = properties.get(CONTEXT) if isinstance(properties, dict) else None
-    if not isinstance(got, list):
+    """The paths of the files whose words a picture holds: the notes its :data:`CONTEXT` comes
+    from, and the pages before it its :data:`CARRIED` headings are on."""
+    if not isinstance(properties, dict):
         return set()
-    return {str(e[0]) for e in got if isinstance(e, list) and len(e) == 2}
+    lines, heads = properties.get(CONTEXT), properties.get(CARRIED)
+    out = {str(e[0]) for e in lines if isinstance(e, list) and len(e) == 2} if isinstance(lines, list) else set()
+    if isinstance(heads, list):
+        out |= {str(e[0]) for e in heads if isinstance(e, list) and len(e) == 4}
+    return out
+
+
+def carried_heads(properties: Any) -> list[tuple[int, str]]:
+    """``[(level, text)]`` of a page's :data:`CARRIED` headings, top first; none for any other
+    note or a value not of that shape."""
+    got = properties.get(CARRIED) if isinstance(properties, dict) else None
+    if not isinstance(got, list):
+        return []
+    return [(e[3], str(e[1])) for e in got
+            if isinstance(e, list) and len(e) == 4 and isinstance(e[3], int) and 1 <= e[3] <= 6]
 
 
 HYPHEN_BREAK_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")

@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,9 @@ TESSERACT_CODES = {
     "da": "dan", "no": "nor", "fi": "fin", "cs": "ces", "tr": "tur", "uk": "ukr", "el": "ell",
     "he": "heb", "hi": "hin", "ja": "jpn", "ko": "kor", "zh": "chi_sim",
 }
+# the headings a page of a series carries from the page before: (its page's path, text, type
+# size / body size), top first (hybrid.sources.series)
+Carried = Sequence[tuple[str, str, float]]
 MAX_OCR_LANGUAGES = 4  # each language more slows recognition; past a few it also misreads more
 
 
@@ -197,10 +201,13 @@ def prune_cache(vault: Any, catalog: Any) -> int:
     return Cache(str(folder), plan.languages).prune({row.hash for row in catalog.files().values()})
 
 
-def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:
+def image_note(path: str, source: str | bytes, limits: Limits | None = None,
+               carried: Carried = ()) -> Note:
     """The note of the image at ``source`` (its file's path, or its bytes): its recognised
     lines. Raises :class:`NoEngine` when OCR cannot run, ConvertError for an image that cannot
-    be read (damaged, too large, over the worker's bounds) or that has no text."""
+    be read (damaged, too large, over the worker's bounds) or that has no text. ``carried``:
+    the headings in force at the end of the page before, when the picture is a page of a
+    series (:mod:`hybrid.sources.series`, :func:`page_end`)."""
     limits = limits or convert_limits()
     if not limits.ocr:
         raise NoEngine(path, limits.ocr_off or ENABLE, "no-engine")
@@ -222,7 +229,7 @@ def image_note(path: str, source: str | bytes, limits: Limits | None = None) -> 
         got = {"paras": reply["paras"], "width": reply["width"], "height": reply["height"],
                "rotated": reply.get("rotated", 0), "more_pages": bool(reply.get("more_pages"))}
         cache.put(digest, got)
-    note = _note(path, got)
+    note = _note(path, got, carried)
     if got.get("more_pages"):
         note.warnings.append(f"{path}: a TIFF of several pages: only its first page is read")
     return note
@@ -243,31 +250,83 @@ def _reply_ok(got: Any) -> bool:
     return True
 
 
-def _note(path: str, got: dict) -> Note:
+def cached_reading(digest: str, limits: Limits) -> dict | None:
+    """What OCR read of the picture whose content hash is ``digest`` before (its :class:`Cache`
+    entry for ``limits``' languages), without reading it again: None when there is none."""
+    if not limits.ocr or limits.ocr_cache is None:
+        return None
+    got = Cache(limits.ocr_cache, limits.ocr).get(digest)
+    return got if _reply_ok(got) else None
+
+
+def _read_lines(got: dict) -> tuple[list[str], list[list[int] | None], list[float]]:
+    """(lines, each line's box, each line's type size) of a reading, a blank line (no box,
+    size 0) between paragraphs."""
     from hybrid.sources.markdown import converted_text as clean
-    from hybrid.sources.structure import MAX_HEADING_CHARS, type_headings
     lines: list[str] = []
     boxes: list[list[int] | None] = []
-    heights: list[float] = []
+    sizes: list[float] = []
     for para in got["paras"]:
         if lines:
             lines.append("")
             boxes.append(None)
-            heights.append(0.0)
+            sizes.append(0.0)
         for text, x0, y0, x1, y1, _conf, size in para:
             lines.append(clean(" ".join(text.split())))
             boxes.append([int(x0), int(y0), int(x1), int(y1)])
-            heights.append(float(size))
-    # headings from the size of the lines' type, as a PDF's (hybrid.sources.structure)
-    for i, level in type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, heights))]).items():
-        assert isinstance(i, int)
+            sizes.append(float(size))
+    return lines, boxes, sizes
+
+
+def _headings(lines: list[str], sizes: list[float], carried: Carried) -> tuple[dict[int, int], list[int], float]:
+    """({line: heading level}, the ``carried`` headings' levels, the body's type size): the
+    headings from the size of the lines' type, as a PDF's (:mod:`hybrid.sources.structure`),
+    their levels set among the carried ones' by size relative to the body."""
+    from hybrid.sources.structure import body_size, size_levels, type_headings
+    found = type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, sizes))])
+    body = body_size(list(zip(lines, sizes)))
+    if not carried or not body:
+        return {i: lv for i, lv in found.items() if isinstance(i, int)}, [], body
+    ratio = {i: round(sizes[i] / body, 3) for i in found if isinstance(i, int)}
+    level_of = size_levels([*ratio.values(), *(c[2] for c in carried)])
+    return {i: level_of[r] for i, r in ratio.items()}, [level_of[c[2]] for c in carried], body
+
+
+def _heading(line: str) -> str:
+    from hybrid.sources.markdown import heading_text
+    from hybrid.sources.structure import MAX_HEADING_CHARS
+    return heading_text(line.lstrip(chr(92))[:MAX_HEADING_CHARS])
+
+
+def page_end(path: str, got: dict, carried: Carried = ()) -> tuple[list[tuple[str, str, float]], float]:
+    """(the headings in force at the end of the picture ``path`` read as ``got``, top first, as
+    ``(path of the page it is on, text, type size / body size)``; its body's type size), the
+    page before's ``carried`` in force at its top: what the next page of a series carries."""
+    lines, _, sizes = _read_lines(got)
+    levels, carried_levels, body = _headings(lines, sizes, carried)
+    stack = [(lv, *c) for lv, c in zip(carried_levels, carried)]
+    for i in sorted(levels):
+        while stack and stack[-1][0] >= levels[i]:
+            stack.pop()
+        stack.append((levels[i], path, _heading(lines[i]), round(sizes[i] / body, 3) if body else 1.0))
+    return [(src, text, r) for _, src, text, r in stack], body
+
+
+def _note(path: str, got: dict, carried: Carried = ()) -> Note:
+    from hybrid.sources.markdown import CARRIED
+    from hybrid.sources.structure import MAX_HEADING_CHARS
+    lines, boxes, sizes = _read_lines(got)
+    levels, carried_levels, _ = _headings(lines, sizes, carried)
+    for i, level in levels.items():
         lines[i] = f"{'#' * min(level, 6)} {lines[i].lstrip(chr(92))[:MAX_HEADING_CHARS]}"
     if not any(line.strip() for line in lines):
         raise ConvertError(path, "no text recognised in the image", "empty")
     stem = path.rsplit("/", 1)[-1]
     title = stem.rsplit(".", 1)[0] or stem
-    return Note(path=path, title=title, lines=lines, body_start=1,
-                properties={BOXES_PROPERTY: boxes, SIZE_PROPERTY: [got["width"], got["height"]]})
+    properties: dict[str, Any] = {BOXES_PROPERTY: boxes, SIZE_PROPERTY: [got["width"], got["height"]]}
+    if carried:  # the chunker starts under these (hybrid.indexing.chunk)
+        properties[CARRIED] = [[src, text, r, lv] for lv, (src, text, r) in zip(carried_levels, carried)]
+    return Note(path=path, title=title, lines=lines, body_start=1, properties=properties)
 
 
 def box_of(properties: Any, start: int, end: int | None = None) -> list[int] | None:

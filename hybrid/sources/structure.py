@@ -15,7 +15,7 @@ deck of large type), size says nothing and none is.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 SAME_SIZE = 0.06      # a size more than 6 % below the next larger one starts a heading level
@@ -30,22 +30,14 @@ def type_headings(lines: Sequence[tuple[Hashable, str, float, bool]],
     (size 0: unknown, never a heading by size); ``ratio``: how much larger than the body a
     heading is set."""
     lines = [(k, t.strip(), sz, b) for k, t, sz, b in lines if t.strip()]
-    sizes: Counter[float] = Counter()
-    for _, t, sz, _ in lines:
-        if sz > 0:
-            sizes[round(sz * 2) / 2] += len(t)
-    if not sizes:
+    body = body_size([(t, sz) for _, t, sz, _ in lines])
+    if not body:
         return {}
-    body = sizes.most_common(1)[0][0]
     big = [(k, sz) for k, t, sz, _ in lines if sz >= body * ratio and len(t) <= MAX_HEADING_CHARS and wordy(t)]
     if len(big) > 0.5 * len(lines):  # a deck of large type: size says nothing
         big = []
-    level_of: dict[float, int] = {}  # each size's level: a new level where the next size down
-    prev = 0.0                       # is more than SAME_SIZE smaller than the one before it
-    for sz in sorted({sz for _, sz in big}, reverse=True):
-        level_of[sz] = 1 if not level_of else level_of[prev] + (sz < prev * (1 - SAME_SIZE))
-        prev = sz
-    out: dict[Hashable, int] = {k: min(level_of[sz], MAX_LEVELS) for k, sz in big}
+    level_of = size_levels(sz for _, sz in big)
+    out: dict[Hashable, int] = {k: level_of[sz] for k, sz in big}
     bold = [k for k, t, sz, b in lines
             if b and sz > 0 and abs(sz - body) < 0.75 and len(t) <= MAX_BOLD_HEADING_CHARS and wordy(t)
             and not t.endswith((".", ",", ";", ":")) and k not in out]
@@ -53,6 +45,27 @@ def type_headings(lines: Sequence[tuple[Hashable, str, float, bool]],
         level = min(max(level_of.values(), default=0) + 1, MAX_LEVELS + 1)
         out.update({k: level for k in bold})
     return out
+
+
+def body_size(lines: Sequence[tuple[str, float]]) -> float:
+    """The size most of the characters of ``lines`` ``(text, size)`` are set in (0: none known)."""
+    sizes: Counter[float] = Counter()
+    for t, sz in lines:
+        if sz > 0 and t.strip():
+            sizes[round(sz * 2) / 2] += len(t.strip())
+    return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
+def size_levels(sizes: Iterable[float]) -> dict[float, int]:
+    """{size: heading level} of headings set in ``sizes``: the largest level 1, and a new level
+    only where a size is more than :data:`SAME_SIZE` below the one before it; at most
+    :data:`MAX_LEVELS`."""
+    level_of: dict[float, int] = {}
+    prev = 0.0
+    for sz in sorted(set(sizes), reverse=True):
+        level_of[sz] = 1 if not level_of else level_of[prev] + (sz < prev * (1 - SAME_SIZE))
+        prev = sz
+    return {sz: min(level, MAX_LEVELS) for sz, level in level_of.items()}
 
 
 def wordy(text: str) -> bool:

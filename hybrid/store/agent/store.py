@@ -277,8 +277,8 @@ class _AgentCatalog:
         """``rows`` less those of pictures holding words of a note that changed on disk since
         it was indexed and is hidden now (:mod:`hybrid.indexing.context`): not served until the
         next index run leaves its words out."""
-        from hybrid.sources.markdown import CONTEXT, context_sources
-        shown = [r for r in rows if CONTEXT in r.props]
+        from hybrid.sources.markdown import LENT, context_sources
+        shown = [r for r in rows if any(k in r.props for k in LENT)]
         if not shown or self._disk is None:
             return rows
         sources = {r.id: context_sources(r.properties) for r in shown}

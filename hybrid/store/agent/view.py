@@ -334,9 +334,9 @@ def _verdicts(catalog: Ledger, view: AgentView, live: bool = False) -> dict[int,
             out[fid] = (path, why)
     if out:  # a picture holding words of a note hidden since (hybrid.indexing.context): until
         # the next index run leaves them out, the picture is hidden with it
-        from hybrid.sources.markdown import CONTEXT, context_sources
+        from hybrid.sources.markdown import LENT, context_sources
         gone = {path for path, _ in out.values()}
-        for fid, path, _, props in catalog.files_mentioning((CONTEXT,), (), live):
+        for fid, path, _, props in catalog.files_mentioning(LENT, (), live):
             if fid not in out and (hit := sorted(context_sources(props) & gone)):
                 out[fid] = (path, f"shown in a hidden note: {hit[0]}")
     return out
@@ -427,23 +427,28 @@ def redact_rows(catalog: Ledger, rows: Sequence[ChunkRow], redactor) -> list[Chu
 
 
 def shown_context(props: str, redact: Callable[[str], str]) -> str:
-    """A note's properties (JSON) with a picture's words from the notes that show it
-    (:data:`hybrid.sources.markdown.CONTEXT`, hybrid's own key, so not judged as a property)
+    """A note's properties (JSON) with a picture's words from other files (the notes that show
+    it, :data:`hybrid.sources.markdown.CONTEXT`; the headings of the pages before it,
+    :data:`~hybrid.sources.markdown.CARRIED`: hybrid's own keys, so not judged as properties)
     redacted as any text an agent is shown; the same text when there are none."""
-    from hybrid.sources.markdown import CONTEXT
-    if CONTEXT not in props:
+    from hybrid.sources.markdown import CARRIED, CONTEXT
+    if CONTEXT not in props and CARRIED not in props:
         return props
     try:
         value = json.loads(props)
     except ValueError:  # unreadable: no words are read from it either (ChunkRow.properties)
         return props
-    lines = value.get(CONTEXT) if isinstance(value, dict) else None
-    if not isinstance(lines, list):
+    if not isinstance(value, dict):
         return props
-    shown = [[e[0], redact(str(e[1]))] for e in lines if isinstance(e, list) and len(e) == 2]
-    if shown == lines:
+    shown = dict(value)
+    lines, heads = value.get(CONTEXT), value.get(CARRIED)
+    if isinstance(lines, list):
+        shown[CONTEXT] = [[e[0], redact(str(e[1]))] for e in lines if isinstance(e, list) and len(e) == 2]
+    if isinstance(heads, list):
+        shown[CARRIED] = [[e[0], redact(str(e[1])), *e[2:]] for e in heads if isinstance(e, list) and len(e) == 4]
+    if shown == value:
         return props
-    return json.dumps({**value, CONTEXT: shown}, ensure_ascii=False)
+    return json.dumps(shown, ensure_ascii=False)
 
 
 def visible(rows: Iterable[ChunkRow], view: AgentView) -> list[ChunkRow]:

@@ -202,7 +202,7 @@ def test_defaults_change_nothing(tmp_path):
         note = to_note(p.relative_to(sample).as_posix(), p.read_bytes())
         assert leave_out(note, NOTHING) is note
     v = Vault("v", tmp_path, ["**/*.md"], [], "hash:64", tmp_path / "i")
-    before = json.dumps({"tokens": 128, "overlap": 32, "header": True, "version": 14})
+    before = json.dumps({"tokens": 128, "overlap": 32, "header": True, "version": 15})
     assert chunking_meta(Settings()) == chunking_meta(Settings(), vault=v) == before
     v.exclude_sections = ["Journal  Prompts", "journal prompts"]
     assert json.loads(chunking_meta(Settings(), vault=v))["leave_out_sections"] == ["journal prompts"]
