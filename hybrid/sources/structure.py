@@ -69,5 +69,6 @@ def size_levels(sizes: Iterable[float]) -> dict[float, int]:
 
 
 def wordy(text: str) -> bool:
-    """Has at least two letters (a page number or a rule is no heading)."""
-    return sum(c.isalpha() for c in text) >= 2
+    """Has at least two letters (a page number or a rule is no heading), and is not a table's
+    row (two or more cell bars: ``| Permit | $120 |``)."""
+    return sum(c.isalpha() for c in text) >= 2 and text.count("|") < 2
