@@ -91,7 +91,7 @@ def draw(lines: list[tuple[int, str]], face: str = FONT, size: int = 20, width: 
                 cur = f"{cur} {w}".strip()
         rows.append((font, cur))
     step = int(size * 1.7)
-    img = Image.new("L", (width, 80 + step * len(rows) + size), 255)
+    img = Image.new("L", (width, 80 + sum(step if f is fonts[0] else int(step * 1.5) for f, _ in rows)), 255)
     d = ImageDraw.Draw(img)
     y = 40
     for font, text in rows:
