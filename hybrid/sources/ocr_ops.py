@@ -378,11 +378,8 @@ def _size(fields: dict[str, list[str]]) -> float:
 
 
 def _x_letters(text: str) -> bool:
-    """Is its x-height measured on lowercase letters: two or more of x-height alone, and at
-    least half its letters lowercase? (Tesseract fits a line's x-height to the tops of its
-    letters: on a line mostly of capitals, ``payload JSONB NOT NULL``, it measures the capitals.)"""
-    letters = [c for c in text if c.isalpha()]
-    return sum(c in _X_LETTERS for c in letters) >= 2 and 2 * sum(c.islower() for c in letters) >= len(letters)
+    """Has two or more lowercase letters of x-height, on which its x-height was measured."""
+    return sum(c in _X_LETTERS for c in text) >= 2
 
 
 def image_op(header: dict, payload: bytes) -> dict:
