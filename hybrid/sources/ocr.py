@@ -41,7 +41,7 @@ from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 BOXES_PROPERTY = "hybrid:boxes"  # reserved: never a frontmatter key of the owner's
 SIZE_PROPERTY = "hybrid:image"   # [width, height] in pixels
-RECIPE = 4  # bumped when what the worker does to an image changes: older results are not reused
+RECIPE = 6  # bumped when what the worker does to an image changes: older results are not reused
 ENABLE = ("install Tesseract to read text in images and scans: `bash scripts/ocr.sh` (Debian/"
           "Ubuntu: `sudo apt install tesseract-ocr`; macOS: `brew install tesseract`), then run "
           "`hybrid index` again")
@@ -244,7 +244,7 @@ def _reply_ok(got: Any) -> bool:
         if not isinstance(para, list):
             return False
         for line in para:
-            if not (isinstance(line, list) and len(line) == 7 and isinstance(line[0], str)
+            if not (isinstance(line, list) and len(line) == 8 and isinstance(line[0], str)
                     and all(isinstance(v, (int, float)) for v in line[1:])):
                 return False
     return True
@@ -259,37 +259,39 @@ def cached_reading(digest: str, limits: Limits) -> dict | None:
     return got if _reply_ok(got) else None
 
 
-def _read_lines(got: dict) -> tuple[list[str], list[list[int] | None], list[float]]:
-    """(lines, each line's box, each line's type size) of a reading, a blank line (no box,
-    size 0) between paragraphs."""
+def _read_lines(got: dict) -> tuple[list[str], list[list[int] | None], list[float], list[bool]]:
+    """(lines, each line's box, each line's type size, whether it is bold) of a reading, a blank
+    line (no box, size 0) between paragraphs."""
     from hybrid.sources.markdown import converted_text as clean
     lines: list[str] = []
     boxes: list[list[int] | None] = []
     sizes: list[float] = []
+    bold: list[bool] = []
     for para in got["paras"]:
         if lines:
             lines.append("")
             boxes.append(None)
             sizes.append(0.0)
-        for text, x0, y0, x1, y1, _conf, size in para:
+            bold.append(False)
+        for text, x0, y0, x1, y1, _conf, size, heavy in para:
             lines.append(clean(" ".join(text.split())))
             boxes.append([int(x0), int(y0), int(x1), int(y1)])
             sizes.append(float(size))
-    return lines, boxes, sizes
+            bold.append(bool(heavy))
+    return lines, boxes, sizes, bold
 
 
-def _headings(lines: list[str], sizes: list[float], carried: Carried) -> tuple[dict[int, int], list[int], float]:
+def _headings(lines: list[str], sizes: list[float], bold: list[bool],
+              carried: Carried) -> tuple[dict[int, int], list[int], float]:
     """({line: heading level}, the ``carried`` headings' levels, the body's type size): the
-    headings from the size of the lines' type, as a PDF's (:mod:`hybrid.sources.structure`),
-    their levels set among the carried ones' by size relative to the body."""
-    from hybrid.sources.structure import body_size, size_levels, type_headings
-    found = type_headings([(i, t, h, False) for i, (t, h) in enumerate(zip(lines, sizes))])
+    headings from the size and weight of the lines' type, as a PDF's
+    (:mod:`hybrid.sources.structure`), their levels set among the carried ones' by size
+    relative to the body."""
+    from hybrid.sources.structure import body_size, headings_among
     body = body_size(list(zip(lines, sizes)))
-    if not carried or not body:
-        return {i: lv for i, lv in found.items() if isinstance(i, int)}, [], body
-    ratio = {i: round(sizes[i] / body, 3) for i in found if isinstance(i, int)}
-    level_of = size_levels([*ratio.values(), *(c[2] for c in carried)])
-    return {i: level_of[r] for i, r in ratio.items()}, [level_of[c[2]] for c in carried], body
+    found, levels = headings_among([(i, t, h, b) for i, (t, h, b) in enumerate(zip(lines, sizes, bold))],
+                                   [c[2] * body for c in carried] if body else [c[2] for c in carried])
+    return {i: lv for i, lv in found.items() if isinstance(i, int)}, levels, body
 
 
 def _heading(line: str) -> str:
@@ -302,8 +304,8 @@ def page_end(path: str, got: dict, carried: Carried = ()) -> tuple[list[tuple[st
     """(the headings in force at the end of the picture ``path`` read as ``got``, top first, as
     ``(path of the page it is on, text, type size / body size)``; its body's type size), the
     page before's ``carried`` in force at its top: what the next page of a series carries."""
-    lines, _, sizes = _read_lines(got)
-    levels, carried_levels, body = _headings(lines, sizes, carried)
+    lines, _, sizes, bold = _read_lines(got)
+    levels, carried_levels, body = _headings(lines, sizes, bold, carried)
     stack = [(lv, *c) for lv, c in zip(carried_levels, carried)]
     for i in sorted(levels):
         while stack and stack[-1][0] >= levels[i]:
@@ -315,8 +317,8 @@ def page_end(path: str, got: dict, carried: Carried = ()) -> tuple[list[tuple[st
 def _note(path: str, got: dict, carried: Carried = ()) -> Note:
     from hybrid.sources.markdown import CARRIED
     from hybrid.sources.structure import MAX_HEADING_CHARS
-    lines, boxes, sizes = _read_lines(got)
-    levels, carried_levels, _ = _headings(lines, sizes, carried)
+    lines, boxes, sizes, bold = _read_lines(got)
+    levels, carried_levels, _ = _headings(lines, sizes, bold, carried)
     for i, level in levels.items():
         lines[i] = f"{'#' * min(level, 6)} {lines[i].lstrip(chr(92))[:MAX_HEADING_CHARS]}"
     if not any(line.strip() for line in lines):

@@ -12,8 +12,8 @@ so its chunks carry the heading path a note's would (``Page 3 > Methods > Sampli
 PDF's outline (bookmarks) where it has one, else from type (:mod:`hybrid.sources.structure`: a
 line set clearly larger than the body text is a heading, the larger the higher; a whole line in
 bold at body size, short, is one below those); a scanned page's from the size Tesseract gives
-its lines. A section that runs on over a page break has its headings again at the top of the
-next page.
+its lines and the width of their strokes (bold: :func:`hybrid.sources.ocr_ops.bold_lines`). A
+section that runs on over a page break has its headings again at the top of the next page.
 
 **Scans** (:func:`recognised_pages`). A page without a text layer is rendered at 300 dpi and
 read by Tesseract, one page per request to the worker (each bounded by ``convert_timeout`` on
@@ -135,7 +135,8 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
                      limits: Limits) -> tuple[dict[int, list[tuple[str, float, bool]]], list[str]]:
     """({page: lines as ``(text, size, bold)``} read by OCR for the pages of ``got`` without
     text, warnings). Nothing without OCR (``limits.ocr``); each page's result kept by the PDF's
-    hash. A line's size is the one its box suggests (headings are found from it as from type)."""
+    hash. A line's size is the one its x-height suggests, and it is bold where its strokes are
+    thick for it (headings are found from them as from type)."""
     empty = [n for n, page in enumerate(got.styled, 1) if not any(t.strip() for t, _, _ in page)]
     if not empty or not limits.ocr:
         return {}, []
@@ -150,7 +151,7 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
     for n in empty[:MAX_OCR_PAGES]:
         hit = cache.get(digest, f"p{n}")
         if _ocr_lines_ok(hit):
-            out[n] = [(str(t), float(sz), False) for t, sz in hit]
+            out[n] = [(str(t), float(sz), bool(b)) for t, sz, b in hit]
             continue
         try:
             reply = convert("pdf_ocr", path, limits, payload, page=n, languages=limits.ocr,
@@ -169,7 +170,7 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
             failed.append((n, "the converter sent a malformed reply"))
             continue
         cache.put(digest, lines, f"p{n}")
-        out[n] = [(str(t), float(sz), False) for t, sz in lines]
+        out[n] = [(str(t), float(sz), bool(b)) for t, sz, b in lines]
     if failed:
         n, why = failed[0]
         warnings.append(f"{path}: {len(failed)} scanned page(s) could not be read by OCR (page {n}: {why})")
@@ -181,8 +182,8 @@ def recognised_pages(path: str, source: str | bytes, got: PdfText,
 
 def _ocr_lines_ok(lines: object) -> bool:
     return isinstance(lines, list) and all(
-        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], (int, float))
-        for x in lines)
+        isinstance(x, list) and len(x) == 3 and isinstance(x[0], str) and isinstance(x[1], (int, float))
+        and isinstance(x[2], (int, bool)) for x in lines)
 
 
 def pdf_note(path: str, source: str | bytes, limits: Limits | None = None) -> Note:

@@ -73,8 +73,9 @@ def pdf_ocr_op(header: dict, payload: bytes, ocr: ModuleType) -> dict:
     """The worker's ``pdf_ocr`` operation: the text Tesseract reads off one page
     (``header["page"]``, 1-based) of the PDF at ``header["path"]`` (else ``payload``), rendered
     at 300 dpi and read by ``ocr`` (:mod:`hybrid.sources.ocr_ops`, as the worker loaded it),
-    as ``[text, size]`` lines (a blank line between paragraphs; size: the points of the line's
-    type, told from its x-height: :func:`hybrid.sources.ocr_ops._size`)."""
+    as ``[text, size, bold]`` lines (a blank line between paragraphs; size: the points of the
+    line's type, told from its x-height: :func:`hybrid.sources.ocr_ops._size`; bold: 1 for a
+    line set in bold, :func:`hybrid.sources.ocr_ops.bold_lines`)."""
     import pypdfium2 as pdfium
     source = header["path"] if header.get("path") is not None else payload
     try:
@@ -103,8 +104,8 @@ def pdf_ocr_op(header: dict, payload: bytes, ocr: ModuleType) -> dict:
     lines: list[list] = []
     for para in got["paras"]:
         if lines:
-            lines.append(["", 0.0])
-        lines += [[text, round(size / per_point, 1)] for text, *_, size in para]
+            lines.append(["", 0.0, 0])
+        lines += [[text, round(size / per_point, 1), bold] for text, *_, size, bold in para]
     return {"ok": True, "lines": lines, "rotated": got["rotated"]}
 
 

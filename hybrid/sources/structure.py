@@ -7,9 +7,11 @@ recognised in a picture or a scanned page (:mod:`hybrid.sources.ocr`: each line'
 (:data:`HEADING_RATIO`), short and made of words, is a heading, the larger the higher; the
 headings' sizes, largest first, start a new level only where one is more than
 :data:`SAME_SIZE` below the one before it, so a measured size's noise (OCR's estimate of a
-line's type) does not make levels of its own. A whole line in bold at body size, short and not
-ending like a sentence, is a heading one below those. When most lines would be headings (a slide
-deck of large type), size says nothing and none is.
+line's type) does not make levels of its own. A whole line in bold set a little larger than the
+body is a heading by its size too (OCR's measure of a size is noisy: a 12 pt heading over 10 pt
+text measured 11.2); one in bold at body size (within :data:`BOLD_SAME`), short and not ending
+like a sentence, is a heading one below those. When most lines would be headings (a slide deck
+of large type), size says nothing and none is.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 SAME_SIZE = 0.06      # a size more than 6 % below the next larger one starts a heading level
 MAX_HEADING_CHARS = 200
 MAX_BOLD_HEADING_CHARS = 120
+BOLD_SAME = 0.075    # a bold line within 7.5 % of the body's size is set at body size (0.75 pt of 10)
 MAX_LEVELS = 4  # heading sizes told apart (larger ones: level 1 …); bold body lines are one below
 
 
@@ -29,22 +32,32 @@ def type_headings(lines: Sequence[tuple[Hashable, str, float, bool]],
     """{key: level (1 the highest)} of the lines ``(key, text, size, bold)`` that are headings
     (size 0: unknown, never a heading by size); ``ratio``: how much larger than the body a
     heading is set."""
+    return headings_among(lines, (), ratio)[0]
+
+
+def headings_among(lines: Sequence[tuple[Hashable, str, float, bool]], carried: Sequence[float],
+                   ratio: float = HEADING_RATIO) -> tuple[dict[Hashable, int], list[int]]:
+    """:func:`type_headings` of ``lines`` under headings in force from before them (a page of
+    a series of pictures: :mod:`hybrid.sources.series`) set in ``carried`` sizes (the lines'
+    unit): (the lines' headings' levels, the carried ones' levels), all set by size together."""
     lines = [(k, t.strip(), sz, b) for k, t, sz, b in lines if t.strip()]
     body = body_size([(t, sz) for _, t, sz, _ in lines])
     if not body:
-        return {}
-    big = [(k, sz) for k, t, sz, _ in lines if sz >= body * ratio and len(t) <= MAX_HEADING_CHARS and wordy(t)]
+        return {}, list(map(size_levels(carried).__getitem__, carried))
+    near = BOLD_SAME * body  # a bold line within this of the body's size is set at body size
+    big = [(k, sz) for k, t, sz, b in lines
+           if (sz >= body * ratio or (b and sz > body + near)) and len(t) <= MAX_HEADING_CHARS and wordy(t)]
     if len(big) > 0.5 * len(lines):  # a deck of large type: size says nothing
         big = []
-    level_of = size_levels(sz for _, sz in big)
+    level_of = size_levels([*(sz for _, sz in big), *(sz for sz in carried if sz > body + near)])
+    below = min(max(level_of.values(), default=0) + 1, MAX_LEVELS + 1)  # bold at body size
     out: dict[Hashable, int] = {k: level_of[sz] for k, sz in big}
     bold = [k for k, t, sz, b in lines
-            if b and sz > 0 and abs(sz - body) < 0.75 and len(t) <= MAX_BOLD_HEADING_CHARS and wordy(t)
+            if b and sz > 0 and abs(sz - body) <= near and len(t) <= MAX_BOLD_HEADING_CHARS and wordy(t)
             and not t.endswith((".", ",", ";", ":")) and k not in out]
     if bold and len(bold) <= 0.3 * len(lines):
-        level = min(max(level_of.values(), default=0) + 1, MAX_LEVELS + 1)
-        out.update({k: level for k in bold})
-    return out
+        out.update({k: below for k in bold})
+    return out, [level_of.get(sz, below) for sz in carried]
 
 
 def body_size(lines: Sequence[tuple[str, float]]) -> float:

@@ -32,10 +32,10 @@ def test_which_names_are_pages_of_a_series(name, series):
     assert page_of(name) == series
 
 
-def reading(*lines: tuple[float, str]) -> dict:
-    """A reading as OCR gives it: one paragraph of (type size, text) lines."""
-    return {"paras": [[[t, 10, 40 * i, 900, 40 * i + 30, 90, sz] for i, (sz, t) in enumerate(lines)]],
-            "width": 1000, "height": 40 * len(lines)}
+def reading(*lines: tuple) -> dict:
+    """A reading as OCR gives it: one paragraph of (type size, text[, bold]) lines."""
+    return {"paras": [[[x[1], 10, 40 * i, 900, 40 * i + 30, 90, x[0], int(x[2:] == (True,))]
+                       for i, x in enumerate(lines)]], "width": 1000, "height": 40 * len(lines)}
 
 
 BODY = [(20, f"body line {i} about the boiler and its yearly service by the engineer") for i in range(8)]
@@ -60,6 +60,19 @@ def test_a_page_starts_under_the_headings_the_page_before_ends_under():
     assert got[0][0] == ["Boiler handbook", "Servicing", "Gas valve"]
     assert got[-1][0] == ["Boiler handbook", "Topping up"]
     assert page_end("h-2.png", two, end)[0] == [("h-1.png", "Boiler handbook", 1.7), ("h-2.png", "Topping up", 1.35)]
+    # a bold line at body size is a heading one below the sized ones, carried as such: the
+    # next page's bold heading takes its place, its sized one closes both
+    three = reading(*BODY[:2], (20, "Pressure relief", True), *BODY[2:4], (20.4, "Expansion vessel", True), *BODY[4:])
+    end3, _ = page_end("h-3.png", three, page_end("h-2.png", two, end)[0])
+    assert end3 == [("h-1.png", "Boiler handbook", 1.7), ("h-2.png", "Topping up", 1.35),
+                    ("h-3.png", "Expansion vessel", 1.02)]
+    four = reading(*BODY[:2], (20, "Draining", True), *BODY[2:4], (27.5, "Warranty"), *BODY[4:])
+    note4 = _note("h-4.png", four, end3)
+    assert [e[3] for e in note4.properties[CARRIED]] == [1, 2, 3]
+    assert [x for x in note4.lines if x.startswith("#")] == ["### Draining", "## Warranty"]
+    assert [p for p, _ in chunks(note4)] == [["Boiler handbook", "Topping up", "Expansion vessel"],
+                                             ["Boiler handbook", "Topping up", "Draining"],
+                                             ["Boiler handbook", "Warranty"]]
     # alone, the page is what it always was: its one heading is a level-1 heading
     alone = _note("h-2.png", two)
     assert [x for x in alone.lines if x.startswith("#")] == ["# Topping up"] and CARRIED not in alone.properties

@@ -332,10 +332,13 @@ def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
         d.text((30, 110 + 44 * i), line, font=body, fill=0)
     d.text((30, 280), "Topping up", font=ImageFont.truetype(FONT, 36), fill=0)
     d.text((30, 350), "Open the filling loop slowly until the needle reaches one and a half.", font=body, fill=0)
+    # a heading in bold at the body's size: its strokes are thicker (hybrid.sources.ocr_ops.bold_lines)
+    d.text((30, 410), "Pressure relief valve", font=ImageFont.truetype(FONT.replace("Sans.", "Sans-Bold."), 24), fill=0)
+    d.text((30, 460), "Replace the valve when it drips after the pressure has settled.", font=body, fill=0)
     img.save(tmp_path / "handbook.png")
     lines = image_note("handbook.png", str(tmp_path / "handbook.png"), limits(tmp_path)).lines
     heads = [x for x in lines if x.startswith("#")]
-    assert heads == ["# Boiler Handbook", "## Topping up"], lines
+    assert heads == ["# Boiler Handbook", "## Topping up", "### Pressure relief valve"], lines
     scan = tmp_path / "handbook.pdf"
     from fpdf import FPDF
     pdf = FPDF()
@@ -344,6 +347,7 @@ def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
     pdf.output(str(scan))
     note = pdf_note("handbook.pdf", str(scan), limits(tmp_path))
     assert "## Boiler Handbook" in note.lines and "### Topping up" in note.lines, note.lines
+    assert "#### Pressure relief valve" in note.lines, note.lines
 
 
 
