@@ -234,9 +234,11 @@ class Hybrid(Registry):
         bounds = convert_limits(self.settings)
         if v.is_folder:  # an image's or a scan's text as its index read it (its OCR kept, hybrid.sources.ocr)
             from hybrid.core.lang import LANGUAGES_META
-            from hybrid.sources.ocr import vault_plan, with_plan
+            from hybrid.sources.ocr import PLAN_META, vault_plan, with_plan
             catalog = self.catalog_or_none(v)
-            bounds = with_plan(bounds, vault_plan(v, catalog.get_meta(LANGUAGES_META) if catalog is not None else None))
+            held, kept = (catalog.get_meta(LANGUAGES_META), catalog.get_meta(PLAN_META)) if catalog is not None \
+                else (None, None)
+            bounds = with_plan(bounds, vault_plan(v, held, kept))
         if not agent:
             note = reader.read_note(v, parsed, start, end, max_chars, limit, convert=bounds,
                                     catalog=self.catalog_or_none(v), max_pdf_bytes=pdf_limit)

@@ -75,9 +75,10 @@ def read_ledger(vault: Vault, settings: Settings, chunks: bool = False) -> Ledge
         cat = store.catalog
         rechunk_all = cat.get_meta("chunking") not in (None, chunking_meta(settings, vault_name_dates(vault), vault))
         from hybrid.core.lang import LANGUAGES_META
-        from hybrid.sources.ocr import vault_plan, with_plan
+        from hybrid.sources.ocr import PLAN_META, vault_plan, with_plan
         from hybrid.sources.sandbox import convert_limits
-        ocr = with_plan(convert_limits(settings), vault_plan(vault, cat.get_meta(LANGUAGES_META)))
+        ocr = with_plan(convert_limits(settings), vault_plan(vault, cat.get_meta(LANGUAGES_META),
+                                                             cat.get_meta(PLAN_META)))
         return Ledger(cat.files(), rechunk_all, skipped.load(cat), cat.chunks_per_file() if chunks else {},
                       ocr.ocr_key)
     finally:

@@ -33,7 +33,7 @@ from hybrid.indexing.shared import SharedTexts
 from hybrid.sources import KIND, SOURCES, kind_of, walk
 from hybrid.sources.daily import name_dates
 from hybrid.sources.markdown import CONTEXT, LENT
-from hybrid.sources.ocr import vault_plan, with_plan
+from hybrid.sources.ocr import PLAN_META, vault_plan, with_plan
 from hybrid.sources.sandbox import Limits, convert_limits
 from hybrid.sources.sandbox import shutdown as shutdown_converters
 from hybrid.sources.sections import LeaveOut
@@ -177,7 +177,7 @@ def _sync(store: Store, job: _Job, report: IndexReport) -> None:
     report.removed = len(removed)
     _report_progress(job, "write", 0, 2)
     with job.clock("catalog"):
-        _apply(store, job, pending, removed)
+        _apply(store, job, plan, pending, removed)
     _report_progress(job, "write", 1, 2)
     synced = store.sync_derived(job.embedder.id, view=job.view, redactor=job.redactor)
     with job.clock("embed"):  # the redacted texts agents are scored by (hybrid.store.agent.vectors)
@@ -280,7 +280,7 @@ def _plan(store: Store, job: _Job, report: IndexReport) -> _Plan:
         raise VaultError(f"vault {vault.name!r}: {where} {vault.path} has no documents now, but "
                          f"the index has {len(known):,}; nothing was removed (a drive not "
                          f"mounted?). If they really are gone, run `hybrid vault remove {vault.name}`")
-    ocr = vault_plan(vault, _languages_held(store, vault, entries))
+    ocr = vault_plan(vault, _languages_held(store, vault, entries), store.catalog.get_meta(PLAN_META))
     for w in ocr.warnings:
         report.warn(w)
     plan = _Plan(known, set(), [], rechunk_all, skipped.load(store.catalog),
@@ -406,9 +406,9 @@ def _with_context(store: Store, job: _Job, plan: _Plan, report: IndexReport, chu
     return pending, records
 
 
-def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str]) -> None:
+def _apply(store: Store, job: _Job, plan: _Plan, pending: list[NoteRecord], removed: list[str]) -> None:
     """Swap the changed notes' chunks and drop the removed notes in one catalog transaction
-    (journaling the touched ids for the derived indexes)."""
+    (journaling the touched ids for the derived indexes); record what the run read by."""
     cat = store.catalog
     checkpoint("before-catalog")
     if job.upgrading:  # the new chunks' vectors are the mix's (a store may copy them in apply)
@@ -419,6 +419,9 @@ def _apply(store: Store, job: _Job, pending: list[NoteRecord], removed: list[str
     cat.set_meta("chunking", job.chunking)
     if job.vault.is_folder:
         cat.set_meta(context.VIEW_META, job.view.fingerprint)
+    if plan.limits is not None and plan.limits.ocr and not job.vault.ocr_languages \
+            and any(KIND[kind_of(p)].ocr for p in plan.present):  # read in these from now on
+        cat.set_meta(PLAN_META, plan.limits.ocr)
 
 
 def _finish(store: Store, job: _Job, report: IndexReport) -> None:

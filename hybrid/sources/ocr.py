@@ -12,7 +12,8 @@ A scanned PDF's pages without a text layer are read the same way (:mod:`hybrid.s
 
 **Which languages** (:func:`plan_for`): the ``ocr_languages`` setting (a vault's own first), as
 ISO codes (``en``, ``de``) or Tesseract's (``eng``, ``chi_sim``); by default English and the
-languages the vault's notes are in, as its last index run sampled them. Only those Tesseract has
+languages the vault's notes are in, as sampled at its first index run with pictures to read, and
+kept from then on (:data:`PLAN_META`). Only those Tesseract has
 data for are used; a missing one is named, with the package that adds it.
 
 **Recognised once** (:class:`Cache`): each result is kept in the vault's index folder
@@ -55,6 +56,10 @@ TESSERACT_CODES = {
 # the headings a page of a series carries from the page before: (its page's path, text, type
 # size / body size), top first (hybrid.sources.series)
 Carried = Sequence[tuple[str, str, float]]
+# catalog meta: the languages a vault's pictures are read in when no `ocr_languages` says which,
+# chosen at the first index run with pictures to read (from its notes' languages) and kept:
+# pictures read later are read alike, and their text read again (`get`) is what was indexed
+PLAN_META = "ocr_plan"
 MAX_OCR_LANGUAGES = 4  # each language more slows recognition; past a few it also misreads more
 
 
@@ -88,15 +93,17 @@ def tesseract_code(lang: str) -> str:
 
 
 def plan_for(enabled: bool, configured: tuple[str, ...] | list[str], held: list[str],
-             cache: Path | None) -> OcrPlan:
+             cache: Path | None, kept: str | None = None) -> OcrPlan:
     """The OCR plan of a vault: on unless ``enabled`` is false, in the ``configured`` languages
-    (empty: English and the ``held`` ones), those Tesseract has data for."""
+    (empty: those its pictures were read in before, ``kept`` as ``eng+deu``; none before:
+    English and the ``held`` ones), those Tesseract has data for."""
     if not enabled:
         return OcrPlan("", "OCR is off for this vault (`ocr = false`)")
     version, have = engine()
     if not version:
         return OcrPlan("", ENABLE)
-    wanted = [tesseract_code(x) for x in (configured or ["en", *held])]
+    default = kept.split("+") if kept else ["en", *held]
+    wanted = [tesseract_code(x) for x in (configured or default)]
     wanted = list(dict.fromkeys(w for w in wanted if w))
     usable = [w for w in wanted if w in have][:MAX_OCR_LANGUAGES]
     warnings = []
@@ -112,11 +119,14 @@ def plan_for(enabled: bool, configured: tuple[str, ...] | list[str], held: list[
                    warnings=tuple(warnings))
 
 
-def vault_plan(vault: Any, held_meta: str | None) -> OcrPlan:
+def vault_plan(vault: Any, held_meta: str | None, kept: str | None = None) -> OcrPlan:
     """The OCR plan of ``vault`` (a :class:`hybrid.core.config.Vault`), whose ledger records
-    ``held_meta`` as the languages its notes are in (:data:`hybrid.core.lang.LANGUAGES_META`)."""
+    ``held_meta`` as the languages its notes are in (:data:`hybrid.core.lang.LANGUAGES_META`)
+    and ``kept`` as those its pictures were read in by default (:data:`PLAN_META`): the indexer,
+    ``hybrid get`` and ``status`` read with one plan, so a picture is read once and shown as its
+    index read it."""
     held = [x for x in (held_meta or "").split(",") if x]
-    return plan_for(vault.ocr, tuple(vault.ocr_languages), held, Path(vault.index_dir) / "ocr")
+    return plan_for(vault.ocr, tuple(vault.ocr_languages), held, Path(vault.index_dir) / "ocr", kept)
 
 
 def with_plan(limits: Limits, plan: OcrPlan) -> Limits:

@@ -367,3 +367,33 @@ def test_a_first_index_reads_pictures_in_the_languages_of_the_notes(tmp_path, op
     assert h.index()[0].added == 4
     hit = next(x for x in h.search("Größe Straße Tür", mode="lexical", top_k=10) if x.path == "schild.png")
     assert "Straße" in hit.text and "schließen" in hit.text, hit.text  # as the index holds it
+
+
+def test_pictures_are_read_in_the_languages_chosen_first_and_shown_as_indexed(tmp_path, open_h, monkeypatch):
+    """The languages the vault's notes are in change after its pictures were read (notes in
+    French come): the pictures are still read in the languages chosen at first, new ones too, and
+    `get` shows a picture's text as its index read it, from the OCR cache, never read again."""
+    root = tmp_path / "vault"
+    write(root, "home.md", "# Home\n\nThe shed needs new hinges before the winter comes.\n")
+    text_image(root / "sign.png", ["Please close the gate quietly", "Dogs on a lead"])
+    h = open_h(embedder="hash:64")
+    h.add_vault(root, "v")
+    h.index()
+
+    def meta(key):
+        return h.catalog_or_none(h.vault_for("v")).get_meta(key)
+    assert meta(ocr_mod.PLAN_META) == "eng"
+    for i, text in enumerate([
+            "Nous avons repeint la porte du garage avec les voisins pendant tout le week-end dernier.",
+            "Le jardin a besoin de beaucoup plus d'eau au printemps parce que la terre sèche très vite.",
+            "La facture de la réparation du chauffage est arrivée hier et elle était bien trop chère."]):
+        write(root, f"note-{i}.md", f"# Note {i}\n\n{text}\n")
+    text_image(root / "board.png", ["Meeting moved to Thursday", "Bring the quotes"])
+    h.index()
+    assert "fr" in meta("languages")  # the notes are in French now
+    assert meta(ocr_mod.PLAN_META) == "eng"  # the pictures are read as before
+    calls = []
+    real = ocr_mod.convert
+    monkeypatch.setattr(ocr_mod, "convert", lambda *a, **k: calls.append(a) or real(*a, **k))
+    got = h.get("v:sign.png").text
+    assert "close the gate" in got and calls == []  # from the cache: as indexed
