@@ -133,14 +133,13 @@ def chunking_meta(s: Settings, names: NameDates | None = None, vault: Vault | No
     a PDF's headings (its outline's, else from type) are headings inside its pages, and images are
     read by OCR, :mod:`hybrid.sources.pdf`, :mod:`hybrid.sources.ocr`; version 14: a markdown
     link to a picture (``![alt](scan.png)``) is recorded as a link, and a picture takes the
-    words of the notes that show it, :mod:`hybrid.indexing.context`; version 15: a picture that
-    is a page of a series starts under the headings of the page before, :mod:`hybrid.indexing.pages`.
-    The re-read
-    costs no embedding where the chunks are the same; a picture's text is not read again, its
-    OCR is kept by content hash.) The OCR languages a vault sets (``ocr_languages``) are
-    recorded too: a change of them reads its pictures again. What ``vault``'s notes leave out
-    (:mod:`hybrid.sources.sections`) is recorded too, only when there is something: a change of
-    it re-chunks every note."""
+    words of the notes that show it, :mod:`hybrid.indexing.context`; version 15: a picture
+    that is a page of a series starts under the headings of the page before,
+    :mod:`hybrid.indexing.pages`. The re-read costs no embedding where the chunks are the
+    same; a picture's text is not read again, its OCR is kept by content hash.) The OCR
+    languages a vault sets (``ocr_languages``) are recorded too: a change of them reads its
+    pictures again. What ``vault``'s notes leave out (:mod:`hybrid.sources.sections`) is
+    recorded too, only when there is something: a change of it re-chunks every note."""
     meta = {"tokens": s.chunk_tokens, "overlap": s.chunk_overlap, "header": s.context_header,
             "version": 15}
     own = names.fingerprint if names is not None else []

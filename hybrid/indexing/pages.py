@@ -57,17 +57,15 @@ def changed(catalog: Ledger, vault: Vault, view: AgentView, limits: Limits | Non
     if not vault.is_folder or limits is None or not limits.ocr or limits.ocr_cache is None:
         return {}
     fresh = {r.path: r for r in records}
-    series: dict[str, dict[int, list[str]]] = {}
-    for path in listed:
-        if path not in removed and kind_of(path) == "image" and (key := page_of(path)) is not None:
-            series.setdefault(key[0], {}).setdefault(key[1], []).append(path)
-    if not series:
+    every = catalog.get_meta(VIEW_META) != view.fingerprint  # who is hidden may have changed: all
+    touched = {key[0] for p in [*fresh, *removed] if kind_of(p) == "image" and (key := page_of(p))}
+    if not every and not touched:  # no page of a series read or removed (a run of no change)
         return {}
-    if catalog.get_meta(VIEW_META) != view.fingerprint:  # who is hidden may have changed: all
-        touched = set(series)
-    else:
-        touched = {key[0] for p in [*fresh, *removed] if kind_of(p) == "image" and (key := page_of(p))}
-    todo = {k: v for k, v in series.items() if k in touched}
+    todo: dict[str, dict[int, list[str]]] = {}
+    for path in listed:
+        if path not in removed and kind_of(path) == "image" and (key := page_of(path)) is not None \
+                and (every or key[0] in touched):
+            todo.setdefault(key[0], {}).setdefault(key[1], []).append(path)
     if not todo:
         return {}
     stored = {path: held(props) for _, path, _, props in catalog.files_mentioning((CARRIED,), ())}
