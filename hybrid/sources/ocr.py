@@ -42,7 +42,7 @@ from hybrid.sources.sandbox import ConvertError, Limits, convert, convert_limits
 
 BOXES_PROPERTY = "hybrid:boxes"  # reserved: never a frontmatter key of the owner's
 SIZE_PROPERTY = "hybrid:image"   # [width, height] in pixels
-RECIPE = 6  # bumped when what the worker does to an image changes: older results are not reused
+RECIPE = 7  # bumped when what the worker does to an image changes: older results are not reused
 ENABLE = ("install Tesseract to read text in images and scans: `bash scripts/ocr.sh` (Debian/"
           "Ubuntu: `sudo apt install tesseract-ocr`; macOS: `brew install tesseract`), then run "
           "`hybrid index` again")

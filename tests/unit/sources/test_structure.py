@@ -52,3 +52,18 @@ def test_a_recognised_line_is_sized_by_its_x_height_not_its_row():
     sizes = [ln[6] for ln in paras[0]]
     assert sizes[0] == sizes[1] == 35 / ocr_ops.X_HEIGHT_EM and sizes[2] == 0
     assert round(sizes[0] / sizes[3], 2) == 1.4 and trusted == total == 10
+
+
+def test_a_word_ocr_is_unsure_of_is_kept_in_a_line_of_text():
+    """Tesseract was 18 % sure of `/etc/pve/lxc/110.conf` in a scanned line of text: it is kept
+    with its line; a line with no word over 60 % (a photograph's texture) is dropped whole."""
+    from hybrid.sources import ocr_ops
+
+    def line(*words: tuple[str, int]) -> str:
+        spans = "".join(f"<span class='ocrx_word' title='bbox 0 0 10 10; x_wconf {c}'>{w}</span>" for w, c in words)
+        return f"<span class='ocr_line' title='bbox 0 0 10 10; x_size 30; x_descenders 6; x_ascenders 6'>{spans}</span>"
+    hocr = ("<p class='ocr_par' title='bbox 0 0 1 1'>" + line(("#", 91), ("/etc/pve/lxc/110.conf", 18))
+            + line(("~:;", 12), ("'|", 40)) + line(("grep", 8), ("the", 96), ("logs", 93)) + "</p>")
+    paras, trusted, total = ocr_ops._read_hocr(hocr)
+    assert [ln[0] for ln in paras[0]] == ["# /etc/pve/lxc/110.conf", "grep the logs"]
+    assert (trusted, total) == (3, 7)
