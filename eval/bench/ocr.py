@@ -14,7 +14,8 @@ is downloaded and nothing is tuned to a public set:
    sets them (17, 14 bold, 12 bold, 10 bold; body 10), with and without an outline; the styled
    PDFs as scans (each page rendered at 150 dpi, tilted up to 1 degree, with noise and blur, then
    put back into a PDF as a picture: no text layer); and the notes as images (one PNG per 60
-   lines, headings in the same styles). The real bundled model; nDCG@10 / answer@1.
+   lines, a longer note's numbered as its pages, ``Lisbon trip-1.png``, ``Lisbon trip-2.png``,
+   headings in the same styles). The real bundled model; nDCG@10 / answer@1.
 3. **Cost.** Seconds per image and per scanned page (median), and the re-index of an unchanged
    vault of 1,000 image files (median of 5 runs).
 
