@@ -351,16 +351,21 @@ def test_headings_are_read_from_the_height_of_recognised_lines(tmp_path):
 
 
 
+def notes(root: Path, title: str, texts: list[str]) -> None:
+    """One note a text, ``{title} N.md`` titled ``{title} N``."""
+    for i, text in enumerate(texts):
+        write(root, f"{title.lower()}-{i}.md", f"# {title} {i}\n\n{text}\n")
+
+
 def test_a_first_index_reads_pictures_in_the_languages_of_the_notes(tmp_path, open_h):
     """No ledger records the vault's languages yet: they are told from a sample of its notes
     before the first picture is read (English data alone reads `Straße` as `StraBe`)."""
     assert "deu" in ocr_mod.engine()[1], "German data missing: bash scripts/ocr.sh"
     root = tmp_path / "vault"
-    for i, text in enumerate([
-            "Wir haben die Straße vor dem Haus neu gepflastert, und die Nachbarn waren sehr zufrieden damit.",
-            "Der Garten braucht im Frühling mehr Wasser, weil die Erde schnell austrocknet und die Pflanzen leiden.",
-            "Die Rechnung für die Reparatur der Heizung kam gestern, sie war höher als wir erwartet hatten."]):
-        write(root, f"notiz-{i}.md", f"# Notiz {i}\n\n{text}\n")
+    notes(root, "Notiz", [
+        "Wir haben die Straße vor dem Haus neu gepflastert, und die Nachbarn waren sehr zufrieden damit.",
+        "Der Garten braucht im Frühling mehr Wasser, weil die Erde schnell austrocknet und die Pflanzen leiden.",
+        "Die Rechnung für die Reparatur der Heizung kam gestern, sie war höher als wir erwartet hatten."])
     text_image(root / "schild.png", ["Die Größe der Straße ist übermäßig groß", "Bitte schließen Sie die Tür leise"])
     h = open_h(embedder="hash:64")
     h.add_vault(root, "v")
@@ -383,11 +388,10 @@ def test_pictures_are_read_in_the_languages_chosen_first_and_shown_as_indexed(tm
     def meta(key):
         return h.catalog_or_none(h.vault_for("v")).get_meta(key)
     assert meta(ocr_mod.PLAN_META) == "eng"
-    for i, text in enumerate([
-            "Nous avons repeint la porte du garage avec les voisins pendant tout le week-end dernier.",
-            "Le jardin a besoin de beaucoup plus d'eau au printemps parce que la terre sèche très vite.",
-            "La facture de la réparation du chauffage est arrivée hier et elle était bien trop chère."]):
-        write(root, f"note-{i}.md", f"# Note {i}\n\n{text}\n")
+    notes(root, "Note", [
+        "Nous avons repeint la porte du garage avec les voisins pendant tout le week-end dernier.",
+        "Le jardin a besoin de beaucoup plus d'eau au printemps parce que la terre sèche très vite.",
+        "La facture de la réparation du chauffage est arrivée hier et elle était bien trop chère."])
     text_image(root / "board.png", ["Meeting moved to Thursday", "Bring the quotes"])
     h.index()
     assert "fr" in meta("languages")  # the notes are in French now
