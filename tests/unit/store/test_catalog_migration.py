@@ -4,6 +4,7 @@ PostgreSQL store's migrations: tests/system/test_team_mode.py."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from helpers import consistent, write
@@ -27,7 +28,8 @@ def test_a_local_index_without_links_is_read_then_migrated(tmp_path):
         conn.execute("DROP INDEX chunks_body")  # schema 4's (duplicates): not there yet either
         conn.execute("ALTER TABLE chunks DROP COLUMN body_hash")
         conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
-        conn.execute("UPDATE meta SET value=replace(value, '\"version\": 14', '\"version\": 6') WHERE key='chunking'")
+        chunking = json.loads(conn.execute("SELECT value FROM meta WHERE key='chunking'").fetchone()[0])
+        conn.execute("UPDATE meta SET value=? WHERE key='chunking'", (json.dumps({**chunking, "version": 6}),))
     h = hybrid.open(tmp_path / "home", embedder="hash:32")
     assert [x.path for x in h.search("back to nothing", mode="lexical")][:1] == ["b.md"]  # a reader reads it
     g, _ = graph(h)
