@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid.indexing.context import VIEW_META
 from hybrid.sources import kind_of
-from hybrid.sources.markdown import CARRIED
+from hybrid.sources.markdown import CARRIED, carried
 from hybrid.sources.ocr import Carried, cached_reading, page_end
 from hybrid.sources.series import page_of, same_body
 
@@ -40,10 +40,7 @@ if TYPE_CHECKING:
 
 def held(properties: Any) -> list[tuple[str, str, float]]:
     """The carried headings a page's properties hold, as :func:`changed` names them."""
-    got = properties.get(CARRIED) if isinstance(properties, dict) else None
-    if not isinstance(got, list):
-        return []
-    return [(str(e[0]), str(e[1]), float(e[2])) for e in got if isinstance(e, list) and len(e) == 4]
+    return [(src, text, ratio) for src, text, ratio, _ in carried(properties)]
 
 
 def changed(catalog: Ledger, vault: Vault, view: AgentView, limits: Limits | None,

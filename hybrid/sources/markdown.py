@@ -457,23 +457,25 @@ def context_words(properties: Any) -> list[str]:
 def context_sources(properties: Any) -> set[str]:
     """The paths of the files whose words a picture holds: the notes its :data:`CONTEXT` comes
     from, and the pages before it its :data:`CARRIED` headings are on."""
-    if not isinstance(properties, dict):
-        return set()
-    lines, heads = properties.get(CONTEXT), properties.get(CARRIED)
+    lines = properties.get(CONTEXT) if isinstance(properties, dict) else None
     out = {str(e[0]) for e in lines if isinstance(e, list) and len(e) == 2} if isinstance(lines, list) else set()
-    if isinstance(heads, list):
-        out |= {str(e[0]) for e in heads if isinstance(e, list) and len(e) == 4}
-    return out
+    return out | {src for src, *_ in carried(properties)}
 
 
-def carried_heads(properties: Any) -> list[tuple[int, str]]:
-    """``[(level, text)]`` of a page's :data:`CARRIED` headings, top first; none for any other
-    note or a value not of that shape."""
+def carried(properties: Any) -> list[tuple[str, str, float, int]]:
+    """A page's :data:`CARRIED` headings, top first, as ``(path of the page it is on, text,
+    type size / body size, level)``; none for any other note or a value not of that shape."""
     got = properties.get(CARRIED) if isinstance(properties, dict) else None
     if not isinstance(got, list):
         return []
-    return [(e[3], str(e[1])) for e in got
-            if isinstance(e, list) and len(e) == 4 and isinstance(e[3], int) and 1 <= e[3] <= 6]
+    return [(str(e[0]), str(e[1]), float(e[2]), e[3]) for e in got
+            if isinstance(e, list) and len(e) == 4 and isinstance(e[2], (int, float))
+            and isinstance(e[3], int) and 1 <= e[3] <= 6]
+
+
+def carried_heads(properties: Any) -> list[tuple[int, str]]:
+    """``[(level, text)]`` of a page's :data:`CARRIED` headings (:func:`carried`), top first."""
+    return [(level, text) for _, text, _, level in carried(properties)]
 
 
 HYPHEN_BREAK_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")

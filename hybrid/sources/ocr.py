@@ -222,10 +222,9 @@ def image_note(path: str, source: str | bytes, limits: Limits | None = None,
     if not limits.ocr:
         raise NoEngine(path, limits.ocr_off or ENABLE, "no-engine")
     from hybrid.sources.walk import file_digest
-    cache = Cache(limits.ocr_cache, limits.ocr)
     digest = file_digest(source)
-    got = cache.get(digest)
-    if not _reply_ok(got):
+    got = cached_reading(digest, limits)
+    if got is None:
         args = {"path": source} if isinstance(source, str) else {}
         reply = convert("image", path, limits, b"" if isinstance(source, str) else source,
                         languages=limits.ocr, seconds=max(1.0, limits.timeout - 2), **args)
@@ -238,7 +237,7 @@ def image_note(path: str, source: str | bytes, limits: Limits | None = None,
             raise ConvertError(path, "the converter sent a malformed reply")
         got = {"paras": reply["paras"], "width": reply["width"], "height": reply["height"],
                "rotated": reply.get("rotated", 0), "more_pages": bool(reply.get("more_pages"))}
-        cache.put(digest, got)
+        Cache(limits.ocr_cache, limits.ocr).put(digest, got)
     note = _note(path, got, carried)
     if got.get("more_pages"):
         note.warnings.append(f"{path}: a TIFF of several pages: only its first page is read")
@@ -297,40 +296,39 @@ def _headings(lines: list[str], sizes: list[float], bold: list[bool],
     headings from the size and weight of the lines' type, as a PDF's
     (:mod:`hybrid.sources.structure`), their levels set among the carried ones' by size
     relative to the body."""
-    from hybrid.sources.structure import body_size, headings_among
-    body = body_size(list(zip(lines, sizes)))
-    found, levels = headings_among([(i, t, h, b) for i, (t, h, b) in enumerate(zip(lines, sizes, bold))],
-                                   [c[2] * body for c in carried] if body else [c[2] for c in carried])
+    from hybrid.sources.structure import headings_among
+    found, levels, body = headings_among([(i, t, h, b) for i, (t, h, b) in enumerate(zip(lines, sizes, bold))],
+                                         [c[2] for c in carried])
     return {i: lv for i, lv in found.items() if isinstance(i, int)}, levels, body
 
 
 def _heading(line: str) -> str:
-    from hybrid.sources.markdown import heading_text
+    """A recognised line made a heading: its text, not markdown's escape, cut to length."""
     from hybrid.sources.structure import MAX_HEADING_CHARS
-    return heading_text(line.lstrip(chr(92))[:MAX_HEADING_CHARS])
+    return line.lstrip(chr(92))[:MAX_HEADING_CHARS]
 
 
 def page_end(path: str, got: dict, carried: Carried = ()) -> tuple[list[tuple[str, str, float]], float]:
     """(the headings in force at the end of the picture ``path`` read as ``got``, top first, as
     ``(path of the page it is on, text, type size / body size)``; its body's type size), the
     page before's ``carried`` in force at its top: what the next page of a series carries."""
+    from hybrid.sources.markdown import heading_text
     lines, _, sizes, bold = _read_lines(got)
     levels, carried_levels, body = _headings(lines, sizes, bold, carried)
     stack = [(lv, *c) for lv, c in zip(carried_levels, carried)]
     for i in sorted(levels):
         while stack and stack[-1][0] >= levels[i]:
             stack.pop()
-        stack.append((levels[i], path, _heading(lines[i]), round(sizes[i] / body, 3) if body else 1.0))
+        stack.append((levels[i], path, heading_text(_heading(lines[i])), round(sizes[i] / body, 3) if body else 1.0))
     return [(src, text, r) for _, src, text, r in stack], body
 
 
 def _note(path: str, got: dict, carried: Carried = ()) -> Note:
     from hybrid.sources.markdown import CARRIED
-    from hybrid.sources.structure import MAX_HEADING_CHARS
     lines, boxes, sizes, bold = _read_lines(got)
     levels, carried_levels, _ = _headings(lines, sizes, bold, carried)
     for i, level in levels.items():
-        lines[i] = f"{'#' * min(level, 6)} {lines[i].lstrip(chr(92))[:MAX_HEADING_CHARS]}"
+        lines[i] = f"{'#' * min(level, 6)} {_heading(lines[i])}"
     if not any(line.strip() for line in lines):
         raise ConvertError(path, "no text recognised in the image", "empty")
     stem = path.rsplit("/", 1)[-1]

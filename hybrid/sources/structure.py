@@ -36,14 +36,16 @@ def type_headings(lines: Sequence[tuple[Hashable, str, float, bool]],
 
 
 def headings_among(lines: Sequence[tuple[Hashable, str, float, bool]], carried: Sequence[float],
-                   ratio: float = HEADING_RATIO) -> tuple[dict[Hashable, int], list[int]]:
+                   ratio: float = HEADING_RATIO) -> tuple[dict[Hashable, int], list[int], float]:
     """:func:`type_headings` of ``lines`` under headings in force from before them (a page of
-    a series of pictures: :mod:`hybrid.sources.series`) set in ``carried`` sizes (the lines'
-    unit): (the lines' headings' levels, the carried ones' levels), all set by size together."""
+    a series of pictures: :mod:`hybrid.sources.series`) set in ``carried`` sizes (each over its
+    own page's body size): (the lines' headings' levels, the carried ones' levels, all set by
+    size together; the lines' body size, 0 when none is known)."""
     lines = [(k, t.strip(), sz, b) for k, t, sz, b in lines if t.strip()]
     body = body_size([(t, sz) for _, t, sz, _ in lines])
     if not body:
-        return {}, list(map(size_levels(carried).__getitem__, carried))
+        return {}, list(map(size_levels(carried).__getitem__, carried)), 0.0
+    carried = [r * body for r in carried]
     near = BOLD_SAME * body  # a bold line within this of the body's size is set at body size
     big = [(k, sz) for k, t, sz, b in lines
            if (sz >= body * ratio or (b and sz > body + near)) and len(t) <= MAX_HEADING_CHARS and wordy(t)]
@@ -57,7 +59,7 @@ def headings_among(lines: Sequence[tuple[Hashable, str, float, bool]], carried: 
             and not t.endswith((".", ",", ";", ":")) and k not in out]
     if bold and len(bold) <= 0.3 * len(lines):
         out.update({k: below for k in bold})
-    return out, [level_of.get(sz, below) for sz in carried]
+    return out, [level_of.get(sz, below) for sz in carried], body
 
 
 def body_size(lines: Sequence[tuple[str, float]]) -> float:
